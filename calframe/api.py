@@ -1252,8 +1252,8 @@ def gece(
         if lens == "topk":
             return G.topk(scored.probs, scored.labels, k)  # type: ignore[arg-type]
         if lens == "full":
-            return G.full(scored.probs, scored.labels)
-        return G.grouping(scored.probs, scored.labels, groups)
+            return G.full(scored.probs, scored.labels, onehot=False)
+        return G.grouping(scored.probs, scored.labels, groups, onehot=False)
 
     def figure(scored: Scored) -> np.ndarray:
         if lens == "marginal":

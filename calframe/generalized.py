@@ -98,6 +98,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from ._errors import ParameterError
+from ._kernels import adaptive as AK
 from ._kernels import vector as VK
 
 __all__ = [
@@ -121,6 +122,8 @@ Lensed = tuple[np.ndarray, np.ndarray]
 
 #: above this k, top-k uses a stable argsort instead of per-row insertion
 _TOPK_INSERTION_MAX = 16
+#: adaptive binning goes level by level when a tree level can hold at most this many nodes to split
+_LEVEL_MAX_FRONTIER = 16384
 
 
 # --------------------------------------------------------------------------- input
@@ -218,9 +221,15 @@ def topk(probs: Any, labels: Any, k: int) -> Lensed:
     return gp, yp
 
 
-def full(probs: Any, labels: Any) -> Lensed:
-    """g itself and the one-hot label."""
+def full(probs: Any, labels: Any, onehot: bool = True) -> Lensed:
+    """g itself and the one-hot label.
+
+    ``onehot=False`` gives y' as the position of its 1 per row, (n,) int64;
+    ``accumulate`` and ``gece`` read that form directly, without the (n, K) array.
+    """
     g, y = _inputs(probs, labels)
+    if not onehot:
+        return g, y
     yp = np.zeros_like(g)
     yp[np.arange(g.shape[0]), y] = 1.0
     return g, yp
@@ -266,8 +275,11 @@ def _check_groups(class_groups: Any, n_classes: int) -> list[list[int]]:
     return out
 
 
-def grouping(probs: Any, labels: Any, groups: Any) -> Lensed:
-    """Per class group: the sum of g over its classes, and whether the label is in it."""
+def grouping(probs: Any, labels: Any, groups: Any, onehot: bool = True) -> Lensed:
+    """Per class group: the sum of g over its classes, and whether the label is in it.
+
+    ``onehot=False`` gives y' as the label's group per row, (n,) int64 (see ``full``).
+    """
     g, y = _inputs(probs, labels)
     n, n_classes = g.shape
     class_groups = _check_groups(groups, n_classes)
@@ -276,6 +288,8 @@ def grouping(probs: Any, labels: Any, groups: Any) -> Lensed:
     for j, cls in enumerate(class_groups):
         gp[:, j] = g[:, cls].sum(axis=1)
         group_of[cls] = j
+    if not onehot:
+        return gp, group_of[y]
     yp = np.zeros((n, len(class_groups)))
     yp[np.arange(n), group_of[y]] = 1.0
     return gp, yp
@@ -367,11 +381,19 @@ def adaptive(
         raise ParameterError(f"adaptive: split must be 'mean' or 'median'. Got {split!r}.")
     n = g.shape[0]
     codes = _group_codes(groups, n, n_groups, "adaptive")
-    order, starts = VK.group_order(codes, n_groups, n)
-    counts = np.diff(starts)
+    counts = np.bincount(codes, minlength=n_groups) if codes is not None else np.array([n], dtype=np.int64)
     # Python's round(gamma * N): the float product rounded half to even
     min_sizes = np.array([round(float(gamma) * int(c)) for c in counts], dtype=np.int64)
-    ids, n_leaves = VK.adaptive_bins(g, order, starts, min_sizes, split == "median")
+    res = None
+    # level by level (one parallel pass per tree level) unless the tree may be very wide
+    widest = int(np.sum(counts // np.maximum(min_sizes, 1)))
+    if split == "mean" and n and widest <= _LEVEL_MAX_FRONTIER:
+        nchunks = VK.n_chunks(n, max(n_groups, 2 * widest), 1 + 2 * g.shape[1])
+        res = AK.level_bins(g, codes, n_groups, min_sizes, nchunks)
+    if res is None:
+        order, starts = VK.group_order(codes, n_groups, n)
+        res = VK.adaptive_bins(g, order, starts, min_sizes, split == "median")
+    ids, n_leaves = res
     return ids, max(int(n_leaves.max()), 1)
 
 
@@ -389,14 +411,22 @@ def accumulate(
 ) -> np.ndarray:
     """Per (group, bin) sums -> (n_groups, n_bins, 1 + 2K'): [n, sum g'_0..K'-1, sum y'_0..K'-1].
 
+    ``yp`` is (n, K'), or (n,) integers: the position of the 1 of a one-hot y'.
+
     ``weights`` (float64, optional) multiply every term (n is then the sum of the
     weights). Bit-identical for any number of threads.
     """
     g = _lensed(gp, "accumulate")
-    y = _lensed(yp, "accumulate")
-    if y.shape != g.shape:
-        raise ParameterError(f"accumulate: g' and y' must have the same shape. Got {g.shape} and {y.shape}.")
     n, m = g.shape
+    y = np.asarray(yp)
+    if y.ndim == 1 and y.dtype.kind in "iu":  # one-hot y' given by the position of its 1
+        if y.shape != (n,) or (n and (y.min() < 0 or y.max() >= m)):
+            raise ParameterError(f"accumulate: y' as positions must be {n} integers in [0, {m - 1}].")
+        y = np.ascontiguousarray(y, dtype=np.int64)
+    else:
+        y = _lensed(yp, "accumulate")
+        if y.shape != g.shape:
+            raise ParameterError(f"accumulate: g' and y' must have the same shape. Got {g.shape} and {y.shape}.")
     b = np.asarray(bins)
     if b.shape != (n,) or b.dtype.kind not in "iu":
         raise ParameterError(f"accumulate: bins must be {n} integer bin ids. Got {b.dtype} {b.shape}.")
@@ -410,9 +440,8 @@ def accumulate(
             raise ParameterError(f"accumulate: weights must be {n} numbers. Got shape {w.shape}.")
     width = 1 + 2 * m
     n_cells = n_groups * n_bins
-    flat = VK.accumulate_vector(
-        codes, np.ascontiguousarray(b, dtype=np.int32), g, y, w, n_bins, n_cells, VK.n_chunks(n, n_cells, width)
-    )
+    kernel = VK.accumulate_onehot if y.ndim == 1 else VK.accumulate_vector
+    flat = kernel(codes, np.ascontiguousarray(b, dtype=np.int32), g, y, w, n_bins, n_cells, VK.n_chunks(n, n_cells, width))
     return flat.reshape((n_groups, n_bins, width))
 
 

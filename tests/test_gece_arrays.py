@@ -471,3 +471,71 @@ def test_mahalanobis_size_and_other_parameter_errors():
         G.uniform_grid(gp, 0)
     with pytest.raises(ValueError, match="group codes"):
         G.uniform_grid(gp, 15, np.array([0, 1, 2], dtype=np.int32), 2)
+
+
+# --------------------------------------------------------------------------- level-by-level adaptive kernel
+
+
+def _both_kernels(g: np.ndarray, gamma: float, groups: np.ndarray | None = None, n_groups: int = 1):
+    """(level-by-level ids, node-by-node ids) for the same data."""
+    from calframe._kernels import adaptive as AK
+
+    n = g.shape[0]
+    counts = np.bincount(groups, minlength=n_groups) if groups is not None else np.array([n])
+    min_sizes = np.array([round(gamma * int(c)) for c in counts], dtype=np.int64)
+    codes = None if groups is None else groups.astype(np.int32)
+    fast = AK.level_bins(g, codes, n_groups, min_sizes, 4)
+    order, starts = VK.group_order(codes, n_groups, n)
+    slow = VK.adaptive_bins(g, order, starts, min_sizes, False)
+    return fast, slow
+
+
+@pytest.mark.parametrize("case", ["binary", "discrete", "constant", "continuous"])
+def test_level_kernel_equals_node_kernel_and_uses_its_exact_fallbacks(case, monkeypatch):
+    """Bins row for row as the node-by-node kernel (itself checked against numpy above), on data built
+    so that the estimated split coordinate or threshold is too close to call: the exact paths must run."""
+    from calframe._kernels import adaptive as AK
+
+    calls = {"columns": 0, "resplit": 0}
+    for name, key in (("exact_split_columns", "columns"), ("exact_resplit", "resplit")):
+        real = getattr(AK, name)
+
+        def counted(*a, _real=real, _key=key):
+            calls[_key] += 1
+            return _real(*a)
+
+        monkeypatch.setattr(AK, name, counted)
+    rng = np.random.default_rng(11)
+    n = 3000
+    if case == "binary":  # var(p) == var(1 - p): every node's coordinate is a tie
+        p = rng.random(n)
+        g = np.stack([1 - p, p], axis=1)
+    elif case == "discrete":  # few distinct values: thresholds land on data values
+        g = rng.dirichlet(np.ones(3), size=n).round(1)
+        g[:, 2] = 1 - g[:, 0] - g[:, 1]
+    elif case == "constant":  # whole nodes of equal rows, and a constant coordinate
+        g = np.repeat(rng.dirichlet(np.ones(3), size=6), n // 6, axis=0)
+        g[: n // 2, 1] = 0.25
+    else:
+        g = rng.dirichlet(np.ones(5), size=n)
+    groups = rng.integers(0, 3, n)
+    for gamma in (0.001, 0.02, 0.1, 0.4):
+        (ids, leaves), (ref_ids, ref_leaves) = _both_kernels(np.ascontiguousarray(g), gamma)
+        np.testing.assert_array_equal(ids, ref_ids, err_msg=f"{case} gamma={gamma}")
+        np.testing.assert_array_equal(leaves, ref_leaves)
+        (ids, leaves), (ref_ids, ref_leaves) = _both_kernels(np.ascontiguousarray(g), gamma, groups, 3)
+        np.testing.assert_array_equal(ids, ref_ids, err_msg=f"{case} gamma={gamma}, 3 groups")
+        np.testing.assert_array_equal(leaves, ref_leaves)
+    if case == "binary":
+        assert calls["columns"] > 0
+    if case in ("discrete", "constant"):
+        assert calls["resplit"] > 0
+
+
+def test_level_kernel_hands_non_finite_data_back():
+    from calframe._kernels import adaptive as AK
+
+    g = np.array([[0.5, 0.5], [np.inf, 0.0], [0.2, 0.8]])
+    assert AK.level_bins(g, None, 1, np.array([1]), 1) is None
+    g[1] = [np.nan, 0.0]
+    assert AK.level_bins(g, None, 1, np.array([1]), 1) is None

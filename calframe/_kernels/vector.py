@@ -397,3 +397,31 @@ def accumulate_vector(groups, bins, gp, yp, weights, n_bins, n_cells, nchunks):
             t += part[c, j]
         out[j] = t
     return out
+
+
+@njit(parallel=True, cache=True)
+def accumulate_onehot(groups, bins, gp, ypos, weights, n_bins, n_cells, nchunks):
+    """``accumulate_vector`` for a one-hot y' given as the position of its 1 (``ypos``, (n,) int)."""
+    n, m = gp.shape
+    width = 1 + 2 * m
+    part = np.zeros((nchunks, width * n_cells))
+    step = (n + nchunks - 1) // nchunks
+    for c in prange(nchunks):
+        lo = c * step
+        hi = min(n, lo + step)
+        tab = part[c]
+        for i in range(lo, hi):
+            k = bins[i] if groups is None else groups[i] * n_bins + bins[i]
+            base = k * width
+            w = 1.0 if weights is None else weights[i]
+            tab[base] += w
+            for j in range(m):
+                tab[base + 1 + j] += w * gp[i, j]
+            tab[base + 1 + m + ypos[i]] += w
+    out = np.zeros(width * n_cells)
+    for j in prange(width * n_cells):
+        t = 0.0
+        for c in range(nchunks):
+            t += part[c, j]
+        out[j] = t
+    return out

@@ -1,0 +1,308 @@
+"""uu-sml's data-dependent binning, level by level: one parallel pass over the rows per tree level.
+
+``vector._split_group`` grows the tree node by node on one thread, replaying
+numpy's float operations exactly (``numpy.var`` of the node, ``numpy.mean`` of
+the split coordinate). That costs four passes over a node's rows. Here every
+level of every group's tree is split in one parallel pass, and numpy's exact
+figures are computed only where they can change the outcome:
+
+- Each node's per-coordinate count, sum and sum of squares come from the pass
+  that created it (rows in chunks; the chunk count depends on sizes only, so
+  the result is the same for any number of threads).
+- The split coordinate is the largest variance, estimated as S2/n - (S1/n)^2.
+  With every |x| <= M, this estimate and numpy's two-pass variance differ by
+  at most ``_var_tol(n, M)`` (rounding error bounds for running sums of n
+  terms). When the two largest estimates are closer than twice that, the
+  node's variances are recomputed as numpy does (rows in order, two passes),
+  and numpy's first-maximum rule picks the coordinate.
+- The threshold is estimated as S1/n; it and numpy's pairwise mean differ by
+  at most ``_mean_tol(n, M)``. A row further than that from the estimate is
+  on the same side of both; if any row of a node is closer, the node's
+  threshold is recomputed as numpy's pairwise mean over its rows in order and
+  its rows are split again.
+
+So the bins are those of ``vector._split_group`` row for row (the tests check
+it against the reference algorithm on numpy), at the cost of about one pass
+over the data per level instead of four per node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .vector import _pairwise
+
+_EPS = np.finfo(np.float64).eps
+
+
+def _direct_errors(cnt: np.ndarray, big: float) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds on the rounding error of S1 and S2 summed directly over cnt rows in <= 64 chunks (|x| <= big).
+
+    Running sums of k terms err by at most (k - 1) u sum|x| (u = eps / 2); the
+    chunk partials add at most 64 u sum|x|. Twice that, to be safe.
+    """
+    e = (cnt + 64.0) * cnt * _EPS
+    return e * big, e * big * big
+
+
+def _tolerances(cnt, e1, e2, big):
+    """(threshold tolerance, variance tolerance) of nodes with these counts and error bounds.
+
+    |S1/n - numpy.mean| <= e1/n + (pairwise summation and division error);
+    |S2/n - (S1/n)^2 - numpy.var| <= e2/n + 2 big e1/n + (e1/n)^2 + (numpy's
+    two-pass error, at most (4n + 16) eps big^2) + the final roundings.
+    """
+    m1 = e1 / cnt
+    t_mean = 2.0 * (m1 + (np.log2(cnt) + 140.0) * _EPS * big)
+    t_var = e2 / cnt + 2.0 * big * m1 + m1 * m1 + (8.0 * cnt + 64.0) * _EPS * big * big
+    return t_mean, t_var
+
+
+@njit(parallel=True, cache=True)
+def root_stats(g, groups, n_groups, nchunks):
+    """Per group [n, sum x_0..m-1, sum x_0^2..x_m-1^2] (n_groups, 1 + 2m) and the largest |x|."""
+    n, m = g.shape
+    s1 = np.zeros((nchunks, n_groups, m))
+    s2 = np.zeros((nchunks, n_groups, m))
+    cnts = np.zeros((nchunks, n_groups))
+    bigs = np.zeros((nchunks, m))
+    step = (n + nchunks - 1) // nchunks
+    for c in prange(nchunks):
+        lo = c * step
+        hi = min(n, lo + step)
+        big = np.zeros(m)
+        if groups is None:  # fresh local sums: the compiler keeps them out of g's way (vectorised)
+            a = np.zeros(m)
+            b = np.zeros(m)
+            for i in range(lo, hi):
+                for j in range(m):
+                    x = g[i, j]
+                    a[j] += x
+                    b[j] += x * x
+                    big[j] = max(big[j], abs(x))
+            s1[c, 0] = a
+            s2[c, 0] = b
+            cnts[c, 0] = hi - lo
+        else:
+            for i in range(lo, hi):
+                k = groups[i]
+                cnts[c, k] += 1.0
+                for j in range(m):
+                    x = g[i, j]
+                    s1[c, k, j] += x
+                    s2[c, k, j] += x * x
+                    big[j] = max(big[j], abs(x))
+        bigs[c] = big
+    out = np.zeros((n_groups, 1 + 2 * m))
+    for c in range(nchunks):
+        for k in range(n_groups):
+            out[k, 0] += cnts[c, k]
+            for j in range(m):
+                out[k, 1 + j] += s1[c, k, j]
+                out[k, 1 + m + j] += s2[c, k, j]
+    return out, bigs.max()
+
+
+@njit(parallel=True, cache=True)
+def split_pass(g, nid, slot_of, cols, thr, tol, first_child, n_slots, nchunks):
+    """Split the rows of the frontier nodes (``slot_of[node] >= 0``) at ``g[:, cols[slot]] < thr[slot]``.
+
+    Rows move to node ``first_child + 2 slot`` (low) or ``+ 1`` (high).
+    Returns the low children's [n, sum x, sum x^2] (n_slots, 1 + 2m) (the high
+    child's are the parent's minus these) and, per slot, whether a row lay
+    within ``tol`` of the threshold.
+    """
+    n, m = g.shape
+    part = np.zeros((nchunks, n_slots, 2, m))
+    cnts = np.zeros((nchunks, n_slots))
+    close = np.zeros((nchunks, n_slots), dtype=np.uint8)
+    step = (n + nchunks - 1) // nchunks
+    for c in prange(nchunks):
+        lo = c * step
+        hi = min(n, lo + step)
+        for i in range(lo, hi):
+            f = slot_of[nid[i]]
+            if f < 0:
+                continue
+            row = g[i]
+            x = row[cols[f]]
+            t = thr[f]
+            if not abs(x - t) > tol[f]:
+                close[c, f] = 1
+            if x < t:
+                nid[i] = first_child + 2 * f
+                cnts[c, f] += 1.0
+                a = part[c, f, 0]
+                b = part[c, f, 1]
+                for j in range(m):
+                    v = row[j]
+                    a[j] += v
+                    b[j] += v * v
+            else:
+                nid[i] = first_child + 2 * f + 1
+    out = np.zeros((n_slots, 1 + 2 * m))
+    amb = np.zeros(n_slots, dtype=np.uint8)
+    for c in range(nchunks):
+        for f in range(n_slots):
+            out[f, 0] += cnts[c, f]
+            amb[f] |= close[c, f]
+            for j in range(m):
+                out[f, 1 + j] += part[c, f, 0, j]
+                out[f, 1 + m + j] += part[c, f, 1, j]
+    return out, amb
+
+
+@njit(cache=True)
+def exact_split_columns(g, nid, slot_of, n_slots):
+    """``numpy.argmax(numpy.var(x, axis=0))`` of the nodes with ``slot_of[node] >= 0``, rows in order."""
+    n, m = g.shape
+    cnt = np.zeros(n_slots)
+    mean = np.zeros((n_slots, m))
+    var = np.zeros((n_slots, m))
+    for i in range(n):
+        f = slot_of[nid[i]]
+        if f >= 0:
+            cnt[f] += 1.0
+            for j in range(m):
+                mean[f, j] += g[i, j]
+    for f in range(n_slots):
+        for j in range(m):
+            mean[f, j] = mean[f, j] / cnt[f]
+    for i in range(n):
+        f = slot_of[nid[i]]
+        if f >= 0:
+            for j in range(m):
+                d = g[i, j] - mean[f, j]
+                var[f, j] += d * d
+    cols = np.zeros(n_slots, dtype=np.int64)
+    for f in range(n_slots):
+        ax = 0
+        best = var[f, 0] / cnt[f]
+        if best == best:
+            for j in range(1, m):
+                v = var[f, j] / cnt[f]
+                if v > best or v != v:
+                    ax = j
+                    best = v
+                    if v != v:
+                        break
+        cols[f] = ax
+    return cols
+
+
+@njit(cache=True)
+def exact_resplit(g, nid, low, col):
+    """Split the rows now in nodes ``low`` and ``low + 1`` again at numpy.mean of coordinate ``col`` (rows in order).
+
+    Returns the two children's [n, sum x, sum x^2], recomputed.
+    """
+    n, m = g.shape
+    width = 1 + 2 * m
+    rows = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if nid[i] == low or nid[i] == low + 1:
+            rows[k] = i
+            k += 1
+    vals = np.empty(k)
+    for r in range(k):
+        vals[r] = g[rows[r], col]
+    t = _pairwise(vals, 0, k) / k
+    out = np.zeros((2, width))
+    for r in range(k):
+        i = rows[r]
+        s = 0 if vals[r] < t else 1
+        nid[i] = low + s
+        out[s, 0] += 1.0
+        for j in range(m):
+            v = g[i, j]
+            out[s, 1 + j] += v
+            out[s, 1 + m + j] += v * v
+    return out
+
+
+def level_bins(
+    g: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Pre-order leaf ids per group and leaves per group, as ``vector.adaptive_bins`` (split at the mean).
+
+    None if some value is not finite (the caller then uses the node-by-node kernel).
+    """
+    n, m = g.shape
+    stats, big = root_stats(g, groups, n_groups, nchunks)
+    if not (np.isfinite(big) and np.isfinite(stats).all()):
+        return None
+    big = max(float(big), np.finfo(np.float64).tiny)
+    nid = np.zeros(n, dtype=np.int64) if groups is None else groups.astype(np.int64, copy=True)
+    # tree: node -> group, count, first child (-1: none)
+    node_group = list(range(n_groups))
+    node_cnt = [float(c) for c in stats[:, 0]]
+    child: list[int] = [-1] * n_groups
+    frontier = [k for k in range(n_groups) if 0 < stats[k, 0] and stats[k, 0] >= min_sizes[k]]
+    fstats = stats[frontier]
+    e1, e2 = _direct_errors(fstats[:, 0], big)
+    while frontier:
+        n_slots = len(frontier)
+        cnt = fstats[:, 0]
+        t_mean, t_var = _tolerances(cnt, e1, e2, big)
+        mean = fstats[:, 1 : 1 + m] / cnt[:, None]
+        var = fstats[:, 1 + m :] / cnt[:, None] - mean * mean
+        cols = np.argmax(var, axis=1).astype(np.int64)
+        slot_of = np.full(len(node_cnt), -1, dtype=np.int64)
+        if m > 1:
+            top2 = np.partition(var, m - 2, axis=1)[:, m - 2 :]
+            unsure = np.flatnonzero(~(top2[:, 1] - top2[:, 0] > 2.0 * t_var))
+            if unsure.size:  # the two largest variances are too close to call: numpy's own figures
+                slot_of[np.asarray(frontier)[unsure]] = np.arange(unsure.size)
+                cols[unsure] = exact_split_columns(g, nid, slot_of, unsure.size)
+                slot_of[:] = -1
+        slot_of[frontier] = np.arange(n_slots)
+        thr = fstats[np.arange(n_slots), 1 + cols] / cnt
+        first = len(node_cnt)
+        low, amb = split_pass(g, nid, slot_of, cols, thr, t_mean, first, n_slots, nchunks)
+        kids = np.empty((2 * n_slots, 1 + 2 * m))
+        kids[0::2] = low
+        kids[1::2] = fstats - low
+        kids[1::2, 0] = cnt - low[:, 0]  # counts are exact
+        low_e1, low_e2 = _direct_errors(low[:, 0], big)
+        k_e1 = np.empty(2 * n_slots)
+        k_e2 = np.empty(2 * n_slots)
+        k_e1[0::2], k_e2[0::2] = low_e1, low_e2
+        # parent minus low child: both errors, plus the subtraction's rounding
+        k_e1[1::2] = e1 + low_e1 + 2.0 * _EPS * cnt * big
+        k_e2[1::2] = e2 + low_e2 + 2.0 * _EPS * cnt * big * big
+        for f in np.flatnonzero(amb):  # a row lies too close to the threshold to call: numpy's own mean
+            kids[2 * f : 2 * f + 2] = exact_resplit(g, nid, first + 2 * f, int(cols[f]))
+            k_e1[2 * f : 2 * f + 2], k_e2[2 * f : 2 * f + 2] = _direct_errors(kids[2 * f : 2 * f + 2, 0], big)
+        new_frontier = []
+        for f, node in enumerate(frontier):
+            grp = node_group[node]
+            child[node] = first + 2 * f
+            # a split with an empty side does not happen: the node stays one leaf (its non-empty child)
+            degenerate = kids[2 * f, 0] == 0 or kids[2 * f + 1, 0] == 0
+            for s in (0, 1):
+                node_group.append(grp)
+                node_cnt.append(kids[2 * f + s, 0])
+                child.append(-1)
+                if not degenerate and kids[2 * f + s, 0] >= min_sizes[grp]:
+                    new_frontier.append(first + 2 * f + s)
+        pick = np.asarray(new_frontier, dtype=np.int64) - first
+        fstats, e1, e2 = kids[pick], k_e1[pick], k_e2[pick]
+        frontier = new_frontier
+    # leaves numbered in pre-order per group, the low child first
+    leaf = np.full(len(node_cnt), -1, dtype=np.int32)
+    n_leaves = np.zeros(n_groups, dtype=np.int64)
+    for root in range(n_groups):
+        stack = [root]
+        k = 0
+        while stack:
+            node = stack.pop()
+            if child[node] >= 0:
+                stack.append(child[node] + 1)
+                stack.append(child[node])
+            elif node_cnt[node] > 0:
+                leaf[node] = k
+                k += 1
+        n_leaves[root] = k
+    return leaf[nid], n_leaves
