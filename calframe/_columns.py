@@ -186,8 +186,13 @@ def resolve(
     nulls: str = "raise",
     extra: Sequence[str] = (),
     allow_weights: bool = True,
+    check_finite: bool = True,
 ) -> Scored:
-    """Validate ``frame`` for ``func`` and return its numeric :class:`Scored` view."""
+    """Validate ``frame`` for ``func`` and return its numeric :class:`Scored` view.
+
+    ``check_finite=False`` leaves the NaN/infinity check of numeric ``extra``
+    columns to the caller (``check_finite_variable``), which may fold it into a pass of its own.
+    """
     flavor = flavor_of(frame)
     if nulls not in ("raise", "drop"):
         raise bad_param(func, "nulls", "'raise' or 'drop'", nulls)
@@ -244,7 +249,7 @@ def resolve(
         counts = GK.int_histogram(groups, np.int32(0), n_groups, int(max(1, min(8, (1 << 23) // n_groups))))
     extras, extra_kind = {}, {}
     for c in extra_cols:
-        extras[c], extra_kind[c] = _variable(df[c], func)
+        extras[c], extra_kind[c] = _variable(df[c], func, check_finite)
     return Scored(
         probs=probs,
         labels=labels,
@@ -404,17 +409,26 @@ def _labels(s: pl.Series, k: int, binary: bool, func: str) -> np.ndarray:
     return y.astype(np.uint8 if binary else np.int32)
 
 
-def _variable(s: pl.Series, func: str) -> tuple[np.ndarray, str]:
+def not_finite_variable(func: str, name: str, n_bad: int) -> InvalidValueError:
+    """The error for a numeric variable holding NaN or infinite values."""
+    return InvalidValueError(
+        f"{func}: variable {name!r} has NaN or infinite values in {rows(n_bad)}. Remove or impute them first."
+    )
+
+
+def check_finite_variable(values: np.ndarray, name: str, func: str) -> None:
+    n_bad = int(values.shape[0] - np.count_nonzero(np.isfinite(values)))
+    if n_bad:
+        raise not_finite_variable(func, name, n_bad)
+
+
+def _variable(s: pl.Series, func: str, check_finite: bool = True) -> tuple[np.ndarray, str]:
     """A variable column: float64 values (numeric) or int32 category codes (anything else)."""
     dt = s.dtype
     if dt.is_float() or dt.is_integer():
         v = np.asarray(s.to_numpy(), dtype=np.float64)
-        bad = ~np.isfinite(v)
-        if bad.any():
-            raise InvalidValueError(
-                f"{func}: variable {s.name!r} has NaN or infinite values in {rows(int(bad.sum()))}. "
-                "Remove or impute them first."
-            )
+        if check_finite:
+            check_finite_variable(v, s.name, func)
         kind = "numeric"
     elif dt == pl.Boolean or dt in (pl.String, pl.Categorical, pl.Enum) or isinstance(dt, (pl.Categorical, pl.Enum)):
         codes, _ = _encode(s)

@@ -46,7 +46,7 @@ import pandas as pd
 import polars as pl
 
 from . import lenses as L
-from ._columns import Scored, resolve
+from ._columns import Scored, check_finite_variable, not_finite_variable, resolve
 from ._errors import (
     CalframeError,
     ColumnNotFoundError,
@@ -918,10 +918,11 @@ def vece_rank(
     binning_ = _variable_binning(func, binning, bins, "left")
     if lens_.kind == "marginal":
         raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False)
+    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False,
+                     check_finite=False)
     conf, acc = L.scalar(scored, lens_)  # once for every variable
     rows_ = []
-    quick = _qcut_vece_many(conf, acc, scored, variables, binning_)
+    quick = _qcut_vece_many(conf, acc, scored, variables, binning_, func)
     if quick:
         rows_.append(pl.DataFrame({
             "variable": list(quick),
@@ -934,6 +935,8 @@ def vece_rank(
         if v in quick:
             continue
         values = scored.extra[v]
+        if scored.extra_kind[v] == "numeric":
+            check_finite_variable(values, v, func)
         if (values == values[0]).all():
             continue  # a constant variable has nothing to rank
         sums, _ = binned_sums(conf, acc, scored, variable_binner(v, binning_))
@@ -971,13 +974,14 @@ def vece_rank(
 
 
 def _qcut_vece_many(
-    conf: np.ndarray, acc: np.ndarray, scored: Scored, variables: Sequence[str], binning: Binning
+    conf: np.ndarray, acc: np.ndarray, scored: Scored, variables: Sequence[str], binning: Binning, func: str
 ) -> dict[str, tuple[float, float]]:
     """(VECE, VMCE) of the numeric variables under quantile bins without groups, several variables at once.
 
     Each variable takes three sequential passes on one thread (``_kernels/qcut_sums.py``;
-    same bins as ``bin_variable``); the variables are spread over numba's thread count.
-    Constant variables are left out. Returns {} where the case does not apply.
+    same bins as ``bin_variable``), the first of which also checks the values are
+    finite; the variables are spread over numba's thread count. Constant
+    variables are left out. Returns {} where the case does not apply.
     """
     if scored.groups is not None or scored.weights is not None or binning.edges is not None or (
             binning.scheme != "quantile") or not scored.n:
@@ -995,13 +999,18 @@ def _qcut_vece_many(
     d = acc - conf
     prev_i, next_i, gamma = (a[0] for a in _quantile_ranks(np.array([scored.n]), qcut_quantiles(binning.bins)))
 
-    def one(v: str) -> tuple[np.ndarray, np.ndarray, int]:
+    def one(v: str) -> tuple[np.ndarray, np.ndarray, int, int]:
         return qcut_bin_sums(np.ascontiguousarray(scored.extra[v]), d, prev_i, next_i, gamma)
 
     with ThreadPoolExecutor(max(1, min(numba.get_num_threads(), len(numeric)))) as pool:
         results = list(pool.map(one, numeric))
+    n_bad = {v: r[3] for v, r in zip(numeric, results)}
+    for v in numeric:  # the first variable with bad values, as the row-by-row check reports it
+        bad = n_bad[v]
+        if bad:
+            raise not_finite_variable(func, v, bad)
     out = {}
-    for v, (counts, sums, n_bins) in zip(numeric, results):
+    for v, (counts, sums, n_bins, _) in zip(numeric, results):
         if n_bins == 0:
             continue  # a constant variable has nothing to rank
         full = counts > 0

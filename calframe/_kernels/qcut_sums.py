@@ -46,40 +46,67 @@ def _qcut_bin(x, edges, n_edges):
 
 
 @njit(nogil=True, cache=True)
+def _range(v):
+    """(min, max, sum of x - x) in four independent lanes (a single running min/max is latency-bound)."""
+    n = v.shape[0]
+    a0 = a1 = a2 = a3 = np.inf
+    b0 = b1 = b2 = b3 = -np.inf
+    z0 = z1 = 0.0
+    m = n - n % 4
+    for i in range(0, m, 4):
+        x0, x1, x2, x3 = v[i], v[i + 1], v[i + 2], v[i + 3]
+        a0 = x0 if x0 < a0 else a0
+        a1 = x1 if x1 < a1 else a1
+        a2 = x2 if x2 < a2 else a2
+        a3 = x3 if x3 < a3 else a3
+        b0 = x0 if x0 > b0 else b0
+        b1 = x1 if x1 > b1 else b1
+        b2 = x2 if x2 > b2 else b2
+        b3 = x3 if x3 > b3 else b3
+        z0 += (x0 - x0) + (x1 - x1)
+        z1 += (x2 - x2) + (x3 - x3)
+    for i in range(m, n):
+        x = v[i]
+        a0 = x if x < a0 else a0
+        b0 = x if x > b0 else b0
+        z0 += x - x
+    return min(min(a0, a1), min(a2, a3)), max(max(b0, b1), max(b2, b3)), z0 + z1
+
+
+@njit(nogil=True, cache=True)
 def qcut_bin_sums(v, d, prev_i, next_i, gamma):
     """(count, sum d) per bin of pandas.qcut(v) at the levels whose ranks/weights are given.
 
     ``prev_i``, ``next_i``, ``gamma``: numpy.quantile's two order statistics and
     weight per level (``binning._quantile_ranks``). Returns (counts, sums,
-    n_bins); n_bins = 0 when v is constant (no bins to speak of).
+    n_bins, n_bad): n_bins = 0 when v is constant (no bins to speak of); n_bad
+    counts NaN and infinite values, and when it is not 0 nothing else is computed.
     """
     n = v.shape[0]
     n_cells = N_CELLS
-    lo = np.inf
-    hi = -np.inf
-    for i in range(n):
-        x = v[i]
-        lo = min(lo, x)
-        hi = max(hi, x)
-    counts = np.zeros(prev_i.shape[0], dtype=np.int64)
-    sums = np.zeros(prev_i.shape[0])
-    if not hi > lo:
-        return counts, sums, 0
+    n_lev = prev_i.shape[0]
+    counts = np.zeros(n_lev, dtype=np.int64)
+    sums = np.zeros(n_lev)
+    lo, hi, z = _range(v)
+    n_bad = 0
+    if z != 0.0:  # x - x is NaN for NaN and infinite x
+        for i in range(n):
+            n_bad += 1 if v[i] - v[i] != 0.0 else 0
+    if n_bad or not hi > lo:
+        return counts, sums, 0, n_bad
     scale = n_cells / (hi - lo)
     cnt = np.zeros(n_cells, dtype=np.int64)
     sd = np.zeros(n_cells)
-    rep = np.zeros(n_cells)
+    cell = np.empty(n, dtype=np.uint16)
     for i in range(n):
-        x = v[i]
-        k = _cell(x, lo, scale, n_cells)
+        k = _cell(v[i], lo, scale, n_cells)
+        cell[i] = k
         cnt[k] += 1
         sd[k] += d[i]
-        rep[k] = x
     cum = np.zeros(n_cells + 1, dtype=np.int64)
     for k in range(n_cells):
         cum[k + 1] = cum[k] + cnt[k]
     # the cells holding the wanted order statistics, each given a slot of a gather buffer
-    n_lev = prev_i.shape[0]
     ranks = np.concatenate((prev_i, next_i))
     rank_cell = np.searchsorted(cum, ranks, side="right") - 1
     slot = np.full(n_cells, -1, dtype=np.int64)
@@ -99,10 +126,9 @@ def qcut_bin_sums(v, d, prev_i, next_i, gamma):
     gd = np.empty(start[n_slots])
     fill = start[:n_slots].copy()
     for i in range(n):
-        x = v[i]
-        s = slot[_cell(x, lo, scale, n_cells)]
+        s = slot[cell[i]]
         if s >= 0:
-            gv[fill[s]] = x
+            gv[fill[s]] = v[i]
             gd[fill[s]] = d[i]
             fill[s] += 1
     # order statistics: the rank within its cell, in the cell's sorted values
@@ -115,8 +141,9 @@ def qcut_bin_sums(v, d, prev_i, next_i, gamma):
     for r in range(ranks.shape[0]):
         k = rank_cell[r]
         stat[r] = sorted_v[start[slot[k]] + ranks[r] - cum[k]]
-    # numpy's _lerp, then pandas' duplicates="drop"
+    # numpy's _lerp, then pandas' duplicates="drop"; each kept edge remembers its upper order statistic's rank
     edges = np.empty(n_lev)
+    edge_next = np.empty(n_lev, dtype=np.int64)
     n_edges = 0
     for j in range(n_lev):
         a = stat[j]
@@ -125,14 +152,20 @@ def qcut_bin_sums(v, d, prev_i, next_i, gamma):
         e = b - diff * (1 - gamma[j]) if gamma[j] >= 0.5 else a + diff * gamma[j]
         if n_edges == 0 or e != edges[n_edges - 1]:
             edges[n_edges] = e
+            edge_next[n_edges] = next_i[j]
             n_edges += 1
+    # a cell holding no order statistic lies strictly between two edges: above edge j
+    # exactly when its ranks come after edge j's upper order statistic
     for k in range(n_cells):
         if cnt[k] > 0 and slot[k] < 0:
-            b = _qcut_bin(rep[k], edges, n_edges)
+            above = 0
+            for j in range(n_edges):
+                above += 1 if cum[k] > edge_next[j] else 0
+            b = max(above, 1) - 1
             counts[b] += cnt[k]
             sums[b] += sd[k]
     for r in range(start[n_slots]):
         b = _qcut_bin(gv[r], edges, n_edges)
         counts[b] += 1
         sums[b] += gd[r]
-    return counts, sums, max(n_edges - 1, 1)
+    return counts, sums, max(n_edges - 1, 1), 0
