@@ -105,42 +105,49 @@ def root_stats(g, groups, n_groups, nchunks):
 
 
 @njit(parallel=True, cache=True)
-def split_pass(g, nid, slot_of, cols, thr, tol, first_child, n_slots, nchunks):
+def split_pass(g, nid, active, n_active, slot_of, cols, thr, tol, take_high, first_child, n_slots):
     """Split the rows of the frontier nodes (``slot_of[node] >= 0``) at ``g[:, cols[slot]] < thr[slot]``.
 
     Rows move to node ``first_child + 2 slot`` (low) or ``+ 1`` (high).
-    Returns the low children's [n, sum x, sum x^2] (n_slots, 1 + 2m) (the high
-    child's are the parent's minus these) and, per slot, whether a row lay
+    Returns, per slot, [n, sum x, sum x^2] of one child, the high one where
+    ``take_high[slot]`` else the low one (the other child's are the parent's
+    minus these: summing the smaller side saves work), and whether a row lay
     within ``tol`` of the threshold.
+
+    Only rows listed in ``active`` are visited: chunk c's list is
+    ``active[c * step : c * step + n_active[c]]`` (step = ceil(n / chunks)),
+    rows in order. Rows that are no longer in the frontier leave the list
+    (it shrinks in place), so a level costs what its frontier holds.
     """
     n, m = g.shape
+    nchunks = n_active.shape[0]
     part = np.zeros((nchunks, n_slots, 2, m))
     cnts = np.zeros((nchunks, n_slots))
     close = np.zeros((nchunks, n_slots), dtype=np.uint8)
     step = (n + nchunks - 1) // nchunks
     for c in prange(nchunks):
         lo = c * step
-        hi = min(n, lo + step)
-        for i in range(lo, hi):
+        w = lo
+        for r in range(lo, lo + n_active[c]):
+            i = active[r]
             f = slot_of[nid[i]]
             if f < 0:
                 continue
-            row = g[i]
-            x = row[cols[f]]
+            active[w] = i
+            w += 1
+            x = g[i, cols[f]]
             t = thr[f]
             if not abs(x - t) > tol[f]:
                 close[c, f] = 1
-            if x < t:
-                nid[i] = first_child + 2 * f
+            high = x >= t
+            nid[i] = first_child + 2 * f + (1 if high else 0)
+            if high == take_high[f]:
                 cnts[c, f] += 1.0
-                a = part[c, f, 0]
-                b = part[c, f, 1]
                 for j in range(m):
-                    v = row[j]
-                    a[j] += v
-                    b[j] += v * v
-            else:
-                nid[i] = first_child + 2 * f + 1
+                    v = g[i, j]
+                    part[c, f, 0, j] += v
+                    part[c, f, 1, j] += v * v
+        n_active[c] = w - lo
     out = np.zeros((n_slots, 1 + 2 * m))
     amb = np.zeros(n_slots, dtype=np.uint8)
     for c in range(nchunks):
@@ -234,7 +241,11 @@ def level_bins(
     if not (np.isfinite(big) and np.isfinite(stats).all()):
         return None
     big = max(float(big), np.finfo(np.float64).tiny)
-    nid = np.zeros(n, dtype=np.int64) if groups is None else groups.astype(np.int64, copy=True)
+    nid = np.zeros(n, dtype=np.int32) if groups is None else groups.astype(np.int32, copy=True)
+    # the rows still in the frontier, per chunk (see split_pass)
+    active = np.arange(n, dtype=np.int64)
+    step = -(-n // nchunks)
+    n_active = np.array([max(0, min(n, (c + 1) * step) - c * step) for c in range(nchunks)], dtype=np.int64)
     # tree: node -> group, count, first child (-1: none)
     node_group = list(range(n_groups))
     node_cnt = [float(c) for c in stats[:, 0]]
@@ -242,6 +253,9 @@ def level_bins(
     frontier = [k for k in range(n_groups) if 0 < stats[k, 0] and stats[k, 0] >= min_sizes[k]]
     fstats = stats[frontier]
     e1, e2 = _direct_errors(fstats[:, 0], big)
+    # which child to sum (the other is the parent minus it): the high one at the root, as
+    # probabilities pile up near 0; below, the side that was the smaller one a level up
+    take_high = np.ones(len(frontier), dtype=np.uint8)
     while frontier:
         n_slots = len(frontier)
         cnt = fstats[:, 0]
@@ -260,18 +274,24 @@ def level_bins(
         slot_of[frontier] = np.arange(n_slots)
         thr = fstats[np.arange(n_slots), 1 + cols] / cnt
         first = len(node_cnt)
-        low, amb = split_pass(g, nid, slot_of, cols, thr, t_mean, first, n_slots, nchunks)
+        summed, amb = split_pass(g, nid, active, n_active, slot_of, cols, thr, t_mean, take_high, first, n_slots)
+        rows = 2 * np.arange(n_slots)
+        direct = rows + take_high
+        other = rows + 1 - take_high
         kids = np.empty((2 * n_slots, 1 + 2 * m))
-        kids[0::2] = low
-        kids[1::2] = fstats - low
-        kids[1::2, 0] = cnt - low[:, 0]  # counts are exact
-        low_e1, low_e2 = _direct_errors(low[:, 0], big)
+        kids[direct] = summed
+        kids[other] = fstats - summed
+        kids[other, 0] = cnt - summed[:, 0]  # counts are exact
+        d_e1, d_e2 = _direct_errors(summed[:, 0], big)
         k_e1 = np.empty(2 * n_slots)
         k_e2 = np.empty(2 * n_slots)
-        k_e1[0::2], k_e2[0::2] = low_e1, low_e2
-        # parent minus low child: both errors, plus the subtraction's rounding
-        k_e1[1::2] = e1 + low_e1 + 2.0 * _EPS * cnt * big
-        k_e2[1::2] = e2 + low_e2 + 2.0 * _EPS * cnt * big * big
+        k_e1[direct], k_e2[direct] = d_e1, d_e2
+        # parent minus the summed child: both errors, plus the subtraction's rounding
+        k_e1[other] = e1 + d_e1 + 2.0 * _EPS * cnt * big
+        k_e2[other] = e2 + d_e2 + 2.0 * _EPS * cnt * big * big
+        # next level: sum the side that was the smaller one here
+        k_take = np.empty(2 * n_slots, dtype=np.uint8)
+        k_take[0::2] = k_take[1::2] = kids[1::2, 0] < kids[0::2, 0]
         for f in np.flatnonzero(amb):  # a row lies too close to the threshold to call: numpy's own mean
             kids[2 * f : 2 * f + 2] = exact_resplit(g, nid, first + 2 * f, int(cols[f]))
             k_e1[2 * f : 2 * f + 2], k_e2[2 * f : 2 * f + 2] = _direct_errors(kids[2 * f : 2 * f + 2, 0], big)
@@ -288,7 +308,7 @@ def level_bins(
                 if not degenerate and kids[2 * f + s, 0] >= min_sizes[grp]:
                     new_frontier.append(first + 2 * f + s)
         pick = np.asarray(new_frontier, dtype=np.int64) - first
-        fstats, e1, e2 = kids[pick], k_e1[pick], k_e2[pick]
+        fstats, e1, e2, take_high = kids[pick], k_e1[pick], k_e2[pick], k_take[pick]
         frontier = new_frontier
     # leaves numbered in pre-order per group, the low child first
     leaf = np.full(len(node_cnt), -1, dtype=np.int32)
