@@ -882,7 +882,10 @@ def vece_rank(
     ``variables`` defaults to every numeric, Boolean, String and Categorical
     column other than the probability, label, group and ``exclude`` columns
     (columns with a single distinct value are skipped). The lens is computed
-    once and every variable takes one binning and one accumulate pass.
+    once. Numeric variables under quantile bins without ``by=`` take three
+    sequential passes each (range, a cell histogram of acc - conf, the rows
+    of the few cells holding the quantile edges), several variables at once;
+    every other case takes one binning and one accumulate pass per variable.
 
     Returns a frame with ``variable``, ``kind`` (numeric/categorical), the group
     columns, ``n``, ``vece`` and ``vmce``, sorted by ``vece`` descending (within

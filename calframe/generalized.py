@@ -59,6 +59,12 @@ Binning (per group of rows, on the rows given)
   threshold land where the reference puts them. ``split="median"`` uses the
   median as threshold (uu-sml's other option).
 
+  How: level by level (``_kernels/adaptive.py``), one parallel pass over the
+  rows of a level's nodes, with numpy's exact figures recomputed only for the
+  nodes where a rounding error bound says they could change the split; the
+  node-by-node kernel (``vector.adaptive_bins``) serves the median split and
+  very wide trees. Both give the same bins row for row.
+
   Which variant: this is the reference code itself (uu-sml
   ``calibration/binning/datadependent.py``: ``n < min_size`` -> leaf,
   ``np.argmax(np.var(probs, axis=0))``, ``split_probs < np.mean(split_probs)``;
@@ -440,8 +446,9 @@ def accumulate(
             raise ParameterError(f"accumulate: weights must be {n} numbers. Got shape {w.shape}.")
     width = 1 + 2 * m
     n_cells = n_groups * n_bins
-    kernel = VK.accumulate_onehot if y.ndim == 1 else VK.accumulate_vector
-    flat = kernel(codes, np.ascontiguousarray(b, dtype=np.int32), g, y, w, n_bins, n_cells, VK.n_chunks(n, n_cells, width))
+    dense, pos = (np.empty((0, m)), y) if y.ndim == 1 else (y, np.empty(0, dtype=np.int64))
+    flat = VK.accumulate_vector(codes, np.ascontiguousarray(b, dtype=np.int32), g, dense, pos, w, n_bins, n_cells,
+                                VK.n_chunks(n, n_cells, width))
     return flat.reshape((n_groups, n_bins, width))
 
 

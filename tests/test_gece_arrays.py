@@ -539,3 +539,19 @@ def test_level_kernel_hands_non_finite_data_back():
     assert AK.level_bins(g, None, 1, np.array([1]), 1) is None
     g[1] = [np.nan, 0.0]
     assert AK.level_bins(g, None, 1, np.array([1]), 1) is None
+
+
+def test_one_hot_labels_as_positions_sum_like_the_dense_array():
+    """full/grouping with onehot=False hand accumulate the label's position: same sums, bit for bit."""
+    rng = np.random.default_rng(2)
+    g = rng.dirichlet(np.ones(5), size=2000)
+    y = rng.integers(0, 5, 2000)
+    w = rng.random(2000)
+    groups = rng.integers(0, 3, 2000)
+    for lens in (lambda oh: G.full(g, y, onehot=oh), lambda oh: G.grouping(g, y, [[0, 3], [1], [2, 4]], onehot=oh)):
+        (gp, dense), (_, pos) = lens(True), lens(False)
+        assert pos.ndim == 1 and np.array_equal(dense[np.arange(2000), pos], np.ones(2000))
+        ids, n_bins = G.adaptive(gp, 0.05, groups, 3)
+        for weights in (None, w):
+            np.testing.assert_array_equal(G.accumulate(gp, pos, ids, n_bins, groups, 3, weights),
+                                          G.accumulate(gp, dense, ids, n_bins, groups, 3, weights))

@@ -367,14 +367,17 @@ def adaptive_bins(g, order, starts, min_sizes, use_median):
 
 
 @njit(parallel=True, cache=True)
-def accumulate_vector(groups, bins, gp, yp, weights, n_bins, n_cells, nchunks):
+def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, n_cells, nchunks):
     """Per (group, bin) ``[sum w, sum w g'_0..m-1, sum w y'_0..m-1]`` as a flat (n_cells * (1 + 2m)) array.
+
+    y' is ``yp`` (n, m), or, when ``yp`` has no rows, one-hot with its 1 at ``ypos`` (n,).
 
     Rows are cut into ``nchunks`` chunks (chosen from the sizes only); each chunk
     sums its rows in order into its own partial table; the tables are added in
     chunk order.
     """
     n, m = gp.shape
+    onehot = yp.shape[0] == 0 and n > 0
     width = 1 + 2 * m
     part = np.zeros((nchunks, width * n_cells))
     step = (n + nchunks - 1) // nchunks
@@ -389,7 +392,11 @@ def accumulate_vector(groups, bins, gp, yp, weights, n_bins, n_cells, nchunks):
             tab[base] += w
             for j in range(m):
                 tab[base + 1 + j] += w * gp[i, j]
-                tab[base + 1 + m + j] += w * yp[i, j]
+            if onehot:
+                tab[base + 1 + m + ypos[i]] += w
+            else:
+                for j in range(m):
+                    tab[base + 1 + m + j] += w * yp[i, j]
     out = np.zeros(width * n_cells)
     for j in prange(width * n_cells):
         t = 0.0
@@ -398,30 +405,3 @@ def accumulate_vector(groups, bins, gp, yp, weights, n_bins, n_cells, nchunks):
         out[j] = t
     return out
 
-
-@njit(parallel=True, cache=True)
-def accumulate_onehot(groups, bins, gp, ypos, weights, n_bins, n_cells, nchunks):
-    """``accumulate_vector`` for a one-hot y' given as the position of its 1 (``ypos``, (n,) int)."""
-    n, m = gp.shape
-    width = 1 + 2 * m
-    part = np.zeros((nchunks, width * n_cells))
-    step = (n + nchunks - 1) // nchunks
-    for c in prange(nchunks):
-        lo = c * step
-        hi = min(n, lo + step)
-        tab = part[c]
-        for i in range(lo, hi):
-            k = bins[i] if groups is None else groups[i] * n_bins + bins[i]
-            base = k * width
-            w = 1.0 if weights is None else weights[i]
-            tab[base] += w
-            for j in range(m):
-                tab[base + 1 + j] += w * gp[i, j]
-            tab[base + 1 + m + ypos[i]] += w
-    out = np.zeros(width * n_cells)
-    for j in prange(width * n_cells):
-        t = 0.0
-        for c in range(nchunks):
-            t += part[c, j]
-        out[j] = t
-    return out
