@@ -133,6 +133,15 @@ def sort_within_groups(values, order, starts):
     return out
 
 
+@njit(cache=True)
+def count_below(x, edges, lo, hi):
+    """Number of ``edges[lo:hi]`` strictly below x (branch-free; for a handful of edges)."""
+    k = 0
+    for j in range(lo, hi):
+        k += 1 if edges[j] < x else 0
+    return k
+
+
 @njit(parallel=True, cache=True)
 def assign_bins(values, groups, edges, offsets, qcut):
     """Bin of each row on its group's sorted edges ``edges[offsets[g]:offsets[g+1]]``.
@@ -150,9 +159,7 @@ def assign_bins(values, groups, edges, offsets, qcut):
         x = values[i]
         # searchsorted(side="left") = the number of edges < x
         if hi - lo <= 32:  # few edges: a branch-free count
-            k = 0
-            for j in range(lo, hi):
-                k += 1 if edges[j] < x else 0
+            k = count_below(x, edges, lo, hi)
         else:
             a = lo
             b = hi
@@ -258,6 +265,37 @@ def select_within_groups(values, order, starts, ranks):
     return out
 
 
+@njit(cache=True)
+def value_range(v):
+    """(min, max, sum of x - x) of a 1-d array; the last is NaN when some x is NaN or infinite.
+
+    Four independent lanes: a single running min/max is a latency-bound chain.
+    """
+    n = v.shape[0]
+    a0 = a1 = a2 = a3 = np.inf
+    b0 = b1 = b2 = b3 = -np.inf
+    z0 = z1 = 0.0
+    m = n - n % 4
+    for i in range(0, m, 4):
+        x0, x1, x2, x3 = v[i], v[i + 1], v[i + 2], v[i + 3]
+        a0 = x0 if x0 < a0 else a0
+        a1 = x1 if x1 < a1 else a1
+        a2 = x2 if x2 < a2 else a2
+        a3 = x3 if x3 < a3 else a3
+        b0 = x0 if x0 > b0 else b0
+        b1 = x1 if x1 > b1 else b1
+        b2 = x2 if x2 > b2 else b2
+        b3 = x3 if x3 > b3 else b3
+        z0 += (x0 - x0) + (x1 - x1)
+        z1 += (x2 - x2) + (x3 - x3)
+    for i in range(m, n):
+        x = v[i]
+        a0 = x if x < a0 else a0
+        b0 = x if x > b0 else b0
+        z0 += x - x
+    return min(min(a0, a1), min(a2, a3)), max(max(b0, b1), max(b2, b3)), z0 + z1
+
+
 @njit(parallel=True, cache=True)
 def _minmax(values, nchunks):
     n = values.shape[0]
@@ -265,15 +303,15 @@ def _minmax(values, nchunks):
     lo = np.full(nchunks, np.inf)
     hi = np.full(nchunks, -np.inf)
     for c in prange(nchunks):
-        a, b = np.inf, -np.inf
-        for i in range(c * step, min(n, (c + 1) * step)):
-            x = values[i]
-            if x < a:
-                a = x
-            if x > b:
-                b = x
-        lo[c], hi[c] = a, b
+        lo[c], hi[c], _ = value_range(values[c * step : min(n, (c + 1) * step)])
     return lo.min(), hi.max()
+
+
+@njit(cache=True)
+def cell_of(x, lo, scale, n_cells):
+    """The cell of x on a grid of n_cells over [lo, lo + n_cells / scale] (the ends clipped in)."""
+    k = int((x - lo) * scale)
+    return min(max(k, 0), n_cells - 1)
 
 
 @njit(parallel=True, cache=True)
@@ -284,8 +322,7 @@ def _cell_histogram(values, lo, scale, n_cells, nchunks):
     for c in prange(nchunks):
         row = part[c]
         for i in range(c * step, min(n, (c + 1) * step)):
-            k = int((values[i] - lo) * scale)
-            row[min(max(k, 0), n_cells - 1)] += 1
+            row[cell_of(values[i], lo, scale, n_cells)] += 1
     return part.sum(axis=0)
 
 
@@ -295,9 +332,7 @@ def _gather_cells(values, lo, scale, n_cells, wanted, slot_start, total):
     buf = np.empty(total)
     fill = slot_start.copy()
     for i in range(values.shape[0]):
-        k = int((values[i] - lo) * scale)
-        k = min(max(k, 0), n_cells - 1)
-        w = wanted[k]
+        w = wanted[cell_of(values[i], lo, scale, n_cells)]
         if w >= 0:
             buf[fill[w]] = values[i]
             fill[w] += 1

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .vector import _pairwise
+from .vector import numpy_argmax_var, numpy_mean
 
 _EPS = np.finfo(np.float64).eps
 
@@ -49,9 +49,11 @@ def _direct_errors(cnt: np.ndarray, big: float) -> tuple[np.ndarray, np.ndarray]
 def _tolerances(cnt, e1, e2, big):
     """(threshold tolerance, variance tolerance) of nodes with these counts and error bounds.
 
-    |S1/n - numpy.mean| <= e1/n + (pairwise summation and division error);
-    |S2/n - (S1/n)^2 - numpy.var| <= e2/n + 2 big e1/n + (e1/n)^2 + (numpy's
-    two-pass error, at most (4n + 16) eps big^2) + the final roundings.
+    |S1/n - numpy.mean| <= e1/n + (pairwise summation and division error, at
+    most (log2 n + 10) eps big); |S2/n - (S1/n)^2 - numpy.var| <= e2/n +
+    2 big e1/n + (e1/n)^2 + (numpy's two-pass error, at most (4n + 16) eps
+    big^2) + the final roundings. Both are taken with a margin (factor 2,
+    140 and 8n + 64 in place of 10 and 4n + 16).
     """
     m1 = e1 / cnt
     t_mean = 2.0 * (m1 + (np.log2(cnt) + 140.0) * _EPS * big)
@@ -184,17 +186,7 @@ def exact_split_columns(g, nid, slot_of, n_slots):
                 var[f, j] += d * d
     cols = np.zeros(n_slots, dtype=np.int64)
     for f in range(n_slots):
-        ax = 0
-        best = var[f, 0] / cnt[f]
-        if best == best:
-            for j in range(1, m):
-                v = var[f, j] / cnt[f]
-                if v > best or v != v:
-                    ax = j
-                    best = v
-                    if v != v:
-                        break
-        cols[f] = ax
+        cols[f] = numpy_argmax_var(var[f], cnt[f])
     return cols
 
 
@@ -215,7 +207,7 @@ def exact_resplit(g, nid, low, col):
     vals = np.empty(k)
     for r in range(k):
         vals[r] = g[rows[r], col]
-    t = _pairwise(vals, 0, k) / k
+    t = numpy_mean(vals, k)
     out = np.zeros((2, width))
     for r in range(k):
         i = rows[r]
@@ -289,12 +281,12 @@ def level_bins(
         # parent minus the summed child: both errors, plus the subtraction's rounding
         k_e1[other] = e1 + d_e1 + 2.0 * _EPS * cnt * big
         k_e2[other] = e2 + d_e2 + 2.0 * _EPS * cnt * big * big
-        # next level: sum the side that was the smaller one here
-        k_take = np.empty(2 * n_slots, dtype=np.uint8)
-        k_take[0::2] = k_take[1::2] = kids[1::2, 0] < kids[0::2, 0]
         for f in np.flatnonzero(amb):  # a row lies too close to the threshold to call: numpy's own mean
             kids[2 * f : 2 * f + 2] = exact_resplit(g, nid, first + 2 * f, int(cols[f]))
             k_e1[2 * f : 2 * f + 2], k_e2[2 * f : 2 * f + 2] = _direct_errors(kids[2 * f : 2 * f + 2, 0], big)
+        # next level: sum the side that was the smaller one here
+        k_take = np.empty(2 * n_slots, dtype=np.uint8)
+        k_take[0::2] = k_take[1::2] = kids[1::2, 0] < kids[0::2, 0]
         new_frontier = []
         for f, node in enumerate(frontier):
             grp = node_group[node]

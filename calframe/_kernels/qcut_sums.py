@@ -26,51 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .accumulate import cell_of, count_below, value_range
+
 #: histogram cells per variable
 N_CELLS = 1 << 12
-
-
-@njit(cache=True)
-def _cell(x, lo, scale, n_cells):
-    k = int((x - lo) * scale)
-    return min(max(k, 0), n_cells - 1)
-
-
-@njit(cache=True)
-def _qcut_bin(x, edges, n_edges):
-    """pandas.qcut's bin of x: (number of edges < x) - 1, the first bin including the lowest edge."""
-    k = 0
-    for j in range(n_edges):
-        k += 1 if edges[j] < x else 0
-    return max(k, 1) - 1
-
-
-@njit(nogil=True, cache=True)
-def _range(v):
-    """(min, max, sum of x - x) in four independent lanes (a single running min/max is latency-bound)."""
-    n = v.shape[0]
-    a0 = a1 = a2 = a3 = np.inf
-    b0 = b1 = b2 = b3 = -np.inf
-    z0 = z1 = 0.0
-    m = n - n % 4
-    for i in range(0, m, 4):
-        x0, x1, x2, x3 = v[i], v[i + 1], v[i + 2], v[i + 3]
-        a0 = x0 if x0 < a0 else a0
-        a1 = x1 if x1 < a1 else a1
-        a2 = x2 if x2 < a2 else a2
-        a3 = x3 if x3 < a3 else a3
-        b0 = x0 if x0 > b0 else b0
-        b1 = x1 if x1 > b1 else b1
-        b2 = x2 if x2 > b2 else b2
-        b3 = x3 if x3 > b3 else b3
-        z0 += (x0 - x0) + (x1 - x1)
-        z1 += (x2 - x2) + (x3 - x3)
-    for i in range(m, n):
-        x = v[i]
-        a0 = x if x < a0 else a0
-        b0 = x if x > b0 else b0
-        z0 += x - x
-    return min(min(a0, a1), min(a2, a3)), max(max(b0, b1), max(b2, b3)), z0 + z1
 
 
 @njit(nogil=True, cache=True)
@@ -87,7 +46,7 @@ def qcut_bin_sums(v, d, prev_i, next_i, gamma):
     n_lev = prev_i.shape[0]
     counts = np.zeros(n_lev, dtype=np.int64)
     sums = np.zeros(n_lev)
-    lo, hi, z = _range(v)
+    lo, hi, z = value_range(v)
     n_bad = 0
     if z != 0.0:  # x - x is NaN for NaN and infinite x
         for i in range(n):
@@ -99,7 +58,7 @@ def qcut_bin_sums(v, d, prev_i, next_i, gamma):
     sd = np.zeros(n_cells)
     cell = np.empty(n, dtype=np.uint16)
     for i in range(n):
-        k = _cell(v[i], lo, scale, n_cells)
+        k = cell_of(v[i], lo, scale, n_cells)
         cell[i] = k
         cnt[k] += 1
         sd[k] += d[i]
@@ -164,8 +123,8 @@ def qcut_bin_sums(v, d, prev_i, next_i, gamma):
             b = max(above, 1) - 1
             counts[b] += cnt[k]
             sums[b] += sd[k]
-    for r in range(start[n_slots]):
-        b = _qcut_bin(gv[r], edges, n_edges)
+    for r in range(start[n_slots]):  # pandas.qcut: right-closed, the first bin holding the lowest edge
+        b = max(count_below(gv[r], edges, 0, n_edges), 1) - 1
         counts[b] += 1
         sums[b] += gd[r]
     return counts, sums, max(n_edges - 1, 1), 0

@@ -257,6 +257,22 @@ def numpy_mean(a, n):
 
 
 @njit(cache=True)
+def numpy_argmax_var(ssd, cnt):
+    """``numpy.argmax`` of the variances ssd / cnt (ssd: sums of squared deviations): first maximum, first NaN wins."""
+    ax = 0
+    best = ssd[0] / cnt
+    if best == best:
+        for j in range(1, ssd.shape[0]):
+            v = ssd[j] / cnt
+            if v > best or v != v:
+                ax = j
+                best = v
+                if v != v:
+                    break
+    return ax
+
+
+@njit(cache=True)
 def _split_group(g, perm, lo, hi, min_size, use_median, ids):
     """Split rows perm[lo:hi] as uu-sml's DataDependentBinning; leaves numbered in pre-order.
 
@@ -301,16 +317,7 @@ def _split_group(g, perm, lo, hi, min_size, use_median, ids):
                 for j in range(m):
                     d = g[row, j] - mean[j]
                     var[j] += d * d
-            ax = 0
-            best = var[0] / cnt
-            if best == best:
-                for j in range(1, m):
-                    v = var[j] / cnt
-                    if v > best or v != v:
-                        ax = j
-                        best = v
-                        if v != v:
-                            break
+            ax = numpy_argmax_var(var, cnt)
             for r in range(cnt):
                 col[r] = g[perm[a + r], ax]
             if use_median:
