@@ -38,9 +38,11 @@ seed : int
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Literal, Union
 
+import numba
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -57,7 +59,8 @@ from ._errors import (
     bad_param,
 )
 from ._kernels import accumulate as K
-from .binning import Binning, Bins, bin_values, bin_variable, make_binning
+from ._kernels.qcut_sums import qcut_bin_sums
+from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
 from .metrics import Distance, Estimator, ce_from_sums, combine_marginal, parse_distance
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
@@ -926,13 +929,14 @@ def vece_rank(
     conf, acc = L.scalar(scored, lens_)  # once for every variable
     rows_ = []
     quick = _qcut_vece_many(conf, acc, scored, variables, binning_, func)
-    if quick:
+    ranked = {v: r for v, r in quick.items() if r is not None}  # None: a constant variable, nothing to rank
+    if ranked:
         rows_.append(pl.DataFrame({
-            "variable": list(quick),
-            "kind": ["numeric"] * len(quick),
-            "n": [scored.n] * len(quick),
-            "vece": [r[0] for r in quick.values()],
-            "vmce": [r[1] for r in quick.values()],
+            "variable": list(ranked),
+            "kind": ["numeric"] * len(ranked),
+            "n": [scored.n] * len(ranked),
+            "vece": [r[0] for r in ranked.values()],
+            "vmce": [r[1] for r in ranked.values()],
         }, schema_overrides={"n": pl.Int64}))
     for v in variables:
         if v in quick:
@@ -984,38 +988,30 @@ def _qcut_vece_many(
     Each variable takes three sequential passes on one thread (``_kernels/qcut_sums.py``;
     same bins as ``bin_variable``), the first of which also checks the values are
     finite; the variables are spread over numba's thread count. Constant
-    variables are left out. Returns {} where the case does not apply.
+    variables map to None. Returns {} where the case does not apply.
     """
     if scored.groups is not None or scored.weights is not None or binning.edges is not None or (
             binning.scheme != "quantile") or not scored.n:
         return {}
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numba
-
-    from ._kernels.qcut_sums import qcut_bin_sums
-    from .binning import _quantile_ranks, qcut_quantiles
-
     numeric = [v for v in variables if scored.extra_kind[v] == "numeric"]
     if not numeric:
         return {}
     d = acc - conf
-    prev_i, next_i, gamma = (a[0] for a in _quantile_ranks(np.array([scored.n]), qcut_quantiles(binning.bins)))
+    prev_i, next_i, gamma = qcut_order_statistics(scored.n, binning.bins)
 
     def one(v: str) -> tuple[np.ndarray, np.ndarray, int, int]:
         return qcut_bin_sums(np.ascontiguousarray(scored.extra[v]), d, prev_i, next_i, gamma)
 
     with ThreadPoolExecutor(max(1, min(numba.get_num_threads(), len(numeric)))) as pool:
         results = list(pool.map(one, numeric))
-    n_bad = {v: r[3] for v, r in zip(numeric, results)}
-    for v in numeric:  # the first variable with bad values, as the row-by-row check reports it
-        bad = n_bad[v]
-        if bad:
-            raise not_finite_variable(func, v, bad)
-    out = {}
+    for v, (_, _, _, n_bad) in zip(numeric, results):  # the first bad one, as the row-by-row check reports
+        if n_bad:
+            raise not_finite_variable(func, v, n_bad)
+    out: dict[str, tuple[float, float] | None] = {}
     for v, (counts, sums, n_bins, _) in zip(numeric, results):
         if n_bins == 0:
-            continue  # a constant variable has nothing to rank
+            out[v] = None  # constant
+            continue
         full = counts > 0
         gap = np.abs(sums[full])
         out[v] = (float(gap.sum() / scored.n), float((gap / counts[full]).max()))

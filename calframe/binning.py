@@ -127,6 +127,11 @@ def _quantile_ranks(counts: np.ndarray, q: np.ndarray):
     return prev_i, next_i, gamma
 
 
+def qcut_order_statistics(n: int, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """pandas.qcut(q=bins) edges of n values: the two order statistics and the weight of each edge."""
+    return tuple(a[0] for a in _quantile_ranks(np.array([n]), qcut_quantiles(bins)))  # type: ignore[return-value]
+
+
 def _lerp(a: np.ndarray, b: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """numpy's _lerp, float op for float op."""
     diff = b - a
