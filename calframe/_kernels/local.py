@@ -364,6 +364,28 @@ def _sweep1d(rx, rV, qx, g_rs, g_re, g_qs, g_qe, groups, h, out):
 
 
 @njit(cache=True)
+def _sweep_visit(k, kind2, ax, side, A2, V2, SL, SR, M):
+    """One row of a 2-d sweep: a query (kind bit 2) takes the running sum of the other side, a reference
+    (kind bit 1) adds its values to its own side's running sum (SL/SR already decayed to row k)."""
+    kd = kind2[k]
+    a = ax[k]
+    if kd & 2:
+        if side[k]:
+            for c in range(M):
+                A2[k, c] += a * SL[c]
+        else:
+            for c in range(M):
+                A2[k, c] += a * SR[c]
+    if kd & 1:
+        if side[k]:
+            for c in range(M):
+                SR[c] += a * V2[k, c]
+        else:
+            for c in range(M):
+                SL[c] += a * V2[k, c]
+
+
+@njit(cache=True)
 def _cdq2d_group(rX, rV, qX, self_mode, h, out):
     """Unshifted exact 2-d kernel sums (one bin) by divide and conquer on x.
 
@@ -466,22 +488,7 @@ def _cdq2d_group(rX, rV, qX, self_mode, h, out):
                 for c in range(M):
                     SL[c] *= f
                     SR[c] *= f
-                kd = kind2[k]
-                a = ax[k]
-                if kd & 2:
-                    if side[k]:
-                        for c in range(M):
-                            A2[k, c] += a * SL[c]
-                    else:
-                        for c in range(M):
-                            A2[k, c] += a * SR[c]
-                if kd & 1:
-                    if side[k]:
-                        for c in range(M):
-                            SR[c] += a * V2[k, c]
-                    else:
-                        for c in range(M):
-                            SL[c] += a * V2[k, c]
+                _sweep_visit(k, kind2, ax, side, A2, V2, SL, SR, M)
             # backward: rows after k in y order
             for c in range(M):
                 SL[c] = 0.0
@@ -492,22 +499,7 @@ def _cdq2d_group(rX, rV, qX, self_mode, h, out):
                     for c in range(M):
                         SL[c] *= f
                         SR[c] *= f
-                kd = kind2[k]
-                a = ax[k]
-                if kd & 2:
-                    if side[k]:
-                        for c in range(M):
-                            A2[k, c] += a * SL[c]
-                    else:
-                        for c in range(M):
-                            A2[k, c] += a * SR[c]
-                if kd & 1:
-                    if side[k]:
-                        for c in range(M):
-                            SR[c] += a * V2[k, c]
-                    else:
-                        for c in range(M):
-                            SL[c] += a * V2[k, c]
+                _sweep_visit(k, kind2, ax, side, A2, V2, SL, SR, M)
         X, X2 = X2, X
         Y, Y2 = Y2, Y
         V, V2 = V2, V
@@ -595,16 +587,7 @@ def _cdq2d_fast_group(rX, rV, qX, self_mode, h, out):
         R[k, 2] = exi * ey
         R[k, 3] = ex * eyi
         R[k, 4] = exi * eyi
-        R[k, aQ] = -1.0
-        if o < n:
-            for c in range(M):
-                R[k, aV + c] = rV[o, c]
-            if self_mode:
-                R[k, aQ] = o
-                for c in range(M):
-                    R[k, aA + c] = rV[o, c]  # the row itself, kernel 1
-        else:
-            R[k, aQ] = o - n
+        _record_payload(R, k, o, n, rV, self_mode, aV, aA, aQ)
     R2 = np.empty((N, W))
     side = np.empty(N, np.int64)
     # leaves of LEAF items (consecutive in x): all pairs directly, then y-sorted
@@ -622,17 +605,7 @@ def _cdq2d_fast_group(rX, rV, qX, self_mode, h, out):
                     continue
                 for c in range(M):
                     R[q, aA + c] += w * R[i, aV + c]
-        L = b1 - b0
-        for t in range(L):  # stable insertion sort by y
-            idx[t] = b0 + t
-            u = t
-            while u > 0 and R[idx[u - 1], 0] > R[b0 + t, 0]:
-                idx[u] = idx[u - 1]
-                u -= 1
-            idx[u] = b0 + t
-        for t in range(L):
-            for c in range(W):
-                R2[b0 + t, c] = R[idx[t], c]
+        _sort_records(R, R2, b0, b1, 0, idx)  # then by y
     R, R2 = R2, R
     S = np.empty((2, M))
     w = B
@@ -640,31 +613,7 @@ def _cdq2d_fast_group(rX, rV, qX, self_mode, h, out):
         for b0 in range(0, N, 2 * w):
             m0 = min(b0 + w, N)
             b1 = min(b0 + 2 * w, N)
-            # stable merge of [b0, m0) and [m0, b1) by y, moving records
-            i = b0
-            j = m0
-            k = b0
-            while i < m0 and j < b1:
-                tj = 1 if R[j, 0] < R[i, 0] else 0
-                src = j if tj else i
-                for c in range(W):
-                    R2[k, c] = R[src, c]
-                side[k] = tj
-                j += tj
-                i += 1 - tj
-                k += 1
-            while i < m0:
-                for c in range(W):
-                    R2[k, c] = R[i, c]
-                side[k] = 0
-                i += 1
-                k += 1
-            while j < b1:
-                for c in range(W):
-                    R2[k, c] = R[j, c]
-                side[k] = 1
-                j += 1
-                k += 1
+            _merge_records(R, R2, side, b0, m0, b1, 0)  # by y, moving records
             if m0 >= b1:
                 continue
             # S[0]: rows of the left block seen so far, S[1]: of the right block;
@@ -701,6 +650,23 @@ def _cdq2d_fast_group(rX, rV, qX, self_mode, h, out):
             for c in range(M):
                 out[q, c] = R[k, aA + c]
     return True
+
+
+@njit(cache=True)
+def _record_payload(R, k, o, n, rV, self_mode, aV, aA, aQ):
+    """Record k holds item o: a reference row (o < n) carries its values (and, in self mode, is its own
+    query, starting from its own values: kernel 1); a query row carries its query id; else id -1."""
+    M = rV.shape[1]
+    R[k, aQ] = -1.0
+    if o < n:
+        for c in range(M):
+            R[k, aV + c] = rV[o, c]
+        if self_mode:
+            R[k, aQ] = o
+            for c in range(M):
+                R[k, aA + c] = rV[o, c]
+    else:
+        R[k, aQ] = o - n
 
 
 @njit(cache=True)
@@ -903,16 +869,7 @@ def _cdq3d_fast_group(rX, rV, qX, self_mode, h, out):
         R[k, 1] = Xa[o, 2]
         for b in range(8):
             R[k, 2 + b] = e[0, b & 1] * e[1, (b >> 1) & 1] * e[2, b >> 2]
-        R[k, aQ] = -1.0
-        if o < n:
-            for c in range(M):
-                R[k, aV + c] = rV[o, c]
-            if self_mode:
-                R[k, aQ] = o
-                for c in range(M):
-                    R[k, aA + c] = rV[o, c]  # the row itself, kernel 1
-        else:
-            R[k, aQ] = o - n
+        _record_payload(R, k, o, n, rV, self_mode, aV, aA, aQ)
     R2 = np.empty((N, W))
     side = np.empty(N, np.int64)
     B = LEAF
