@@ -31,9 +31,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .prefetch import prefetch
 from .vector import numpy_argmax_var, numpy_mean
 
 _EPS = np.finfo(np.float64).eps
+_AHEAD = 32  # split_pass prefetches the row this many places ahead in its list
 
 
 def _direct_errors(cnt: np.ndarray, big: float) -> tuple[np.ndarray, np.ndarray]:
@@ -119,7 +121,9 @@ def split_pass(g, nid, active, n_active, slot_of, cols, thr, tol, take_high, fir
     Only rows listed in ``active`` are visited: chunk c's list is
     ``active[c * step : c * step + n_active[c]]`` (step = ceil(n / chunks)),
     rows in order. Rows that are no longer in the frontier leave the list
-    (it shrinks in place), so a level costs what its frontier holds.
+    (it shrinks in place), so a level costs what its frontier holds. The row
+    ``_AHEAD`` places down the list is prefetched, so scattered rows load in
+    parallel.
     """
     n, m = g.shape
     nchunks = n_active.shape[0]
@@ -130,7 +134,12 @@ def split_pass(g, nid, active, n_active, slot_of, cols, thr, tol, take_high, fir
     for c in prange(nchunks):
         lo = c * step
         w = lo
-        for r in range(lo, lo + n_active[c]):
+        end = lo + n_active[c]
+        for r in range(lo, end):
+            if r + _AHEAD < end:  # the rows are scattered: start loading one further down the list
+                q = active[r + _AHEAD]
+                prefetch(g, q, 0)
+                prefetch(g, q, m - 1)
             i = active[r]
             f = slot_of[nid[i]]
             if f < 0:
