@@ -344,7 +344,9 @@ def _probabilities(df: pl.DataFrame, cols: list[str], multi_cols: bool, func: st
             p = _float_column(s, func, "probability")
     if p.ndim == 2 and p.shape[1] < 2:
         raise InvalidValueError(f"{func}: column {name} has {p.shape[1]} class; multiclass input needs K >= 2.")
-    if V.count_not_unit(p.reshape(-1)):
+    # one pass: values outside [0, 1] (NaN included) and, for class probabilities, row sums
+    not_unit, bad_sums = V.count_bad_rows(p, SUM_TOLERANCE) if p.ndim == 2 else (V.count_not_unit(p), 0)
+    if not_unit:
         per_row = (lambda m: m.any(axis=1)) if p.ndim == 2 else (lambda m: m)
         finite = np.isfinite(p)
         nonfinite = int(per_row(~finite).sum())
@@ -360,7 +362,7 @@ def _probabilities(df: pl.DataFrame, cols: list[str], multi_cols: bool, func: st
             + ("Remove those rows first (nulls='drop' only drops nulls, not NaN). " if nonfinite else "")
             + ("Pass probabilities, not logits or scores." if outside else "")
         )
-    if p.ndim == 2 and V.count_bad_sums(p, SUM_TOLERANCE):
+    if bad_sums:
         sums = p.sum(axis=1)
         off = np.abs(sums - 1.0) > SUM_TOLERANCE
         worst = float(sums[off][np.argmax(np.abs(sums[off] - 1.0))])

@@ -20,16 +20,27 @@ def count_not_unit(p):
 
 
 @njit(parallel=True, cache=True)
-def count_bad_sums(p, tol):
-    """Rows of (n, k) probabilities whose sum is more than ``tol`` from 1."""
+def count_bad_rows(p, tol):
+    """(rows with a value not in [0, 1] or NaN, rows whose sum is more than ``tol`` from 1) of (n, k) probabilities.
+
+    One pass; a row's smallest value, largest value and sum decide both.
+    """
     n, k = p.shape
     bad = 0
+    off = 0
     for i in prange(n):
-        s = 0.0
-        for j in range(k):
-            s += p[i, j]
-        bad += 1 if abs(s - 1.0) > tol else 0
-    return bad
+        s = p[i, 0]
+        lo = s
+        hi = s
+        for j in range(1, k):
+            v = p[i, j]
+            s += v
+            lo = min(lo, v)
+            hi = max(hi, v)
+        # a NaN makes the sum NaN (min/max may skip it)
+        bad += 0 if (lo >= 0.0 and hi <= 1.0 and s == s) else 1
+        off += 1 if abs(s - 1.0) > tol else 0
+    return bad, off
 
 
 @njit(parallel=True, cache=True)
