@@ -105,6 +105,7 @@ import numpy as np
 
 from ._errors import ParameterError
 from ._kernels import adaptive as AK
+from ._kernels import validate as VV
 from ._kernels import vector as VK
 
 __all__ = [
@@ -159,12 +160,14 @@ def _labels(labels: Any, n: int, k: int) -> np.ndarray:
         y = y.astype(np.int64)
     elif y.dtype.kind not in "iu":
         raise ParameterError(f"labels must be integer class indices. Got dtype {y.dtype}.")
-    if n and (y.min() < 0 or y.max() >= k):
-        bad = int(np.count_nonzero((y < 0) | (y >= k)))
+    if y.dtype not in (np.int32, np.int64):
+        y = y.astype(np.int64)
+    bad = VV.count_outside(y, k)  # one parallel pass
+    if bad:
         raise ParameterError(
             f"labels must be class indices in [0, {k - 1}] ({k} classes); {bad} of {n} labels are outside."
         )
-    return y.astype(np.int64, copy=False)
+    return y  # int32 (as calframe's frames give them) or int64: no copy
 
 
 def _inputs(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -366,6 +369,32 @@ def uniform_grid(gp: Any, bins: int = 15, groups: Any = None, n_groups: int = 1)
     return ids, max(int(per_group.max()), 1)
 
 
+def _adaptive_plan(gp: Any, gamma: float, groups: Any, n_groups: int, split: str, func: str = "adaptive"):
+    """Checked inputs of the adaptive binning -> (g, group codes, min_size per group, chunks or 0).
+
+    chunks is 0 when the level-by-level kernel does not apply (median split,
+    no rows, or a tree that may be very wide).
+    """
+    g = _lensed(gp, func)
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) or not (
+        math.isfinite(gamma) and gamma > 0
+    ):
+        raise ParameterError(f"{func}: gamma must be a finite number > 0 (a fraction of the rows). Got {gamma!r}.")
+    if split not in ("mean", "median"):
+        raise ParameterError(f"{func}: split must be 'mean' or 'median'. Got {split!r}.")
+    n = g.shape[0]
+    codes = _group_codes(groups, n, n_groups, func)
+    counts = np.bincount(codes, minlength=n_groups) if codes is not None else np.array([n], dtype=np.int64)
+    # Python's round(gamma * N): the float product rounded half to even
+    min_sizes = np.array([round(float(gamma) * int(c)) for c in counts], dtype=np.int64)
+    # level by level (one parallel pass per tree level) unless the tree may be very wide
+    widest = int(np.sum(counts // np.maximum(min_sizes, 1)))
+    nchunks = 0
+    if split == "mean" and n and widest <= _LEVEL_MAX_FRONTIER:
+        nchunks = VK.n_chunks(n, max(n_groups, 2 * widest), 1 + 3 * g.shape[1])
+    return g, codes, min_sizes, nchunks
+
+
 def adaptive(
     gp: Any,
     gamma: float = 0.1,
@@ -378,29 +407,35 @@ def adaptive(
     Each group of N rows uses min_size = round(gamma * N); ids are the leaves
     of its tree in pre-order; ``n_bins`` is the largest number of leaves of a group.
     """
-    g = _lensed(gp, "adaptive")
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) or not (
-        math.isfinite(gamma) and gamma > 0
-    ):
-        raise ParameterError(f"adaptive: gamma must be a finite number > 0 (a fraction of the rows). Got {gamma!r}.")
-    if split not in ("mean", "median"):
-        raise ParameterError(f"adaptive: split must be 'mean' or 'median'. Got {split!r}.")
-    n = g.shape[0]
-    codes = _group_codes(groups, n, n_groups, "adaptive")
-    counts = np.bincount(codes, minlength=n_groups) if codes is not None else np.array([n], dtype=np.int64)
-    # Python's round(gamma * N): the float product rounded half to even
-    min_sizes = np.array([round(float(gamma) * int(c)) for c in counts], dtype=np.int64)
-    res = None
-    # level by level (one parallel pass per tree level) unless the tree may be very wide
-    widest = int(np.sum(counts // np.maximum(min_sizes, 1)))
-    if split == "mean" and n and widest <= _LEVEL_MAX_FRONTIER:
-        nchunks = VK.n_chunks(n, max(n_groups, 2 * widest), 1 + 2 * g.shape[1])
-        res = AK.level_bins(g, codes, n_groups, min_sizes, nchunks)
+    g, codes, min_sizes, nchunks = _adaptive_plan(gp, gamma, groups, n_groups, split)
+    res = AK.level_bins(g, codes, n_groups, min_sizes, nchunks) if nchunks else None
     if res is None:
-        order, starts = VK.group_order(codes, n_groups, n)
+        order, starts = VK.group_order(codes, n_groups, g.shape[0])
         res = VK.adaptive_bins(g, order, starts, min_sizes, split == "median")
     ids, n_leaves = res
     return ids, max(int(n_leaves.max()), 1)
+
+
+def adaptive_sums(gp: Any, ypos: Any, gamma: float = 0.1, groups: Any = None, n_groups: int = 1) -> np.ndarray:
+    """``accumulate(gp, ypos, *adaptive(gp, gamma, groups, n_groups), groups, n_groups)`` without its pass.
+
+    ``ypos``: y' as the position of its 1 per row (``full``/``grouping`` with
+    ``onehot=False``). The level-by-level tree already holds every leaf's n,
+    sum g' and label counts; a leaf whose sums were taken as its parent's
+    minus its sibling's can differ from summing its rows by a few units in
+    the last place of the parent's sums. Falls back to ``adaptive`` then
+    ``accumulate`` where the level kernel does not apply.
+    """
+    g, codes, min_sizes, nchunks = _adaptive_plan(gp, gamma, groups, n_groups, "mean", "adaptive_sums")
+    y = np.asarray(ypos)
+    n, m = g.shape
+    if y.shape != (n,) or y.dtype.kind not in "iu" or VV.count_outside(y, m):
+        raise ParameterError(f"adaptive_sums: y' as positions must be {n} integers in [0, {m - 1}].")
+    res = AK.level_sums(g, np.ascontiguousarray(y, dtype=np.int32), codes, n_groups, min_sizes, nchunks) if nchunks \
+        else None
+    if res is None:
+        return accumulate(gp, ypos, *adaptive(gp, gamma, groups, n_groups), groups, n_groups)
+    return res[0]
 
 
 # --------------------------------------------------------------------------- accumulate
@@ -596,6 +631,10 @@ def gece(
     if not (isinstance(binning, tuple) and len(binning) == 2):
         raise ParameterError(f"binning must be ('uniform', B) or ('adaptive', gamma). Got {binning!r}.")
     scheme, param = binning
+    y = np.asarray(yp)
+    if scheme == "adaptive" and weights is None and y.ndim == 1 and y.dtype.kind in "iu":
+        # one-hot y' by position: the tree's own sums, no accumulate pass
+        return gece_from_sums(adaptive_sums(gp, y, param, groups, n_groups), p, distance)  # type: ignore[arg-type]
     if scheme == "uniform":
         ids, n_bins = uniform_grid(gp, param, groups, n_groups)  # type: ignore[arg-type]
     elif scheme in ("adaptive", "adaptive_median"):

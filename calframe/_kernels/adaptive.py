@@ -64,11 +64,16 @@ def _tolerances(cnt, e1, e2, big):
 
 
 @njit(parallel=True, cache=True)
-def root_stats(g, groups, n_groups, nchunks):
-    """Per group [n, sum x_0..m-1, sum x_0^2..x_m-1^2] (n_groups, 1 + 2m) and the largest |x|."""
+def root_stats(g, ypos, groups, n_groups, nchunks):
+    """Per group [n, sum x_0..m-1, sum x_0^2..x_m-1^2, label counts 0..m-1] (n_groups, 1 + 3m) and the largest |x|.
+
+    ``ypos`` holds each row's label position in [0, m), or nothing (no label counts).
+    """
     n, m = g.shape
+    labels = ypos.shape[0] > 0
     s1 = np.zeros((nchunks, n_groups, m))
     s2 = np.zeros((nchunks, n_groups, m))
+    ys = np.zeros((nchunks, n_groups, m))
     cnts = np.zeros((nchunks, n_groups))
     bigs = np.zeros((nchunks, m))
     step = (n + nchunks - 1) // nchunks
@@ -88,6 +93,9 @@ def root_stats(g, groups, n_groups, nchunks):
             s1[c, 0] = a
             s2[c, 0] = b
             cnts[c, 0] = hi - lo
+            if labels:
+                for i in range(lo, hi):
+                    ys[c, 0, ypos[i]] += 1.0
         else:
             for i in range(lo, hi):
                 k = groups[i]
@@ -97,37 +105,44 @@ def root_stats(g, groups, n_groups, nchunks):
                     s1[c, k, j] += x
                     s2[c, k, j] += x * x
                     big[j] = max(big[j], abs(x))
+                if labels:
+                    ys[c, k, ypos[i]] += 1.0
         bigs[c] = big
-    out = np.zeros((n_groups, 1 + 2 * m))
+    out = np.zeros((n_groups, 1 + 3 * m))
     for c in range(nchunks):
         for k in range(n_groups):
             out[k, 0] += cnts[c, k]
             for j in range(m):
                 out[k, 1 + j] += s1[c, k, j]
                 out[k, 1 + m + j] += s2[c, k, j]
+                out[k, 1 + 2 * m + j] += ys[c, k, j]
     return out, bigs.max()
 
 
 @njit(parallel=True, cache=True)
-def split_pass(g, nid, active, n_active, slot_of, cols, thr, tol, take_high, first_child, n_slots):
+def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, take_high, first_child, n_slots):
     """Split the rows of the frontier nodes (``slot_of[node] >= 0``) at ``g[:, cols[slot]] < thr[slot]``.
 
     Rows move to node ``first_child + 2 slot`` (low) or ``+ 1`` (high).
-    Returns, per slot, [n, sum x, sum x^2] of one child, the high one where
+    Returns, per slot, [n, sum x, sum x^2, label counts] of one child (label
+    counts only when ``ypos`` has rows), the high one where
     ``take_high[slot]`` else the low one (the other child's are the parent's
     minus these: summing the smaller side saves work), and whether a row lay
     within ``tol`` of the threshold.
 
     Only rows listed in ``active`` are visited: chunk c's list is
     ``active[c * step : c * step + n_active[c]]`` (step = ceil(n / chunks)),
-    rows in order. Rows that are no longer in the frontier leave the list
+    rows in order (with ``listed`` False, the chunk's rows are all of
+    ``lo .. lo + n_active[c]`` and the list is written, not read: the first
+    level). Rows that are no longer in the frontier leave the list
     (it shrinks in place), so a level costs what its frontier holds. The row
     ``_AHEAD`` places down the list is prefetched, so scattered rows load in
     parallel.
     """
     n, m = g.shape
+    labels = ypos.shape[0] > 0
     nchunks = n_active.shape[0]
-    part = np.zeros((nchunks, n_slots, 2, m))
+    part = np.zeros((nchunks, n_slots, 3, m))
     cnts = np.zeros((nchunks, n_slots))
     close = np.zeros((nchunks, n_slots), dtype=np.uint8)
     step = (n + nchunks - 1) // nchunks
@@ -137,10 +152,10 @@ def split_pass(g, nid, active, n_active, slot_of, cols, thr, tol, take_high, fir
         end = lo + n_active[c]
         for r in range(lo, end):
             if r + _AHEAD < end:  # the rows are scattered: start loading one further down the list
-                q = active[r + _AHEAD]
+                q = active[r + _AHEAD] if listed else r + _AHEAD
                 prefetch(g, q, 0)
                 prefetch(g, q, m - 1)
-            i = active[r]
+            i = active[r] if listed else r
             f = slot_of[nid[i]]
             if f < 0:
                 continue
@@ -158,8 +173,10 @@ def split_pass(g, nid, active, n_active, slot_of, cols, thr, tol, take_high, fir
                     v = g[i, j]
                     part[c, f, 0, j] += v
                     part[c, f, 1, j] += v * v
+                if labels:
+                    part[c, f, 2, ypos[i]] += 1.0
         n_active[c] = w - lo
-    out = np.zeros((n_slots, 1 + 2 * m))
+    out = np.zeros((n_slots, 1 + 3 * m))
     amb = np.zeros(n_slots, dtype=np.uint8)
     for c in range(nchunks):
         for f in range(n_slots):
@@ -168,6 +185,7 @@ def split_pass(g, nid, active, n_active, slot_of, cols, thr, tol, take_high, fir
             for j in range(m):
                 out[f, 1 + j] += part[c, f, 0, j]
                 out[f, 1 + m + j] += part[c, f, 1, j]
+                out[f, 1 + 2 * m + j] += part[c, f, 2, j]
     return out, amb
 
 
@@ -200,13 +218,13 @@ def exact_split_columns(g, nid, slot_of, n_slots):
 
 
 @njit(cache=True)
-def exact_resplit(g, nid, low, col):
+def exact_resplit(g, ypos, nid, low, col):
     """Split the rows now in nodes ``low`` and ``low + 1`` again at numpy.mean of coordinate ``col`` (rows in order).
 
-    Returns the two children's [n, sum x, sum x^2], recomputed.
+    Returns the two children's [n, sum x, sum x^2, label counts], recomputed.
     """
     n, m = g.shape
-    width = 1 + 2 * m
+    width = 1 + 3 * m
     rows = np.empty(n, dtype=np.int64)
     k = 0
     for i in range(n):
@@ -227,29 +245,31 @@ def exact_resplit(g, nid, low, col):
             v = g[i, j]
             out[s, 1 + j] += v
             out[s, 1 + m + j] += v * v
+        if ypos.shape[0] > 0:
+            out[s, 1 + 2 * m + ypos[i]] += 1.0
     return out
 
 
-def level_bins(
-    g: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Pre-order leaf ids per group and leaves per group, as ``vector.adaptive_bins`` (split at the mean).
-
-    None if some value is not finite (the caller then uses the node-by-node kernel).
+def _grow(
+    g: np.ndarray, ypos: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Grow every group's tree level by level -> (row node ids, node -> pre-order leaf id or -1, leaves per group,
+    node stats [n, sum x, sum x^2, label counts], node -> group); None if some value is not finite.
     """
     n, m = g.shape
-    stats, big = root_stats(g, groups, n_groups, nchunks)
+    stats, big = root_stats(g, ypos, groups, n_groups, nchunks)
     if not (np.isfinite(big) and np.isfinite(stats).all()):
         return None
     big = max(float(big), np.finfo(np.float64).tiny)
     nid = np.zeros(n, dtype=np.int32) if groups is None else groups.astype(np.int32, copy=True)
     # the rows still in the frontier, per chunk (see split_pass)
-    active = np.arange(n, dtype=np.int64)
+    active = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)  # filled by the first pass
+    listed = False
     step = -(-n // nchunks)
     n_active = np.array([max(0, min(n, (c + 1) * step) - c * step) for c in range(nchunks)], dtype=np.int64)
     # tree: node -> group, count, first child (-1: none)
     node_group = list(range(n_groups))
-    node_cnt = [float(c) for c in stats[:, 0]]
+    node_stats = list(stats)
     child: list[int] = [-1] * n_groups
     frontier = [k for k in range(n_groups) if 0 < stats[k, 0] and stats[k, 0] >= min_sizes[k]]
     fstats = stats[frontier]
@@ -262,9 +282,9 @@ def level_bins(
         cnt = fstats[:, 0]
         t_mean, t_var = _tolerances(cnt, e1, e2, big)
         mean = fstats[:, 1 : 1 + m] / cnt[:, None]
-        var = fstats[:, 1 + m :] / cnt[:, None] - mean * mean
+        var = fstats[:, 1 + m : 1 + 2 * m] / cnt[:, None] - mean * mean
         cols = np.argmax(var, axis=1).astype(np.int64)
-        slot_of = np.full(len(node_cnt), -1, dtype=np.int64)
+        slot_of = np.full(len(node_stats), -1, dtype=np.int64)
         if m > 1:
             top2 = np.partition(var, m - 2, axis=1)[:, m - 2 :]
             unsure = np.flatnonzero(~(top2[:, 1] - top2[:, 0] > 2.0 * t_var))
@@ -274,15 +294,16 @@ def level_bins(
                 slot_of[:] = -1
         slot_of[frontier] = np.arange(n_slots)
         thr = fstats[np.arange(n_slots), 1 + cols] / cnt
-        first = len(node_cnt)
-        summed, amb = split_pass(g, nid, active, n_active, slot_of, cols, thr, t_mean, take_high, first, n_slots)
+        first = len(node_stats)
+        summed, amb = split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, t_mean, take_high, first, n_slots)
+        listed = True
         rows = 2 * np.arange(n_slots)
         direct = rows + take_high
         other = rows + 1 - take_high
-        kids = np.empty((2 * n_slots, 1 + 2 * m))
+        kids = np.empty((2 * n_slots, 1 + 3 * m))
         kids[direct] = summed
         kids[other] = fstats - summed
-        kids[other, 0] = cnt - summed[:, 0]  # counts are exact
+        kids[other, 0] = cnt - summed[:, 0]  # counts are exact (label counts too: whole numbers)
         d_e1, d_e2 = _direct_errors(summed[:, 0], big)
         k_e1 = np.empty(2 * n_slots)
         k_e2 = np.empty(2 * n_slots)
@@ -291,7 +312,7 @@ def level_bins(
         k_e1[other] = e1 + d_e1 + 2.0 * _EPS * cnt * big
         k_e2[other] = e2 + d_e2 + 2.0 * _EPS * cnt * big * big
         for f in np.flatnonzero(amb):  # a row lies too close to the threshold to call: numpy's own mean
-            kids[2 * f : 2 * f + 2] = exact_resplit(g, nid, first + 2 * f, int(cols[f]))
+            kids[2 * f : 2 * f + 2] = exact_resplit(g, ypos, nid, first + 2 * f, int(cols[f]))
             k_e1[2 * f : 2 * f + 2], k_e2[2 * f : 2 * f + 2] = _direct_errors(kids[2 * f : 2 * f + 2, 0], big)
         # next level: sum the side that was the smaller one here
         k_take = np.empty(2 * n_slots, dtype=np.uint8)
@@ -304,7 +325,7 @@ def level_bins(
             degenerate = kids[2 * f, 0] == 0 or kids[2 * f + 1, 0] == 0
             for s in (0, 1):
                 node_group.append(grp)
-                node_cnt.append(kids[2 * f + s, 0])
+                node_stats.append(kids[2 * f + s])
                 child.append(-1)
                 if not degenerate and kids[2 * f + s, 0] >= min_sizes[grp]:
                     new_frontier.append(first + 2 * f + s)
@@ -312,7 +333,7 @@ def level_bins(
         fstats, e1, e2, take_high = kids[pick], k_e1[pick], k_e2[pick], k_take[pick]
         frontier = new_frontier
     # leaves numbered in pre-order per group, the low child first
-    leaf = np.full(len(node_cnt), -1, dtype=np.int32)
+    leaf = np.full(len(node_stats), -1, dtype=np.int32)
     n_leaves = np.zeros(n_groups, dtype=np.int64)
     for root in range(n_groups):
         stack = [root]
@@ -322,8 +343,49 @@ def level_bins(
             if child[node] >= 0:
                 stack.append(child[node] + 1)
                 stack.append(child[node])
-            elif node_cnt[node] > 0:
+            elif node_stats[node][0] > 0:
                 leaf[node] = k
                 k += 1
         n_leaves[root] = k
+    return nid, leaf, n_leaves, np.asarray(node_stats), np.asarray(node_group, dtype=np.int64)
+
+
+def level_bins(
+    g: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Pre-order leaf ids per group and leaves per group, as ``vector.adaptive_bins`` (split at the mean).
+
+    None if some value is not finite (the caller then uses the node-by-node kernel).
+    """
+    tree = _grow(g, np.empty(0, dtype=np.int32), groups, n_groups, min_sizes, nchunks)
+    if tree is None:
+        return None
+    nid, leaf, n_leaves, _, _ = tree
     return leaf[nid], n_leaves
+
+
+def level_sums(
+    g: np.ndarray, ypos: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int
+) -> tuple[np.ndarray, int] | None:
+    """The bins of ``level_bins`` summed as ``accumulate_vector`` sums them, without a pass of its own.
+
+    ``ypos``: each row's label position in [0, m) (a one-hot y'). Returns
+    (per (group, leaf) [n, sum g'_0..m-1, sum y'_0..m-1], largest number of
+    leaves of a group), or None where ``level_bins`` gives None. The tree
+    already holds every leaf's count, sums and label counts: a leaf's sums are
+    either summed over its rows or its parent's minus its sibling's, so they
+    can differ from summing its rows in order by a few units in the last place
+    of the parent's sums (label counts and n are exact).
+    """
+    tree = _grow(g, ypos, groups, n_groups, min_sizes, nchunks)
+    if tree is None:
+        return None
+    _, leaf, n_leaves, stats, node_group = tree
+    m = g.shape[1]
+    n_bins = max(int(n_leaves.max()), 1)
+    out = np.zeros((n_groups, n_bins, 1 + 2 * m))
+    nodes = np.flatnonzero(leaf >= 0)
+    at = (node_group[nodes], leaf[nodes])
+    out[at[0], at[1], : 1 + m] = stats[nodes, : 1 + m]
+    out[at[0], at[1], 1 + m :] = stats[nodes, 1 + 2 * m :]
+    return out, n_bins
