@@ -555,3 +555,45 @@ def test_one_hot_labels_as_positions_sum_like_the_dense_array():
         for weights in (None, w):
             np.testing.assert_array_equal(G.accumulate(gp, pos, ids, n_bins, groups, 3, weights),
                                           G.accumulate(gp, dense, ids, n_bins, groups, 3, weights))
+
+
+@pytest.mark.parametrize("case", ["dirichlet", "peaked", "discrete", "binary"])
+def test_tree_sums_equal_accumulating_the_adaptive_bins(case):
+    """adaptive_sums (the leaves' sums read off the level-by-level tree, no accumulate pass) against
+    accumulate over adaptive's bins: n and label counts exact, sums of g' to a few ulps of the parent's sums."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    if case == "dirichlet":
+        g = rng.dirichlet(np.ones(6), size=n)
+    elif case == "peaked":  # softmax-like: most mass on one class, the tree goes deep
+        g = rng.dirichlet(np.full(10, 0.1), size=n)
+    elif case == "discrete":  # thresholds on data values: the exact re-split runs and must carry the labels
+        g = rng.dirichlet(np.ones(3), size=n).round(1)
+        g[:, 2] = 1 - g[:, 0] - g[:, 1]
+    else:
+        p = rng.random(n)
+        g = np.stack([1 - p, p], axis=1)
+    y = np.array([rng.choice(g.shape[1], p=np.clip(r, 0, None) / np.clip(r, 0, None).sum()) for r in g])
+    groups = rng.integers(0, 3, n)
+    for gamma in (0.002, 0.05, 0.3):
+        for grp, k in ((None, 1), (groups, 3)):
+            gp, pos = G.full(g, y, onehot=False)
+            fast = G.adaptive_sums(gp, pos, gamma, grp, k)
+            ids, n_bins = G.adaptive(gp, gamma, grp, k)
+            slow = G.accumulate(gp, pos, ids, n_bins, grp, k)
+            assert fast.shape == slow.shape
+            m = g.shape[1]
+            np.testing.assert_array_equal(fast[..., 0], slow[..., 0])  # n per leaf
+            np.testing.assert_array_equal(fast[..., 1 + m :], slow[..., 1 + m :])  # label counts
+            np.testing.assert_allclose(fast[..., 1 : 1 + m], slow[..., 1 : 1 + m], rtol=0, atol=1e-12 * n)
+            np.testing.assert_allclose(G.gece(gp, pos, ("adaptive", gamma), groups=grp, n_groups=k),
+                                       G.gece_from_sums(slow), rtol=1e-13)
+
+
+def test_tree_sums_fall_back_to_accumulate_where_the_level_kernel_does_not_apply():
+    g = np.array([[0.5, 0.5], [np.inf, 0.0], [0.2, 0.8], [0.9, 0.1]])
+    pos = np.array([0, 1, 1, 0])
+    ids, n_bins = G.adaptive(g, 0.25)
+    np.testing.assert_array_equal(G.adaptive_sums(g, pos, 0.25), G.accumulate(g, pos, ids, n_bins))
+    with pytest.raises(ValueError, match="positions"):
+        G.adaptive_sums(g, np.array([0, 1, 2, 0]), 0.25)
