@@ -36,6 +36,7 @@ from .vector import numpy_argmax_var, numpy_mean
 
 _EPS = np.finfo(np.float64).eps
 _AHEAD = 32  # split_pass prefetches the row this many places ahead in its list
+_BLOCK = 256  # split_pass sums the rows it sends to a summed child this many list places at a time
 
 
 def _direct_errors(cnt: np.ndarray, big: float) -> tuple[np.ndarray, np.ndarray]:
@@ -137,7 +138,8 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
     level). Rows that are no longer in the frontier leave the list
     (it shrinks in place), so a level costs what its frontier holds. The row
     ``_AHEAD`` places down the list is prefetched, so scattered rows load in
-    parallel.
+    parallel; the rows of each ``_BLOCK`` of the list that go to summed
+    children are summed after the block, slot by slot, while still in cache.
     """
     n, m = g.shape
     labels = ypos.shape[0] > 0
@@ -150,31 +152,54 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
         lo = c * step
         w = lo
         end = lo + n_active[c]
-        for r in range(lo, end):
-            if r + _AHEAD < end:  # the rows are scattered: start loading one further down the list
-                q = active[r + _AHEAD] if listed else r + _AHEAD
-                prefetch(g, q, 0)
-                prefetch(g, q, m - 1)
-            i = active[r] if listed else r
-            f = slot_of[nid[i]]
-            if f < 0:
-                continue
-            active[w] = i
-            w += 1
-            x = g[i, cols[f]]
-            t = thr[f]
-            if not abs(x - t) > tol[f]:
-                close[c, f] = 1
-            high = x >= t
-            nid[i] = first_child + 2 * f + (1 if high else 0)
-            if high == take_high[f]:
-                cnts[c, f] += 1.0
+        tab = part[c]
+        # a block's rows to sum, per slot, then summed slot by slot into local sums the
+        # compiler keeps in registers (one memory store per row and value costs more)
+        todo = np.empty((n_slots, _BLOCK), dtype=np.int64)
+        k = np.zeros(n_slots, dtype=np.int64)
+        a = np.zeros(m)
+        b = np.zeros(m)
+        for b0 in range(lo, end, _BLOCK):
+            b1 = min(end, b0 + _BLOCK)
+            k[:] = 0
+            for r in range(b0, b1):
+                if r + _AHEAD < end:  # the rows are scattered: start loading one further down the list
+                    q = active[r + _AHEAD] if listed else r + _AHEAD
+                    prefetch(g, q, 0)
+                    prefetch(g, q, m - 1)
+                i = active[r] if listed else r
+                f = slot_of[nid[i]]
+                if f < 0:
+                    continue
+                active[w] = i
+                w += 1
+                x = g[i, cols[f]]
+                t = thr[f]
+                if not abs(x - t) > tol[f]:
+                    close[c, f] = 1
+                high = x >= t
+                nid[i] = first_child + 2 * f + (1 if high else 0)
+                todo[f, k[f]] = i
+                k[f] += 1 if high == take_high[f] else 0
+            for f in range(n_slots):
+                kf = k[f]
+                if kf == 0:
+                    continue
+                cnts[c, f] += kf
                 for j in range(m):
-                    v = g[i, j]
-                    part[c, f, 0, j] += v
-                    part[c, f, 1, j] += v * v
-                if labels:
-                    part[c, f, 2, ypos[i]] += 1.0
+                    a[j] = tab[f, 0, j]
+                    b[j] = tab[f, 1, j]
+                for q in range(kf):  # rows in order: the same additions as row by row
+                    i = todo[f, q]
+                    for j in range(m):
+                        v = g[i, j]
+                        a[j] += v
+                        b[j] += v * v
+                    if labels:
+                        tab[f, 2, ypos[i]] += 1.0
+                for j in range(m):
+                    tab[f, 0, j] = a[j]
+                    tab[f, 1, j] = b[j]
         n_active[c] = w - lo
     out = np.zeros((n_slots, 1 + 3 * m))
     amb = np.zeros(n_slots, dtype=np.uint8)
