@@ -48,7 +48,7 @@ import pandas as pd
 import polars as pl
 
 from . import lenses as L
-from ._columns import Scored, check_finite_variable, not_finite_variable, resolve
+from ._columns import SUM_TOLERANCE, Scored, check_finite_variable, not_finite_variable, resolve
 from ._errors import (
     CalframeError,
     ColumnNotFoundError,
@@ -1320,7 +1320,9 @@ def gece(
                                    scored.weights) for c in range(scored.n_classes)])
             return per.max(axis=0) if np.isinf(pv) else (per**pv).mean(axis=0) ** (1.0 / pv)
         gp, yp = lensed(scored)
-        return G.gece(gp, yp, binning_, pv, dist, scored.groups, scored.n_groups, scored.weights)
+        # every lensed output of validated probabilities lies in [-tol, 1 + tol] (tol: the row-sum tolerance)
+        return G.gece(gp, yp, binning_, pv, dist, scored.groups, scored.n_groups, scored.weights,
+                      bound=1.0 + 2 * SUM_TOLERANCE)
 
     def select(scored: Scored) -> Scored:
         output = None

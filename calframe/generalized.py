@@ -416,7 +416,9 @@ def adaptive(
     return ids, max(int(n_leaves.max()), 1)
 
 
-def adaptive_sums(gp: Any, ypos: Any, gamma: float = 0.1, groups: Any = None, n_groups: int = 1) -> np.ndarray:
+def adaptive_sums(
+    gp: Any, ypos: Any, gamma: float = 0.1, groups: Any = None, n_groups: int = 1, bound: float | None = None
+) -> np.ndarray:
     """``accumulate(gp, ypos, *adaptive(gp, gamma, groups, n_groups), groups, n_groups)`` without its pass.
 
     ``ypos``: y' as the position of its 1 per row (``full``/``grouping`` with
@@ -424,15 +426,20 @@ def adaptive_sums(gp: Any, ypos: Any, gamma: float = 0.1, groups: Any = None, n_
     sum g' and label counts; a leaf whose sums were taken as its parent's
     minus its sibling's can differ from summing its rows by a few units in
     the last place of the parent's sums. Falls back to ``adaptive`` then
-    ``accumulate`` where the level kernel does not apply.
+    ``accumulate`` where the level kernel does not apply. ``bound``: a bound
+    on every |g'| that the caller guarantees (validated probabilities: 1 plus
+    the sum tolerance); it spares finding the largest |g'|, which the
+    rounding-error bounds of the tree need.
     """
     g, codes, min_sizes, nchunks = _adaptive_plan(gp, gamma, groups, n_groups, "mean", "adaptive_sums")
     y = np.asarray(ypos)
     n, m = g.shape
     if y.shape != (n,) or y.dtype.kind not in "iu" or VV.count_outside(y, m):
         raise ParameterError(f"adaptive_sums: y' as positions must be {n} integers in [0, {m - 1}].")
-    res = AK.level_sums(g, np.ascontiguousarray(y, dtype=np.int32), codes, n_groups, min_sizes, nchunks) if nchunks \
-        else None
+    if bound is not None and not (isinstance(bound, (int, float)) and math.isfinite(bound) and bound > 0):
+        raise ParameterError(f"adaptive_sums: bound must be a finite number > 0. Got {bound!r}.")
+    res = AK.level_sums(g, np.ascontiguousarray(y, dtype=np.int32), codes, n_groups, min_sizes, nchunks,
+                        None if bound is None else float(bound)) if nchunks else None
     if res is None:
         return accumulate(gp, ypos, *adaptive(gp, gamma, groups, n_groups), groups, n_groups)
     return res[0]
@@ -623,10 +630,12 @@ def gece(
     groups: Any = None,
     n_groups: int = 1,
     weights: Any = None,
+    bound: float | None = None,
 ) -> np.ndarray:
     """bin -> accumulate -> finalize on lensed arrays: GECE per group.
 
     ``binning``: ("uniform", B) or ("adaptive", gamma) (or ("adaptive_median", gamma)).
+    ``bound``: a bound on every |g'| the caller guarantees (see ``adaptive_sums``).
     """
     if not (isinstance(binning, tuple) and len(binning) == 2):
         raise ParameterError(f"binning must be ('uniform', B) or ('adaptive', gamma). Got {binning!r}.")
@@ -634,7 +643,7 @@ def gece(
     y = np.asarray(yp)
     if scheme == "adaptive" and weights is None and y.ndim == 1 and y.dtype.kind in "iu":
         # one-hot y' by position: the tree's own sums, no accumulate pass
-        return gece_from_sums(adaptive_sums(gp, y, param, groups, n_groups), p, distance)  # type: ignore[arg-type]
+        return gece_from_sums(adaptive_sums(gp, y, param, groups, n_groups, bound), p, distance)  # type: ignore[arg-type]
     if scheme == "uniform":
         ids, n_bins = uniform_grid(gp, param, groups, n_groups)  # type: ignore[arg-type]
     elif scheme in ("adaptive", "adaptive_median"):

@@ -597,3 +597,15 @@ def test_tree_sums_fall_back_to_accumulate_where_the_level_kernel_does_not_apply
     np.testing.assert_array_equal(G.adaptive_sums(g, pos, 0.25), G.accumulate(g, pos, ids, n_bins))
     with pytest.raises(ValueError, match="positions"):
         G.adaptive_sums(g, np.array([0, 1, 2, 0]), 0.25)
+
+
+def test_a_known_bound_on_g_gives_the_same_tree_sums():
+    """bound= spares the search for the largest |g'|; the bins and sums do not change, a bad bound is refused."""
+    rng = np.random.default_rng(8)
+    g = rng.dirichlet(np.full(4, 0.3), size=5000)
+    y = rng.integers(0, 4, 5000)
+    for gamma in (0.01, 0.1):
+        np.testing.assert_array_equal(G.adaptive_sums(g, y, gamma, bound=1.0), G.adaptive_sums(g, y, gamma))
+    for bad in (0.0, -1.0, float("nan"), "1"):
+        with pytest.raises(ValueError, match="bound"):
+            G.adaptive_sums(g, y, 0.1, bound=bad)

@@ -65,10 +65,12 @@ def _tolerances(cnt, e1, e2, big):
 
 
 @njit(parallel=True, cache=True)
-def root_stats(g, ypos, groups, n_groups, nchunks):
+def root_stats(g, ypos, groups, n_groups, nchunks, find_big):
     """Per group [n, sum x_0..m-1, sum x_0^2..x_m-1^2, label counts 0..m-1] (n_groups, 1 + 3m) and the largest |x|.
 
     ``ypos`` holds each row's label position in [0, m), or nothing (no label counts).
+    With ``find_big`` False the largest |x| is not looked for (0 is returned):
+    the caller knows a bound.
     """
     n, m = g.shape
     labels = ypos.shape[0] > 0
@@ -90,7 +92,9 @@ def root_stats(g, ypos, groups, n_groups, nchunks):
                     x = g[i, j]
                     a[j] += x
                     b[j] += x * x
-                    big[j] = max(big[j], abs(x))
+                    if find_big:
+                        ax = abs(x)
+                        big[j] = ax if ax > big[j] else big[j]  # a plain select vectorises; max() does not
             s1[c, 0] = a
             s2[c, 0] = b
             cnts[c, 0] = hi - lo
@@ -105,7 +109,9 @@ def root_stats(g, ypos, groups, n_groups, nchunks):
                     x = g[i, j]
                     s1[c, k, j] += x
                     s2[c, k, j] += x * x
-                    big[j] = max(big[j], abs(x))
+                    if find_big:
+                        ax = abs(x)
+                        big[j] = ax if ax > big[j] else big[j]
                 if labels:
                     ys[c, k, ypos[i]] += 1.0
         bigs[c] = big
@@ -276,20 +282,23 @@ def exact_resplit(g, ypos, nid, low, col):
 
 
 def _grow(
-    g: np.ndarray, ypos: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int
+    g: np.ndarray, ypos: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int,
+    bound: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Grow every group's tree level by level -> (row node ids, node -> pre-order leaf id or -1, leaves per group,
     node stats [n, sum x, sum x^2, label counts], node -> group); None if some value is not finite.
+
+    ``bound``: a known bound on every |x| (1 for probabilities), else the largest |x| is found.
     """
     n, m = g.shape
-    stats, big = root_stats(g, ypos, groups, n_groups, nchunks)
-    if not (np.isfinite(big) and np.isfinite(stats).all()):
+    stats, big = root_stats(g, ypos, groups, n_groups, nchunks, bound is None)
+    if not (np.isfinite(big) and np.isfinite(stats).all()):  # (a NaN or inf in g makes a sum so)
         return None
-    big = max(float(big), np.finfo(np.float64).tiny)
+    big = max(float(big if bound is None else bound), np.finfo(np.float64).tiny)
     nid = np.zeros(n, dtype=np.int32) if groups is None else groups.astype(np.int32, copy=True)
     # the rows still in the frontier, per chunk (see split_pass)
     active = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)  # filled by the first pass
-    listed = False
+    written = False
     step = -(-n // nchunks)
     n_active = np.array([max(0, min(n, (c + 1) * step) - c * step) for c in range(nchunks)], dtype=np.int64)
     # tree: node -> group, count, first child (-1: none)
@@ -320,8 +329,10 @@ def _grow(
         slot_of[frontier] = np.arange(n_slots)
         thr = fstats[np.arange(n_slots), 1 + cols] / cnt
         first = len(node_stats)
+        # while the frontier holds every row, visit them in order rather than through the list
+        listed = written and cnt.sum() < n
         summed, amb = split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, t_mean, take_high, first, n_slots)
-        listed = True
+        written = True
         rows = 2 * np.arange(n_slots)
         direct = rows + take_high
         other = rows + 1 - take_high
@@ -382,7 +393,7 @@ def level_bins(
 
     None if some value is not finite (the caller then uses the node-by-node kernel).
     """
-    tree = _grow(g, np.empty(0, dtype=np.int32), groups, n_groups, min_sizes, nchunks)
+    tree = _grow(g, np.empty(0, dtype=np.int32), groups, n_groups, min_sizes, nchunks, None)
     if tree is None:
         return None
     nid, leaf, n_leaves, _, _ = tree
@@ -390,7 +401,8 @@ def level_bins(
 
 
 def level_sums(
-    g: np.ndarray, ypos: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int
+    g: np.ndarray, ypos: np.ndarray, groups: np.ndarray | None, n_groups: int, min_sizes: np.ndarray, nchunks: int,
+    bound: float | None = None,
 ) -> tuple[np.ndarray, int] | None:
     """The bins of ``level_bins`` summed as ``accumulate_vector`` sums them, without a pass of its own.
 
@@ -400,9 +412,9 @@ def level_sums(
     already holds every leaf's count, sums and label counts: a leaf's sums are
     either summed over its rows or its parent's minus its sibling's, so they
     can differ from summing its rows in order by a few units in the last place
-    of the parent's sums (label counts and n are exact).
+    of the parent's sums (label counts and n are exact). ``bound``: see ``_grow``.
     """
-    tree = _grow(g, ypos, groups, n_groups, min_sizes, nchunks)
+    tree = _grow(g, ypos, groups, n_groups, min_sizes, nchunks, bound)
     if tree is None:
         return None
     _, leaf, n_leaves, stats, node_group = tree
