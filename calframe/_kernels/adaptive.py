@@ -65,12 +65,16 @@ def _tolerances(cnt, e1, e2, big):
 
 
 @njit(parallel=True, cache=True)
-def root_stats(g, ypos, groups, n_groups, nchunks, find_big):
+def root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid):
     """Per group [n, sum x_0..m-1, sum x_0^2..x_m-1^2, label counts 0..m-1] (n_groups, 1 + 3m) and the largest |x|.
 
     ``ypos`` holds each row's label position in [0, m), or nothing (no label counts).
     With ``find_big`` False the largest |x| is not looked for (0 is returned):
-    the caller knows a bound.
+    the caller knows a bound. Each row's node id, its group's root, is
+    written to ``nid`` (written before it is read: memory from ``np.zeros`` is
+    mapped to the shared zero page until written, and a parallel
+    read-then-write of it costs a page fault and a TLB shootdown per page,
+    ~10 ms per 4 MB on a 2-core VM).
     """
     n, m = g.shape
     labels = ypos.shape[0] > 0
@@ -101,6 +105,7 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big):
             s1[c, 0] = a
             s2[c, 0] = b
             cnts[c, 0] = hi - lo
+            nid[lo:hi] = 0
             if labels:
                 cy = np.zeros(m)  # a fresh local table: twice as fast as adding into ys
                 for i in range(lo, hi):
@@ -112,6 +117,7 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big):
                     prefetch(g, i + _AHEAD, 0)
                     prefetch(g, i + _AHEAD, m - 1)
                 k = groups[i]
+                nid[i] = k
                 cnts[c, k] += 1.0
                 for j in range(m):
                     x = g[i, j]
@@ -299,11 +305,11 @@ def _grow(
     ``bound``: a known bound on every |x| (1 for probabilities), else the largest |x| is found.
     """
     n, m = g.shape
-    stats, big = root_stats(g, ypos, groups, n_groups, nchunks, bound is None)
+    nid = np.empty(n, dtype=np.int32)  # written by root_stats
+    stats, big = root_stats(g, ypos, groups, n_groups, nchunks, bound is None, nid)
     if not (np.isfinite(big) and np.isfinite(stats).all()):  # (a NaN or inf in g makes a sum so)
         return None
     big = max(float(big if bound is None else bound), np.finfo(np.float64).tiny)
-    nid = np.zeros(n, dtype=np.int32) if groups is None else groups.astype(np.int32, copy=True)
     # the rows still in the frontier, per chunk (see split_pass)
     active = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)  # filled by the first pass
     written = False
