@@ -63,7 +63,10 @@ Binning (per group of rows, on the rows given)
   rows of a level's nodes, with numpy's exact figures recomputed only for the
   nodes where a rounding error bound says they could change the split; the
   node-by-node kernel (``vector.adaptive_bins``) serves the median split and
-  very wide trees. Both give the same bins row for row.
+  very wide trees. Both give the same bins row for row. ``gece`` with a
+  one-hot y' given by position (the ``full`` and ``grouping`` lenses) and no
+  weights reads each leaf's n, sum g' and label counts off that tree
+  (``adaptive_sums``) instead of accumulating them in a pass of its own.
 
   Which variant: this is the reference code itself (uu-sml
   ``calibration/binning/datadependent.py``: ``n < min_size`` -> leaf,

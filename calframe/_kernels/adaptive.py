@@ -24,6 +24,12 @@ figures are computed only where they can change the outcome:
 So the bins are those of ``vector._split_group`` row for row (the tests check
 it against the reference algorithm on numpy), at the cost of about one pass
 over the data per level instead of four per node.
+
+The tree also carries each node's label counts when given the labels'
+positions, so ``level_sums`` hands back every leaf's [n, sum x, label
+counts] without another pass. The passes prefetch rows ``_AHEAD`` places
+ahead (``prefetch.py``): measured here, that halves a level's time, as the
+hardware alone keeps few row loads in flight.
 """
 
 from __future__ import annotations
