@@ -160,8 +160,8 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
     Only rows listed in ``active`` are visited: chunk c's list is
     ``active[c * step : c * step + n_active[c]]`` (step = ceil(n / chunks)),
     rows in order (with ``listed`` False, the chunk's rows are all of
-    ``lo .. lo + n_active[c]`` and the list is written, not read: the first
-    level). Rows that are no longer in the frontier leave the list
+    ``lo .. lo + n_active[c]`` and the list is written, not read: the levels
+    whose frontier holds every row). Rows that are no longer in the frontier leave the list
     (it shrinks in place), so a level costs what its frontier holds. The row
     ``_AHEAD`` places down the list is prefetched, so scattered rows load in
     parallel; the rows of each ``_BLOCK`` of the list that go to summed
