@@ -11,14 +11,15 @@ level passes about 1.5x faster at 1e6 rows (docs/benchmarks.md).
 
 from __future__ import annotations
 
-from llvmlite import binding as _llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-# the intrinsic's name carries its pointer type: opaque pointers ("p0") from LLVM 15 on
-_NAME = "llvm.prefetch.p0" if _llvm.llvm_version_info[0] >= 15 else "llvm.prefetch.p0i8"
+# The unsuffixed name (LLVM < 10's) is upgraded by LLVM's IR reader to the mangled one of
+# whichever pointer kind the LLVM in use has ("p0i8" typed, "p0" opaque), so one name
+# serves every llvmlite numba supports.
+_NAME = "llvm.prefetch"
 
 
 @intrinsic
