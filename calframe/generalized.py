@@ -439,7 +439,9 @@ def adaptive_sums(
     n, m = g.shape
     if y.shape != (n,) or y.dtype.kind not in "iu" or VV.count_outside(y, m):
         raise ParameterError(f"adaptive_sums: y' as positions must be {n} integers in [0, {m - 1}].")
-    if bound is not None and not (isinstance(bound, (int, float)) and math.isfinite(bound) and bound > 0):
+    if bound is not None and (isinstance(bound, bool) or not (
+        isinstance(bound, (int, float)) and math.isfinite(bound) and bound > 0
+    )):
         raise ParameterError(f"adaptive_sums: bound must be a finite number > 0. Got {bound!r}.")
     res = AK.level_sums(g, np.ascontiguousarray(y, dtype=np.int32), codes, n_groups, min_sizes, nchunks,
                         None if bound is None else float(bound)) if nchunks else None

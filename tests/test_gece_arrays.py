@@ -608,7 +608,7 @@ def test_a_known_bound_on_g_gives_the_same_tree_sums():
     y = rng.integers(0, 4, 5000)
     for gamma in (0.01, 0.1):
         np.testing.assert_array_equal(G.adaptive_sums(g, y, gamma, bound=1.0), G.adaptive_sums(g, y, gamma))
-    for bad in (0.0, -1.0, float("nan"), "1"):
+    for bad in (0.0, -1.0, float("nan"), "1", True):
         with pytest.raises(ValueError, match="bound"):
             G.adaptive_sums(g, y, 0.1, bound=bad)
 
