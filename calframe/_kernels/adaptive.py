@@ -27,7 +27,7 @@ over the data per level instead of four per node.
 
 The tree also carries each node's label counts when given the labels'
 positions, so ``level_sums`` hands back every leaf's [n, sum x, label
-counts] without another pass. The passes prefetch rows ``_AHEAD`` places
+counts] without another pass. The passes prefetch rows ``AHEAD`` places
 ahead (``prefetch.py``): measured here, that halves a level's time, as the
 hardware alone keeps few row loads in flight.
 """
@@ -37,11 +37,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .prefetch import prefetch
+from .prefetch import AHEAD, prefetch_row
 from .vector import numpy_argmax_var, numpy_mean
 
 _EPS = np.finfo(np.float64).eps
-_AHEAD = 32  # root_stats and split_pass prefetch the row this many places ahead
 _BLOCK = 256  # split_pass sums the rows it sends to a summed child this many list places at a time
 
 
@@ -98,9 +97,8 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid):
             a = np.zeros(m)
             b = np.zeros(m)
             for i in range(lo, hi):
-                if i + _AHEAD < hi:
-                    prefetch(g, i + _AHEAD, 0)
-                    prefetch(g, i + _AHEAD, m - 1)
+                if i + AHEAD < hi:
+                    prefetch_row(g, i + AHEAD)
                 for j in range(m):
                     x = g[i, j]
                     a[j] += x
@@ -119,9 +117,8 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid):
                 ys[c, 0] = cy
         else:
             for i in range(lo, hi):
-                if i + _AHEAD < hi:
-                    prefetch(g, i + _AHEAD, 0)
-                    prefetch(g, i + _AHEAD, m - 1)
+                if i + AHEAD < hi:
+                    prefetch_row(g, i + AHEAD)
                 k = groups[i]
                 nid[i] = k
                 cnts[c, k] += 1.0
@@ -163,7 +160,7 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
     ``lo .. lo + n_active[c]`` and the list is written, not read: the levels
     whose frontier holds every row). Rows that are no longer in the frontier leave the list
     (it shrinks in place), so a level costs what its frontier holds. The row
-    ``_AHEAD`` places down the list is prefetched, so scattered rows load in
+    ``AHEAD`` places down the list is prefetched, so scattered rows load in
     parallel; the rows of each ``_BLOCK`` of the list that go to summed
     children are summed after the block, slot by slot, while still in cache.
     """
@@ -189,10 +186,8 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
             b1 = min(end, b0 + _BLOCK)
             k[:] = 0
             for r in range(b0, b1):
-                if r + _AHEAD < end:  # the rows are scattered: start loading one further down the list
-                    q = active[r + _AHEAD] if listed else r + _AHEAD
-                    prefetch(g, q, 0)
-                    prefetch(g, q, m - 1)
+                if r + AHEAD < end:  # the rows are scattered: start loading one further down the list
+                    prefetch_row(g, active[r + AHEAD] if listed else r + AHEAD)
                 i = active[r] if listed else r
                 f = slot_of[nid[i]]
                 if f < 0:

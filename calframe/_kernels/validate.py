@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from numba import njit, prange
 
-from .prefetch import prefetch
-
-_AHEAD = 32  # count_bad_rows prefetches the row this many rows ahead
+from .prefetch import AHEAD, prefetch_row
 
 
 @njit(parallel=True, cache=True)
@@ -33,9 +31,8 @@ def count_bad_rows(p, tol):
     bad = 0
     off = 0
     for i in prange(n):
-        if i + _AHEAD < n:  # the hardware alone streams rows at half the speed (docs/benchmarks.md)
-            prefetch(p, i + _AHEAD, 0)
-            prefetch(p, i + _AHEAD, k - 1)
+        if i + AHEAD < n:  # the hardware alone streams rows at half the speed (docs/benchmarks.md)
+            prefetch_row(p, i + AHEAD)
         s = p[i, 0]
         lo = s
         hi = s
