@@ -412,10 +412,13 @@ def adaptive(
     """
     g, codes, min_sizes, nchunks = _adaptive_plan(gp, gamma, groups, n_groups, split)
     res = AK.level_bins(g, codes, n_groups, min_sizes, nchunks) if nchunks else None
-    if res is None:
-        order, starts = VK.group_order(codes, n_groups, g.shape[0])
-        res = VK.adaptive_bins(g, order, starts, min_sizes, split == "median")
-    ids, n_leaves = res
+    return _node_bins(g, codes, n_groups, min_sizes, split) if res is None else (res[0], max(int(res[1].max()), 1))
+
+
+def _node_bins(g: np.ndarray, codes: Any, n_groups: int, min_sizes: np.ndarray, split: str) -> tuple[np.ndarray, int]:
+    """``adaptive``'s bins by the node-by-node kernel (median split, very wide trees, data that is not finite)."""
+    order, starts = VK.group_order(codes, n_groups, g.shape[0])
+    ids, n_leaves = VK.adaptive_bins(g, order, starts, min_sizes, split == "median")
     return ids, max(int(n_leaves.max()), 1)
 
 
@@ -428,8 +431,8 @@ def adaptive_sums(
     ``onehot=False``). The level-by-level tree already holds every leaf's n,
     sum g' and label counts; a leaf whose sums were taken as its parent's
     minus its sibling's can differ from summing its rows by a few units in
-    the last place of the parent's sums. Falls back to ``adaptive`` then
-    ``accumulate`` where the level kernel does not apply. ``bound``: a bound
+    the last place of the parent's sums. Falls back to the node-by-node
+    kernel then ``accumulate`` where the level kernel does not apply. ``bound``: a bound
     on every |g'| that the caller guarantees (validated probabilities: 1 plus
     the sum tolerance); it spares finding the largest |g'|, which the
     rounding-error bounds of the tree need.
@@ -445,8 +448,8 @@ def adaptive_sums(
         raise ParameterError(f"adaptive_sums: bound must be a finite number > 0. Got {bound!r}.")
     res = AK.level_sums(g, np.ascontiguousarray(y, dtype=np.int32), codes, n_groups, min_sizes, nchunks,
                         None if bound is None else float(bound)) if nchunks else None
-    if res is None:
-        return accumulate(gp, ypos, *adaptive(gp, gamma, groups, n_groups), groups, n_groups)
+    if res is None:  # (without running the level kernel's root pass a second time)
+        return accumulate(g, y, *_node_bins(g, codes, n_groups, min_sizes, "mean"), groups, n_groups)
     return res[0]
 
 
