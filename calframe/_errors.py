@@ -36,6 +36,11 @@ class ParameterError(CalframeError, ValueError):
     """A parameter value is invalid."""
 
 
+class RecalibratorFileError(CalframeError, ValueError):
+    """A saved recalibrator cannot be loaded: not a calframe file, unknown version or method, invalid values, bad
+    shapes, a checksum or signature mismatch."""
+
+
 class CalframeWarning(UserWarning):
     """Something was done to the data that the caller should know about (e.g. rows dropped)."""
 

@@ -1817,6 +1817,24 @@ def _output_columns(name: str, pred: np.ndarray, scored: Scored) -> list[pl.Seri
     return [pl.Series(name, np.asarray(pred, dtype=np.float64))]
 
 
-def load(path: str) -> Any:
-    """Read a recalibrator saved with ``rec.save(path)`` (JSON + Parquet; validated, never unpickled)."""
-    return _rec_module().load(path)
+def load(path: Any, *, key: bytes | str | None = None) -> Any:
+    """Read a recalibrator saved with ``rec.save(path)`` (JSON + Parquet; validated, never unpickled).
+
+    Every value is checked (finite numbers, probabilities in [0, 1], sorted
+    edges, consistent shapes, known format version and method), and a file
+    that fails raises :class:`RecalibratorFileError` naming the file, the field
+    and the problem. The checksum only catches accidents. To trust a file
+    from elsewhere, have it saved with ``rec.save(path, key=secret)`` and
+    load it with the same ``key`` (HMAC-SHA256): a wrong key, a modified
+    file, a signed file without a key or an unsigned one with a key is an
+    error.
+
+    Examples
+    --------
+    >>> import calframe, tempfile, os
+    >>> cal = calframe.datasets.grouped_miscalibration(n=1000, seed=1)
+    >>> path = calframe.fit(cal, "platt").save(os.path.join(tempfile.mkdtemp(), "platt.calib"), key=b"k3y")
+    >>> calframe.load(path, key=b"k3y").method
+    'platt'
+    """
+    return _rec_module().load(path, key=key)

@@ -64,9 +64,9 @@ def fit(method: str, probs, labels, *args, **kwargs) -> Recalibrator:
     return cls.fit(probs, labels, *args, **kwargs)
 
 
-def load(path: str | Path) -> Recalibrator:
-    """Read a recalibrator written by ``Recalibrator.save`` (validated; see ``base``)."""
-    return Recalibrator.load(path)
+def load(path: str | Path, *, key: bytes | str | None = None) -> Recalibrator:
+    """Read a recalibrator written by ``Recalibrator.save`` (validated; ``key``: verify its signature; see ``base``)."""
+    return Recalibrator.load(path, key=key)
 
 
 __all__ = [

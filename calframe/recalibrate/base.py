@@ -29,40 +29,53 @@ its path (``"x"``, ``"children/0/x"``, ...).  Nothing is ever pickled.
 The checksum is SHA-256 over the canonical header (sorted keys, no
 whitespace, checksum field removed) followed by each array's path, dtype,
 shape and little-endian bytes in path order; ``load`` recomputes it, so any
-edit of a value, a parameter or a shape is detected.  ``load`` also checks the
-format name and version, the method, the parameters and the array shapes,
-and raises :class:`RecalibratorFileError` (a ``ValueError``) on any problem.
-Floats survive JSON exactly (shortest round-trip repr), arrays survive
-Parquet exactly, so fit -> save -> load -> predict is bit-identical.
+accidental change of a value, a parameter or a shape is detected.  A checksum
+is not a proof of origin (anyone can recompute it), so ``load`` also
+validates every value (:meth:`Recalibrator._check`, one per method, and the
+finiteness of every number): a file that fails raises
+:class:`RecalibratorFileError` (a ``ValueError``) naming the file, the field
+and the problem.
+
+Authentication: ``save(path, key=secret)`` adds ``"signature":
+"hmac-sha256:<hex>"``, HMAC-SHA256 under ``secret`` of the same byte stream
+as the checksum but with the signature field removed too (the checksum
+covers the signature).  ``load(path, key=secret)`` verifies it (constant-time
+comparison); this is the way to trust a file from elsewhere.  A signed file
+loaded without a key, an unsigned file loaded with a key, and a wrong key or
+modified file are errors.  Floats survive JSON exactly (shortest round-trip
+repr), arrays survive Parquet exactly, so fit -> save -> load -> predict is
+bit-identical.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
+import os
+import re
+from itertools import accumulate
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from .._errors import CalframeError, ParameterError
+from .._errors import ParameterError, RecalibratorFileError, bad_param
 
 FORMAT_NAME = "calframe-recalibrator"
 FORMAT_VERSION = 1
 METADATA_KEY = b"calframe.recalibrator"
 HEADER_FILE = "recalibrator.json"
 ARRAYS_FILE = "arrays.parquet"
+#: deepest JSON nesting ``load`` parses (a per-group tree of scaling-binning leaves nests about 12 levels)
+MAX_DEPTH = 64
 
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
 
 #: method name -> Recalibrator subclass (filled by ``register``)
 REGISTRY: dict[str, type["Recalibrator"]] = {}
-
-
-class RecalibratorFileError(CalframeError, ValueError):
-    """A saved recalibrator cannot be loaded: wrong format or version, unknown method, bad shapes, or tampered."""
 
 
 def register(cls: type["Recalibrator"]) -> type["Recalibrator"]:
@@ -184,21 +197,35 @@ class Recalibrator:
             "children": [c._header(f"{prefix}children/{i}/", flat) for i, c in enumerate(self.children)],
         }
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, key: bytes | str | None = None) -> Path:
         """Write the recalibrator (see the module docstring); returns the path written.
 
         ``*.parquet`` -> one Parquet file; any other path -> a directory with
         ``recalibrator.json`` and ``arrays.parquet`` (created if missing).
+        ``key`` (bytes or str) signs the file with HMAC-SHA256; ``load`` then
+        needs the same key.
+
+        Examples
+        --------
+        >>> import numpy as np, tempfile, os
+        >>> from calframe import recalibrate
+        >>> rec = recalibrate.fit("platt", np.array([0.2, 0.4, 0.6, 0.8]), np.array([0, 1, 0, 1]))
+        >>> path = rec.save(os.path.join(tempfile.mkdtemp(), "platt.parquet"), key="shared secret")
+        >>> recalibrate.load(path, key="shared secret").equals(rec)
+        True
         """
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         from .. import __version__
 
-        path = Path(path)
+        path = _as_path(path, "save")
+        key_bytes = _as_key(key, "save")
         flat: dict[str, np.ndarray] = {}
         body = self._header("", flat)
         header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "calframe_version": __version__, **body}
+        if key_bytes is not None:
+            header["signature"] = _signature(key_bytes, header, flat)
         header["checksum"] = _checksum(header, flat)
         text = json.dumps(header, sort_keys=True, allow_nan=False)
         cols = {"format_version": pa.array([FORMAT_VERSION], pa.int64())}
@@ -217,16 +244,21 @@ class Recalibrator:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "Recalibrator":
-        """Read a saved recalibrator; validates format, version, method, params, shapes and checksum.
+    def load(cls, path: str | Path, *, key: bytes | str | None = None) -> "Recalibrator":
+        """Read a saved recalibrator; checks format, version, checksum, signature and every value.
 
         Called on a subclass (``Platt.load``), the file must hold that method.
-        Raises RecalibratorFileError on any problem, FileNotFoundError if
-        ``path`` does not exist.
+        ``key`` (bytes or str): verify the file's HMAC-SHA256 signature (a
+        signed file needs it, an unsigned one refuses it).  Raises
+        RecalibratorFileError on any problem, FileNotFoundError if ``path``
+        does not exist.
         """
         import pyarrow.parquet as pq
 
-        path = Path(path)
+        from .. import __version__
+
+        path = _as_path(path, "load")
+        key_bytes = _as_key(key, "load")
         if not path.exists():
             raise FileNotFoundError(f"load: no recalibrator at {path}")
         try:
@@ -246,29 +278,106 @@ class Recalibrator:
             raise
         except Exception as e:  # unreadable JSON / Parquet, missing file in the directory
             raise RecalibratorFileError(f"load: {path} is not a readable calframe recalibrator: {e}") from e
-        try:
-            header = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise RecalibratorFileError(f"load: the header of {path} is not valid JSON: {e}") from e
+        header = _parse_header(text, path)
         if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
             got = header.get("format") if isinstance(header, dict) else None
             raise RecalibratorFileError(f"load: {path} is not a {FORMAT_NAME!r} file (format = {got!r}).")
         version = header.get("format_version")
-        if version != FORMAT_VERSION:
+        if version != FORMAT_VERSION or type(version) is not int:
+            newer = type(version) is int and version > FORMAT_VERSION
             raise RecalibratorFileError(
-                f"load: {path} has format_version {version!r}; this calframe reads version {FORMAT_VERSION} only."
+                f"load: {path} has format_version {version!r} (written by calframe "
+                f"{header.get('calframe_version')!r}); this calframe ({__version__}) reads format_version "
+                f"{FORMAT_VERSION} only: " + ("upgrade calframe to load it." if newer else "re-fit and save it again.")
             )
         flat = _read_arrays(table, header, path)
-        expected = header.get("checksum")
-        rest = {k: v for k, v in header.items() if k != "checksum"}
-        if not isinstance(expected, str) or _checksum(rest, flat) != expected:
-            raise RecalibratorFileError(
-                f"load: checksum mismatch in {path}: the file was modified after it was saved (or is corrupt)."
-            )
+        _verify(header, flat, key_bytes, path)
         obj = _build(header, "", flat, path)
         if cls is not Recalibrator and not isinstance(obj, cls):
             raise RecalibratorFileError(f"load: {path} holds a {obj.method!r} recalibrator, not {cls.method!r}.")
         return obj
+
+
+def _as_path(path: Any, func: str) -> Path:
+    """``path`` as a Path; anything but a non-empty str or os.PathLike is a ParameterError."""
+    if isinstance(path, os.PathLike) or (isinstance(path, str) and path):
+        return Path(path)
+    raise bad_param(func, "path", "a non-empty str or os.PathLike (the saved recalibrator's file or directory)",
+                    path)
+
+
+def _as_key(key: Any, func: str) -> bytes | None:
+    """The HMAC key as bytes (str: UTF-8); the key itself never appears in a message."""
+    if key is None:
+        return None
+    if isinstance(key, str):
+        key = key.encode()
+    if isinstance(key, (bytes, bytearray)) and key:
+        return bytes(key)
+    got = "an empty key" if isinstance(key, (bytes, bytearray)) else f"a {type(key).__name__}"
+    raise ParameterError(f"The 'key' parameter of {func} must be a non-empty bytes or str secret (or None). "
+                         f"Got {got} instead.")
+
+
+def _parse_header(text: str, path: Path) -> Any:
+    """json.loads with the nesting depth bounded (checked first) and every number finite and int64."""
+    depth = max(accumulate(1 if c in "[{" else -1 for c in re.sub(r'[^\[\]{}]', "", _JSON_STRING.sub("", text))),
+                default=0)
+    if depth > MAX_DEPTH:
+        raise RecalibratorFileError(f"load: the header of {path} nests {depth} levels deep; a calframe recalibrator "
+                                    f"nests at most {MAX_DEPTH}. It is not a file calframe wrote.")
+
+    def number(s: str) -> float:
+        x = float(s)
+        if not math.isfinite(x):
+            raise _BadNumber(s)
+        return x
+
+    def integer(s: str) -> int:
+        x = int(s) if len(s) <= 20 else None
+        if x is None or not -(2**63) <= x < 2**63:
+            raise _BadNumber(s)
+        return x
+
+    def constant(s: str) -> Any:
+        raise _BadNumber(s)
+
+    try:
+        return json.loads(text, parse_float=number, parse_int=integer, parse_constant=constant)
+    except _BadNumber as e:
+        raise RecalibratorFileError(f"load: the header of {path} holds the number {e.args[0][:30]}; every stored "
+                                    f"number must be finite (and integers within int64).") from None
+    except ValueError as e:
+        raise RecalibratorFileError(f"load: the header of {path} is not valid JSON: {e}") from e
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class _BadNumber(Exception):
+    pass
+
+
+def _verify(header: dict[str, Any], flat: dict[str, np.ndarray], key: bytes | None, path: Path) -> None:
+    """The signature (when a key is given, or the file is signed) and the checksum."""
+    signature = header.get("signature")
+    if key is None and signature is not None:
+        raise RecalibratorFileError(f"load: {path} is signed (HMAC-SHA256); pass key=<the signer's secret> to "
+                                    f"verify and load it.")
+    if key is not None:
+        if signature is None:
+            raise RecalibratorFileError(f"load: {path} is not signed, so key= cannot authenticate it; load it "
+                                        f"without a key only if you trust its source, or have it saved with key=.")
+        want = _signature(key, {k: v for k, v in header.items() if k not in ("checksum", "signature")}, flat)
+        if not isinstance(signature, str) or not hmac.compare_digest(signature.encode(), want.encode()):
+            raise RecalibratorFileError(f"load: the signature of {path} does not match: wrong key, or the file was "
+                                        f"modified after it was signed. Do not use it.")
+    expected = header.get("checksum")
+    rest = {k: v for k, v in header.items() if k != "checksum"}
+    if not isinstance(expected, str) or _checksum(rest, flat) != expected:
+        raise RecalibratorFileError(
+            f"load: checksum mismatch in {path}: the file was modified after it was saved (or is corrupt)."
+        )
 
 
 def _pa_float():
@@ -292,14 +401,22 @@ def _pa_bool():
 _PA_TYPES = {"float64": _pa_float, "int64": _pa_int, "bool": _pa_bool}
 
 
-def _checksum(header: dict[str, Any], flat: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
+def _digest(h: Any, header: dict[str, Any], flat: dict[str, np.ndarray]) -> str:
+    """Feed the canonical header and the arrays to the hash object h; its hex digest."""
     h.update(json.dumps(header, sort_keys=True, separators=(",", ":"), allow_nan=False).encode())
     for name in sorted(flat):
         a = flat[name]
         h.update(name.encode() + b"\0" + a.dtype.str.encode() + b"\0" + repr(a.shape).encode() + b"\0")
         h.update(np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tobytes())
-    return "sha256:" + h.hexdigest()
+    return h.hexdigest()
+
+
+def _checksum(header: dict[str, Any], flat: dict[str, np.ndarray]) -> str:
+    return "sha256:" + _digest(hashlib.sha256(), header, flat)
+
+
+def _signature(key: bytes, header: dict[str, Any], flat: dict[str, np.ndarray]) -> str:
+    return "hmac-sha256:" + _digest(hmac.new(key, digestmod=hashlib.sha256), header, flat)
 
 
 def _read_arrays(table, header: dict[str, Any], path: Path) -> dict[str, np.ndarray]:
@@ -349,28 +466,33 @@ def _read_arrays(table, header: dict[str, Any], path: Path) -> dict[str, np.ndar
                 f"load: array {name!r} in {path} holds {vals.size} values (nulls: {col.values.null_count}), "
                 f"its header shape {list(shape)} needs {math.prod(shape)}."
             )
-        flat[name] = np.ascontiguousarray(vals.astype(dtype, copy=False)).reshape(shape)
+        a = np.ascontiguousarray(vals.astype(dtype, copy=False)).reshape(shape)
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise RecalibratorFileError(f"load: array {name!r} in {path} holds {int((~np.isfinite(a)).sum())} NaN or "
+                                        f"infinite values; every stored number must be finite.")
+        flat[name] = a
     return flat
 
 
 def _build(node: dict[str, Any], prefix: str, flat: dict[str, np.ndarray], path: Path) -> Recalibrator:
+    """The recalibrator of one header node (children first), validated by its class's ``_check``."""
     method = node.get("method")
-    cls = REGISTRY.get(method)  # type: ignore[arg-type]
+    cls = REGISTRY.get(method) if isinstance(method, str) else None
+    where = f" at {prefix}" if prefix else ""
     if cls is None:
-        raise RecalibratorFileError(f"load: unknown method {method!r} in {path}; known: {sorted(REGISTRY)}.")
+        raise RecalibratorFileError(f"load: unknown method {method!r}{where} in {path}; known: {sorted(REGISTRY)}.")
     params = node.get("params")
     meta = node.get("meta", {})
     if not isinstance(params, dict) or not isinstance(meta, dict):
-        raise RecalibratorFileError(f"load: params/meta of {method!r} in {path} must be JSON objects.")
+        raise RecalibratorFileError(f"load: params/meta of {method!r}{where} in {path} must be JSON objects.")
     arrays = {k: flat[prefix + k] for k in node.get("arrays", {})}
     children = [_build(c, f"{prefix}children/{i}/", flat, path) for i, c in enumerate(node.get("children", []))]
-    obj = cls(params=params, arrays=arrays, meta=meta, children=children)
     try:
+        obj = cls(params=params, arrays=arrays, meta=meta, children=children)
         obj._check()
-    except RecalibratorFileError:
-        raise
     except Exception as e:
-        raise RecalibratorFileError(f"load: invalid {method!r} recalibrator in {path}: {e}") from e
+        raise RecalibratorFileError(f"load: {path}{where}: {e if isinstance(e, RecalibratorFileError) else repr(e)} "
+                                    f"(the file was edited or is corrupt: re-fit and save it again).") from e
     return obj
 
 
@@ -415,6 +537,20 @@ class Schema:
                 if want is not None and got != want:
                     self.fail(f"array {name!r} has shape {a.shape}, expected {shape}")
         return a
+
+    def probabilities(self, name: str) -> np.ndarray:
+        """The float array ``name``, whose values must all lie in [0, 1]."""
+        a = self.array(name, "float64", 1)
+        bad = int(np.count_nonzero((a < 0) | (a > 1)))
+        if bad:
+            self.fail(f"array {name!r} holds {bad} values outside [0, 1] (e.g. {a[(a < 0) | (a > 1)][0]!r})")
+        return a
+
+    def increasing(self, name: str, a: np.ndarray, strict: bool = True) -> None:
+        """``a`` (the array ``name``) must be strictly increasing (``strict=False``: non-decreasing)."""
+        d = np.diff(a)
+        if np.any(d <= 0 if strict else d < 0):
+            self.fail(f"array {name!r} must be {'strictly increasing' if strict else 'non-decreasing'}; it is not")
 
     def only_arrays(self, *names: str) -> None:
         extra = set(self.obj.arrays) - set(names)

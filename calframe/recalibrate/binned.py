@@ -95,10 +95,13 @@ class Histogram(ScalarRecalibrator):
 
 
 def _check_edges(sc: Schema, *extra: str) -> None:
-    e = sc.array("edges", "float64", 1)
+    """Upper bin edges in [0, 1], non-empty and strictly increasing; one value in [0, 1] per bin."""
+    e = sc.probabilities("edges")
+    if len(e) == 0:
+        sc.fail("array 'edges' is empty")
+    sc.increasing("edges", e)
     sc.array("values", "float64", 1, shape=(len(e),))
-    if len(e) == 0 or not np.all(np.diff(e) > 0) or not np.all(np.isfinite(e)):
-        sc.fail("edges must be a non-empty strictly increasing finite array")
+    sc.probabilities("values")
     sc.only_arrays("edges", "values", *extra)
 
 
@@ -145,10 +148,12 @@ class Isotonic(ScalarRecalibrator):
         return np.interp(np.clip(s, x[0], x[-1]), x, y)
 
     def _check_specific(self, sc: Schema) -> None:
-        x = sc.array("x", "float64", 1)
-        y = sc.array("y", "float64", 1, shape=(len(x),))
-        if len(x) == 0 or not np.all(np.diff(x) > 0) or not np.all(np.diff(y) >= 0):
-            sc.fail("x must be non-empty and strictly increasing, y non-decreasing")
+        x = sc.probabilities("x")
+        if len(x) == 0:
+            sc.fail("array 'x' is empty")
+        sc.increasing("x", x)
+        sc.array("y", "float64", 1, shape=(len(x),))
+        sc.increasing("y", sc.probabilities("y"), strict=False)
         sc.only_arrays("x", "y")
         sc.children(0)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Recalibrator, RecalibratorFileError, register
+from .base import REGISTRY, Recalibrator, Schema, register
 
 
 @register
@@ -48,9 +48,25 @@ class PerGroup(Recalibrator):
         return out
 
     def _check(self) -> None:
-        keys = self.params.get("keys")
-        if not isinstance(keys, list) or len(keys) != len(self.children) or not self.children:
-            raise RecalibratorFileError("load: a per_group recalibrator needs one child per key.")
+        sc = Schema(self)
+        keys = sc.param("keys", list)
+        method = sc.param("method", str, check=lambda m: m in REGISTRY and m != self.method)
+        sc.only_arrays()
+        if not self.children or len(keys) != len(self.children):
+            sc.fail(f"parameter 'keys' has {len(keys)} entries for {len(self.children)} child recalibrators; "
+                    f"it needs one child per key")
+        by = self.meta.get("by")
+        width = len(by) if isinstance(by, list) else len(keys[0]) if isinstance(keys[0], list) else -1
+        scalar = (str, int, float, bool, type(None))
+        if any(not isinstance(k, list) or len(k) != width or not all(isinstance(v, scalar) for v in k) for k in keys):
+            sc.fail(f"parameter 'keys' must hold one list of {width} scalar values (one per 'by' column) per group")
+        if len({tuple(k) for k in keys}) != len(keys):
+            sc.fail("parameter 'keys' lists a group twice")
+        first = self.children[0]
+        for c in self.children:
+            if c.method != method or c.params.get("n_classes") != first.params.get("n_classes") \
+                    or c.output != first.output:
+                sc.fail(f"every child must be a {method!r} recalibrator with the same classes and output")
 
     def key_index(self, keys: list[tuple[Any, ...]]) -> np.ndarray:
         """Child index of each key tuple (-1 when unknown)."""

@@ -127,11 +127,12 @@ class LoRe(Recalibrator):
         names = ["features", "bins", "correct"]
         if std:
             sc.array("center", "float64", 1, shape=(d,))
-            sc.array("scale", "float64", 1, shape=(d,))
+            if np.any(sc.array("scale", "float64", 1, shape=(d,)) <= 0):
+                sc.fail("array 'scale' must be positive (a feature's standard deviation, 1 where it is 0)")
             names += ["center", "scale"]
         sc.only_arrays(*names)
         if n and (b.min() < 0 or b.max() >= B):
             sc.fail(f"bins must lie in 0..{B - 1}")
-        if not np.all((c == 0) | (c == 1)) or not np.all(np.isfinite(f)):
-            sc.fail("correct must be 0/1 and features finite")
+        if not np.all((c == 0) | (c == 1)):
+            sc.fail("array 'correct' must hold 0 or 1 only")
         sc.children(0)

@@ -87,7 +87,7 @@ class Platt(ScalarRecalibrator):
         return expit(x * p["coef"] + p["intercept"])
 
     def _check_specific(self, sc: Schema) -> None:
-        sc.param("variant", str)
+        sc.param("variant", str, check=lambda v: v in ("kumar", "kelly_smyth"))
         sc.param("feature", str, check=lambda f: f in ("logit", "raw"))
         sc.param("C", float, allow_none=True, check=lambda c: c > 0)
         sc.param("eps", float, check=lambda e: 0 <= e < 0.5)
@@ -186,7 +186,7 @@ class Temperature(Recalibrator):
         sc = Schema(self)
         sc.param("n_classes", int, check=lambda k: k >= 2)
         sc.param("lens", str, check=lambda v: v == "probs")
-        sc.param("inv_temperature", float, check=lambda b: 0 <= b <= BETA_MAX)
+        sc.param("inv_temperature", float, check=lambda b: 0 <= b <= BETA_MAX)  # T = 1/b > 0 (inf for b = 0)
         sc.only_arrays()
         sc.children(0)
 
@@ -287,13 +287,14 @@ class Beta(ScalarRecalibrator):
         return expit(X[:, 0] * p["a"] + X[:, 1] * p["b"] + p["c"])
 
     def _check_specific(self, sc: Schema) -> None:
-        sc.param("variant", str)
+        sc.param("variant", str, check=lambda v: v in ("betacal", "kelly_smyth"))
         sc.param("C", float, allow_none=True, check=lambda c: c > 0)
-        sc.param("constrained", bool)
+        constrained = sc.param("constrained", bool)
         sc.param("clip", str, check=lambda c: c in ("eps", "exact"))
         sc.param("edge", float, check=lambda e: 0 < e < 0.5)
-        for k in ("a", "b", "c"):
-            sc.param(k, float)
+        a, b, _ = (sc.param(k, float) for k in ("a", "b", "c"))
+        if constrained and min(a, b) < 0 and a != 0 and b != 0:
+            sc.fail(f"parameters 'a' = {a!r} and 'b' = {b!r}: a constrained fit has a, b >= 0 or one of them 0")
         super()._check_specific(sc)
 
 
@@ -362,7 +363,7 @@ class BetaV(ScalarRecalibrator):
         return expit(X @ np.asarray(p["coef"]) + p["intercept"])
 
     def _check_specific(self, sc: Schema) -> None:
-        sc.param("variant", str)
+        sc.param("variant", str, check=lambda v: v in ("betacal", "kelly_smyth"))
         deg = sc.param("degree", int, check=lambda d: d in (1, 2))
         sc.param("C", float, allow_none=True, check=lambda c: c > 0)
         sc.param("clip", str, check=lambda c: c in ("eps", "exact"))

@@ -116,24 +116,27 @@ class Tree(Recalibrator):
         sc = Schema(self)
         K = sc.param("n_classes", int, check=lambda k: k >= 2)
         sc.param("max_depth", int, check=lambda d: 0 <= d <= 30)
-        ml = sc.param("min_leaf", (int, float))
+        sc.param("min_leaf", (int, float))
+        ml = self.params["min_leaf"]
+        if not (ml >= 1 if isinstance(ml, int) else 0 < ml < 1):
+            sc.fail(f"parameter 'min_leaf' = {ml!r} must be an int >= 1 or a float in (0, 1)")
         sc.param("min_leaf_rows", int, check=lambda m: m >= 1)
         leaf = sc.param("leaf", str, check=lambda m: m in LEAF_METHODS)
         sc.param("leaf_params", dict)
-        if isinstance(ml, bool):
-            sc.fail("min_leaf must be a number")
         thr = sc.array("thresholds", "float64", 1)
         m = len(thr) + 1
         lc = sc.array("leaf_child", "int64", 1, shape=(m,))
-        sc.array("leaf_rows", "int64", 1, shape=(m,))
+        rows = sc.array("leaf_rows", "int64", 1, shape=(m,))
         fb = sc.array("leaf_fallback", "bool", 1, shape=(m,))
         sc.only_arrays("thresholds", "leaf_child", "leaf_rows", "leaf_fallback")
-        if not np.all(np.isfinite(thr)) or not np.all(np.diff(thr) > 0):
-            sc.fail("thresholds must be finite and strictly increasing")
+        sc.increasing("thresholds", thr)
+        if np.any(rows < 0):
+            sc.fail("array 'leaf_rows' holds negative row counts")
         if not self.children:
             sc.fail("the global calibrator (children[0]) is missing")
-        if np.any(lc < 0) or np.any(lc >= len(self.children)) or np.any(lc[fb] != 0) or np.any(lc[~fb] == 0):
-            sc.fail("leaf_child must point fallback leaves to children[0] and other leaves to their own calibrator")
+        if np.any(lc[fb] != 0) or not np.array_equal(lc[~fb], np.arange(1, len(self.children))):
+            sc.fail("array 'leaf_child' must point fallback leaves to children[0] and the other leaves, in order, "
+                    "to children[1:], one each")
         for c in self.children:
             if c.method != leaf or c.params.get("n_classes") != K or c.output != self.children[0].output:
                 sc.fail(f"every child must be a {leaf!r} calibrator for {K} classes with the same output")
