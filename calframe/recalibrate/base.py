@@ -58,6 +58,7 @@ import re
 from itertools import accumulate
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -320,42 +321,36 @@ def _as_key(key: Any, func: str) -> bytes | None:
 
 
 def _parse_header(text: str, path: Path) -> Any:
-    """json.loads with the nesting depth bounded (checked first) and every number finite and int64."""
-    depth = max(accumulate(1 if c in "[{" else -1 for c in re.sub(r'[^\[\]{}]', "", _JSON_STRING.sub("", text))),
+    """json.loads with the nesting depth bounded (checked before parsing) and every number finite and int64."""
+    depth = max(accumulate(1 if c in "[{" else -1 for c in re.sub(r"[^\[\]{}]", "", _JSON_STRING.sub("", text))),
                 default=0)
     if depth > MAX_DEPTH:
         raise RecalibratorFileError(f"load: the header of {path} nests {depth} levels deep; a calframe recalibrator "
                                     f"nests at most {MAX_DEPTH}. It is not a file calframe wrote.")
-
-    def number(s: str) -> float:
-        x = float(s)
-        if not math.isfinite(x):
-            raise _BadNumber(s)
-        return x
-
-    def integer(s: str) -> int:
-        x = int(s) if len(s) <= 20 else None
-        if x is None or not -(2**63) <= x < 2**63:
-            raise _BadNumber(s)
-        return x
-
-    def constant(s: str) -> Any:
-        raise _BadNumber(s)
-
     try:
-        return json.loads(text, parse_float=number, parse_int=integer, parse_constant=constant)
-    except _BadNumber as e:
-        raise RecalibratorFileError(f"load: the header of {path} holds the number {e.args[0][:30]}; every stored "
-                                    f"number must be finite (and integers within int64).") from None
+        header = json.loads(text)
     except ValueError as e:
         raise RecalibratorFileError(f"load: the header of {path} is not valid JSON: {e}") from e
+    for where, x in _numbers(header, ""):
+        if isinstance(x, float) and not math.isfinite(x) or isinstance(x, int) and not -(2**63) <= x < 2**63:
+            raise RecalibratorFileError(f"load: {path}: field {where!r} = {x!r}: every stored number must be finite "
+                                        f"(integers within int64); the file was edited or is corrupt.")
+    return header
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-class _BadNumber(Exception):
-    pass
+def _numbers(x: Any, where: str) -> Iterator[tuple[str, Any]]:
+    """(field path, value) of every number in a parsed JSON value, e.g. ('children[0].params.coef', 1.5)."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _numbers(v, f"{where}.{k}" if where else k)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from _numbers(v, f"{where}[{i}]")
+    elif isinstance(x, (int, float)) and not isinstance(x, bool):
+        yield where, x
 
 
 def _verify(header: dict[str, Any], flat: dict[str, np.ndarray], key: bytes | None, path: Path) -> None:
@@ -523,7 +518,7 @@ class Schema:
         if not isinstance(v, kinds):
             self.fail(f"parameter {name!r} = {v!r} has the wrong type")
         if check is not None and not check(v):
-            self.fail(f"parameter {name!r} = {v!r} is out of range")
+            self.fail(f"parameter {name!r} = {v!r} is out of range or not one of the allowed values")
         return v
 
     def array(self, name: str, dtype: str, ndim: int, *, shape: tuple | None = None) -> np.ndarray:
@@ -543,7 +538,7 @@ class Schema:
         a = self.array(name, "float64", 1)
         bad = int(np.count_nonzero((a < 0) | (a > 1)))
         if bad:
-            self.fail(f"array {name!r} holds {bad} values outside [0, 1] (e.g. {a[(a < 0) | (a > 1)][0]!r})")
+            self.fail(f"array {name!r} holds {bad} value(s) outside [0, 1] (e.g. {float(a[(a < 0) | (a > 1)][0])!r})")
         return a
 
     def increasing(self, name: str, a: np.ndarray, strict: bool = True) -> None:
