@@ -55,10 +55,10 @@ import json
 import math
 import os
 import re
-from itertools import accumulate
-from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import accumulate
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
