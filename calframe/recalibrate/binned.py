@@ -89,20 +89,20 @@ class Histogram(ScalarRecalibrator):
         return self.arrays["values"][bin_index(self.arrays["edges"], s)]
 
     def _check_specific(self, sc: Schema) -> None:
-        sc.param("n_bins", int, check=lambda b: b >= 1)
-        _check_edges(sc)
+        _check_edges(sc, sc.param("n_bins", int, check=lambda b: b >= 1))
         sc.children(0)
 
 
-def _check_edges(sc: Schema, *extra: str) -> None:
-    """Upper bin edges in [0, 1], non-empty and strictly increasing; one value in [0, 1] per bin."""
+def _check_edges(sc: Schema, n_bins: int) -> None:
+    """1 to n_bins upper bin edges in [0, 1], strictly increasing, the last one 1; one value in [0, 1] per bin."""
     e = sc.probabilities("edges")
-    if len(e) == 0:
-        sc.fail("array 'edges' is empty")
+    if not 1 <= len(e) <= n_bins or e[-1] != 1.0:
+        sc.fail(f"array 'edges' must hold 1 to n_bins = {n_bins} upper bin edges, the last one 1.0; it holds "
+                f"{len(e)}" + (f" ending at {float(e[-1])!r}" if len(e) else ""))
     sc.increasing("edges", e)
     sc.array("values", "float64", 1, shape=(len(e),))
     sc.probabilities("values")
-    sc.only_arrays("edges", "values", *extra)
+    sc.only_arrays("edges", "values")
 
 
 @register
@@ -216,10 +216,10 @@ class ScalingBinning(ScalarRecalibrator):
         return self.arrays["values"][bin_index(self.arrays["edges"], g)]
 
     def _check_specific(self, sc: Schema) -> None:
-        sc.param("n_bins", int, check=lambda b: b >= 1)
+        n_bins = sc.param("n_bins", int, check=lambda b: b >= 1)
         sc.param("split", bool)
         sc.param("seed", int)
-        _check_edges(sc)
+        _check_edges(sc, n_bins)
         sc.children(1)
         child = self.children[0]
         if not isinstance(child, Platt) or child.params.get("lens") != self.params["lens"]:

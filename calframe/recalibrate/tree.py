@@ -115,7 +115,7 @@ class Tree(Recalibrator):
     def _check(self) -> None:
         sc = Schema(self)
         K = sc.param("n_classes", int, check=lambda k: k >= 2)
-        sc.param("max_depth", int, check=lambda d: 0 <= d <= 30)
+        depth = sc.param("max_depth", int, check=lambda d: 0 <= d <= 30)
         sc.param("min_leaf", (int, float))
         ml = self.params["min_leaf"]
         if not (ml >= 1 if isinstance(ml, int) else 0 < ml < 1):
@@ -130,6 +130,8 @@ class Tree(Recalibrator):
         fb = sc.array("leaf_fallback", "bool", 1, shape=(m,))
         sc.only_arrays("thresholds", "leaf_child", "leaf_rows", "leaf_fallback")
         sc.increasing("thresholds", thr)
+        if m > 2**depth:
+            sc.fail(f"array 'thresholds' holds {m - 1} splits; a tree of max_depth {depth} has at most {2**depth - 1}")
         if np.any(rows < 0):
             sc.fail("array 'leaf_rows' holds negative row counts")
         if not self.children:
