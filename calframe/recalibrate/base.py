@@ -70,7 +70,7 @@ FORMAT_VERSION = 1
 METADATA_KEY = b"calframe.recalibrator"
 HEADER_FILE = "recalibrator.json"
 ARRAYS_FILE = "arrays.parquet"
-#: deepest JSON nesting ``load`` parses (a per-group tree of scaling-binning leaves nests about 12 levels)
+#: deepest JSON nesting ``load`` parses (a per-group tree of scaling-binning leaves nests 8 levels)
 MAX_DEPTH = 64
 
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
