@@ -34,8 +34,10 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/calframe demo
 
+# --require-extras: a test extra that fails to import fails the run (tests/conftest.py);
+# --hypothesis-profile=ci: derandomized, reproducible property tests.
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --require-extras --hypothesis-profile=ci
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_binned.py

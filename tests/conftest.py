@@ -1,8 +1,23 @@
-"""Shared test fixtures.
+"""Shared test fixtures, the ``--require-extras`` option and the hypothesis profiles.
 
 ``constructor`` follows narwhals' tests/conftest.py: a test that takes it runs
 once per supported frame flavour, and builds its input with
 ``constructor({"col": values, ...})``.
+
+Test extras (``pip install -e ".[test,plot,dask]"``): the reference libraries
+(scikit-learn, uncertainty-calibration, relplot, betacal, scikit-misc, duckdb,
+dask, matplotlib) are loaded with ``pytest.importorskip``.  A plain ``pytest``
+without them skips those files with a reason (shown by ``-ra``).
+``pytest --require-extras`` (what ``make test`` runs) turns every
+``pytest.importorskip`` into a hard failure instead, so CI cannot stay green
+while a peer failed to install.  Use ``importorskip`` only for test extras;
+anything that may legitimately be absent in CI (the Adult data in ../shared,
+a headless browser, a second numba thread) calls ``pytest.skip`` itself.
+
+Hypothesis profiles: ``default`` explores new random examples on every run
+(for developers); ``ci`` (``--hypothesis-profile=ci``, what ``make test``
+runs) is derandomized, so CI runs are reproducible: the examples depend only
+on each test's source, without example database or deadlines.
 """
 
 from __future__ import annotations
@@ -17,6 +32,47 @@ import polars as pl
 import pytest
 
 Constructor = Callable[[dict[str, Any]], Any]
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # a test extra: the files that use it fail to import on their own
+    pass
+else:
+    settings.register_profile(
+        "ci", derandomize=True, database=None, deadline=None, print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+
+_importorskip = pytest.importorskip
+
+
+def _import_or_fail(modname: str, minversion: str | None = None, reason: str | None = None, **kw: Any) -> Any:
+    """``pytest.importorskip`` under ``--require-extras``: a missing or too old test extra fails."""
+    try:
+        return _importorskip(modname, minversion, reason, **kw)
+    except pytest.skip.Exception as exc:
+        pytest.fail(f"--require-extras: test extra {modname!r} is missing ({exc.msg}); "
+                    "install it with pip install -e '.[test,plot,dask]'", pytrace=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--require-extras", action="store_true", default=False,
+                     help="fail (instead of skip) where a test extra cannot be imported (make test passes it)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--require-extras"):
+        pytest.importorskip = _import_or_fail  # module-level importorskip calls look it up at collection time
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pytest.importorskip = _importorskip
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if config.getoption("--require-extras"):
+        return "test extras: required (--require-extras)"
+    return "test extras: optional (a missing one skips its tests; make test passes --require-extras)"
 
 
 def pandas_constructor(obj: dict[str, Any]) -> pd.DataFrame:
