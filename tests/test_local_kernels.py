@@ -1,6 +1,8 @@
 """Exact LCE / LoRe kernels (calframe._kernels.local) against a plain numpy formula."""
 
 import numba
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import numpy as np
 import pytest
 
@@ -273,38 +275,30 @@ def test_sparse_and_negative_bin_ids():
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL, err_msg=m)
 
 
-try:
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-except ImportError:  # pragma: no cover - hypothesis is a test extra
-    given = None
-
-if given is not None:
-
-    @settings(max_examples=40, deadline=None)
-    @given(
-        d=st.integers(1, 3),
-        n=st.integers(1, 90),
-        n_q=st.integers(0, 40),
-        grid=st.sampled_from([0.0, 0.5, 1.0]),
-        log_gamma=st.floats(-3, 3),
-        seed=st.integers(0, 2**31 - 1),
-    )
-    def test_property_all_methods_agree_with_formula(d, n, n_q, grid, log_gamma, seed):
-        """Random small frames, coordinates on a coarse grid (many exact ties) or not."""
-        rng = np.random.default_rng(seed)
-        X = rng.normal(size=(n, d))
-        if grid:
-            X = np.round(X / grid) * grid
-        b = rng.integers(0, 3, n)
-        v = rng.normal(size=(n, 2))
-        Q = X[rng.integers(0, n, n_q)] + (rng.normal(size=(n_q, d)) if seed % 2 else 0.0)
-        qb = rng.integers(0, 4, n_q)
-        h = d * 10.0**log_gamma
-        want = ratio(*ref_kernel_sums(X, b, v, Q, qb, h))
-        want_self = ratio(*ref_kernel_sums(X, b, v, X, b, h))
-        for m in methods(d):
-            got = ratio(*L.kernel_sums(X, b, v, Q, qb, h, method=m))
-            np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11, err_msg=m)
-            got = ratio(*L.kernel_sums(X, b, v, X, b, h, method=m))
-            np.testing.assert_allclose(got, want_self, rtol=1e-11, atol=1e-11, err_msg=m)
+@settings(max_examples=40, deadline=None)
+@given(
+    d=st.integers(1, 3),
+    n=st.integers(1, 90),
+    n_q=st.integers(0, 40),
+    grid=st.sampled_from([0.0, 0.5, 1.0]),
+    log_gamma=st.floats(-3, 3),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_property_all_methods_agree_with_formula(d, n, n_q, grid, log_gamma, seed):
+    """Random small frames, coordinates on a coarse grid (many exact ties) or not."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if grid:
+        X = np.round(X / grid) * grid
+    b = rng.integers(0, 3, n)
+    v = rng.normal(size=(n, 2))
+    Q = X[rng.integers(0, n, n_q)] + (rng.normal(size=(n_q, d)) if seed % 2 else 0.0)
+    qb = rng.integers(0, 4, n_q)
+    h = d * 10.0**log_gamma
+    want = ratio(*ref_kernel_sums(X, b, v, Q, qb, h))
+    want_self = ratio(*ref_kernel_sums(X, b, v, X, b, h))
+    for m in methods(d):
+        got = ratio(*L.kernel_sums(X, b, v, Q, qb, h, method=m))
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11, err_msg=m)
+        got = ratio(*L.kernel_sums(X, b, v, X, b, h, method=m))
+        np.testing.assert_allclose(got, want_self, rtol=1e-11, atol=1e-11, err_msg=m)
