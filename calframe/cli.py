@@ -5,36 +5,48 @@
     calframe apply rec.calib 'scores/*.parquet' -o out/
     calframe demo
 
-Exit codes: 0 success, 2 usage errors, 1 data errors (the library's message,
-never a traceback).
+Exit codes: 0 success, 2 usage errors (bad arguments or parameters, an output
+that would overwrite an input, collide with another output, or replace an
+existing file without ``--overwrite``), 1 data errors (a file missing,
+unreadable or holding bad values), 130 interrupted. Every error is one line on
+standard error, never a traceback. Each output is written to a temporary file
+in its directory and renamed when complete, so it is either whole or absent
+(docs/spec.md section 8, "Command line: outputs and errors").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
+import secrets
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, NoReturn
 
 import polars as pl
 
-from ._errors import CalframeError
+from ._errors import CalframeError, ParameterError
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class DataError(CalframeError, ValueError):
-    """A file problem (missing, unreadable, unknown format)."""
+    """A file problem (missing, unreadable, unknown format, corrupt contents): exit 1."""
+
+
+class UsageError(CalframeError, ValueError):
+    """A bad command line (an argument, a ``--param``, an output path): exit 2."""
 
 
 # --------------------------------------------------------------------------- files
 
 
 def expand(patterns: list[str]) -> list[str]:
-    """Files named by paths and globs, in order, each once."""
+    """Files named by paths and globs, in order, each once (the same file under two spellings counts once)."""
     out: list[str] = []
+    seen: set[str] = set()
     for pat in patterns:
         hits = sorted(glob.glob(pat)) if any(ch in pat for ch in "*?[") else [pat]
         if not hits:
@@ -42,29 +54,131 @@ def expand(patterns: list[str]) -> list[str]:
         for h in hits:
             if not os.path.isfile(h):
                 raise DataError(f"no such file: {h!r}")
-            if h not in out:
+            real = os.path.realpath(h)
+            if real not in seen:
+                seen.add(real)
                 out.append(h)
     return out
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+@contextlib.contextmanager
+def reading(what: Any) -> Iterator[None]:
+    """Turn a reader's exception (Polars, pyarrow, OS) into a one-line DataError naming ``what``."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except CalframeError:
+        raise
+    except (pl.exceptions.PolarsError, pa.ArrowException, OSError) as exc:
+        raise DataError(f"cannot read {what}: {_first_line(exc)}") from None
+
+
 def scan(path: str) -> pl.LazyFrame:
     suffix = Path(path).suffix.lower()
-    try:
+    with reading(repr(path)):
         if suffix in (".parquet", ".pq"):
             return pl.scan_parquet(path)
         if suffix in (".csv", ".txt"):
             return pl.scan_csv(path)
         if suffix in (".arrow", ".ipc", ".feather"):
             return pl.scan_ipc(path)
-    except Exception as exc:  # pragma: no cover - polars raises on open for some formats
-        raise DataError(f"cannot read {path!r}: {exc}") from None
     raise DataError(f"unknown file type {suffix!r} for {path!r}; use .parquet, .csv or .arrow/.ipc/.feather")
 
 
-def read(patterns: list[str]) -> pl.LazyFrame:
-    files = expand(patterns)
+def read(files: list[str]) -> pl.DataFrame:
+    """The files (from :func:`expand`), concatenated and collected (reader errors become DataError)."""
     frames = [scan(f) for f in files]
-    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+    with reading(", ".join(map(repr, files))):
+        return (frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")).collect()
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
+
+
+def check_outputs(outputs: list[tuple[Path, str]], inputs: list[str], overwrite: bool) -> None:
+    """Refuse, before anything is written, outputs that are an input, collide with each other, or exist already.
+
+    ``outputs`` pairs each file the command will write with what it holds (for the message).
+    """
+    for i, (out, origin) in enumerate(outputs):
+        for f in inputs:
+            if _same_file(out, Path(f)):
+                raise UsageError(f"{origin} would be written to {str(out)!r}, which is the input {f!r}; "
+                                 "choose another output path (an output never replaces an input)")
+        for prev, prev_origin in outputs[:i]:
+            if _same_file(out, prev):
+                raise UsageError(f"{prev_origin} and {origin} would both be written to {str(out)!r}; "
+                                 "give each output its own path (rename an input, or write to separate directories)")
+        if out.is_dir():
+            raise UsageError(f"the output {str(out)!r} is a directory, not a file; choose another output path")
+        if not overwrite and (out.exists() or out.is_symlink()):
+            raise UsageError(f"the output {str(out)!r} exists; pass --overwrite to replace it")
+
+
+def _temporary(path: Path, suffix: str = "") -> Path:
+    """A fresh hidden name next to ``path``: ``.<name>.<random>.tmp<suffix>``."""
+    return path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp{suffix}"
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it to ``path`` on success, delete it on any failure.
+
+    ``suffix`` ends the temporary name (writers that choose the format by suffix).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(path, suffix)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file (whole or absent)."""
+    with atomic_output(path) as tmp:
+        tmp.write_text(text)
+
+
+def recalibrator_files(path: Path) -> list[Path]:
+    """The files a saved recalibrator occupies: ``path`` itself (``*.parquet``) or the two files of its directory."""
+    from .recalibrate.base import ARRAYS_FILE, HEADER_FILE
+
+    return [path] if path.suffix == ".parquet" or path.is_file() else [path / ARRAYS_FILE, path / HEADER_FILE]
+
+
+def save_recalibrator(rec: Any, path: Path) -> None:
+    """``rec.save(path)`` through temporary files: a ``*.parquet`` file is renamed into place whole; a
+    directory's two files are written in full to a temporary subdirectory, then each renamed into place."""
+    if path.suffix == ".parquet":
+        with atomic_output(path, ".parquet") as tmp:
+            rec.save(tmp)
+        return
+    tmp_dir = _temporary(path / "save")
+    try:
+        rec.save(tmp_dir)
+        for final in recalibrator_files(path):
+            os.replace(tmp_dir / final.name, final)
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def _split(s: str | None) -> list[str] | None:
@@ -86,12 +200,12 @@ def _prob(s: str | None) -> str | list[str] | None:
 def _report(args: argparse.Namespace) -> int:
     from .report import build_report
 
-    lf = read(args.files)
+    files = expand(args.files)
+    outputs = [(Path(p), what) for p, what in ((args.out, "the HTML report"), (args.json, "the JSON figures"))
+               if p and p != "-"]
+    check_outputs(outputs, files, args.overwrite)
+    frame = read(files)
     prob, by, variables = _prob(args.prob), _split(args.by), _split(args.vece) or []
-    try:
-        frame = lf.collect()
-    except Exception as exc:
-        raise DataError(f"cannot read {args.files}: {exc}") from None
     rep = build_report(frame, prob=prob, label=args.label, by=by, variables=variables, bins=args.bins,
                        lens=args.lens, ci=None if args.no_ci else args.ci, n_boot=args.n_boot, seed=args.seed,
                        nulls=args.nulls, title=args.title or f"Calibration report: {', '.join(args.files)}")
@@ -100,9 +214,9 @@ def _report(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text)
         else:
-            Path(args.json).write_text(text)
+            write_text(Path(args.json), text)
     if args.out:
-        Path(args.out).write_text(rep.to_html())
+        write_text(Path(args.out), rep.to_html())
         print(f"calframe: wrote {args.out}", file=sys.stderr)
     if not args.out and not args.json:
         with pl.Config(tbl_cols=20, tbl_rows=40):
@@ -123,27 +237,49 @@ def _param_value(text: str) -> Any:
         return text
 
 
+def _params(method: str, items: list[str]) -> dict[str, Any]:
+    """``--param key=value`` items as keyword arguments, each key one that ``method``'s fit takes."""
+    import inspect
+
+    from .recalibrate import REGISTRY
+
+    cls = REGISTRY.get(method)
+    known = None if cls is None else sorted(
+        n for n, p in inspect.signature(cls.fit).parameters.items() if p.kind is p.KEYWORD_ONLY and n != "meta")
+    params = {}
+    for item in items:
+        key, eq, value = (part.strip() for part in item.partition("="))
+        if not eq or not key:
+            raise UsageError(f"--param takes key=value, got {item!r}")
+        if known is not None and key not in known:
+            raise UsageError(f"--param {item!r}: method {method!r} has no parameter {key!r}; "
+                             f"its parameters are {', '.join(known) or 'none'}")
+        params[key] = _param_value(value)
+    return params
+
+
 def _fit(args: argparse.Namespace) -> int:
     from . import api
 
-    params = {}
-    for item in args.param or []:
-        if "=" not in item:
-            raise DataError(f"--param takes key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        params[k.strip()] = _param_value(v.strip())
+    params = _params(args.method, args.param or [])
     if args.gamma is not None:
         params["gamma"] = args.gamma
+    files = expand(args.files)
+    out = Path(args.output)
+    if out.suffix != ".parquet" and out.exists() and not out.is_dir():
+        raise UsageError(f"-o {args.output!r} is an existing file: give a directory or a .parquet file to save to")
+    check_outputs([(f, "the recalibrator") for f in recalibrator_files(out)], files, args.overwrite)
+    frame = read(files)
     try:
-        frame = read(args.files).collect()
-    except CalframeError:
-        raise
-    except Exception as exc:
-        raise DataError(f"cannot read {args.files}: {exc}") from None
-    rec = api.fit(frame, args.method, prob=_prob(args.prob), label=args.label, variable=args.variable,
-                  features=_split(args.features), by=_split(args.by), nulls=args.nulls, **params)
-    path = rec.save(args.output)
-    print(f"calframe: fitted {args.method} on {frame.height} rows; wrote {path}", file=sys.stderr)
+        rec = api.fit(frame, args.method, prob=_prob(args.prob), label=args.label, variable=args.variable,
+                      features=_split(args.features), by=_split(args.by), nulls=args.nulls, **params)
+    except (TypeError, ValueError) as exc:  # a --param value the method's own checks do not catch
+        if isinstance(exc, CalframeError) or not params:
+            raise
+        shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        raise UsageError(f"fit: method {args.method!r} refused the parameters {shown}: {_first_line(exc)}") from None
+    save_recalibrator(rec, out)
+    print(f"calframe: fitted {args.method} on {frame.height} rows; wrote {out}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -159,43 +295,70 @@ def _progress(done: int, total: int | None, label: str) -> None:
     sys.stderr.flush()
 
 
+def _apply_batches(f: str, src: Any, batches: Iterator[Any], tmp: Path, rec: Any, kw: dict, label: str) -> int:
+    """Write ``rec`` applied to each record batch of the Parquet file ``f`` to ``tmp``; returns the rows written."""
+    import pyarrow.parquet as pq
+
+    from . import api
+
+    total, writer, done = src.metadata.num_rows, None, 0
+    try:
+        while True:
+            with reading(repr(f)):
+                batch = next(batches, None)
+            if batch is None:
+                break
+            out = api.apply(pl.from_arrow(batch), rec, **kw).to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, out.schema)
+            writer.write_table(out)
+            done += batch.num_rows
+            _progress(done, total, label)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:  # no rows: an empty file with the input's columns and the new one, as for CSV input
+        with reading(repr(f)):
+            api.apply(scan(f), rec, **kw).sink_parquet(tmp)
+    return done
+
+
 def _apply(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from . import api
 
-    try:
-        rec = api.load(args.recalibrator)
-    except FileNotFoundError:
-        raise DataError(f"no recalibrator at {args.recalibrator!r}") from None
+    rec_path = Path(args.recalibrator)
+    with reading(repr(args.recalibrator)):
+        try:
+            rec = api.load(rec_path)
+        except FileNotFoundError:
+            raise DataError(f"no recalibrator at {args.recalibrator!r}") from None
     files = expand(args.files)
     out_dir = Path(args.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"-o {args.output!r} is a file; apply writes into a directory")
+    targets = [out_dir / (Path(f).stem + ".parquet") for f in files]
+    check_outputs([(t, f"the output of {f!r}") for t, f in zip(targets, files)],
+                  files + [str(p) for p in recalibrator_files(rec_path)], args.overwrite)
     kw = dict(name=args.name, prob=_prob(args.prob), variable=args.variable, features=_split(args.features),
               unknown=args.unknown)
     total_rows = 0
-    for i, f in enumerate(files, 1):
-        target = out_dir / (Path(f).stem + ".parquet")
+    for i, (f, target) in enumerate(zip(files, targets), 1):
         label = f"[{i}/{len(files)}] {Path(f).name}"
         if Path(f).suffix.lower() in (".parquet", ".pq"):
-            src = pq.ParquetFile(f)
-            total = src.metadata.num_rows
-            writer, done = None, 0
-            try:
-                for batch in src.iter_batches(batch_size=args.batch_size):
-                    out = api.apply(pl.from_arrow(batch), rec, **kw).to_arrow()
-                    if writer is None:
-                        writer = pq.ParquetWriter(target, out.schema)
-                    writer.write_table(out)
-                    done += batch.num_rows
-                    _progress(done, total, label)
-            finally:
-                if writer is not None:
-                    writer.close()
+            with reading(repr(f)):
+                src = pq.ParquetFile(f)
+                batches = src.iter_batches(batch_size=args.batch_size)
+            with atomic_output(target, ".parquet") as tmp:
+                done = _apply_batches(f, src, batches, tmp, rec, kw, label)
         else:
-            api.apply(scan(f), rec, **kw).sink_parquet(target)
-            done = pl.scan_parquet(target).select(pl.len()).collect().item()
-            _progress(done, done, label)
+            lf = scan(f)
+            with atomic_output(target, ".parquet") as tmp:
+                with reading(repr(f)):
+                    api.apply(lf, rec, **kw).sink_parquet(tmp)
+                done = pl.scan_parquet(tmp).select(pl.len()).collect().item()
+                _progress(done, done, label)
         total_rows += done
         if sys.stderr.isatty():
             sys.stderr.write("\n")
@@ -257,11 +420,41 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="calframe", description="Classifier calibration analysis for tables.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,fit,apply,demo}")
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2), as every other calframe error."""
 
-    rep = sub.add_parser("report", help="calibration figures of scored files, as HTML and/or JSON")
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int_at_least(low: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+_seed = _int_at_least(0, "a non-negative integer")
+_positive = _int_at_least(1, "a positive integer")
+
+_EPILOG = """Exit codes: 0 success; 2 usage error (bad argument or parameter, an output that is an input, two
+outputs with one name, an existing output without --overwrite); 1 data error (missing, unreadable or invalid
+file contents); 130 interrupted. Errors are one line on standard error. Outputs are written to a temporary file
+and renamed when complete: never half-written."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="calframe", description="Classifier calibration analysis for tables.", epilog=_EPILOG)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,fit,apply,demo}")
+    overwrite = "replace existing output files (without it, an existing output is an error, exit 2)"
+
+    rep = sub.add_parser("report", help="calibration figures of scored files, as HTML and/or JSON", epilog=_EPILOG)
     rep.add_argument("files", nargs="+", help="Parquet, CSV or Arrow IPC files or globs (quote globs)")
     rep.add_argument("--prob", help="probability column, or comma-separated class columns (default: prob/proba/...)")
     rep.add_argument("--label", help="label column (default: label/y/y_true/target)")
@@ -272,14 +465,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
     rep.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals")
     rep.add_argument("--n-boot", type=int, default=200)
-    rep.add_argument("--seed", type=int, default=0)
+    rep.add_argument("--seed", type=_seed, default=0, help="bootstrap seed, a non-negative integer (default 0)")
     rep.add_argument("--nulls", choices=["raise", "drop"], default="raise")
     rep.add_argument("--title")
     rep.add_argument("--out", "-o", help="write a self-contained HTML report here")
-    rep.add_argument("--json", help="write the figures as JSON here ('-' for standard output)")
+    rep.add_argument("--json", help="write the figures as JSON here ('-' for standard output); dates and times as "
+                     "ISO 8601 strings, decimals as strings")
+    rep.add_argument("--overwrite", action="store_true", help=overwrite)
     rep.set_defaults(run=_report)
 
-    fit = sub.add_parser("fit", help="fit a recalibrator on calibration files and save it (data only, no pickle)")
+    fit = sub.add_parser("fit", help="fit a recalibrator on calibration files and save it (data only, no pickle)",
+                         epilog=_EPILOG)
     fit.add_argument("files", nargs="+", help="Parquet, CSV or Arrow IPC files or globs")
     fit.add_argument("--method", required=True,
                      help="platt, temperature, histogram, isotonic, beta, scaling_binning, tree, beta_v or lore")
@@ -292,42 +488,56 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--param", action="append", help="extra method parameter key=value (repeatable)")
     fit.add_argument("--nulls", choices=["raise", "drop"], default="raise")
     fit.add_argument("--output", "-o", required=True, help="where to save (a directory, or a .parquet file)")
+    fit.add_argument("--overwrite", action="store_true", help=overwrite)
     fit.set_defaults(run=_fit)
 
-    app = sub.add_parser("apply", help="add the recalibrated column to files, batch by batch")
+    app = sub.add_parser("apply", help="add the recalibrated column to files, batch by batch", epilog=_EPILOG)
     app.add_argument("recalibrator", help="a saved recalibrator (from calframe fit or rec.save)")
     app.add_argument("files", nargs="+", help="Parquet, CSV or Arrow IPC files or globs (quote globs)")
-    app.add_argument("--output", "-o", required=True, help="output directory (one Parquet file per input)")
+    app.add_argument("--output", "-o", required=True,
+                     help="output directory: one Parquet file per input, named after it (x.csv -> x.parquet); two "
+                     "inputs with the same name are an error")
     app.add_argument("--name", help="name of the new column (default p_<method>)")
     app.add_argument("--prob", help="probability column(s), if not those the recalibrator was fitted on")
     app.add_argument("--variable")
     app.add_argument("--features")
     app.add_argument("--unknown", choices=["raise", "keep"], default="raise",
                      help="rows of groups a per-group recalibrator has not seen")
-    app.add_argument("--batch-size", type=int, default=65_536)
+    app.add_argument("--batch-size", type=_positive, default=65_536, help="rows per batch (default 65536)")
+    app.add_argument("--overwrite", action="store_true", help=overwrite)
     app.set_defaults(run=_apply)
 
     demo = sub.add_parser("demo", help="run the built-in example and print its calibration figures")
-    demo.add_argument("--rows", type=int, default=20_000, help="rows of the example frame (default 20000)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the example and the bootstrap")
+    demo.add_argument("--rows", type=_positive, default=20_000, help="rows of the example frame (default 20000)")
+    demo.add_argument("--seed", type=_seed, default=0, help="seed of the example and the bootstrap")
     demo.add_argument("--n-boot", type=int, default=500, help="bootstrap draws for the intervals (default 500)")
     demo.set_defaults(run=_demo)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 1 data error, 2 usage error, 130 interrupted)."""
     parser = build_parser()
-    args = parser.parse_args(argv)  # exits with 2 on usage errors
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse has already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return int(args.run(args))
+    except (ParameterError, UsageError) as exc:
+        return _fail(exc, EXIT_USAGE)
     except CalframeError as exc:
-        print(f"calframe: error: {exc}", file=sys.stderr)
-        return EXIT_DATA
+        return _fail(exc, EXIT_DATA)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        print(f"calframe: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_DATA
-    except KeyboardInterrupt:  # pragma: no cover
-        return 130
+        return _fail(f"{type(exc).__name__}: {_first_line(exc)}", EXIT_DATA)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+
+
+def _fail(problem: Any, code: int) -> int:
+    """Print ``problem`` as one line on standard error; return ``code``."""
+    print("calframe: error: " + " ".join(str(problem).split()), file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import decimal
 import html
 import io
 import json
@@ -57,9 +59,37 @@ class Report:
 
 
 def _json_value(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
+    """A value JSON can hold (docs/spec.md section 8): non-finite floats -> null; dates, datetimes and times ->
+    ISO 8601 strings; durations -> ISO 8601 durations ("P1DT2H30M"); decimals -> their exact decimal string.
+
+    >>> import datetime as dt, decimal
+    >>> [_json_value(v) for v in (dt.date(2024, 1, 31), dt.timedelta(days=1, minutes=90), decimal.Decimal("0.10"))]
+    ['2024-01-31', 'P1DT1H30M', '0.10']
+    """
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, (dt.date, dt.time)):  # datetime.datetime is a date
+        return v.isoformat()
+    if isinstance(v, dt.timedelta):
+        return _iso_duration(v)
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items()}
     return v
+
+
+def _iso_duration(td: dt.timedelta) -> str:
+    """ISO 8601 duration of ``td`` in days, hours, minutes and seconds; negative ones start with '-'."""
+    sign, td = ("-" if td < dt.timedelta(0) else ""), abs(td)
+    hours, rest = divmod(td.seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    sec = f"{seconds}.{td.microseconds:06d}".rstrip("0") if td.microseconds else str(seconds) if seconds else ""
+    time = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n) + (f"{sec}S" if sec else "")
+    day = f"{td.days}D" if td.days else ""
+    return f"{sign}P{day}T{time}" if time else f"{sign}P{day}" if day else "PT0S"
 
 
 def build_report(
