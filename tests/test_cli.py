@@ -117,7 +117,7 @@ def test_fit_per_group_and_lore_params(files, tmp_path):
 
 def test_fit_apply_errors(files, tmp_path):
     res = run("fit", str(files["parquet"]), "--method", "tree", "-o", str(tmp_path / "x"))
-    assert res.returncode == 1 and "needs variable" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 2 and "needs variable" in res.stderr and "Traceback" not in res.stderr  # a usage error
     res = run("fit", str(files["parquet"]), "-o", str(tmp_path / "x"))
     assert res.returncode == 2
     res = run("apply", str(tmp_path / "missing.calib"), str(files["parquet"]), "-o", str(tmp_path / "o"))
@@ -138,3 +138,237 @@ def test_apply_shows_a_progress_bar_on_a_terminal(files, tmp_path):
     assert "[##############################] 3,000/3,000 rows" in res.stdout.replace("\r", "\n")
     piped = run("apply", str(rec_path), str(files["parquet"]), "-o", str(tmp_path / "p"))
     assert "#" not in piped.stderr
+
+
+# --------------------------------------------------------------------------- outputs and errors (issue 11)
+# In-process through calframe.cli.main: the exit code is main's return value, the message what it printed.
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    """Run ``calframe args...`` in this process; returns (exit code, standard error)."""
+    from calframe.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    return code, capsys.readouterr().err
+
+
+def one_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under root (hidden ones included), as bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch) -> Path:
+    """tmp_path (the working directory) holding x.parquet (600 scored rows) and a saved Platt recalibrator."""
+    monkeypatch.chdir(tmp_path)
+    df = calframe.datasets.grouped_miscalibration(n=600, seed=3)
+    df.write_parquet(tmp_path / "x.parquet")
+    calframe.fit(df, "platt").save(tmp_path / "rec.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("inputs", [("a/x.parquet", "b/x.parquet"), ("a/y.csv", "a/y.parquet")])
+def test_apply_refuses_two_inputs_with_one_output_name(work, capsys, inputs):
+    df = pl.read_parquet(work / "x.parquet")
+    for i, name in enumerate(inputs):
+        (work / name).parent.mkdir(exist_ok=True)
+        part = df.slice(300 * i, 300)
+        part.write_csv(work / name) if name.endswith(".csv") else part.write_parquet(work / name)
+    before = snapshot(work)
+    code, err = cli(capsys, "apply", "rec.parquet", *inputs, "-o", "out")
+    line = one_line(err)
+    assert code == 2
+    target = str(Path("out") / (Path(inputs[0]).stem + ".parquet"))
+    assert target in line and inputs[0] in line and inputs[1] in line, line
+    assert snapshot(work) == before and not (work / "out").exists()  # nothing written, not even the directory
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "x.parquet", "--no-ci", "--out", "x.parquet"],
+    ["report", "x.parquet", "--no-ci", "--json", "./x.parquet"],
+    ["fit", "x.parquet", "--method", "platt", "-o", "x.parquet"],
+    ["apply", "rec.parquet", "x.parquet", "-o", "."],
+    ["apply", "sub/x.parquet", "x.parquet", "-o", "sub"],  # the recalibrator (saved as sub/x.parquet) is an input
+])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_output_never_replaces_an_input(work, capsys, argv, overwrite):
+    (work / "sub").mkdir()
+    (work / "sub" / "x.parquet").write_bytes((work / "rec.parquet").read_bytes())
+    before = snapshot(work)
+    code, err = cli(capsys, *argv, *(["--overwrite"] if overwrite else []))
+    line = one_line(err)
+    assert code == 2 and "is the input" in line, line
+    assert snapshot(work) == before
+
+
+def _existing(work: Path, kind: str) -> tuple[list[str], Path]:
+    """The arguments of a command writing one output, and that output."""
+    if kind == "html":
+        return ["report", "x.parquet", "--no-ci", "--out", "r.html"], work / "r.html"
+    if kind == "json":
+        return ["report", "x.parquet", "--no-ci", "--json", "r.json"], work / "r.json"
+    if kind == "fit-file":
+        return ["fit", "x.parquet", "--method", "platt", "-o", "new.parquet"], work / "new.parquet"
+    if kind == "fit-dir":
+        return ["fit", "x.parquet", "--method", "platt", "-o", "newdir"], work / "newdir" / "recalibrator.json"
+    return ["apply", "rec.parquet", "x.parquet", "-o", "out"], work / "out" / "x.parquet"
+
+
+@pytest.mark.parametrize("kind", ["html", "json", "fit-file", "fit-dir", "apply"])
+def test_an_existing_output_is_replaced_only_with_overwrite(work, capsys, kind):
+    argv, out = _existing(work, kind)
+    out.parent.mkdir(exist_ok=True)
+    out.write_bytes(b"old contents")
+    before = snapshot(work)
+    code, err = cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and str(out.relative_to(work)) in line and "--overwrite" in line, line
+    assert snapshot(work) == before
+    code, err = cli(capsys, *argv, "--overwrite")
+    assert code == 0, err
+    assert out.read_bytes() != b"old contents"
+    if kind == "json":
+        assert json.loads(out.read_text())["summary"][0]["n"] == 600
+    if kind == "apply":
+        assert pl.read_parquet(out).height == 600
+    if kind.startswith("fit"):
+        assert calframe.load(out.parent if kind == "fit-dir" else out).method == "platt"
+    assert not [p for p in work.rglob(".*") if ".tmp" in p.name]  # no temporary file left
+
+
+def _fail_on_second_call(monkeypatch, module, name, exc):
+    """Make module.name raise exc from its second call on (the first call's output has been written by then)."""
+    original, calls = getattr(module, name), []
+
+    def wrapped(*a, **k):
+        calls.append(1)
+        if len(calls) >= 2:
+            raise exc
+        return original(*a, **k)
+
+    monkeypatch.setattr(module, name, wrapped)
+    return calls
+
+
+@pytest.mark.parametrize("exc, code", [(KeyboardInterrupt(), 130), (calframe.InvalidValueError("bad batch"), 1)])
+@pytest.mark.parametrize("existing", [False, True])
+def test_apply_failing_midway_leaves_no_partial_file(work, capsys, monkeypatch, exc, code, existing):
+    """Ctrl-C or a bad second batch: the first batch is already written, yet no file under the final name
+    appears (or the old one stays as it was, with --overwrite), and no temporary file remains."""
+    if existing:
+        (work / "out").mkdir()
+        (work / "out" / "x.parquet").write_bytes(b"old contents")
+    before = snapshot(work)
+    calls = _fail_on_second_call(monkeypatch, calframe.api, "apply", exc)
+    got, err = cli(capsys, "apply", "rec.parquet", "x.parquet", "-o", "out", "--batch-size", "100",
+                   *(["--overwrite"] if existing else []))
+    assert got == code and len(calls) == 2
+    one_line(err)
+    assert snapshot(work) == before  # the partial output is gone, the old output untouched
+
+
+def test_apply_bad_values_in_a_later_batch_leave_no_file(work, capsys):
+    df = pl.read_parquet(work / "x.parquet")
+    df.with_columns(prob=pl.when(pl.int_range(pl.len()) == 450).then(1.5).otherwise("prob")).write_parquet(
+        work / "late.parquet")
+    before = snapshot(work)
+    code, err = cli(capsys, "apply", "rec.parquet", "late.parquet", "-o", "out", "--batch-size", "100")
+    assert code == 1 and "outside [0, 1]" in one_line(err)
+    assert snapshot(work) == before
+
+
+def test_report_and_fit_failing_while_writing_leave_no_file(work, capsys, monkeypatch):
+    """A write that fails after writing part of the file (disk full, Ctrl-C) leaves nothing behind."""
+    from calframe.recalibrate.base import Recalibrator
+
+    real_write_text, real_save = Path.write_text, Recalibrator.save
+
+    def half_write(self, text, *a, **k):
+        real_write_text(self, text[: len(text) // 2], *a, **k)
+        raise OSError(28, "No space left on device")
+
+    def save_then_interrupt(self, path, **k):
+        real_save(self, path, **k)
+        raise KeyboardInterrupt
+
+    before = snapshot(work)
+    monkeypatch.setattr(Path, "write_text", half_write)
+    for argv in (["--out", "r.html"], ["--json", "r.json"]):
+        code, err = cli(capsys, "report", "x.parquet", "--no-ci", *argv)
+        assert code == 1 and "No space left" in one_line(err)
+        assert snapshot(work) == before
+    monkeypatch.setattr(Path, "write_text", real_write_text)
+    monkeypatch.setattr(Recalibrator, "save", save_then_interrupt)
+    for out in ("new.parquet", "newdir"):
+        code, err = cli(capsys, "fit", "x.parquet", "--method", "platt", "-o", out)
+        assert code == 130
+        assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("argv, code, named", [
+    (["report", "x.parquet", "--seed", "-1"], 2, "--seed"),
+    (["report", "x.parquet", "--seed", "1.5"], 2, "--seed"),
+    (["demo", "--seed", "-1"], 2, "--seed"),
+    (["fit", "x.parquet", "--method", "platt", "--param", "foo=1", "-o", "r.parquet"], 2, "'foo'"),
+    (["fit", "x.parquet", "--method", "platt", "--param", "C=abc", "-o", "r.parquet"], 2, "C='abc'"),
+    (["fit", "x.parquet", "--method", "platt", "--param", "C", "-o", "r.parquet"], 2, "key=value"),
+    (["fit", "x.parquet", "--method", "tree", "-o", "r.parquet"], 2, "variable"),
+    (["apply", "rec.parquet", "corrupt.parquet", "-o", "out"], 1, "corrupt.parquet"),
+    (["apply", "rec.parquet", "x.parquet", "-o", "out", "--batch-size", "0"], 2, "--batch-size"),
+    (["report", "corrupt.parquet"], 1, "corrupt.parquet"),
+    (["report", "x.parquet", "--prob", "age", "--no-ci"], 1, "outside [0, 1]"),
+])
+def test_user_mistakes_are_one_line_without_traceback(work, capsys, argv, code, named):
+    (work / "corrupt.parquet").write_bytes((work / "x.parquet").read_bytes()[:300])
+    before = snapshot(work)
+    got, err = cli(capsys, *argv)
+    line = one_line(err)
+    assert got == code and named in line, line
+    assert snapshot(work) == before
+
+
+def test_report_json_holds_dates_times_durations_and_decimals(work, capsys):
+    """ISO 8601 for dates, datetimes (with their offset), times and durations; decimals as exact strings."""
+    import decimal
+
+    df = pl.read_parquet(work / "x.parquet")
+    odd = (pl.int_range(pl.len()) % 2).cast(pl.Boolean)
+    df = df.with_columns(
+        day=pl.when(odd).then(pl.date(2024, 2, 29)).otherwise(pl.date(2023, 12, 31)),
+        ts=pl.when(odd).then(pl.datetime(2024, 2, 29, 13, 5, 7, time_zone="UTC"))
+        .otherwise(pl.datetime(2023, 12, 31, 0, 0, 0, time_zone="UTC")),
+        t=pl.when(odd).then(pl.time(12, 30)).otherwise(pl.time(0, 0, 1)),
+        dur=pl.when(odd).then(pl.duration(days=1, hours=2, minutes=30)).otherwise(pl.duration(seconds=90)),
+        dec=pl.when(odd).then(pl.lit(decimal.Decimal("1.25"))).otherwise(pl.lit(decimal.Decimal("0.50")))
+        .cast(pl.Decimal(10, 2)),
+    )
+    df.write_parquet(work / "typed.parquet")
+    code, err = cli(capsys, "report", "typed.parquet", "--by", "day,ts,t,dur,dec", "--no-ci", "--json", "f.json")
+    assert code == 0, err
+    groups = {(r["day"], r["ts"], r["t"], r["dur"], r["dec"]): r["n"]
+              for r in json.loads((work / "f.json").read_text())["by_group"]}
+    assert groups == {("2024-02-29", "2024-02-29T13:05:07+00:00", "12:30:00", "P1DT2H30M", "1.25"): 300,
+                      ("2023-12-31", "2023-12-31T00:00:00+00:00", "00:00:01", "PT1M30S", "0.50"): 300}
+
+
+def test_the_same_file_named_twice_is_read_once(work, capsys):
+    (work / "sub").mkdir()
+    code, err = cli(capsys, "report", "x.parquet", "./x.parquet", "sub/../x.parquet", "--no-ci", "--json", "f.json")
+    assert code == 0, err
+    assert json.loads((work / "f.json").read_text())["summary"][0]["n"] == 600
+
+
+@pytest.mark.parametrize("command", ["report", "fit", "apply"])
+def test_help_names_overwrite_and_exit_codes(capsys, command):
+    from calframe.cli import main
+
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--overwrite" in text and "Exit codes: 0 success; 2 usage error" in text and "1 data error" in text
