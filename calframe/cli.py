@@ -243,9 +243,10 @@ def _params(method: str, items: list[str]) -> dict[str, Any]:
 
     from .recalibrate import REGISTRY
 
-    cls = REGISTRY.get(method)
-    known = None if cls is None else sorted(
-        n for n, p in inspect.signature(cls.fit).parameters.items() if p.kind is p.KEYWORD_ONLY and n != "meta")
+    cls = REGISTRY.get(method)  # an unknown method: api.fit names the known ones
+    sig = None if cls is None else inspect.signature(cls.fit).parameters.values()
+    known = None if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig) else sorted(
+        p.name for p in sig if p.kind is p.KEYWORD_ONLY and p.name != "meta")
     params = {}
     for item in items:
         key, eq, value = (part.strip() for part in item.partition("="))
