@@ -124,21 +124,81 @@ def flavor_of(frame: Any) -> Flavor:
 
 
 def columns_of(frame: Any) -> list[str]:
+    """The column names a call can use: every Polars name; a pandas frame's string labels only.
+
+    pandas labels are matched exactly: ``"1"`` is the column labelled with the
+    string ``"1"``, never an integer label 1 (see :func:`non_string_hint`).
+    """
     if isinstance(frame, pl.LazyFrame):
         return list(frame.collect_schema().names())
-    return [str(c) for c in frame.columns]
+    if isinstance(frame, pl.DataFrame):
+        return list(frame.columns)
+    return [c for c in frame.columns if isinstance(c, str)]
 
 
-def _select(frame: Any, cols: list[str]) -> pl.DataFrame:
-    """The needed columns as an eager Polars frame (zero-copy where Polars allows)."""
+def non_string_hint(frame: Any) -> str:
+    """For a pandas frame with non-string column labels: how to make them usable ("" otherwise)."""
+    if not isinstance(frame, pd.DataFrame):
+        return ""
+    others = [c for c in frame.columns if not isinstance(c, str)]
+    if not others:
+        return ""
+    return (f" This pandas frame has non-string column labels {others[:8]}, which calframe does not look up "
+            "(column names are matched exactly, as strings): rename them, e.g. df.columns = df.columns.astype(str) "
+            "(after making the names unique), and pass the names as strings.")
+
+
+def _pandas_order_key(s: pd.Series) -> pd.Series | None:
+    """A pandas Period or Interval column (or a Categorical of them) as ordered string categories, else None."""
+    dt = s.dtype
+    inner = dt.categories.dtype if isinstance(dt, pd.CategoricalDtype) else dt
+    if not isinstance(inner, (pd.PeriodDtype, pd.IntervalDtype)):
+        return None
+    cat = s if isinstance(dt, pd.CategoricalDtype) else s.astype("category")  # categories sorted
+    return cat.cat.rename_categories([str(c) for c in cat.cat.categories])
+
+
+def _from_pandas(frame: pd.DataFrame, cols: list[str], func: str) -> pl.DataFrame:
+    """pandas columns -> Polars (NaN kept as NaN), Period / Interval columns as Enum of their strings in order."""
+    sub = frame.loc[:, cols]
+    special = {c: _pandas_order_key(sub[c]) for c in cols}
+    special = {c: v for c, v in special.items() if v is not None}
+    if special:
+        sub = sub.assign(**special)
+    try:
+        out = pl.from_pandas(sub, nan_to_null=False)
+    except Exception:
+        for c in cols:  # find the column Polars / pyarrow cannot read
+            try:
+                pl.from_pandas(sub[[c]], nan_to_null=False)
+            except Exception as exc:
+                kinds = ""
+                if sub[c].dtype == object:
+                    kinds = f" holding Python values of types {sorted({type(v).__name__ for v in sub[c].dropna()})}"
+                raise ColumnTypeError(
+                    f"{func}: column {c!r} has pandas dtype {sub[c].dtype}{kinds}, which calframe cannot read "
+                    f"({type(exc).__name__}: {str(exc)[:120]}). Convert it first, e.g. "
+                    f"df[{c!r}].astype(str) for a group key, or df[{c!r}].astype(float) for numbers."
+                ) from None
+        raise
+    for c, v in special.items():
+        out = out.with_columns(out[c].cast(pl.Enum(list(v.cat.categories))))
+    return out
+
+
+def _select(frame: Any, cols: list[str], func: str = "calframe", nan_null: Sequence[str] = ()) -> pl.DataFrame:
+    """The needed columns as an eager Polars frame (zero-copy where Polars allows).
+
+    ``nan_null``: columns whose NaN, in a numpy-backed pandas float column (pandas' missing value
+    there), become nulls.
+    """
     if isinstance(frame, pl.LazyFrame):
         return frame.select(cols).collect()
     if isinstance(frame, pl.DataFrame):
         return frame.select(cols)
-    labels = {str(c): c for c in frame.columns}
-    sub = frame.loc[:, [labels[c] for c in cols]]
-    sub.columns = cols
-    return pl.from_pandas(sub, nan_to_null=False)
+    out = _from_pandas(frame, cols, func)
+    nan = [c for c in dict.fromkeys(nan_null) if isinstance(frame[c].dtype, np.dtype) and frame[c].dtype.kind == "f"]
+    return out.with_columns(pl.col(nan).fill_nan(None)) if nan else out
 
 
 def _pick_default(names: list[str], candidates: Sequence[str], what: str, param: str, func: str) -> str:
@@ -200,11 +260,7 @@ def resolve(
         vals = [pval] if not isinstance(pval, (list, tuple)) else list(pval)
         bad = [v for v in vals if v is not None and not isinstance(v, str)]
         if bad:
-            hint = ""
-            if isinstance(frame, pd.DataFrame) and any(not isinstance(c, str) for c in frame.columns):
-                hint = (f" This pandas frame has non-string column labels {list(frame.columns)[:8]}: rename them, "
-                        "e.g. df.columns = df.columns.astype(str), and pass the names as strings.")
-            raise ColumnNotFoundError(f"{func}: {pname}={bad[0]!r}: column names must be strings.{hint}")
+            raise ColumnNotFoundError(f"{func}: {pname}={bad[0]!r}: column names must be strings.{non_string_hint(frame)}")
     if isinstance(frame, pd.DataFrame) and frame.columns.duplicated().any():
         dups = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
         raise ColumnNotFoundError(
@@ -214,16 +270,24 @@ def resolve(
     if weights is not None and not allow_weights:
         raise bad_param(func, "weights", "None (weights are not supported here)", weights)
     names = columns_of(frame)
-    prob_cols, multi_cols, label_col, by_cols, weight_cols, extra_cols = resolve_names(
-        names, func, prob, label, by, weights, extra
-    )
+    try:
+        prob_cols, multi_cols, label_col, by_cols, weight_cols, extra_cols = resolve_names(
+            names, func, prob, label, by, weights, extra
+        )
+    except ColumnNotFoundError as exc:
+        hint = non_string_hint(frame)
+        if not hint:
+            raise
+        raise ColumnNotFoundError(f"{exc}{hint}") from None
 
     needed = list(dict.fromkeys(prob_cols + [label_col] + by_cols + weight_cols + extra_cols))
-    df = _select(frame, needed)
+    df = _select(frame, needed, func, nan_null=[label_col])
+    for c in by_cols:
+        check_key_dtype(func, c, df[c].dtype)
     if df.height == 0:
         raise EmptyInputError(f"{func}: the frame has no rows; there is nothing to evaluate.")
 
-    # Nulls: in probability, label, weight and variable columns (a null group key is its own group).
+    # Nulls: in probability, label, weight and variable columns (a null or NaN group key is its own group).
     checked = prob_cols + [label_col] + weight_cols + extra_cols
     null_counts = {c: df[c].null_count() for c in dict.fromkeys(checked)}
     if any(null_counts.values()):
@@ -457,6 +521,47 @@ def _weights(s: pl.Series, func: str) -> np.ndarray:
 # --------------------------------------------------------------------------- groups
 
 
+def check_key_dtype(func: str, name: str, dtype: pl.DataType) -> None:
+    """Refuse a group key column whose values cannot be compared: Polars Object (arbitrary Python objects)."""
+    if dtype == pl.Object or isinstance(dtype, pl.Object):
+        raise ColumnTypeError(
+            f"{func}: group key column {name!r} has dtype {dtype} (arbitrary Python objects), which cannot be "
+            f"grouped or sorted. Cast it to a comparable type first, e.g. "
+            f"pl.col({name!r}).map_elements(str, return_dtype=pl.String)."
+        )
+
+
+def key_expr(name: str, dtype: pl.DataType) -> pl.Expr:
+    """A group key column as calframe groups it: float -0.0 becomes 0.0 and NaN becomes null (one missing key)."""
+    c = pl.col(name)
+    if not dtype.is_float():
+        return c
+    return pl.when(c.is_nan()).then(None).when(c == 0).then(pl.lit(0.0, dtype)).otherwise(c).alias(name)
+
+
+def normalised_keys(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The ``by`` columns of ``df`` with :func:`key_expr` applied."""
+    return df.select([key_expr(c, df.schema[c]) for c in by])
+
+
+def unused_name(names: Sequence[str]) -> str:
+    """A column name that is none of ``names`` (for a helper column beside them)."""
+    return "i" + "_" * max(map(len, names), default=0)
+
+
+def _nested(dtype: pl.DataType) -> bool:
+    return isinstance(dtype, (pl.Struct, pl.List, pl.Array))
+
+
+def _nested_group_codes(keys_df: pl.DataFrame) -> tuple[np.ndarray, int, pl.DataFrame]:
+    """Group codes of key columns Arrow cannot hash (Struct, List, Array), by Polars' own equality and order."""
+    by = keys_df.columns
+    idx = unused_name(by)
+    keys = keys_df.unique(maintain_order=True).sort(by, nulls_last=True, maintain_order=True)
+    codes = keys_df.join(keys.with_row_index(idx), on=by, how="left", nulls_equal=True, maintain_order="left")[idx]
+    return codes.to_numpy().astype(np.int32), keys.height, keys
+
+
 #: integer keys spanning at most this many values are encoded by direct indexing instead of hashing
 DIRECT_SPAN = 1 << 22
 
@@ -502,8 +607,12 @@ def group_codes(df: pl.DataFrame, by: list[str]) -> tuple[np.ndarray, int, pl.Da
     group, sorted by the key columns (nulls last), row ``g`` describing code ``g``.
     One integer column over a small range is encoded by direct indexing (no
     hashing, already in key order); anything else is hash-encoded and the
-    small key table sorted.
+    small key table sorted. Float keys are normalised first (:func:`key_expr`);
+    Struct / List / Array keys are grouped by Polars.
     """
+    df = normalised_keys(df, by)
+    if any(_nested(df.schema[c]) for c in by):
+        return _nested_group_codes(df)
     if len(by) == 1:
         direct = _encode_direct(df[by[0]])
         if direct is not None:

@@ -48,7 +48,18 @@ import pandas as pd
 import polars as pl
 
 from . import lenses as L
-from ._columns import SUM_TOLERANCE, Scored, check_finite_variable, not_finite_variable, resolve
+from ._columns import (
+    SUM_TOLERANCE,
+    Scored,
+    _select,
+    check_finite_variable,
+    columns_of,
+    non_string_hint,
+    normalised_keys,
+    not_finite_variable,
+    resolve,
+    unused_name,
+)
 from ._errors import (
     CalframeError,
     ColumnNotFoundError,
@@ -58,6 +69,7 @@ from ._errors import (
     ParameterError,
     bad_param,
 )
+from ._errors import rows as _rows
 from ._kernels import accumulate as K
 from ._kernels.qcut_sums import qcut_bin_sums
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
@@ -1160,33 +1172,84 @@ def vce_curve(
 # --------------------------------------------------------------------------- generalized ECE (Kirchenbauer et al.)
 
 
+#: what ``where=`` accepts (the message of every refusal)
+_WHERE = ("a Polars expression, a SQL expression string (e.g. \"label > 1 AND region = 'eu'\"), a callable "
+          "returning one of these, or a boolean mask with one True/False per row")
+
+
 def _where(frame: Frame, where: Any, func: str) -> Frame:
-    """Rows of ``frame`` kept by a selection: a Polars expression, a pandas query string, a callable or a mask."""
+    """Rows of ``frame`` kept by ``where`` (spec section 8, "Row selections"), the same rows on every frame type.
+
+    A SQL string becomes ``pl.sql_expr(where)``; an expression is evaluated by Polars on the
+    frame's columns (a pandas frame's are read as calframe reads them) and keeps the rows where
+    it is True (null is not True); a callable gets the frame and returns an expression or a mask;
+    a mask is 1-D, Boolean (null = not kept) and positional, one entry per row.
+    """
     if where is None:
         return frame
+    if isinstance(where, str):
+        if not where.strip():
+            raise bad_param(func, "where", _WHERE + "; an empty string selects nothing", where)
+        try:
+            where = pl.sql_expr(where)
+        except Exception as exc:
+            raise ParameterError(f"The 'where' parameter of {func} is not a SQL expression Polars can parse "
+                                 f"({type(exc).__name__}: {exc}). Got {where!r}; it must be {_WHERE}.") from None
+    elif callable(where) and not isinstance(where, pl.Expr):
+        try:
+            where = where(frame)
+        except Exception as exc:
+            raise ParameterError(f"The 'where' parameter of {func}: the callable failed on the frame "
+                                 f"({type(exc).__name__}: {exc}).") from None
+    if isinstance(where, pl.Expr):
+        return _where_expr(frame, where, func)
+    mask = _where_mask(frame, where, func)
+    if isinstance(frame, pd.DataFrame):
+        return frame.iloc[np.flatnonzero(mask.fill_null(False).to_numpy())]
+    return frame.filter(mask)
+
+
+def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
+    """``frame`` filtered by a Polars expression, checked first against the columns (a Boolean column)."""
+    names = columns_of(frame)
+    if isinstance(frame, pd.DataFrame):
+        used = [c for c in expr.meta.root_names() if c in names] or names
+        index = unused_name(names)
+        data = _select(frame, list(dict.fromkeys(used)), func).with_row_index(index)
+    else:
+        data = frame
+    lf = data.lazy()
     try:
-        if isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
-            if isinstance(where, pl.Expr):
-                return frame.filter(where)
-            if callable(where):
-                return frame.filter(where(frame))
-            mask = np.asarray(where, dtype=bool)
-            return frame.filter(pl.Series(mask))  # type: ignore[union-attr]
-        if isinstance(where, pl.Expr):
-            mask = pl.from_pandas(frame, nan_to_null=False).select(where.alias("m"))["m"].to_numpy()
-        elif isinstance(where, str):
-            mask = frame.eval(where)
-        elif callable(where):
-            mask = where(frame)
-        else:
-            mask = where
-        mask = np.asarray(mask, dtype=bool)
+        dtype = lf.select(expr).collect_schema().dtypes()
     except Exception as exc:
-        raise ParameterError(f"The 'where' parameter of {func} could not be evaluated on the frame: {exc}") from None
-    if mask.shape != (len(frame),):
-        raise ParameterError(f"The 'where' parameter of {func} must select rows: a boolean mask of {len(frame)} rows. "
-                             f"Got shape {mask.shape}.")
-    return frame.loc[mask]
+        raise ParameterError(f"The 'where' parameter of {func} could not be evaluated on the frame's columns "
+                             f"{names} ({type(exc).__name__}: {str(exc).splitlines()[0]}).") from None
+    if dtype != [pl.Boolean]:
+        raise ParameterError(f"The 'where' parameter of {func} must give one Boolean column (True = keep the row); "
+                             f"{expr} gives {dtype}. It must be {_WHERE}.")
+    if isinstance(frame, pd.DataFrame):
+        return frame.iloc[data.filter(expr)[index].to_numpy()]
+    return frame.filter(expr)
+
+
+def _where_mask(frame: Frame, where: Any, func: str) -> pl.Series:
+    """``where`` as a Boolean Series with one entry per row of ``frame``, or a ParameterError."""
+    if np.ndim(where) != 1 or isinstance(where, (dict, set)):
+        raise bad_param(func, "where", _WHERE, where)
+    try:
+        mask = pl.Series("where", where)
+    except Exception:
+        raise bad_param(func, "where", _WHERE, where) from None
+    if mask.dtype != pl.Boolean:
+        hint = (" Integer row positions are not a selection: build a mask, e.g. m = np.zeros(n_rows, bool); "
+                "m[positions] = True.") if mask.dtype.is_integer() else ""
+        raise ParameterError(f"The 'where' parameter of {func} must be {_WHERE}. Got a mask of dtype {mask.dtype}."
+                             + hint)
+    n = frame.select(pl.len()).collect().item() if isinstance(frame, pl.LazyFrame) else len(frame)
+    if mask.len() != n:
+        raise ParameterError(f"The 'where' parameter of {func} must select rows: a boolean mask of {n} rows. "
+                             f"Got {mask.len()} entries.")
+    return mask
 
 
 def _select_rows(scored: Scored, func: str, labels_in: Sequence[int] | None, output: np.ndarray | None,
@@ -1257,10 +1320,14 @@ def gece(
     output_between : (low, high), optional
         Keep the rows whose lensed confidence (or, with ``output_class=c``,
         probability of class c) lies in [low, high].
-    where : polars expression, pandas query string, callable or boolean mask, optional
-        Any other row selection, applied first. Selections come before
-        binning; bin weights are renormalised over the kept rows. A group
-        left with no rows gets NaN with ``n = 0``.
+    where : polars expression, SQL expression string, callable or boolean mask, optional
+        Any other row selection, applied first, with the same meaning on
+        every frame type: a string is a SQL expression (``pl.sql_expr``, e.g.
+        ``"label > 1 AND region = 'eu'"``) evaluated by Polars, also on pandas
+        input; a mask is positional, Boolean, one entry per row (integer row
+        positions are refused). Selections come before binning; bin weights
+        are renormalised over the kept rows. A group left with no rows gets
+        NaN with ``n = 0``.
 
     Examples
     --------
@@ -1662,6 +1729,7 @@ def fit(
         rec = fit_one(scored)
         rec.meta.update(meta)
         return rec
+    _check_storable_keys(scored)
     children, keys = [], []
     for g in range(scored.n_groups):
         sub = scored.subset(scored.group_codes == g)
@@ -1673,6 +1741,21 @@ def fit(
     from .recalibrate.grouped import PerGroup
 
     return PerGroup(params={"keys": keys, "method": method}, meta=meta, children=children)
+
+
+def _check_storable_keys(scored: Scored) -> None:
+    """fit(by=): a saved recalibrator stores its keys as JSON, so no key may be infinite (NaN keys are nulls)."""
+    keys = scored.keys
+    for c in keys.columns:  # type: ignore[union-attr]
+        if keys[c].dtype.is_float():  # type: ignore[index]
+            inf = np.isinf(keys[c].to_numpy())  # type: ignore[index]
+            if inf.any():
+                n = int(_group_counts(scored)[inf].sum())
+                raise InvalidValueError(
+                    f"fit: group key column {c!r} (by=) is infinite in {_rows(n)}; a per-group recalibrator "
+                    "stores its keys as JSON, which holds finite numbers only. Replace those keys (e.g. by null, "
+                    f"which is a group of its own) or cast {c!r} to String before fitting."
+                )
 
 
 def _json_key(v: Any) -> Any:
@@ -1752,14 +1835,15 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
         [features] if isinstance(features, str) else list(meta.get("features") or []))
     by = meta.get("by") or []
     extra = ([variable] if variable else []) + feat_cols
-    names = _columns_of(frame)
+    names = columns_of(frame)
     missing = [c for c in extra + by if c not in names]
     if missing:
         raise ColumnNotFoundError(f"apply: the recalibrator needs column(s) {missing}, which the frame lacks "
-                                  f"(it has {names}).")
+                                  f"(it has {names}).{non_string_hint(frame)}")
     label_dummy = "__calframe_no_label__"
-    data = frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame.loc[:, [c for c in names]],
-                                                                        nan_to_null=False)
+    prob_cols = [prob] if isinstance(prob, str) else list(prob or [])
+    data = frame if isinstance(frame, pl.DataFrame) else _select(
+        frame, list(dict.fromkeys([c for c in prob_cols if c in names] + extra + by)), func)
     work = data.with_columns(pl.lit(0, dtype=pl.Int8).alias(label_dummy))
     scored = resolve(work, func=func, prob=prob, label=label_dummy, extra=extra, allow_weights=False)
     if scored.n_classes != int(meta.get("n_classes", scored.n_classes)) or scored.binary != bool(
@@ -1773,7 +1857,7 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
     if feat_cols:
         kw["features"] = _feature_matrix(scored, feat_cols, func)
     if rec.method == "per_group":
-        keys = data.select(by)
+        keys = normalised_keys(data, by)
         idx = rec.key_index([tuple(_json_key(v) for v in r) for r in keys.iter_rows()])
         if (idx < 0).any() and unknown == "raise":
             unseen = sorted({tuple(r) for r, i in zip(keys.iter_rows(), idx) if i < 0}, key=str)[:5]
@@ -1795,10 +1879,6 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
     for s in cols:
         out[s.name] = list(s.to_numpy()) if s.dtype == pl.Array or isinstance(s.dtype, pl.Array) else s.to_numpy()
     return out
-
-
-def _columns_of(frame: Any) -> list[str]:
-    return [str(c) for c in frame.columns]
 
 
 def _fallback(scored: Scored, output: str) -> np.ndarray:

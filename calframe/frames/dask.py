@@ -143,7 +143,7 @@ def _scored(pdf: pd.DataFrame, spec: _Spec) -> tuple[Scored | None, pd.DataFrame
     if len(pdf) and spec.nulls == "drop":
         w = [spec.weights] if spec.weights else []
         checked = list(dict.fromkeys(spec.prob_cols + [spec.label] + w + list(spec.variables)))
-        isnull = _select(pdf, checked).select(pl.any_horizontal(pl.all().is_null())).to_series().to_numpy()
+        isnull = _select(pdf, checked, spec.func, nan_null=[spec.label]).select(pl.any_horizontal(pl.all().is_null())).to_series().to_numpy()
         if isnull.any():
             dropped = int(isnull.sum())
             pdf = pdf.iloc[np.flatnonzero(~isnull)]
@@ -469,7 +469,7 @@ class _Groups:
         first[gid[::-1]] = np.arange(len(gid))[::-1]
         uniq = frame[list(by)].iloc[first].reset_index(drop=True)
         # calframe's own key table: the same pandas -> Polars conversion as resolve, then group_codes
-        codes, n, keys = group_codes(pl.from_pandas(uniq, nan_to_null=False), list(by))
+        codes, n, keys = group_codes(_select(uniq, list(by)), list(by))
         index = {t: int(g) for t, g in zip(_key_tuples(uniq), codes)}
         return cls(n, keys, index)
 

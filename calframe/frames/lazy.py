@@ -79,7 +79,7 @@ import numpy as np
 import polars as pl
 
 from .. import lenses as L
-from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, resolve_names
+from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names
 from .._errors import (
     CalframeError,
     ColumnNotFoundError,
@@ -193,6 +193,8 @@ def _plan(
     schema = dict(lf.collect_schema())
     names = list(schema)
     prob_cols, multi_cols, label_col, by_cols, _, _ = resolve_names(names, func, prob, label, by, weights, extra)
+    for c in by_cols:
+        check_key_dtype(func, c, schema[c])
     lens_ = L.parse_lens(func, lens)
     plan = _Plan(func, prob_cols, multi_cols, label_col, by_cols, weights, variable, nulls, lens_, binning, schema)
     err = plan.schema_errors
@@ -530,6 +532,11 @@ def _collect(q: pl.LazyFrame) -> pl.DataFrame:
 _OK = f"{_P}ok"
 
 
+def _key_cols(plan: _Plan) -> list[pl.Expr]:
+    """The group key columns as the eager path groups them (``_columns.key_expr``)."""
+    return [key_expr(c, plan.schema[c]) for c in plan.by_cols]
+
+
 def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> pl.LazyFrame:
     """One query: per (keys, bin) row count, sum w, sum w*conf, sum w*acc, valid rows (+ variable range).
 
@@ -537,7 +544,7 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
     categorical variable), so they are counted and ignored.
     """
     keep = _keep(plan)
-    cols: list[pl.Expr] = [pl.col(c) for c in plan.by_cols]
+    cols: list[pl.Expr] = _key_cols(plan)
     cols += [conf.alias(_CONF), acc.alias(_ACC), _row_ok(plan).alias(_OK)]
     if keep is not None:
         cols.append(keep.alias(_KEEP))
@@ -959,7 +966,7 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
     bad = ~_row_ok(plan).fill_null(False)
     if keep is not None:
         bad = bad & keep
-    cols = [pl.col(c) for c in plan.by_cols] or [pl.lit(0, pl.Int8).alias(_ONE)]
+    cols = _key_cols(plan) or [pl.lit(0, pl.Int8).alias(_ONE)]
     cols += [x.alias(_X), conf.alias(_CONF), acc.alias(_ACC), bad.alias(_BAD),
              (keep if keep is not None else pl.lit(True)).alias(_KEEP)]
     if plan.weight_col is not None:
