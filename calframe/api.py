@@ -1181,8 +1181,8 @@ def _where(frame: Frame, where: Any, func: str) -> Frame:
     """Rows of ``frame`` kept by ``where`` (spec section 8, "Row selections"), the same rows on every frame type.
 
     A SQL string becomes ``pl.sql_expr(where)``; an expression is evaluated by Polars on the
-    frame's columns (a pandas frame's are read as calframe reads them) and keeps the rows where
-    it is True (null is not True); a callable gets the frame and returns an expression or a mask;
+    frame's columns (a pandas frame's are read as calframe reads them, NaN in numpy float columns
+    as null) and keeps the rows where it is True (null is not True); a callable gets the frame and returns an expression or a mask;
     a mask is 1-D, Boolean (null = not kept) and positional, one entry per row.
     """
     if where is None:
@@ -1194,7 +1194,8 @@ def _where(frame: Frame, where: Any, func: str) -> Frame:
             where = pl.sql_expr(where)
         except Exception as exc:
             raise ParameterError(f"The 'where' parameter of {func} is not a SQL expression Polars can parse "
-                                 f"({type(exc).__name__}: {exc}). Got {where!r}; it must be {_WHERE}.") from None
+                                 f"({type(exc).__name__}: {exc}). Got {where!r}; it must be {_WHERE}. Quote a column "
+                                 "name that is a SQL keyword or not a plain identifier: \"group\" = 'a'.") from None
     elif callable(where) and not isinstance(where, pl.Expr):
         try:
             where = where(frame)
@@ -1213,9 +1214,9 @@ def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
     """``frame`` filtered by a Polars expression, checked first against the columns (a Boolean column)."""
     names = columns_of(frame)
     if isinstance(frame, pd.DataFrame):
-        used = [c for c in expr.meta.root_names() if c in names] or names
+        used = list(dict.fromkeys([c for c in expr.meta.root_names() if c in names] or names))
         index = unused_name(names)
-        data = _select(frame, list(dict.fromkeys(used)), func).with_row_index(index)
+        data = _select(frame, used, func, nan_null=used).with_row_index(index)
     else:
         data = frame
     lf = data.lazy()

@@ -68,7 +68,7 @@ def test_selection_equals_filtering_first():
     assert calframe.gece(df, where=pl.col("group") == "a") == pytest.approx(
         calframe.gece(df.filter(pl.col("group") == "a")), rel=1e-12)
     pdf = df.to_pandas()
-    assert calframe.gece(pdf, where="group == 'a'") == pytest.approx(
+    assert calframe.gece(pdf, where="\"group\" = 'a'") == pytest.approx(
         calframe.gece(df.filter(pl.col("group") == "a")), rel=1e-12)
 
 
