@@ -21,12 +21,14 @@ from ._errors import (
     EmptyInputError,
     InvalidValueError,
     ParameterError,
+    UnsafeForkError,
 )
 from .api import accuracy, apply, brier, ce, ece, fit, gece, lce, load, mlce, mlce_curve, log_loss, mce, reliability, rmsce, summary, vce_curve, vece, vece_rank, vmce, VCECurve
 from .frames import pandas as _pandas_accessor  # noqa: F401  (registers df.calib)
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
 from .frames.namespace import Calib, calib
 from .lenses import class_
+from . import _runtime, api  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -39,6 +41,7 @@ __all__ = [
     "EmptyInputError",
     "InvalidValueError",
     "ParameterError",
+    "UnsafeForkError",
     "accuracy",
     "apply",
     "fit",
@@ -64,3 +67,7 @@ __all__ = [
     "vece_rank",
     "vmce",
 ]
+
+# Every public function first checks that this process may run calframe (not a fork child of a process
+# that had started Polars' thread pool or GNU OpenMP: docs/spec.md section 8, "Processes and threads").
+_runtime.guard_entries(globals(), api)

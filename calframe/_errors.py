@@ -41,6 +41,12 @@ class RecalibratorFileError(CalframeError, ValueError):
     shapes, a checksum or signature mismatch."""
 
 
+class UnsafeForkError(CalframeError, RuntimeError):
+    """calframe cannot run in this process: it was forked from one whose Polars thread pool or GNU OpenMP
+    threads had started (they deadlock or terminate in a fork child). Use a ``spawn`` or ``forkserver``
+    multiprocessing context."""
+
+
 class CalframeWarning(UserWarning):
     """Something was done to the data that the caller should know about (e.g. rows dropped)."""
 

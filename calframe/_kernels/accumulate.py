@@ -11,7 +11,9 @@ chunk order. The result is bit-identical for any number of threads.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 #: rows per chunk of the accumulate pass (before the caps below)
 CHUNK_ROWS = 1 << 16

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 
 @njit(parallel=True, cache=True)

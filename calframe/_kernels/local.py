@@ -103,7 +103,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 #: den below exp(-ISO) (unshifted) -> recompute with the explicit min-distance shift
 ISO = 550.0

@@ -103,7 +103,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 __all__ = [
     "LoessResult",

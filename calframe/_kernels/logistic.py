@@ -7,7 +7,9 @@ are added in chunk order (deterministic for any thread count).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 CHUNK_ROWS = 1 << 15
 

@@ -6,8 +6,9 @@ computed with numpy only when something is.
 
 from __future__ import annotations
 
-from numba import njit, prange
+from numba import prange
 
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from .prefetch import AHEAD, prefetch_row
 
 

@@ -25,8 +25,9 @@ threshold land where the reference puts them:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from .accumulate import group_order as _group_order
 
 #: rows per chunk of the accumulate pass (before the caps below)

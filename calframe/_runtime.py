@@ -1,0 +1,202 @@
+"""Processes and threads: calframe in a ``fork`` child and under numba's ``workqueue`` threading layer.
+
+Two runtimes calframe sits on break in ways that lose the process instead of
+raising (docs/spec.md section 8, "Processes and threads"):
+
+- **fork.** A child forked (``os.fork``, multiprocessing's ``"fork"`` start
+  method) from a process whose Polars thread pool was running deadlocks in its
+  first parallel Polars operation, and one whose parent had run numba's GNU
+  OpenMP layer is terminated at its first parallel kernel. An at-fork hook
+  records in the parent what was running; in the child every public function
+  and every parallel kernel then raises :class:`UnsafeForkError` (naming the
+  fix: a ``spawn`` or ``forkserver`` context) instead of hanging. A child whose
+  parent had started neither works as before.
+- **threads.** numba's ``workqueue`` layer (its fallback where OpenMP and TBB
+  are missing) aborts the process when two threads launch parallel kernels at
+  once, which threads of the caller and Dask's threaded scheduler both do.
+  Parallel kernels are made with this module's :func:`njit`, whose dispatchers
+  take one process-wide lock around each call while the layer is not
+  thread-safe (or not yet started); under ``omp`` and ``tbb`` they run
+  concurrently, unlocked.
+
+Public functions are wrapped once, where the package exports them
+(:func:`guard_entries` in ``calframe/__init__.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+import numba
+from numba.core.registry import CPUDispatcher
+
+from ._errors import UnsafeForkError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: numba threading layers that may launch parallel regions from several threads at once.
+THREAD_SAFE_LAYERS = frozenset({"omp", "tbb"})
+
+_kernel_lock = threading.Lock()
+_serialise: bool | None = None  # None until numba's threading layer has started
+_used = False  # a public calframe function has run in this process
+_at_fork: tuple[str, ...] = ()  # what the process had running when it last forked (set by the at-fork hook)
+_inherited: tuple[str, ...] = ()  # in a fork child: what the parent had running
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def serialising() -> bool:
+    """Whether parallel kernels run one at a time: numba's layer is not thread-safe, or not started yet.
+
+    Examples
+    --------
+    >>> import calframe._runtime as R
+    >>> isinstance(R.serialising(), bool)
+    True
+    """
+    global _serialise
+    if _serialise is None:
+        try:
+            layer = numba.threading_layer()
+        except ValueError:  # no parallel region has run yet: the layer is chosen at the first one
+            return True
+        _serialise = layer not in THREAD_SAFE_LAYERS
+    return _serialise
+
+
+class Kernel(CPUDispatcher):
+    """A ``parallel=True`` numba dispatcher that checks the process may run it and holds the kernel lock
+    while numba's threading layer is not thread-safe. Jitted callers call it directly, as any dispatcher."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        check_fork(self.__name__)
+        if serialising():
+            with _kernel_lock:
+                return super().__call__(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def njit(*args: Any, **options: Any) -> Any:
+    """``numba.njit`` for calframe's kernels: a ``parallel=True`` function becomes a :class:`Kernel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from numba import prange
+    >>> from calframe._runtime import Kernel, njit
+    >>> @njit(parallel=True)
+    ... def total(x):
+    ...     t = 0.0
+    ...     for i in prange(x.shape[0]):
+    ...         t += x[i]
+    ...     return t
+    >>> isinstance(total, Kernel), total(np.ones(10))
+    (True, 10.0)
+    """
+    if args:  # bare @njit
+        return numba.njit(*args, **options)
+
+    def make(fn: Callable[..., Any]) -> Any:
+        dispatcher = numba.njit(**options)(fn)
+        if options.get("parallel") and type(dispatcher) is CPUDispatcher:  # not with NUMBA_DISABLE_JIT
+            dispatcher.__class__ = Kernel
+        return dispatcher
+
+    return make
+
+
+# --------------------------------------------------------------------------- fork
+
+
+def _polars_pool_running() -> bool:
+    """Whether Polars' thread pool (threads ``polars-0``, ``polars-1``, ...) has started (Linux; else False)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                if re.fullmatch(r"polars-\d+", f.read().strip()):
+                    return True
+        except OSError:  # the thread ended meanwhile
+            continue
+    return False
+
+
+def _gnu_openmp_running() -> bool:
+    """Whether numba's threading layer has started as GNU OpenMP (Intel OpenMP, TBB and workqueue survive fork)."""
+    try:
+        if numba.threading_layer() != "omp":
+            return False
+        from numba.np.ufunc import omppool
+    except (ValueError, ImportError):
+        return False
+    return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
+
+
+def running_runtimes() -> tuple[str, ...]:
+    """The runtimes of this process that a fork child cannot use (its own inherited ones included)."""
+    found = list(_inherited)
+    if "Polars' thread pool" not in found and (_used or _polars_pool_running()):
+        found.append("Polars' thread pool")
+    if "GNU OpenMP (numba's 'omp' threading layer)" not in found and _gnu_openmp_running():
+        found.append("GNU OpenMP (numba's 'omp' threading layer)")
+    return tuple(found)
+
+
+def _before_fork() -> None:
+    global _at_fork
+    _at_fork = running_runtimes()
+
+
+def _after_fork_in_child() -> None:
+    global _inherited, _used
+    _inherited, _used = _at_fork, False
+
+
+def check_fork(func: str) -> None:
+    """Raise :class:`UnsafeForkError` in a fork child whose parent had started Polars' pool or GNU OpenMP."""
+    if _inherited:
+        raise UnsafeForkError(
+            f"{func}: this process was forked (os.fork or multiprocessing's 'fork' start method) from a process "
+            f"that had started {' and '.join(_inherited)}, which deadlock or terminate in a fork child. "
+            "Start worker processes with the 'spawn' or 'forkserver' method instead, e.g. "
+            "multiprocessing.get_context('spawn').Pool() or "
+            "ProcessPoolExecutor(mp_context=multiprocessing.get_context('forkserver')), "
+            "or fork the workers before the parent first uses calframe."
+        )
+
+
+def entry(func: F) -> F:
+    """Wrap a public function: refuse to run in an unsafe fork child, and note that calframe has run."""
+
+    @functools.wraps(func)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        global _used
+        check_fork(func.__name__)
+        _used = True
+        return func(*args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
+
+
+def guard_entries(namespace: dict[str, Any], module: ModuleType) -> None:
+    """Wrap every function of ``module`` named in ``namespace["__all__"]`` with :func:`entry`, in both."""
+    for name in namespace["__all__"]:
+        func = getattr(module, name, None)
+        if callable(func) and not isinstance(func, type) and getattr(func, "__module__", None) == module.__name__:
+            setattr(module, name, entry(func))
+            namespace[name] = getattr(module, name)
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
