@@ -19,19 +19,17 @@ def n_chunks(n: int) -> int:
 
 
 @njit(inline="always")
-def _softplus_minus(eta, y):
-    # log(1 + exp(eta)) - y * eta, without overflow
-    if eta > 0:
-        return eta + np.log1p(np.exp(-eta)) - y * eta
-    return np.log1p(np.exp(eta)) - y * eta
+def _loss(eta, e, y):
+    """log(1 + exp(eta)) - y * eta given e = exp(-|eta|), without overflow or cancellation.
 
-
-@njit(inline="always")
-def _expit(eta):
-    if eta >= 0:
-        return 1.0 / (1.0 + np.exp(-eta))
-    e = np.exp(eta)
-    return e / (1.0 + e)
+    Written as (1 - y) softplus(eta) + y softplus(-eta) (softplus(eta) - eta = softplus(-eta)):
+    for y = 1 and a large eta the naive form subtracts two equal large numbers and loses the
+    tiny loss log1p(exp(-eta)) that the line search compares near a separable optimum.
+    """
+    lg = np.log1p(e)
+    sp_pos = (eta if eta > 0 else 0.0) + lg  # softplus(eta)
+    sp_neg = (-eta if eta < 0 else 0.0) + lg  # softplus(-eta)
+    return (1.0 - y) * sp_pos + y * sp_neg
 
 
 @njit(parallel=True, cache=True)
@@ -46,7 +44,7 @@ def objective(Z, y, theta, nchunks):
             eta = 0.0
             for j in range(p):
                 eta += Z[i, j] * theta[j]
-            t += _softplus_minus(eta, y[i])
+            t += _loss(eta, np.exp(-abs(eta)), y[i])
         part[c] = t
     f = 0.0
     for c in range(nchunks):
@@ -89,10 +87,18 @@ def newton_terms(Z, y, theta, nchunks, with_f):
             e = np.exp(-abs(eta))  # one exp for the loss and the probability
             yi = y[i]
             if with_f:
-                fs += (eta if eta > 0 else 0.0) + np.log1p(e) - yi * eta
-            mu = 1.0 / (1.0 + e) if eta > 0 else e / (1.0 + e)
-            r = mu - yi
-            w = mu * (1.0 - mu)
+                fs += _loss(eta, e, yi)
+            # mu = expit(eta) and q = 1 - mu, each from the side where it does not round to 1:
+            # `1 - mu` and `mu - 1` are 0 once exp(-eta) < 2^-53, which zeroes the gradient and
+            # Hessian of every well-fitted row and stalls Newton on separable data
+            if eta > 0:
+                mu = 1.0 / (1.0 + e)
+                q = e / (1.0 + e)
+            else:
+                mu = e / (1.0 + e)
+                q = 1.0 / (1.0 + e)
+            r = mu * (1.0 - yi) - q * yi  # mu - y, exact for y in {0, 1}
+            w = mu * q
             if p <= 3:
                 g0 += z0 * r
                 g1 += z1 * r

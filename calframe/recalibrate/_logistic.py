@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import InvalidValueError
+from .._errors import InvalidValueError, rows
 from .._kernels import logistic as LK
 
 
@@ -36,9 +36,12 @@ def logistic_fit(
 ) -> tuple[np.ndarray, float]:
     """(coef (m,), intercept) of the penalised logistic fit; see the module docstring.
 
-    Raises InvalidValueError when the labels hold one class only, or when an
-    unpenalised fit does not converge or the classes are completely separated
-    by X (the maximum-likelihood coefficients are infinite; pass a finite C).
+    Raises InvalidValueError when the labels hold one class only, when an
+    unpenalised fit (C=None) meets classes completely separated by X (the
+    maximum-likelihood coefficients are infinite; pass a finite C), or when the
+    fit does not converge in max_iter steps (the message's advice depends on C).
+    Separable data with a finite C fits: the kernel computes mu and 1 - mu
+    each without rounding to 1 (see calframe._kernels.logistic).
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 1:
@@ -124,10 +127,21 @@ def logistic_fit(
     # complete separation: the unpenalised likelihood tends to 1 as |coef| -> inf (Newton stops at a
     # huge, arbitrary point); quasi-separation is not detected and gives large finite coefficients
     separated = C is None and f < 1e-6
-    if not converged or separated or not np.all(np.isfinite(theta)):
+    if separated:
         raise InvalidValueError(
-            f"{func}: the logistic fit did not converge in {max_iter} Newton steps; the classes are (nearly) "
-            "separated by the score, so the unpenalised coefficients are infinite. Pass a finite C."
+            f"{func}: the classes in the {rows(n)} are completely separated by the score, so the unpenalised "
+            "(C=None) logistic coefficients are infinite. Pass a finite C (e.g. C=1e10, a negligible penalty)."
+        )
+    if not converged or not np.all(np.isfinite(theta)):
+        advice = (
+            "the classes may be (nearly) separated by the score, so the unpenalised coefficients grow without "
+            "bound. Pass a finite C (e.g. C=1e10)."
+            if C is None
+            else f"the scores may hold extreme values (largest |feature| {float(np.max(np.abs(X))):.6g}). "
+            f"Check them, or pass a smaller C than {C:g} (a stronger penalty)."
+        )
+        raise InvalidValueError(
+            f"{func}: the logistic fit on {rows(n)} did not converge in {max_iter} Newton steps; {advice}"
         )
     if fit_intercept:
         return theta[:m].copy(), float(theta[m])
