@@ -66,6 +66,8 @@ class Scored:
     extra_kind: dict[str, str] = field(default_factory=dict)
     #: rows per group (computed with the group codes; None after subset/take)
     counts: np.ndarray | None = None
+    #: ``weights`` are the caller's weights divided by this power of two (see ``_weights``)
+    weight_scale: float = 1.0
 
     @property
     def binary(self) -> bool:
@@ -306,7 +308,7 @@ def resolve(
     probs = _probabilities(df, prob_cols, multi_cols, func)
     k = 2 if probs.ndim == 1 else probs.shape[1]
     labels = _labels(df[label_col], k, probs.ndim == 1, func)
-    w = _weights(df[weights], func) if weights is not None else None
+    w, w_scale = _weights(df[weights], func) if weights is not None else (None, 1.0)
     groups, n_groups, keys = group_codes(df, by_cols) if by_cols else (None, 1, None)
     counts = None
     if groups is not None:
@@ -328,6 +330,7 @@ def resolve(
         extra=extras,
         extra_kind=extra_kind,
         counts=counts,
+        weight_scale=w_scale,
     )
 
 
@@ -506,16 +509,25 @@ def _variable(s: pl.Series, func: str, check_finite: bool = True) -> tuple[np.nd
     return v, kind
 
 
-def _weights(s: pl.Series, func: str) -> np.ndarray:
+def _weights(s: pl.Series, func: str) -> tuple[np.ndarray, float]:
+    """(weights / scale, scale): the weights divided by the power of two ``scale`` that puts their maximum in [1, 2).
+
+    Dividing by a power of two is exact, so every sum and ratio of the scaled weights equals the
+    one the caller's weights would give, except that it cannot overflow (weights near 1.8e308) or
+    lose bits to subnormal products (weights below 2.2e-308); a result is thus the same for
+    weights multiplied by any power of two (and by any constant, up to rounding).
+    """
     w = _float_column(s, func, "weights")
     bad = ~np.isfinite(w) | (w < 0)
     if bad.any():
         raise InvalidValueError(
             f"{func}: weights column {s.name!r} has {rows(int(bad.sum()))} that are negative, NaN or infinite."
         )
-    if w.sum() <= 0:
+    top = float(w.max())
+    if not top > 0:
         raise InvalidValueError(f"{func}: weights column {s.name!r} sums to 0; nothing is left to evaluate.")
-    return w
+    e = int(np.frexp(top)[1]) - 1  # top / 2^e in [1, 2); 2^e is finite (e <= 1023) and nonzero (e >= -1074)
+    return np.ldexp(w, -e), float(np.ldexp(1.0, e))
 
 
 # --------------------------------------------------------------------------- groups

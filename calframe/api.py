@@ -167,7 +167,7 @@ def _ce_figure(
         def one(conf: np.ndarray, acc: np.ndarray) -> np.ndarray:
             sums, _ = binned_sums(conf, acc, scored, binning)
             sq = squared or (lens.kind == "marginal" and estimator == "debiased" and p == 2)
-            return ce_from_sums(sums, p, distance, estimator, sq, n_resamples, seed)
+            return ce_from_sums(sums, p, distance, estimator, sq, n_resamples, seed, scored.weight_scale)
 
         if lens.kind != "marginal":
             return one(*L.scalar(scored, lens))

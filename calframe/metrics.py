@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._errors import ParameterError, bad_param
+from ._errors import InvalidValueError, ParameterError, bad_param
 
 Estimator = Literal["plugin", "debiased"]
 
@@ -70,6 +70,21 @@ def parse_distance(func: str, distance: "str | Distance | tuple") -> Distance:
     raise bad_param(func, "distance", "'tvd', 'l2', ('interval', l, h) or ('mahalanobis', M)", distance)
 
 
+def check_weight_sums(sums: np.ndarray) -> None:
+    """Refuse per (group, bin) sums whose weight total overflowed float64 (instead of returning NaN).
+
+    Eager frames never get here (``_columns._weights`` scales the weights by a power of two first);
+    LazyFrame streaming and Dask add the caller's weights as they are.
+    """
+    total = sums[..., 0]
+    if not np.isfinite(total).all():
+        raise InvalidValueError(
+            "weights: their sum in a group exceeds float64's largest value (1.8e308) when added in LazyFrame "
+            "streaming or Dask partitions. Divide the weights by a constant (no result changes), or pass an "
+            "eager frame (which scales them)."
+        )
+
+
 def bin_means(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(n, mean conf, mean acc, group totals); means are NaN for empty cells."""
     n = sums[..., 0]
@@ -88,6 +103,7 @@ def ce_from_sums(
     squared: bool = False,
     n_resamples: int = 1000,
     seed: int | None = 0,
+    count_scale: float = 1.0,
 ) -> np.ndarray:
     """CE_p per group from per (group, bin) sums.
 
@@ -97,7 +113,11 @@ def ce_from_sums(
     debiased, other p: Kumar's Gaussian resampling, ``2 * plugin - mean(resampled)``, every
     group drawing from its own stream seeded by ``seed`` (so a group's value does not depend on
     the other groups).
+    ``count_scale``: the power of two the weights in ``sums`` were divided by (Scored.weight_scale);
+    the debiased estimators count a bin's rows as n_b * count_scale (weights are frequency weights
+    there), every other figure depends on ratios of the sums only.
     """
+    check_weight_sums(sums)
     n, conf, acc, total = bin_means(sums)
     nonempty = n > 0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -111,12 +131,13 @@ def ce_from_sums(
         out = e if (squared and p == 2) else e ** (1.0 / p)
     elif p == 2:
         ybar = np.nan_to_num(acc)
+        rows_b = n * count_scale
         with np.errstate(invalid="ignore", divide="ignore"):
-            var = np.where(n >= 2, ybar * (1.0 - ybar) / (n - 1.0), 0.0)
-        e2 = (w * np.where(n >= 2, d * d - var, 0.0)).sum(axis=1)
+            var = np.where(rows_b >= 2, ybar * (1.0 - ybar) / (rows_b - 1.0), 0.0)
+        e2 = (w * np.where(rows_b >= 2, d * d - var, 0.0)).sum(axis=1)
         out = e2 if squared else np.sqrt(np.maximum(e2, 0.0))
     else:
-        out = _normal_debiased(n, conf, acc, w, p, distance, n_resamples, seed)
+        out = _normal_debiased(n * count_scale, conf, acc, w, p, distance, n_resamples, seed)
     return np.where(empty_group, np.nan, out)
 
 

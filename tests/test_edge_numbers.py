@@ -7,11 +7,14 @@ betacal with that solver patched in, the issue's numbers, and numpy by hand.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.special import expit
 
 import calframe
@@ -106,3 +109,94 @@ def test_non_convergence_with_a_finite_c_does_not_advise_a_finite_c():
     with pytest.raises(calframe.InvalidValueError, match="did not converge") as err:
         logistic_fit(SK_SCORES, SK_LABELS, 1e10, max_iter=2, func="platt.fit")
     assert "finite C" not in str(err.value) and "smaller C" in str(err.value) and "3 rows" in str(err.value)
+
+
+# --------------------------------------------------------------------------- weights at the limits of float64
+
+
+def _scored(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.random(n)
+    return p, (rng.random(n) < p).astype(np.int64)
+
+
+def ref_ece(p, y, w, bins=15):
+    """numpy by hand: top-1 ECE on uniform left-closed bins, weights as given (exact integers here)."""
+    conf = np.maximum(p, 1 - p)
+    acc = ((p > 0.5) == (y == 1)).astype(float)
+    b = np.digitize(conf, np.linspace(0, 1, bins + 1)[1:-1])
+    out = 0.0
+    for k in np.unique(b):
+        m = b == k
+        out += w[m].sum() / w.sum() * abs(np.average(conf[m], weights=w[m]) - np.average(acc[m], weights=w[m]))
+    return out
+
+
+@pytest.mark.parametrize("flavour", ["polars", "pandas"])
+def test_weights_near_the_largest_float_give_the_unweighted_value(flavour):
+    p, y = _scored()
+    df = pl.DataFrame({"prob": p, "label": y, "w": np.full(p.size, 1.7e308)})
+    df = df.to_pandas() if flavour == "pandas" else df
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even a numpy overflow warning
+        got = calframe.ece(df, weights="w")
+        brier = calframe.brier(df, weights="w")
+    assert got == pytest.approx(ref_ece(p, y, np.ones(p.size)), rel=1e-12)
+    assert brier == pytest.approx(np.mean((p - y) ** 2), rel=1e-12)
+
+
+def test_subnormal_weights_keep_their_precision():
+    p, y = _scored()
+    m = np.random.default_rng(1).integers(1, 4, p.size).astype(float)
+    df = pl.DataFrame({"prob": p, "label": y, "w": m * 5e-324})  # subnormal: m * 2^-1074 exactly
+    assert calframe.ece(df, weights="w") == pytest.approx(ref_ece(p, y, m), rel=1e-12)
+    assert calframe.ece(df, weights="w") == calframe.ece(df.with_columns(w=pl.lit(m)), weights="w")
+
+
+def test_weight_sums_past_float64_on_lazy_and_dask_are_refused():
+    p, y = _scored()
+    df = pl.DataFrame({"prob": p, "label": y, "w": np.full(p.size, 1.7e308)})
+    with pytest.raises(calframe.InvalidValueError, match="weights.*Divide the weights"):
+        calframe.ece(df.lazy(), weights="w")
+    dd = pytest.importorskip("dask.dataframe")
+    importlib.import_module("calframe.frames.dask")  # registers ddf.calib
+    ddf = dd.from_pandas(df.to_pandas(), npartitions=3)
+    for call in (lambda: ddf.calib.ece(weights="w"), lambda: ddf.calib.brier(weights="w")):
+        with pytest.raises(calframe.InvalidValueError, match="weights.*Divide the weights"):
+            call()
+
+
+WEIGHTED = {
+    "ece": lambda f: calframe.ece(f, weights="w", bins=7),
+    "mce": lambda f: calframe.mce(f, weights="w", bins=7),
+    "rmsce-by": lambda f: calframe.rmsce(f, weights="w", bins=5, by="g")["rmsce"].to_list(),
+    "brier": lambda f: calframe.brier(f, weights="w"),
+    "log_loss": lambda f: calframe.log_loss(f, weights="w"),
+    "accuracy": lambda f: calframe.accuracy(f, weights="w"),
+    "gece": lambda f: calframe.gece(f, weights="w", bins=6),
+    "vece": lambda f: calframe.vece(f, "v", weights="w", binning="uniform", bins=[0.0, 0.3, 0.6, 1.0]),
+    "reliability": lambda f: calframe.reliability(f, weights="w", bins=5).drop("n").rows(),
+}
+
+
+@pytest.mark.parametrize("case", list(WEIGHTED))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_results_do_not_depend_on_the_scale_of_the_weights(case, data):
+    """Weights m * 2^k (exact for every k drawn) give the bits of weights m; m * c the same value to rounding."""
+    n = data.draw(st.integers(4, 40))
+    p = np.array(data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n)))
+    y = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+    m = np.array(data.draw(st.lists(st.integers(1, 2**20), min_size=n, max_size=n)), dtype=np.float64)
+    k = data.draw(st.one_of(st.sampled_from([-1074, -1050, 990, 1002]), st.integers(-1074, 1023 - 21)))
+    c = data.draw(st.floats(1e-280, 1e280))
+    v = np.random.default_rng(n).random(n)
+    frame = lambda w: pl.DataFrame({"prob": p, "label": y, "w": w, "g": np.arange(n) % 2, "v": v})  # noqa: E731
+    call = WEIGHTED[case]
+    base = call(frame(m))
+    assert call(frame(np.ldexp(m, k))) == base
+    scaled = call(frame(m * c))
+    if isinstance(base, list):
+        np.testing.assert_allclose(np.array(scaled, dtype=float), np.array(base, dtype=float), rtol=1e-9, atol=1e-12)
+    else:
+        assert scaled == pytest.approx(base, rel=1e-9, abs=1e-12)

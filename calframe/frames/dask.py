@@ -62,7 +62,7 @@ from .._errors import (
 )
 from .._kernels import accumulate as K
 from ..binning import Binning, Bins, _equal_mass_edges, _lerp_quantiles, _pack, make_binning, qcut_quantiles, uniform_edges
-from ..metrics import Distance, ce_from_sums, combine_marginal, parse_distance
+from ..metrics import Distance, ce_from_sums, check_weight_sums, combine_marginal, parse_distance
 
 __all__ = ["DaskCalib", "register"]
 
@@ -365,6 +365,8 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
         # as api.group_means: a one-bin accumulate of the row values
         s = K.accumulate(scored.groups, None, values, values, scored.weights, np.array([0.0, 1.0]), False,
                          scored.n_groups, 1)
+        with np.errstate(over="ignore"):  # an overflow is refused on the client (check_weight_sums)
+            s *= scored.weight_scale  # the caller's units: partitions scale their weights each their own way
         counts = np.bincount(scored.group_codes, minlength=scored.n_groups).astype(np.int64)
         out.append(_frame(meta, keys, np.arange(scored.n_groups), {ROWS: counts, N: s[:, 0, 0], SC: s[:, 0, 1]}))
         return _finish(out, meta)
@@ -395,6 +397,8 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
                 conf_bins = _dd_bins(conf, scored, tuples, spec, plan, f, c)
                 binner = lambda _s, _c, b=conf_bins: b  # noqa: E731
             sums, _ = api.binned_sums(conf, acc, scored, binner)
+            with np.errstate(over="ignore"):
+                sums *= scored.weight_scale  # back to the caller's units, as the companion sums above
             counts = sums[..., 0] if scored.weights is None else api.binned_sums(conf, acc, unweighted, binner)[0][..., 0]
             g_idx, b_idx = np.nonzero(counts > 0)
             cols = {FIG: f, CLS: c, BIN: b_idx, ROWS: counts[g_idx, b_idx].astype(np.int64), N: sums[g_idx, b_idx, 0],
@@ -708,6 +712,7 @@ def _sums_array(frame: pd.DataFrame, g: np.ndarray, n_groups: int, n_bins: int, 
     for j, col in enumerate((N, SC, SA)):
         np.add.at(sums[..., j], (g, b), frame[col].to_numpy())
     np.add.at(counts, (g, b), frame[ROWS].to_numpy())
+    check_weight_sums(sums)
     return sums, counts
 
 
