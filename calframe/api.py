@@ -304,8 +304,9 @@ def _bootstrap(
 def _p_value(func: str, p: Any) -> float:
     if isinstance(p, bool):
         raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
-    if p in (1, 2) or p == "inf" or (isinstance(p, float) and (np.isinf(p) or p in (1.0, 2.0))):
+    if p in (1, 2) or p == "inf" or (isinstance(p, float) and (p == np.inf or p in (1.0, 2.0))):
         return float("inf") if p == "inf" else float(p)
+    # -inf (a min over bins, not a norm) is refused like any other order, not read as +inf
     raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
 
 

@@ -543,12 +543,16 @@ def mahalanobis(M: Any) -> VectorDistance:
     m = np.array(M, dtype=np.float64)
     if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < 1:
         raise ParameterError(f"The Mahalanobis matrix must be square (K' x K'). Got shape {m.shape}.")
-    if not np.all(np.isfinite(m)):
-        raise ParameterError("The Mahalanobis matrix must hold finite numbers.")
+    bad = int((~np.isfinite(m)).sum())
+    if bad:  # an infinite entry would make every distance inf (or NaN): refused, not returned
+        raise ParameterError(
+            f"The Mahalanobis matrix must hold finite numbers; {bad} of its {m.size} entries are NaN or "
+            f"infinite. Got {m.tolist()}."
+        )
     scale = max(1.0, float(np.abs(m).max()))
     if not np.allclose(m, m.T, rtol=1e-12, atol=1e-12 * scale):
         raise ParameterError(f"The Mahalanobis matrix must be symmetric. Got {m.tolist()}.")
-    m = (m + m.T) / 2.0
+    m = 0.5 * m + 0.5 * m.T  # (m + m.T) / 2 without overflow near the largest float
     low = float(np.linalg.eigvalsh(m).min())
     if low < -1e-12 * scale:
         raise ParameterError(

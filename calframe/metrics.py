@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 
 from ._errors import InvalidValueError, ParameterError, bad_param
+from .generalized import mahalanobis
 
 Estimator = Literal["plugin", "debiased"]
 
@@ -33,9 +34,9 @@ class Distance:
             return np.sqrt(2.0) * gap
         if self.kind == "interval":
             return np.maximum(0.0, np.maximum(self.low - acc, acc - self.high))
-        m = np.asarray(self.matrix)
-        # g' - y' = [d, -d] on a scalar lens
-        return np.sqrt(gap * gap * (m[0, 0] - m[0, 1] - m[1, 0] + m[1, 1]))
+        m = np.asarray(self.matrix) * 0.25  # exact; keeps the sum below finite for entries near the largest float
+        # g' - y' = [d, -d] on a scalar lens: d^2 (m00 - m01 - m10 + m11), and sqrt(4 x) = 2 sqrt(x) exactly
+        return 2.0 * gap * np.sqrt(np.maximum(m[0, 0] - m[0, 1] - m[1, 0] + m[1, 1], 0.0))
 
 
 def parse_distance(func: str, distance: "str | Distance | tuple") -> Distance:
@@ -61,11 +62,10 @@ def parse_distance(func: str, distance: "str | Distance | tuple") -> Distance:
                 f"The 'distance' parameter of {func}: a Mahalanobis matrix on a scalar lens must be 2x2 "
                 f"(the lens output is [conf, 1 - conf]). Got shape {m.shape}."
             )
-        if not np.allclose(m, m.T) or np.linalg.eigvalsh((m + m.T) / 2).min() < -1e-12:
-            raise ParameterError(
-                f"The 'distance' parameter of {func}: the Mahalanobis matrix must be symmetric positive "
-                f"semi-definite. Got {m.tolist()}."
-            )
+        try:  # finite, symmetric, positive semi-definite: the checks of gece's vector distance
+            m = mahalanobis(m).matrix
+        except ParameterError as exc:
+            raise ParameterError(f"The 'distance' parameter of {func}: {exc}") from None
         return Distance("mahalanobis", matrix=((m[0, 0], m[0, 1]), (m[1, 0], m[1, 1])))
     raise bad_param(func, "distance", "'tvd', 'l2', ('interval', l, h) or ('mahalanobis', M)", distance)
 

@@ -200,3 +200,46 @@ def test_results_do_not_depend_on_the_scale_of_the_weights(case, data):
         np.testing.assert_allclose(np.array(scaled, dtype=float), np.array(base, dtype=float), rtol=1e-9, atol=1e-12)
     else:
         assert scaled == pytest.approx(base, rel=1e-9, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- p and the Mahalanobis matrix
+
+BINARY = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6, 0.2], "label": [1, 0, 0, 1, 0], "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
+
+
+@pytest.mark.parametrize("p", [-np.inf, np.float64(-np.inf), -1.0, 0.0, 3.0, np.nan])
+@pytest.mark.parametrize("func", ["ce", "vece", "gece"])
+def test_p_other_than_1_2_inf_is_refused(func, p):
+    call = {"ce": lambda: calframe.ce(BINARY, p=p), "vece": lambda: calframe.vece(BINARY, "v", p=p),
+            "gece": lambda: calframe.gece(BINARY, p=p)}[func]
+    with pytest.raises(calframe.ParameterError, match=r"'p' parameter .*1, 2 or float\('inf'\)"):
+        call()
+
+
+def test_p_plus_inf_is_the_max_over_bins():
+    # top-1 confidence [0.9, 0.8, 0.7, 0.6], correct [1, 0, 0, 1]; 4 uniform bins: [0.5, 0.75) holds
+    # 0.7, 0.6 (gap |0.65 - 0.5|), [0.75, 1] holds 0.9, 0.8 (gap |0.85 - 0.5|)
+    df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 1, 1]})
+    want = max(abs(0.65 - 0.5), abs(0.85 - 0.5))
+    for p in (np.inf, float("inf"), np.float64(np.inf), "inf"):
+        assert calframe.ce(df, p=p, bins=4) == pytest.approx(want, abs=1e-15)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("call", [
+    lambda M: calframe.ce(BINARY, distance=("mahalanobis", M)),
+    lambda M: calframe.gece(BINARY, distance=("mahalanobis", M)),
+    lambda M: calframe.gece(BINARY, lens="full", distance=("mahalanobis", M)),
+], ids=["ce", "gece", "gece-full"])
+def test_non_finite_mahalanobis_matrix_is_refused(call, bad):
+    M = [[bad, 0.0], [0.0, 1.0]]
+    with pytest.raises(calframe.ParameterError, match=r"'distance'.*finite numbers; 1 of its 4 entries"):
+        call(M)
+
+
+def test_mahalanobis_matrix_near_the_largest_float_stays_finite():
+    """d = sqrt(diff M diff^T) with diff = [d, -d]: |conf - acc| * sqrt(m00 - m01 - m10 + m11) per bin."""
+    M = [[1e308, -1e308], [-1e308, 1e308]]
+    want = calframe.ce(BINARY, bins=2) * np.sqrt(4.0) * 1e154  # sqrt(4e308) = 2e154, linear in the distance
+    assert calframe.ce(BINARY, bins=2, distance=("mahalanobis", M)) == pytest.approx(want, rel=1e-12)
+    assert calframe.gece(BINARY, bins=2, distance=("mahalanobis", M)) == pytest.approx(want, rel=1e-12)
