@@ -73,7 +73,7 @@ from ._errors import rows as _rows
 from ._kernels import accumulate as K
 from ._kernels.qcut_sums import qcut_bin_sums
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
-from .metrics import Distance, Estimator, ce_from_sums, combine_marginal, parse_distance
+from .metrics import Distance, Estimator, ce_from_sums, check_seed, combine_marginal, parse_distance
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
 Columns = Union[str, Sequence[str], None]
@@ -220,7 +220,7 @@ def _evaluate(
     ``long=(key, value)`` stacks the figures into rows: one row per (group,
     figure name) with the name in column ``key`` and the value in ``value``.
     """
-    _check_ci(func, ci, n_boot)
+    _check_ci(func, ci, n_boot, seed)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=extra)
     if prepare is not None:
         scored = prepare(scored)
@@ -248,7 +248,9 @@ def _evaluate(
     return _to_flavor(out, scored.flavor)
 
 
-def _check_ci(func: str, ci: float | None, n_boot: int) -> None:
+def _check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
+    """The checks of ci, n_boot and seed (every seed is checked, used or not)."""
+    check_seed(func, seed)
     if ci is not None and not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise bad_param(func, "ci", "a confidence level in (0, 1) such as 0.95, or None", ci)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
@@ -380,7 +382,7 @@ def ce(
     func = name if name in ("ece", "mce", "rmsce") else "ce"
     pv, dist, lens_, binning_ = ce_request(func, p, estimator, distance, n_resamples, lens, binning, bins, closed,
                                            weights)
-    _check_ci(func, ci, n_boot)
+    _check_ci(func, ci, n_boot, seed)
     streamed = _stream(frame, func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens_,
                        binning=binning_, ci=ci)
     if streamed is not None:
@@ -825,7 +827,7 @@ def vece(
     }
     single = isinstance(variable, str)
     if single and lens_.kind != "marginal":
-        _check_ci(func, ci, n_boot)
+        _check_ci(func, ci, n_boot, seed)
         streamed = _stream(frame, func, variable=variable, prob=prob, label=label, by=by, weights=weights,
                            nulls=nulls, lens=lens_, binning=binning_, ci=ci)
         if streamed is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from .metrics import check_seed
+
 #: slope of the true probability around 0.5 in each region (1 = calibrated)
 REGION_SLOPE = {"north": 0.6, "south": 1.4, "east": 0.8, "west": 1.2}
 
@@ -30,7 +32,7 @@ def grouped_miscalibration(n: int = 20_000, seed: int = 0, age_shift: float = 0.
     >>> df.columns
     ['prob', 'label', 'region', 'age', 'device']
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("datasets.grouped_miscalibration", seed))
     regions = np.array(list(REGION_SLOPE))
     r = rng.integers(0, len(regions), n)
     prob = 0.15 + 0.7 * rng.beta(2.0, 2.0, n)
@@ -59,7 +61,7 @@ def multiclass(n: int = 10_000, k: int = 10, temperature: float = 1.5, seed: int
     >>> calframe.datasets.multiclass(n=100, k=3).schema["probs"]
     Array(Float64, shape=(3,))
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("datasets.multiclass", seed))
     logits = rng.normal(0.0, 2.0, (n, k))
     true = _softmax(logits)
     cum = true.cumsum(axis=1)
@@ -110,7 +112,7 @@ def theorem_5_1(n: int = 100_000, k: int = 2, alpha: float = 0.02, seed: int = 0
     >>> round(calframe.vece(df, "v"), 2), round(calframe.ece(df), 3)
     (0.24, 0.002)
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("datasets.theorem_5_1", seed))
     gamma = 0.5 + 1.0 / (2 * k)
     s = rng.uniform(gamma - alpha, gamma + alpha, n)
     v = rng.random(n)
@@ -133,7 +135,7 @@ def theorem_5_2(n: int = 100_000, k: int = 2, alpha: float = 0.02, seed: int = 0
     >>> round(calframe.ece(df), 2), round(calframe.vece(df, "v"), 2)
     (0.32, 0.0)
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("datasets.theorem_5_2", seed))
     gamma = 0.5 + 1.0 / (2 * k)
     high = rng.random(n) < 0.5
     s = np.where(high, rng.uniform(1.0 - alpha, 1.0, n), rng.uniform(1.0 / k, 1.0 / k + alpha, n))

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -68,6 +68,19 @@ def parse_distance(func: str, distance: "str | Distance | tuple") -> Distance:
             raise ParameterError(f"The 'distance' parameter of {func}: {exc}") from None
         return Distance("mahalanobis", matrix=((m[0, 0], m[0, 1]), (m[1, 0], m[1, 1])))
     raise bad_param(func, "distance", "'tvd', 'l2', ('interval', l, h) or ('mahalanobis', M)", distance)
+
+
+def check_seed(func: str, seed: Any, allow_none: bool = True) -> int | None:
+    """The one check of a ``seed`` parameter: a non-negative int (numpy integers too; not bool), or None.
+
+    None (when ``allow_none``) draws fresh entropy from the operating system: not reproducible.
+    """
+    if seed is None and allow_none:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        expected = "a non-negative int" + (" or None (fresh, unreproducible randomness)" if allow_none else "")
+        raise bad_param(func, "seed", expected, seed)
+    return int(seed)
 
 
 def check_weight_sums(sums: np.ndarray) -> None:

@@ -243,3 +243,58 @@ def test_mahalanobis_matrix_near_the_largest_float_stays_finite():
     want = calframe.ce(BINARY, bins=2) * np.sqrt(4.0) * 1e154  # sqrt(4e308) = 2e154, linear in the distance
     assert calframe.ce(BINARY, bins=2, distance=("mahalanobis", M)) == pytest.approx(want, rel=1e-12)
     assert calframe.gece(BINARY, bins=2, distance=("mahalanobis", M)) == pytest.approx(want, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- seeds
+
+SEEDED = {
+    "ce": lambda s: calframe.ce(BINARY, seed=s),
+    "ce-lazy": lambda s: calframe.ce(BINARY.lazy(), seed=s),
+    "ce-debiased-p1": lambda s: calframe.ce(BINARY, p=1, estimator="debiased", seed=s),
+    "ece-ci": lambda s: calframe.ece(BINARY, ci=0.9, n_boot=20, seed=s),
+    "mce": lambda s: calframe.mce(BINARY, seed=s),
+    "rmsce": lambda s: calframe.rmsce(BINARY, seed=s),
+    "brier": lambda s: calframe.brier(BINARY, seed=s),
+    "log_loss": lambda s: calframe.log_loss(BINARY, seed=s),
+    "accuracy": lambda s: calframe.accuracy(BINARY, seed=s),
+    "summary": lambda s: calframe.summary(BINARY, seed=s),
+    "vece": lambda s: calframe.vece(BINARY, "v", bins=2, seed=s),
+    "vece-lazy": lambda s: calframe.vece(BINARY.lazy(), "v", bins=2, seed=s),
+    "vmce": lambda s: calframe.vmce(BINARY, "v", bins=2, seed=s),
+    "gece": lambda s: calframe.gece(BINARY, seed=s),
+    "namespace": lambda s: BINARY.calib.ece(seed=s),
+    "report": lambda s: __import__("calframe.report", fromlist=["x"]).build_report(BINARY, n_boot=10, seed=s),
+    "datasets.grouped_miscalibration": lambda s: calframe.datasets.grouped_miscalibration(n=10, seed=s),
+    "datasets.multiclass": lambda s: calframe.datasets.multiclass(n=10, k=3, seed=s),
+    "datasets.theorem_5_1": lambda s: calframe.datasets.theorem_5_1(n=10, seed=s),
+    "datasets.theorem_5_2": lambda s: calframe.datasets.theorem_5_2(n=10, seed=s),
+    "scaling_binning": lambda s: R.ScalingBinning.fit(np.linspace(0.05, 0.95, 30), np.arange(30) % 2, seed=s),
+    "fit-scaling_binning": lambda s: calframe.fit(calframe.datasets.grouped_miscalibration(n=300), "scaling_binning",
+                                                  n_bins=2, seed=s),
+}
+BAD_SEEDS = [-1, "a", 1.5, True, np.int64(-3), [1, 2]]
+
+
+@pytest.mark.parametrize("seed", BAD_SEEDS, ids=repr)
+@pytest.mark.parametrize("case", list(SEEDED))
+def test_bad_seed_is_a_parameter_error_naming_seed(case, seed):
+    with pytest.raises(calframe.ParameterError, match=r"'seed' parameter .*non-negative int"):
+        SEEDED[case](seed)
+
+
+@pytest.mark.parametrize("case", list(SEEDED))
+def test_good_seeds_are_accepted(case):
+    SEEDED[case](0)
+    SEEDED[case](np.uint32(7))  # numpy integers are seeds too
+
+
+@pytest.mark.parametrize("seed", BAD_SEEDS, ids=repr)
+@pytest.mark.parametrize("method", ["ce", "ece", "mce", "rmsce", "vece", "brier", "log_loss", "accuracy"])
+def test_bad_seed_on_dask(method, seed):
+    dd = pytest.importorskip("dask.dataframe")
+    importlib.import_module("calframe.frames.dask")
+    ddf = dd.from_pandas(BINARY.to_pandas(), npartitions=2)
+    args = ("v",) if method == "vece" else ()
+    kw = {"bins": 2} if method == "vece" else {}
+    with pytest.raises(calframe.ParameterError, match=r"'seed' parameter .*non-negative int"):
+        getattr(ddf.calib, method)(*args, seed=seed, **kw)

@@ -833,8 +833,8 @@ class DaskCalib:
         return values, counts, groups
 
     @staticmethod
-    def _no_ci(func: str, ci: float | None, n_boot: int) -> None:
-        api._check_ci(func, ci, n_boot)
+    def _no_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
+        api._check_ci(func, ci, n_boot, seed)
         if ci is not None:
             raise NotImplementedError(
                 f"{func}: bootstrap intervals (ci=) are not available on Dask DataFrames: each draw resamples rows "
@@ -853,7 +853,7 @@ class DaskCalib:
         func = name if name in ("ece", "mce", "rmsce") else "ce"
         pv, dist, lens_, binning_ = api.ce_request(func, p, estimator, distance, n_resamples, lens, binning, bins,
                                                    closed, weights)
-        self._no_ci(func, ci, n_boot)
+        self._no_ci(func, ci, n_boot, seed)
         mode = "fixed" if binning_.scheme == "uniform" else "dd"
         spec = self._spec(func, prob, label, by, weights, nulls, lens=lens_, modes=(mode,), binning=binning_)
         values, counts, groups = self._ce_values(spec, pv, dist, estimator, squared, n_resamples, seed)
@@ -904,7 +904,7 @@ class DaskCalib:
         binning_ = api._variable_binning(func, binning, bins, closed)
         if weights is not None and binning_.edges is None:
             raise ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
-        self._no_ci(func, ci, n_boot)
+        self._no_ci(func, ci, n_boot, seed)
         meta = self._ddf._meta
         modes = []
         for v in variables:
@@ -962,8 +962,8 @@ class DaskCalib:
     # ----------------------------------------------------------------- companions
 
     def _companion(self, func: str, prob: Columns, label: str | None, by: Columns, weights: str | None, nulls: str,
-                   ci: float | None, n_boot: int) -> Any:
-        self._no_ci(func, ci, n_boot)
+                   ci: float | None, n_boot: int, seed: Any) -> Any:
+        self._no_ci(func, ci, n_boot, seed)
         spec = self._spec(func, prob, label, by, weights, nulls, companion=func)
         frame, groups, counts, info = self._binned(spec)
         sums, _ = _sums_array(frame, info["g"], groups.n, 1, np.zeros(len(frame), dtype=np.int64))
@@ -975,19 +975,19 @@ class DaskCalib:
               nulls: Literal["raise", "drop"] = "raise", ci: float | None = None, n_boot: int = 1000,
               seed: int | None = 0) -> Any:
         """:func:`calframe.brier` on a Dask DataFrame."""
-        return self._companion("brier", prob, label, by, weights, nulls, ci, n_boot)
+        return self._companion("brier", prob, label, by, weights, nulls, ci, n_boot, seed)
 
     def log_loss(self, prob: Columns = None, label: str | None = None, *, by: Columns = None,
                  weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
                  n_boot: int = 1000, seed: int | None = 0) -> Any:
         """:func:`calframe.log_loss` on a Dask DataFrame."""
-        return self._companion("log_loss", prob, label, by, weights, nulls, ci, n_boot)
+        return self._companion("log_loss", prob, label, by, weights, nulls, ci, n_boot, seed)
 
     def accuracy(self, prob: Columns = None, label: str | None = None, *, by: Columns = None,
                  weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
                  n_boot: int = 1000, seed: int | None = 0) -> Any:
         """:func:`calframe.accuracy` on a Dask DataFrame."""
-        return self._companion("accuracy", prob, label, by, weights, nulls, ci, n_boot)
+        return self._companion("accuracy", prob, label, by, weights, nulls, ci, n_boot, seed)
 
     # ----------------------------------------------------------------- recalibration
 

@@ -6,6 +6,7 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 
 from .._errors import InvalidValueError, ParameterError
+from ..metrics import check_seed
 from ._inputs import Probs, lens_view
 from ._scalar import _UNSET, ScalarRecalibrator
 from .base import Schema, register
@@ -191,8 +192,7 @@ class ScalingBinning(ScalarRecalibrator):
         n_bins = _check_bins("scaling_binning.fit", n_bins)
         if not isinstance(split, (bool, np.bool_)):
             raise ParameterError(f"scaling_binning.fit: split must be True or False; got {split!r}.")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise ParameterError(f"scaling_binning.fit: seed must be an int; got {seed!r}.")
+        seed = check_seed("scaling_binning.fit", seed, allow_none=False)
         if split:
             if pr.n < 3:
                 raise InvalidValueError("scaling_binning.fit: split=True needs at least 3 rows.")
