@@ -27,6 +27,7 @@ from .api import accuracy, apply, brier, ce, ece, fit, gece, lce, load, mlce, ml
 from .frames import pandas as _pandas_accessor  # noqa: F401  (registers df.calib)
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
 from .frames.namespace import Calib, calib
+from ._limits import limits
 from .lenses import class_
 from . import _runtime, api  # noqa: E402
 
@@ -46,6 +47,7 @@ __all__ = [
     "apply",
     "fit",
     "lce",
+    "limits",
     "load",
     "mlce",
     "mlce_curve",

@@ -73,6 +73,7 @@ from ._errors import rows as _rows
 from ._kernels import accumulate as K
 from ._kernels.qcut_sums import qcut_bin_sums
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
+from ._limits import TableTooLargeError, check_cells
 from .metrics import Distance, Estimator, ce_from_sums, check_seed, combine_marginal, parse_distance
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
@@ -117,6 +118,7 @@ def binned_sums(
     """bin -> accumulate: per (group, bin) sums of one scalar lens output."""
     binner = conf_binner(binning) if isinstance(binning, Binning) else binning
     bins = binner(scored, conf)
+    check_cells(scored.n_groups, bins.n_bins)  # before the table (and its partial copies) is allocated
     sums = K.accumulate(
         scored.groups,
         bins.ids,
@@ -281,7 +283,8 @@ def _bootstrap(
     max_n = int(counts.max())
     batch = int(max(1, min(n_boot, _BOOT_BATCH_ROWS // max(n, 1))))
     draws = {name: np.empty((n_boot, n_groups)) for name in figures}
-    for r0 in range(0, n_boot, batch):
+    r0 = 0
+    while r0 < n_boot:
         r = min(batch, n_boot - r0)
         idx = np.empty((r, n), dtype=np.int64)
         for i in range(r):
@@ -289,8 +292,16 @@ def _bootstrap(
             idx[i] = order[base + np.minimum((u[pos] * size).astype(np.int64), size - 1)]
         new_groups = (np.arange(r, dtype=np.int64)[:, None] * n_groups + row_group[None, :]).ravel()
         sub = scored.take(idx.ravel(), new_groups, r * n_groups)
-        for name, f in figures.items():
-            draws[name][r0 : r0 + r] = f(sub).reshape(r, n_groups)
+        try:
+            values = {name: f(sub).reshape(r, n_groups) for name, f in figures.items()}
+        except TableTooLargeError:
+            if r == 1:  # the table of one draw is the caller's own table (already accepted): not reached
+                raise
+            batch = max(1, r // 2)  # r draws side by side pass the limit: fewer per batch (same values)
+            continue
+        for name, v in values.items():
+            draws[name][r0 : r0 + r] = v
+        r0 += r
     alpha = (1.0 - level) / 2.0
     out = {}
     for name, d in draws.items():

@@ -107,6 +107,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from ._errors import ParameterError
+from ._limits import check_cells
 from ._kernels import adaptive as AK
 from ._kernels import validate as VV
 from ._kernels import vector as VK
@@ -495,6 +496,7 @@ def accumulate(
         if w.shape != (n,):
             raise ParameterError(f"accumulate: weights must be {n} numbers. Got shape {w.shape}.")
     width = 1 + 2 * m
+    check_cells(n_groups, n_bins, width)
     n_cells = n_groups * n_bins
     dense, pos = (np.empty((0, m)), y) if y.ndim == 1 else (y, np.empty(0, dtype=np.int64))
     flat = VK.accumulate_vector(codes, np.ascontiguousarray(b, dtype=np.int32), g, dense, pos, w, n_bins, n_cells,

@@ -298,3 +298,92 @@ def test_bad_seed_on_dask(method, seed):
     kw = {"bins": 2} if method == "vece" else {}
     with pytest.raises(calframe.ParameterError, match=r"'seed' parameter .*non-negative int"):
         getattr(ddf.calib, method)(*args, seed=seed, **kw)
+
+
+# --------------------------------------------------------------------------- resource limits
+
+
+def _many_groups(n=20_000, groups=1000, seed=0):
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"prob": rng.random(n), "label": rng.integers(0, 2, n), "g": rng.integers(0, groups, n)})
+
+
+def _dask(df):
+    dd = pytest.importorskip("dask.dataframe")
+    importlib.import_module("calframe.frames.dask")
+    return dd.from_pandas(df.to_pandas(), npartitions=2)
+
+
+HUGE = {  # bins=b in 1000 groups: a 1e9-cell table (24 GB of sums, ~72 GB with partial tables)
+    "eager": lambda df, b: calframe.ece(df, bins=b, by="g"),
+    "pandas": lambda df, b: calframe.ece(df.to_pandas(), bins=b, by="g"),
+    "lazy": lambda df, b: calframe.ece(df.lazy(), bins=b, by="g"),
+    "reliability": lambda df, b: calframe.reliability(df, bins=b, by="g"),
+    "summary": lambda df, b: calframe.summary(df, bins=b, by="g"),
+    "dask": lambda df, b: _dask(df).calib.ece(bins=b, by="g"),
+}
+
+
+@pytest.mark.parametrize("case", list(HUGE))
+def test_huge_group_bin_table_is_refused_before_allocating(case):
+    import time
+    import tracemalloc
+
+    df = _many_groups()
+    HUGE[case](df, 15)  # warm up (imports, numba) outside the measurement
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(calframe.ParameterError, match=r"1,000,000,000 cells.*calframe\.limits\(max_cells="):
+            HUGE[case](df, 10**6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < 30
+    assert peak < 200 * 2**20  # no table: well below the 24 GB it would take
+
+
+def test_the_limit_is_raised_by_calframe_limits():
+    df = _many_groups(n=2000, groups=20, seed=1)
+    with calframe.limits(max_cells=1999):  # 20 groups x 100 bins = 2000 cells
+        assert calframe.limits().max_cells == 1999
+        for call in (lambda: calframe.ece(df, bins=100, by="g"), lambda: calframe.ece(df.lazy(), bins=100, by="g"),
+                     lambda: calframe.reliability(df, bins=100, by="g")):
+            with pytest.raises(calframe.ParameterError, match="2,000 cells.*limit of 1,999 cells"):
+                call()
+        with calframe.limits(max_cells=2000):
+            got = calframe.ece(df, bins=100, by="g")
+            lazy = calframe.ece(df.lazy(), bins=100, by="g")
+        assert calframe.limits().max_cells == 1999  # restored on exit
+    assert calframe.limits().max_cells == 20_000_000  # the documented default
+    # the values are those of a per-group numpy computation (not of a changed algorithm)
+    for key, value in zip(got["g"].to_list(), got["ece"].to_list()):
+        sub = df.filter(pl.col("g") == key)
+        p, y = sub["prob"].to_numpy(), sub["label"].to_numpy()
+        assert value == pytest.approx(ref_ece(p, y, np.ones(len(p)), bins=100), abs=1e-12)
+    assert lazy["ece"].to_list() == pytest.approx(got["ece"].to_list(), abs=1e-12)
+
+
+def test_the_bootstrap_splits_its_batches_under_the_limit():
+    """A batch of r draws builds r tables side by side: under a low limit it takes fewer draws at a time, same values."""
+    df = _many_groups(n=400, groups=4, seed=2)
+    want = calframe.ece(df, bins=50, by="g", ci=0.9, n_boot=40, seed=3)
+    with calframe.limits(max_cells=200):  # 4 groups x 50 bins: the call's own table fits, 40 draws at once do not
+        got = calframe.ece(df, bins=50, by="g", ci=0.9, n_boot=40, seed=3)
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "10", True])
+def test_limits_refuses_a_bad_max_cells(bad):
+    with pytest.raises(calframe.ParameterError, match="'max_cells' parameter of limits"):
+        calframe.limits(max_cells=bad)
+    assert calframe.limits().max_cells == 20_000_000
+
+
+def test_vector_lens_table_is_checked():
+    from calframe import generalized as G
+
+    gp = np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]])
+    with calframe.limits(max_cells=10):
+        with pytest.raises(calframe.ParameterError, match="11 cells"):
+            G.accumulate(gp, np.array([0, 1]), np.array([0, 10], dtype=np.int32), 11)

@@ -61,6 +61,7 @@ from .._errors import (
     warn,
 )
 from .._kernels import accumulate as K
+from .._limits import check_cells
 from ..binning import Binning, Bins, _equal_mass_edges, _lerp_quantiles, _pack, make_binning, qcut_quantiles, uniform_edges
 from ..metrics import Distance, ce_from_sums, check_weight_sums, combine_marginal, parse_distance
 
@@ -707,6 +708,7 @@ def _single_value(func: str, variable: str) -> InvalidValueError:
 
 def _sums_array(frame: pd.DataFrame, g: np.ndarray, n_groups: int, n_bins: int, b: np.ndarray):
     """(sums (n_groups, n_bins, 3), row counts (n_groups, n_bins)) from merged rows."""
+    check_cells(n_groups, n_bins)
     sums = np.zeros((n_groups, n_bins, 3))
     counts = np.zeros((n_groups, n_bins), dtype=np.int64)
     for j, col in enumerate((N, SC, SA)):

@@ -91,6 +91,7 @@ from .._errors import (
     rows,
     warn,
 )
+from .._limits import check_cells
 from ..binning import Binning, _equal_mass_edges, _lerp_quantiles, qcut_quantiles, uniform_edges
 
 __all__ = ["lazy_sums", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
@@ -883,6 +884,7 @@ def _assemble(plan: _Plan, res: pl.DataFrame, bin_codes: np.ndarray | None = Non
             bin_codes = cells[_BIN].to_numpy().astype(np.int64)
             n_bins = plan.binning.bins
     assert n_bins is not None
+    check_cells(n_groups, n_bins, func=plan.func)
     sums = np.zeros((n_groups, n_bins, 3))
     n = cells[_W].to_numpy() if plan.weight_col is not None else cells[_LEN].to_numpy().astype(np.float64)
     np.add.at(sums, (g, bin_codes, 0), n)
