@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ._kernels import groups as GK
 from ._kernels import validate as V
+from ._names import fresh_name
 from ._errors import (
     ColumnNotFoundError,
     ColumnTypeError,
@@ -557,8 +558,8 @@ def normalised_keys(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 def unused_name(names: Sequence[str]) -> str:
-    """A column name that is none of ``names`` (for a helper column beside them)."""
-    return "i" + "_" * max(map(len, names), default=0)
+    """A column name that is none of ``names`` (for a helper column beside them): :func:`calframe._names.fresh_name`."""
+    return fresh_name(names, "i")
 
 
 def _nested(dtype: pl.DataType) -> bool:
@@ -653,7 +654,8 @@ def group_codes(df: pl.DataFrame, by: list[str]) -> tuple[np.ndarray, int, pl.Da
         [pl.Series(name, d.take(pa.array(cc))).cast(df[name].dtype) for name, d, cc in zip(by, dicts, col_codes)]
     )
     n_groups = keys.height
-    order = keys.with_row_index("__calframe_i").sort(by, nulls_last=True, maintain_order=True)["__calframe_i"]
+    row = fresh_name(by, "i")
+    order = keys.with_row_index(row).sort(by, nulls_last=True, maintain_order=True)[row]
     rank = np.empty(n_groups, dtype=np.int32)
     rank[order.to_numpy()] = np.arange(n_groups, dtype=np.int32)
     keys = keys[order.to_numpy()]

@@ -72,6 +72,7 @@ from ._errors import (
 from ._errors import rows as _rows
 from ._kernels import accumulate as K
 from ._kernels.qcut_sums import qcut_bin_sums
+from ._names import fresh_name
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
 from ._limits import TableTooLargeError, check_cells
 from .metrics import Distance, Estimator, ce_from_sums, check_seed, combine_marginal, parse_distance
@@ -1855,7 +1856,7 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
     if missing:
         raise ColumnNotFoundError(f"apply: the recalibrator needs column(s) {missing}, which the frame lacks "
                                   f"(it has {names}).{non_string_hint(frame)}")
-    label_dummy = "__calframe_no_label__"
+    label_dummy = fresh_name(names, "label")  # apply reads no labels: a constant column no frame has
     prob_cols = [prob] if isinstance(prob, str) else list(prob or [])
     data = frame if isinstance(frame, pl.DataFrame) else _select(
         frame, list(dict.fromkeys([c for c in prob_cols if c in names] + extra + by)), func)

@@ -92,6 +92,7 @@ from .._errors import (
     warn,
 )
 from .._limits import check_cells
+from .._names import PREFIX, key_names
 from ..binning import Binning, _equal_mass_edges, _lerp_quantiles, qcut_quantiles, uniform_edges
 
 __all__ = ["lazy_sums", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
@@ -109,7 +110,10 @@ _GRID_CELLS = 4096
 #: (measured on 1e8 rows), so a histogram stays under it and refines in more passes instead.
 HIST_CELLS = 1 << 16
 
-_P = "__cf_"  # prefix of the query's own columns
+# The queries' own columns start with _P. The group keys enter them renamed to positional names
+# (_Plan.keys: __cf_key0, ...) and the key table gets the user's names back at the end, so a
+# user column can never meet an internal one, whatever its name (docs/spec.md section 8).
+_P = PREFIX
 _BIN, _LEN, _W, _SC, _SA, _BAD, _VMIN, _VMAX = (
     f"{_P}bin", f"{_P}len", f"{_P}w", f"{_P}sc", f"{_P}sa", f"{_P}bad", f"{_P}vmin", f"{_P}vmax"
 )
@@ -145,6 +149,15 @@ class _Plan:
     @property
     def binary(self) -> bool:
         return not (self.multi_cols or self.array)
+
+    @property
+    def keys(self) -> list[str]:
+        """The group key columns' names inside the queries (positional: never a user's name)."""
+        return key_names(len(self.by_cols))
+
+    def user_keys(self, table: pl.DataFrame) -> pl.DataFrame:
+        """The key columns of ``table`` under the user's names."""
+        return table.select([pl.col(k).alias(c) for c, k in zip(self.by_cols, self.keys)])
 
     @property
     def checked(self) -> list[str]:
@@ -511,7 +524,7 @@ def _bin_stages(plan: _Plan, conf_col: str) -> list[dict[str, pl.Expr]]:
     b = plan.binning
     if plan.var_col is not None:
         if plan.var_kind == "categorical":
-            return [{_BIN: pl.col(plan.var_col)}]
+            return [{_BIN: pl.col(_CATV)}]
         x = pl.col(f"{_P}v")
     else:
         x = pl.col(conf_col)
@@ -530,12 +543,12 @@ def _collect(q: pl.LazyFrame) -> pl.DataFrame:
     return q.collect(engine=ENGINE)
 
 
-_OK = f"{_P}ok"
+_OK, _CATV = f"{_P}ok", f"{_P}catv"
 
 
 def _key_cols(plan: _Plan) -> list[pl.Expr]:
-    """The group key columns as the eager path groups them (``_columns.key_expr``)."""
-    return [key_expr(c, plan.schema[c]) for c in plan.by_cols]
+    """The group key columns as the eager path groups them (``_columns.key_expr``), renamed to ``plan.keys``."""
+    return [key_expr(c, plan.schema[c]).alias(k) for c, k in zip(plan.by_cols, plan.keys)]
 
 
 def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> pl.LazyFrame:
@@ -561,8 +574,8 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
         if plan.var_kind == "numeric":
             cols.append(_var_expr(plan).alias(f"{_P}v"))
             aggs += [pl.col(f"{_P}v").min().alias(_VMIN), pl.col(f"{_P}v").max().alias(_VMAX)]
-        elif plan.var_col not in plan.by_cols:
-            cols.append(pl.col(plan.var_col))
+        else:
+            cols.append(pl.col(plan.var_col).alias(_CATV))
     q = lf.select(cols)
     stages = _bin_stages(plan, _CONF)
     for stage in stages:
@@ -570,7 +583,7 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
     if keep is not None:
         dropped = pl.lit(None) if plan.var_kind == "categorical" else pl.lit(-1, pl.Int32)
         q = q.with_columns(pl.when(pl.col(_KEEP)).then(pl.col(_BIN)).otherwise(dropped).alias(_BIN))
-    return q.group_by(plan.by_cols + [_BIN]).agg(aggs)
+    return q.group_by(plan.keys + [_BIN]).agg(aggs)
 
 
 def _detail_stats(plan: _Plan, lf: pl.LazyFrame) -> dict[str, Any]:
@@ -860,12 +873,12 @@ def _group_index(plan: _Plan, cells: pl.DataFrame) -> tuple[np.ndarray, pl.DataF
     """Group code of each cell (keys sorted ascending, nulls last) and the key table."""
     if not plan.by_cols:
         return np.zeros(cells.height, dtype=np.int64), None, 1
-    keys = cells.select(plan.by_cols).unique().sort(plan.by_cols, nulls_last=True, maintain_order=True)
+    keys = cells.select(plan.keys).unique().sort(plan.keys, nulls_last=True, maintain_order=True)
     idx = keys.with_row_index(f"{_P}g")
-    g = cells.select(plan.by_cols).with_row_index(f"{_P}row").join(
-        idx, on=plan.by_cols, how="left", nulls_equal=True
+    g = cells.select(plan.keys).with_row_index(f"{_P}row").join(
+        idx, on=plan.keys, how="left", nulls_equal=True
     ).sort(f"{_P}row")[f"{_P}g"].to_numpy().astype(np.int64)
-    return g, keys, keys.height
+    return g, plan.user_keys(keys), keys.height
 
 
 def _assemble(plan: _Plan, res: pl.DataFrame, bin_codes: np.ndarray | None = None,
@@ -963,7 +976,7 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
     """Quantile / equal-mass bins per group, exact, in streaming passes (see the module docstring)."""
     conf, acc = _lensed(plan)
     x = conf if plan.var_col is None else _var_expr(plan)
-    gk = plan.by_cols or [_ONE]
+    gk = plan.keys or [_ONE]
     keep = _keep(plan)
     bad = ~_row_ok(plan).fill_null(False)
     if keep is not None:
@@ -1052,7 +1065,7 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
     np.add.at(sums, (g, b, 0), n)
     np.add.at(sums, (g, b, 1), cells[_SC].to_numpy())
     np.add.at(sums, (g, b, 2), cells[_SA].to_numpy())
-    keys = groups.select(plan.by_cols) if plan.by_cols else None
+    keys = plan.user_keys(groups) if plan.by_cols else None
     return sums, keys, counts
 
 
