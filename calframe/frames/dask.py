@@ -51,6 +51,7 @@ import polars as pl
 from .. import api
 from .. import lenses as L
 from .._columns import LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default, _select, group_codes, resolve
+from .._names import key_names
 from .._errors import (
     ColumnTypeError,
     EmptyInputError,
@@ -69,7 +70,8 @@ __all__ = ["DaskCalib", "register"]
 
 Columns = str | Sequence[str] | None
 
-# internal columns of the per-partition frames (prefixed so they never meet a user's group column)
+# internal columns of the per-partition frames; the group keys travel in them under positional names
+# (_keys_of: __cf_key0, ...), so no user column, whatever its name, meets an internal one
 FIG, CLS, BIN, CAT, FIRST = "__cf_fig", "__cf_cls", "__cf_bin", "__cf_cat", "__cf_first"
 ROWS, N, SC, SA, VMIN, VMAX, DROP = "__cf_rows", "__cf_n", "__cf_sc", "__cf_sa", "__cf_vmin", "__cf_vmax", "__cf_drop"
 PAR, CELL, CNT, SHIFT, VAL = "__cf_par", "__cf_cell", "__cf_cnt", "__cf_shift", "__cf_val"
@@ -170,12 +172,17 @@ def _first_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return seen.to_numpy()[order], seen.index.to_numpy()[order]
 
 
+def _keys_of(frame: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
+    """The ``by`` columns of a user's frame under their positional internal names (key_names)."""
+    return frame[list(by)].set_axis(key_names(len(by)), axis=1)
+
+
 def _local_keys(pdf: pd.DataFrame, scored: Scored, by: tuple[str, ...]) -> tuple[pd.DataFrame | None, list[tuple]]:
     """Key values of the partition's groups (row g = local code g), in the partition's own dtypes."""
     if not by:
         return None, [()]
     codes, first = _first_rows(scored.groups)  # group codes are 0..n_groups - 1, all present
-    keys = pdf[list(by)].iloc[first].reset_index(drop=True)
+    keys = _keys_of(pdf, by).iloc[first].reset_index(drop=True)
     return keys, _key_tuples(keys)
 
 
@@ -203,7 +210,7 @@ def _marker(pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, dropped: int) ->
     """A row carrying the partition's count of null-dropped rows (fig = -1; keys of its first row for valid dtypes)."""
     if not dropped:
         return []
-    keys = pdf[list(spec.by)].iloc[:1].reset_index(drop=True) if spec.by else None
+    keys = _keys_of(pdf, spec.by).iloc[:1].reset_index(drop=True) if spec.by else None
     return [_frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -1, DROP: dropped})]
 
 
@@ -469,22 +476,25 @@ class _Groups:
     def of(cls, frame: pd.DataFrame, by: tuple[str, ...]) -> "_Groups":
         if not by:
             return cls(1, None, {(): 0})
-        gid = frame.groupby(list(by), dropna=False, sort=False, observed=True).ngroup().to_numpy()
+        cols = key_names(len(by))
+        gid = frame.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
         first = np.full(gid.max() + 1, -1, dtype=np.int64)
         first[gid[::-1]] = np.arange(len(gid))[::-1]
-        uniq = frame[list(by)].iloc[first].reset_index(drop=True)
-        # calframe's own key table: the same pandas -> Polars conversion as resolve, then group_codes
-        codes, n, keys = group_codes(_select(uniq, list(by)), list(by))
+        uniq = frame[cols].iloc[first].reset_index(drop=True)
+        # calframe's own key table, under the user's names: the same pandas -> Polars conversion as
+        # resolve, then group_codes
+        codes, n, keys = group_codes(_select(uniq.set_axis(list(by), axis=1), list(by)), list(by))
         index = {t: int(g) for t, g in zip(_key_tuples(uniq), codes)}
         return cls(n, keys, index)
 
     def codes(self, frame: pd.DataFrame, by: tuple[str, ...]) -> np.ndarray:
         if not by:
             return np.zeros(len(frame), dtype=np.int64)
-        gid = frame.groupby(list(by), dropna=False, sort=False, observed=True).ngroup().to_numpy()
+        cols = key_names(len(by))
+        gid = frame.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
         first = np.full(gid.max() + 1 if len(gid) else 0, -1, dtype=np.int64)
         first[gid[::-1]] = np.arange(len(gid))[::-1]
-        per = np.array([self.index[t] for t in _key_tuples(frame[list(by)].iloc[first])], dtype=np.int64)
+        per = np.array([self.index[t] for t in _key_tuples(frame[cols].iloc[first])], dtype=np.int64)
         return per[gid] if len(gid) else gid.astype(np.int64)
 
     def tuples(self) -> list[list[tuple]]:
@@ -533,13 +543,13 @@ class _Runner:
     def __init__(self, ddf: Any, spec: _Spec) -> None:
         self.ddf = ddf[spec.needed]  # column projection reaches the reader (read_parquet reads only these)
         self.spec = spec
-        self.key_meta = ddf._meta[list(spec.by)]
+        self.key_meta = _keys_of(ddf._meta, spec.by)
 
     def _reduce(self, fn, cols: dict, agg: dict, *args: Any) -> pd.DataFrame:
         meta = _meta(self.key_meta, cols)
         parts = self.ddf.map_partitions(fn, self.spec, meta, *args, meta=meta, clear_divisions=True,
                                         enforce_metadata=False)
-        keys = list(self.spec.by) + [c for c in cols if c not in agg]
+        keys = key_names(len(self.spec.by)) + [c for c in cols if c not in agg]
         return parts.groupby(keys, dropna=False, sort=False, observed=True).agg(agg, split_out=1).compute().reset_index()
 
     def sums(self, plan: dict | None) -> pd.DataFrame:
