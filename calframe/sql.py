@@ -67,12 +67,14 @@ DuckDB table macros doing the same work are installed by
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, Literal, Union
 
 import numpy as np
 
 from ._errors import ParameterError, bad_param
+from ._names import PREFIX, fresh_prefix
 from .binning import qcut_quantiles, uniform_edges
 
 __all__ = [
@@ -92,8 +94,11 @@ Table = Union[str, Sequence[str]]
 Columns = Union[str, Sequence[str], None]
 Edges = Union[int, Sequence[float]]
 
-#: prefix of the query's own column and CTE names; user columns may not start with it
-_PREFIX = "__cf_"
+#: prefix of the query's own column and CTE names as written here; :func:`_with` renames them to a
+#: prefix that no identifier of the user's (table, columns, figure name) starts with
+_PREFIX = PREFIX
+#: a double-quoted identifier or a single-quoted string, '' / "" escapes included
+_QUOTED = re.compile(r"(\"(?:[^\"]|\"\")*\"|'(?:[^']|'')*')")
 _LENSES = ("top1", "class:1", "class:0")
 _SUM_COLUMNS = ("bin", "n", "sum_conf", "sum_acc")
 
@@ -133,8 +138,6 @@ def _lit(x: float) -> str:
 def _column(func: str, what: str, name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise bad_param(func, what, "a column name (a non-empty string)", name)
-    if name.startswith(_PREFIX):
-        raise ParameterError(f"The {what!r} parameter of {func}: column names starting with {_PREFIX!r} are reserved.")
     return quote_ident(name)
 
 
@@ -194,7 +197,20 @@ def _count_edges(x: str, inner: Sequence[float], strict: bool) -> str:
 
 def _with(ctes: Sequence[tuple[str, str]], final: str) -> str:
     body = ",\n".join(f"{name} AS (\n  {sql}\n)" for name, sql in ctes)
-    return f"WITH {body}\n{final}"
+    return _own_names(f"WITH {body}\n{final}")
+
+
+def _own_names(query: str) -> str:
+    """``query`` with its own names (the unquoted ``__cf_...``) under :func:`calframe._names.fresh_prefix`
+    of the user's identifiers (every one is double-quoted), so that none can equal a user's table or column.
+    """
+    parts = _QUOTED.split(query)  # odd parts are quoted
+    idents = [p[1:-1].replace('""', '"') for p in parts[1::2] if p.startswith('"')]
+    prefix = fresh_prefix(idents)
+    if prefix == _PREFIX:
+        return query
+    parts[0::2] = [p.replace(_PREFIX, prefix) for p in parts[0::2]]
+    return "".join(parts)
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -557,15 +573,34 @@ def _macro_uniform_bin(prefix: str) -> str:
     )
 
 
+def _macro_src(prefix: str, variable: bool) -> str:
+    """The macros' first CTEs: ``__cf_src`` holds the group keys, ``__cf_all``, ``__cf_p``, ``__cf_y`` (and ``__cf_v``).
+
+    Only the named columns are read from the table (never ``*``), so its other
+    columns may have any name; a named column starting with ``__cf_`` (case
+    aside) is refused with a DuckDB error, as the macros' own names are fixed.
+    """
+    named = "by_cols || [prob, label" + (", variable]" if variable else "]")
+    wanted = "list_contains(by_cols, c) OR c = prob OR c = label" + (" OR c = variable" if variable else "")
+    guard = (
+        f"CASE WHEN len(list_filter({named}, lambda c: starts_with(lower(c), '{_PREFIX}'))) > 0 "
+        f"THEN error('{prefix}: column names starting with ''{_PREFIX}'' are reserved by the calframe macros; "
+        "rename the column or use the calframe.sql query functions') ELSE TRUE END"
+    )
+    v = ", COLUMNS(lambda c: c = variable) AS __cf_v" if variable else ""
+    return (
+        f"__cf_in AS (SELECT COLUMNS(lambda c: {wanted}), 0 AS __cf_all FROM query_table(tbl::VARCHAR) WHERE {guard}),\n"
+        "__cf_src AS (SELECT COLUMNS(lambda c: list_contains(by_cols, c) OR c = '__cf_all'), "
+        "CAST(COLUMNS(lambda c: c = prob) AS DOUBLE) AS __cf_p, "
+        f"CAST(COLUMNS(lambda c: c = label) AS DOUBLE) AS __cf_y{v} FROM __cf_in)"
+    )
+
+
 def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
     create = "CREATE OR REPLACE TEMPORARY MACRO" if temporary else "CREATE OR REPLACE MACRO"
     conf, acc = _macro_lens(prefix)
     k0, ubin = _macro_uniform_bin(prefix)
     keys = "COLUMNS(lambda c: list_contains(by_cols, c) OR c = '__cf_all')"
-    src = (
-        "SELECT *, 0 AS __cf_all, CAST(COLUMNS(lambda c: c = prob) AS DOUBLE) AS __cf_p, "
-        "CAST(COLUMNS(lambda c: c = label) AS DOUBLE) AS __cf_y FROM query_table(tbl::VARCHAR)"
-    )
     not_null = "__cf_p IS NOT NULL AND __cf_y IS NOT NULL"
     raw = f"{prefix}sums_raw"
     raw_v = f"{prefix}vsums_raw"
@@ -573,7 +608,7 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
     # keys..., __cf_all, bin, n, sum_conf, sum_acc (the constant __cf_all keeps the key set non-empty)
     out[raw] = (
         f"{create} {raw}(tbl, prob, label, bins := 15, closed := 'left', lens := 'top1', by_cols := []) AS TABLE\n"
-        f"WITH __cf_src AS ({src}),\n"
+        f"WITH {_macro_src(prefix, False)},\n"
         f"__cf_lensed AS (SELECT {keys}, {conf} AS __cf_conf, {acc} AS __cf_acc FROM __cf_src WHERE {not_null}),\n"
         f"__cf_k AS (SELECT *, CASE WHEN bins >= 1 THEN {k0} ELSE error('{prefix}: bins must be an int >= 1') END "
         "AS __cf_k0 FROM __cf_lensed),\n"
@@ -593,7 +628,7 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
     out[raw_v] = (
         f"{create} {raw_v}(tbl, prob, label, variable, edges := NULL, closed := 'left', lens := 'top1', "
         "by_cols := []) AS TABLE\n"
-        f"WITH __cf_src AS (SELECT *, COLUMNS(lambda c: c = variable) AS __cf_v FROM ({src})),\n"
+        f"WITH {_macro_src(prefix, True)},\n"
         f"__cf_lensed AS (SELECT {keys}, {conf} AS __cf_conf, {acc} AS __cf_acc, __cf_v FROM __cf_src "
         f"WHERE {not_null} AND __cf_v IS NOT NULL),\n"
         f"__cf_binned AS (SELECT {keys}, {vbin} AS __cf_bin, "
@@ -654,8 +689,11 @@ def install_duckdb_macros(con: Any, *, prefix: str = "calframe_", temporary: boo
     an identifier), so the macros select them with ``query_table(tbl)`` and
     ``COLUMNS(lambda c: c = prob)`` (an exact name match: ``COLUMNS('prob')``
     would be a regular expression matching ``prob_2`` too). ``by_cols`` naming
-    a missing column is ignored; table columns whose names start with
-    ``__cf_`` are reserved. The bin count is a run-time value, so the
+    a missing column is ignored. Only the named columns are read, so the
+    table's other columns may have any name; a named column (``prob``,
+    ``label``, ``variable``, ``by_cols``) starting with ``__cf_`` is refused
+    with a DuckDB error (the macros' own names are fixed; the query functions
+    rename theirs instead). The bin count is a run-time value, so the
     uniform bins use ``clip(floor(conf * B), 0, B - 1)`` corrected by one
     comparison with each neighbouring edge, computed as numpy does; this is
     exact (tested against calframe on values on every edge). Quantile VECE

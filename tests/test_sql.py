@@ -328,7 +328,6 @@ def test_literals_round_trip():
         ({"by": ["g", "g"]}, "by"),
         ({"by": 3}, "by"),
         ({"prob": ""}, "prob"),
-        ({"prob": "__cf_p"}, "reserved"),
         ({"label": None}, "label"),
     ],
 )
