@@ -48,11 +48,13 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
+from . import lazy as LZ
 from .. import api
 from .. import lenses as L
 from .._columns import LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default, _select, group_codes, resolve
 from .._names import key_names
 from .._errors import (
+    CalframeError,
     ColumnTypeError,
     EmptyInputError,
     InvalidValueError,
@@ -545,12 +547,21 @@ class _Runner:
         self.spec = spec
         self.key_meta = _keys_of(ddf._meta, spec.by)
 
+    def _compute(self, coll: Any) -> pd.DataFrame:
+        """``coll.compute()``; a partition's input error is raised again with counts over every partition."""
+        try:
+            return coll.compute()
+        except CalframeError as exc:
+            _raise_totals(self.ddf, self.spec)
+            raise exc
+
     def _reduce(self, fn, cols: dict, agg: dict, *args: Any) -> pd.DataFrame:
         meta = _meta(self.key_meta, cols)
         parts = self.ddf.map_partitions(fn, self.spec, meta, *args, meta=meta, clear_divisions=True,
                                         enforce_metadata=False)
         keys = key_names(len(self.spec.by)) + [c for c in cols if c not in agg]
-        return parts.groupby(keys, dropna=False, sort=False, observed=True).agg(agg, split_out=1).compute().reset_index()
+        return self._compute(parts.groupby(keys, dropna=False, sort=False, observed=True).agg(agg, split_out=1)
+                             ).reset_index()
 
     def sums(self, plan: dict | None) -> pd.DataFrame:
         return self._reduce(_sums_partition, SUMS_COLS, SUMS_AGG, plan)
@@ -562,7 +573,7 @@ class _Runner:
         meta = _meta(self.key_meta, GATHER_COLS)
         parts = self.ddf.map_partitions(_gather_partition, self.spec, meta, targets, meta=meta, clear_divisions=True,
                                         enforce_metadata=False)
-        return parts.compute().reset_index(drop=True)
+        return self._compute(parts).reset_index(drop=True)
 
     # ----------------------------------------------------------------- exact edges
 
@@ -698,6 +709,70 @@ class _Runner:
             )
         t_req = req.merge(cells[["src", SHIFT, CELL, "t"]], on=["src", SHIFT, CELL], how="left")["t"].to_numpy()
         out[ids] = got[VAL].to_numpy()[starts[t_req] + req["inner"].to_numpy()]
+
+
+# --------------------------------------------------------------------------- input errors, counted over all partitions
+
+
+def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None) -> Any:
+    """The streaming path's check plan (calframe.frames.lazy) of ``spec`` on ``frame``'s columns."""
+    lens = spec.lens if spec.lens is not None and spec.lens.kind != "marginal" else "top1"
+    binning = spec.binning or make_binning(spec.func, "uniform", 15, "left")
+    lf = pl.from_pandas(frame, nan_to_null=False).lazy()  # resolve's own pandas -> Polars conversion
+    plan = LZ._plan(lf, func=spec.func, prob=spec.prob if isinstance(spec.prob, str) else list(spec.prob),
+                    label=spec.label, by=list(spec.by) or None, weights=spec.weights, nulls=spec.nulls, lens=lens,
+                    binning=binning, variable=variable)
+    plan.variables = list(spec.variables) or None
+    return plan, lf
+
+
+def _partition_stats(pdf: pd.DataFrame, spec: _Spec) -> list[dict[str, Any]]:
+    """Per variable (one entry without variables): the counts calframe's ordered checks read, on one partition."""
+    out = []
+    for v in spec.variables or (None,):
+        plan, lf = _check_plan(spec, pdf, v)
+        st = LZ._detail_stats(plan, lf)
+        st["outside_labels"] = LZ._outside_labels(plan, lf) if st.get("label_outside") else []
+        out.append(st)
+    return out
+
+
+def _merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Partition stats combined: counts added, minima / maxima / worst row sums and the first labels kept."""
+    lowest, highest = {"prob_lo", "var_min"}, {"prob_hi", "var_max"}
+    out: dict[str, Any] = {"nulls": {}, "outside_labels": []}
+    for st in parts:
+        for k, v in st.items():
+            if k == "nulls":
+                for c, n in v.items():
+                    out["nulls"][c] = out["nulls"].get(c, 0) + n
+            elif k == "outside_labels":
+                out[k] = sorted(set(out[k]) | set(v))[:5]
+            elif k == "var_unique" or v is None:
+                continue  # distinct counts do not add (the single-value check runs on the merged sums)
+            elif k == "sum_worst":
+                if out.get(k) is None or abs(v - 1.0) > abs(out[k] - 1.0):
+                    out[k] = v
+            elif k in lowest or k in highest:
+                out[k] = v if out.get(k) is None else (min if k in lowest else max)(out[k], v)
+            else:
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def _raise_totals(ddf: Any, spec: _Spec) -> None:
+    """Raise calframe's first input error for the whole Dask frame, with counts over every partition.
+
+    A partition's own check only sees its rows; this pass gathers every
+    partition's counts (a small dict each) and runs the eager path's checks, in
+    its order and with its messages, on the totals. Returns if they all pass.
+    """
+    import dask
+
+    parts = dask.compute(*[dask.delayed(_partition_stats)(p, spec) for p in ddf.to_delayed()])
+    for i, v in enumerate(spec.variables or (None,)):
+        plan, lf = _check_plan(spec, ddf._meta, v)
+        LZ._run_checks(plan, _merge_stats([p[i] for p in parts]), lf)
 
 
 def _source_index(frame: pd.DataFrame, sources: list[tuple[int, int]]) -> np.ndarray:

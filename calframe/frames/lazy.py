@@ -145,6 +145,8 @@ class _Plan:
     var_kind: str | None = None  # "numeric" / "categorical", None if unusable / no variable
     #: step name -> exception, raised when the ordered checks reach that step
     schema_errors: dict[str, CalframeError] = field(default_factory=dict)
+    #: every variable of the call, when there are several (their nulls are checked together)
+    variables: list[str] | None = None
 
     @property
     def binary(self) -> bool:
@@ -162,7 +164,7 @@ class _Plan:
     @property
     def checked(self) -> list[str]:
         """Columns whose nulls are checked (eager: probability, label, weights, variable)."""
-        extra = [self.var_col] if self.var_col is not None else []
+        extra = self.variables or ([self.var_col] if self.var_col is not None else [])
         w = [self.weight_col] if self.weight_col is not None else []
         return list(dict.fromkeys(self.prob_cols + [self.label_col] + w + extra))
 
@@ -659,7 +661,11 @@ def _outside_labels(plan: _Plan, lf: pl.LazyFrame) -> list[Any]:
 
 
 def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
-    """The eager path's checks in its order: raise the first that fails (warn on dropped nulls)."""
+    """The eager path's checks in its order: raise the first that fails (warn on dropped nulls).
+
+    ``st["outside_labels"]``, when given, holds the out-of-range labels to report
+    (else they are read from ``lf``).
+    """
     func = plan.func
     if not st.get("n_total"):
         raise EmptyInputError(f"{func}: the frame has no rows; there is nothing to evaluate.")
@@ -709,7 +715,7 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
     if st.get("label_outside"):
         raise InvalidValueError(
             f"{func}: label column {name!r} has {rows(int(st['label_outside']))} outside the classes "
-            f"{'{0, 1}' if binary else f'0..{k - 1}'} (found values {_outside_labels(plan, lf)})."
+            f"{'{0, 1}' if binary else f'0..{k - 1}'} (found values {st.get('outside_labels') or _outside_labels(plan, lf)})."
             + ("" if binary else " Is the number of probability columns right?")
         )
     if "weights_dtype" in err:
