@@ -24,7 +24,14 @@ from ._errors import (
     UnsafeForkError,
 )
 from .api import accuracy, apply, brier, ce, ece, fit, gece, lce, load, mlce, mlce_curve, log_loss, mce, reliability, rmsce, summary, vce_curve, vece, vece_rank, vmce, VCECurve
-from .frames import pandas as _pandas_accessor  # noqa: F401  (registers df.calib)
+from .frames.dispatch import dask_aware as _dask_aware
+
+# a Dask DataFrame given to these goes to ddf.calib.<name> (or gets an error saying what to do)
+accuracy, apply, brier, ce, ece, fit, gece, lce, mlce, mlce_curve, log_loss, mce, reliability, rmsce, summary, \
+    vce_curve, vece, vece_rank, vmce = map(_dask_aware, (
+        accuracy, apply, brier, ce, ece, fit, gece, lce, mlce, mlce_curve, log_loss, mce, reliability, rmsce, summary,
+        vce_curve, vece, vece_rank, vmce))
+from .frames import pandas as _pandas_accessor  # noqa: F401, E402  (registers df.calib)
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
 from .frames.namespace import Calib, calib
 from ._limits import limits
