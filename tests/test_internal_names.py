@@ -212,7 +212,7 @@ def test_apply_refuses_a_non_string_column_to_read():
     df = _data()
     rec = calframe.fit(df, "platt", "prob", "label")
     odd = df.rename(columns={"prob": 0})
-    with pytest.raises(calframe.ColumnNotFoundError, match="column names must be strings.*non-string column labels"):
+    with pytest.raises(calframe.ColumnNotFoundError, match="prob=0: column names must be strings"):
         calframe.apply(odd, rec, prob=0)
 
 

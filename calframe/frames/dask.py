@@ -718,7 +718,7 @@ def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None) -> Any:
     """The streaming path's check plan (calframe.frames.lazy) of ``spec`` on ``frame``'s columns."""
     lens = spec.lens if spec.lens is not None and spec.lens.kind != "marginal" else "top1"
     binning = spec.binning or make_binning(spec.func, "uniform", 15, "left")
-    lf = pl.from_pandas(frame, nan_to_null=False).lazy()  # resolve's own pandas -> Polars conversion
+    lf = _select(frame, list(frame.columns), spec.func, nan_null=[spec.label]).lazy()  # as resolve converts
     plan = LZ._plan(lf, func=spec.func, prob=spec.prob if isinstance(spec.prob, str) else list(spec.prob),
                     label=spec.label, by=list(spec.by) or None, weights=spec.weights, nulls=spec.nulls, lens=lens,
                     binning=binning, variable=variable)
