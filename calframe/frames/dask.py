@@ -18,8 +18,11 @@ differ per partition). Dask adds them with ``groupby(...).agg(..., split_out=1)`
 and the client finalizes with :func:`calframe.metrics.ce_from_sums`, returning
 what calframe returns for a pandas frame (a float without ``by``, else a pandas
 frame with the group columns sorted by key, nulls last, ``n`` and the figure).
-Input errors are raised per partition by calframe's own ``resolve`` and reach
-the caller as the same exception class.
+Input errors are found per partition by calframe's own ``resolve``; the client
+then gathers every partition's counts and raises the eager path's first
+failing check with its message and the counts over all partitions.
+``calframe.ece(ddf, ...)`` and the other top-level functions send a Dask
+DataFrame here (:mod:`calframe.frames.dispatch`).
 
 Data-dependent bins (``quantile``, ``equal_mass``) need each group's exact
 order statistics. They come from mergeable passes (see :meth:`_Runner.order_stats`):
