@@ -17,7 +17,11 @@ from typing import Any, Callable, TypeVar
 
 from .._errors import ColumnTypeError, ParameterError
 
-__all__ = ["is_dask_frame", "dask_aware"]
+__all__ = ["DASK_AWARE", "is_dask_frame", "dask_aware"]
+
+#: the public functions that take a frame first (calframe/__init__.py wraps them with :func:`dask_aware`)
+DASK_AWARE = ("accuracy", "apply", "brier", "ce", "ece", "fit", "gece", "lce", "mlce", "mlce_curve", "log_loss",
+              "mce", "reliability", "rmsce", "summary", "vce_curve", "vece", "vece_rank", "vmce")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
