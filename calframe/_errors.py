@@ -33,7 +33,11 @@ class EmptyInputError(CalframeError, ValueError):
 
 
 class ParameterError(CalframeError, ValueError):
-    """A parameter value is invalid."""
+    """A parameter value is invalid; ``param`` names the parameter when one is to blame (else None)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class RecalibratorFileError(CalframeError, ValueError):
@@ -58,7 +62,7 @@ def rows(n: int) -> str:
 
 def bad_param(func: str, name: str, expected: str, got: Any) -> ParameterError:
     """The one message template for invalid parameters."""
-    return ParameterError(f"The {name!r} parameter of {func} must be {expected}. Got {got!r} instead.")
+    return ParameterError(f"The {name!r} parameter of {func} must be {expected}. Got {got!r} instead.", name)
 
 
 def warn(message: str) -> None:

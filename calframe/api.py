@@ -1456,7 +1456,8 @@ def _gece_distance(func: str, distance: Any) -> Any:
 
 
 def _features(frame: Frame, features: str | Sequence[str], func: str, nulls: str) -> tuple[list[str], Any]:
-    cols = [features] if isinstance(features, str) else [str(f) for f in features]
+    cols = [features] if isinstance(features, str) else [str(f) for f in features] if isinstance(
+        features, (list, tuple)) else []
     if not cols:
         raise bad_param(func, "features", "a column name, an Array column, or a non-empty list of columns", features)
     return cols, None
@@ -1720,11 +1721,19 @@ def fit(
     func = "fit"
     if method not in R.METHODS or method == "per_group":
         raise bad_param(func, "method", f"one of {sorted(m for m in R.METHODS if m != 'per_group')}", method)
+    params = R.REGISTRY[method].check_params(params)  # names and values, before reading any data
     if method in ("tree", "beta_v") and variable is None:
-        raise ParameterError(f"fit: method {method!r} needs variable=<column> (the variable V it recalibrates along).")
+        raise ParameterError(f"fit: method {method!r} needs variable=<column> (the variable V it recalibrates along).",
+                             "variable")
     if method == "lore" and features is None:
-        raise ParameterError("fit: method 'lore' needs features=[...] (the columns of the kernel's feature map).")
-    feat_cols = [] if features is None else ([features] if isinstance(features, str) else list(features))
+        raise ParameterError("fit: method 'lore' needs features=[...] (the columns of the kernel's feature map).",
+                             "features")
+    if variable is not None and method not in ("tree", "beta_v"):
+        raise bad_param(func, "variable", f"None for method {method!r} (only 'tree' and 'beta_v' use a variable)",
+                        variable)
+    if features is not None and method != "lore":
+        raise bad_param(func, "features", f"None for method {method!r} (only 'lore' uses features)", features)
+    feat_cols = [] if features is None else _features(frame, features, func, nulls)[0]
     extra = ([variable] if variable is not None else []) + feat_cols
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=extra, allow_weights=False)
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
@@ -1751,6 +1760,8 @@ def fit(
         sub = scored.subset(scored.group_codes == g)
         try:
             children.append(fit_one(sub))
+        except ParameterError:  # a parameter, not a group, is to blame
+            raise
         except CalframeError as exc:
             raise type(exc)(f"{exc} (group {scored.keys.row(g)})") from None  # type: ignore[union-attr]
         keys.append([_json_key(v) for v in scored.keys.row(g)])  # type: ignore[union-attr]

@@ -274,8 +274,8 @@ def _fit(args: argparse.Namespace) -> int:
     try:
         rec = api.fit(frame, args.method, prob=_prob(args.prob), label=args.label, variable=args.variable,
                       features=_split(args.features), by=_split(args.by), nulls=args.nulls, **params)
-    except (TypeError, ValueError) as exc:  # a --param value the method's own checks do not catch
-        if isinstance(exc, CalframeError) or not params:
+    except (TypeError, ValueError) as exc:  # name the --param to blame
+        if not (isinstance(exc, ParameterError) and exc.param in params or params and not isinstance(exc, CalframeError)):
             raise
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
         raise UsageError(f"fit: method {args.method!r} refused the parameters {shown}: {_first_line(exc)}") from None

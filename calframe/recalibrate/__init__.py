@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._errors import ParameterError
+from .._errors import bad_param
 from .base import FORMAT_NAME, FORMAT_VERSION, REGISTRY, Recalibrator, RecalibratorFileError
 from .binned import Histogram, Isotonic, ScalingBinning, equal_mass_edges
 from .lore import LoRe
@@ -57,11 +57,16 @@ METHODS = tuple(REGISTRY)
 
 
 def fit(method: str, probs, labels, *args, **kwargs) -> Recalibrator:
-    """Fit the recalibrator ``method`` (one of ``METHODS``); arguments as that class's ``fit``."""
+    """Fit the recalibrator ``method`` (one of ``METHODS``); arguments as that class's ``fit``.
+
+    The keyword parameters are checked first (``check_params``: a ``ParameterError`` naming the
+    parameter for an unknown name or a bad value)."""
     cls = REGISTRY.get(method)
-    if cls is None:
-        raise ParameterError(f"recalibrate.fit: unknown method {method!r}; choose one of {sorted(REGISTRY)}.")
-    return cls.fit(probs, labels, *args, **kwargs)
+    if cls is None or method == "per_group":
+        raise bad_param("recalibrate.fit", "method", f"one of {sorted(m for m in REGISTRY if m != 'per_group')}",
+                        method)
+    meta = kwargs.pop("meta", None)
+    return cls.fit(probs, labels, *args, meta=meta, **cls.check_params(kwargs))
 
 
 def load(path: str | Path, *, key: bytes | str | None = None) -> Recalibrator:

@@ -14,11 +14,14 @@ and one 0/1 target t:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._errors import InvalidValueError, ParameterError, rows
+from .._errors import InvalidValueError, ParameterError, bad_param, rows
+from .._params import is_int
 
 
 @dataclass(frozen=True)
@@ -104,20 +107,27 @@ def as_variable(v, n: int, func: str, name: str = "v") -> np.ndarray:
     return a
 
 
+LENS_EXPECTED = "'top1', 'class:c' (c a class index) or None (class:1 for binary input, else top1)"
+
+
+def check_lens(func: str, name: str, lens: Any) -> str | None:
+    """A lens parameter before the number of classes is known: None, 'top1' or 'class:<int>'."""
+    if lens is None or lens == "top1" or (isinstance(lens, str) and re.fullmatch(r"class:[0-9]+", lens)):
+        return lens
+    raise bad_param(func, name, LENS_EXPECTED, lens)
+
+
 def parse_lens(lens: str | None, K: int, func: str) -> str:
     """Canonical lens string: 'top1' or 'class:c'. None -> 'class:1' (K = 2) or 'top1'."""
+    check_lens(func, "lens", lens)
     if lens is None:
         return "class:1" if K == 2 else "top1"
     if lens == "top1":
         return "top1"
-    if isinstance(lens, str) and lens.startswith("class:"):
-        try:
-            c = int(lens[6:])
-        except ValueError:
-            c = -1
-        if 0 <= c < K:
-            return f"class:{c}"
-    raise ParameterError(f"{func}: lens must be 'top1' or 'class:c' with 0 <= c < {K}; got {lens!r}.")
+    c = int(lens[6:])
+    if c < K:
+        return f"class:{c}"
+    raise bad_param(func, "lens", f"'top1' or 'class:c' with 0 <= c < {K} (the number of classes)", lens)
 
 
 def top1(pr: Probs) -> tuple[np.ndarray, np.ndarray]:
@@ -148,14 +158,9 @@ def lens_view(pr: Probs, y: np.ndarray, lens: str) -> tuple[np.ndarray, np.ndarr
     return lens_score(pr, lens), (y == c).astype(np.float64)
 
 
-def min_leaf_count(min_leaf, n: int, func: str) -> int:
-    """scikit-learn's min_samples_leaf rule: int >= 1 as is, float in (0, 1) -> ceil(f * n)."""
-    if isinstance(min_leaf, (bool, np.bool_)):
-        raise ParameterError(f"{func}: min_leaf must be an int >= 1 or a float in (0, 1); got {min_leaf!r}.")
-    if isinstance(min_leaf, (int, np.integer)):
-        if min_leaf < 1:
-            raise ParameterError(f"{func}: min_leaf must be an int >= 1 or a float in (0, 1); got {min_leaf!r}.")
+def min_leaf_count(min_leaf: int | float, n: int) -> int:
+    """scikit-learn's min_samples_leaf rule: an int >= 1 as is, a float in (0, 1) -> ceil(f * n) (checked by
+    ``tree.check_min_leaf``)."""
+    if is_int(min_leaf):
         return int(min_leaf)
-    if isinstance(min_leaf, (float, np.floating)) and 0.0 < float(min_leaf) < 1.0:
-        return max(1, int(np.ceil(float(min_leaf) * n)))
-    raise ParameterError(f"{func}: min_leaf must be an int >= 1 or a float in (0, 1); got {min_leaf!r}.")
+    return max(1, int(np.ceil(float(min_leaf) * n)))

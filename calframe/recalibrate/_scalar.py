@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ._inputs import Probs, as_labels, as_probs, lens_score, lens_view, parse_lens
-from .base import Recalibrator, Schema
-
-_UNSET: Any = object()
+from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, parse_lens
+from .base import _UNSET, Recalibrator, Schema
 
 
 class ScalarRecalibrator(Recalibrator):
@@ -21,14 +17,18 @@ class ScalarRecalibrator(Recalibrator):
 
     #: extra per-row arrays the method needs at fit and predict time (e.g. ("v",))
     extras: tuple[str, ...] = ()
+    PARAMS = {"lens": check_lens}
 
     @classmethod
     def fit(cls, probs, labels, *, lens: str | None = None, meta: dict | None = None, **kwargs) -> "ScalarRecalibrator":
         func = f"{cls.method}.fit"
+        extra = {k: kwargs.pop(k) for k in cls.extras if k in kwargs}  # per-row arrays: checked with the data
+        kwargs = cls.check_params(kwargs)
+        check_lens(func, "lens", lens)
         pr = as_probs(probs, func)
         y = as_labels(labels, pr.n, pr.K, func)
         lens_ = parse_lens(lens, pr.K, func)
-        return cls._fit_probs(pr, y, lens_, meta=meta, **kwargs)
+        return cls._fit_probs(pr, y, lens_, meta=meta, **extra, **kwargs)
 
     @classmethod
     def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, **kwargs):

@@ -59,11 +59,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from .._errors import ParameterError, RecalibratorFileError, bad_param
+from ._inputs import parse_lens
 
 FORMAT_NAME = "calframe-recalibrator"
 FORMAT_VERSION = 1
@@ -74,6 +75,9 @@ ARRAYS_FILE = "arrays.parquet"
 MAX_DEPTH = 64
 
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+
+#: "not given": a parameter whose default depends on another one (e.g. Platt's C on its variant)
+_UNSET: Any = object()
 
 #: method name -> Recalibrator subclass (filled by ``register``)
 REGISTRY: dict[str, type["Recalibrator"]] = {}
@@ -134,6 +138,9 @@ class Recalibrator:
     children: list["Recalibrator"] = field(default_factory=list)
 
     method: ClassVar[str] = ""
+    #: the keyword parameters of ``fit`` (``meta`` aside): name -> check(func, name, value) -> canonical value
+    #: (the checks of ``calframe._params``); ``check_params`` validates with them, before any work
+    PARAMS: ClassVar[dict[str, Callable[[str, str, Any], Any]]] = {}
 
     def __post_init__(self) -> None:
         self.params = _jsonable(dict(self.params), f"{self.method} params")
@@ -152,6 +159,36 @@ class Recalibrator:
 
     def predict(self, probs, **extra) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any], n_classes: int | None = None) -> dict[str, Any]:
+        """The keyword parameters of ``fit``, validated and in canonical types (a new dict).
+
+        Raises ``ParameterError`` (``bad_param``: the parameter's name, what it must be, what was
+        given) for an unknown name or a bad value. ``n_classes``: also check what depends on the
+        number of classes (a lens); ``fit`` does, once the probabilities are known.
+
+        Examples
+        --------
+        >>> from calframe.recalibrate import Platt
+        >>> Platt.check_params({"C": 1, "variant": "kelly_smyth"})
+        {'C': 1.0, 'variant': 'kelly_smyth'}
+        >>> Platt.check_params({"C": -1})
+        Traceback (most recent call last):
+        ...
+        calframe._errors.ParameterError: The 'C' parameter of platt.fit must be a finite number > 0 or None. Got -1 instead.
+        """
+        func = f"{cls.method}.fit"
+        out = {}
+        for name, value in params.items():
+            check = cls.PARAMS.get(name)
+            if check is None:
+                known = ", ".join(repr(k) for k in cls.PARAMS) or "none"
+                raise ParameterError(f"{func} has no parameter {name!r}; its parameters are {known}.", name)
+            out[name] = value if value is _UNSET else check(func, name, value)
+        if n_classes is not None and out.get("lens") is not None:
+            parse_lens(out["lens"], n_classes, func)
+        return out
 
     @property
     def output(self) -> str:

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from .._errors import InvalidValueError, ParameterError
+from .._errors import InvalidValueError
+from .._params import check_bool, check_int_range
 from ..metrics import check_seed
 from ._inputs import Probs, lens_view
 from ._scalar import _UNSET, ScalarRecalibrator
 from .base import Schema, register
-from .parametric import KUMAR_C, Platt
+from .parametric import KUMAR_C, Platt, check_C
+
+
+def check_seed_param(func: str, name: str, seed, allow_none: bool = True):
+    """``metrics.check_seed`` in the (func, name, value) form of the parameter checks."""
+    return check_seed(func, seed, allow_none)
 
 
 def equal_mass_edges(s: np.ndarray, n_bins: int) -> np.ndarray:
@@ -57,10 +65,8 @@ def bin_means(edges: np.ndarray, s: np.ndarray, values: np.ndarray) -> np.ndarra
     return out
 
 
-def _check_bins(func: str, n_bins) -> int:
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ParameterError(f"{func}: n_bins must be an int >= 1; got {n_bins!r}.")
-    return int(n_bins)
+#: a number of bins: an int >= 1
+check_n_bins = partial(check_int_range, low=1)
 
 
 @register
@@ -74,6 +80,7 @@ class Histogram(ScalarRecalibrator):
     """
 
     method = "histogram"
+    PARAMS = {**ScalarRecalibrator.PARAMS, "n_bins": check_n_bins}
 
     @classmethod
     def fit(cls, probs, labels, *, n_bins: int = 15, lens=None, meta=None) -> "Histogram":
@@ -82,7 +89,6 @@ class Histogram(ScalarRecalibrator):
 
     @classmethod
     def _fit_scores(cls, s, t, *, n, n_bins=15):
-        n_bins = _check_bins("histogram.fit", n_bins)
         edges = equal_mass_edges(s, n_bins)
         return {"n_bins": n_bins}, {"edges": edges, "values": bin_means(edges, s, t)}, []
 
@@ -180,6 +186,8 @@ class ScalingBinning(ScalarRecalibrator):
     """
 
     method = "scaling_binning"
+    PARAMS = {**ScalarRecalibrator.PARAMS, "n_bins": check_n_bins, "split": check_bool,
+              "seed": partial(check_seed_param, allow_none=False), "C": check_C}
 
     @classmethod
     def fit(cls, probs, labels, *, n_bins: int = 10, split: bool = True, seed: int = 0, lens=None,
@@ -189,10 +197,6 @@ class ScalingBinning(ScalarRecalibrator):
 
     @classmethod
     def _fit_probs(cls, pr, y, lens, *, meta=None, n_bins=10, split=True, seed=0, C=_UNSET):
-        n_bins = _check_bins("scaling_binning.fit", n_bins)
-        if not isinstance(split, (bool, np.bool_)):
-            raise ParameterError(f"scaling_binning.fit: split must be True or False; got {split!r}.")
-        seed = check_seed("scaling_binning.fit", seed, allow_none=False)
         if split:
             if pr.n < 3:
                 raise InvalidValueError("scaling_binning.fit: split=True needs at least 3 rows.")

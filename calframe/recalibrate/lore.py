@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .._errors import InvalidValueError, ParameterError, rows
 from .._kernels.local import lore_apply
-from ._inputs import Probs, as_labels, as_probs, lens_score, lens_view, parse_lens
+from .._limits import check_cells
+from .._params import check_bool, check_choice, check_positive_float
+from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, parse_lens
+from .binned import check_n_bins
 from .base import Recalibrator, Schema, register
 
 
@@ -60,25 +65,24 @@ class LoRe(Recalibrator):
     """
 
     method = "lore"
+    PARAMS = {"gamma": check_positive_float, "n_bins": check_n_bins, "lens": check_lens, "standardize": check_bool,
+              "kernel_method": partial(check_choice, choices=("auto", "tree", "brute", "direct"))}
 
     @classmethod
     def fit(cls, probs, labels, features, *, gamma: float = 0.2, n_bins: int = 15, lens: str | None = "top1",
             standardize: bool = False, kernel_method: str = "auto", meta=None) -> "LoRe":
         """Store the recalibration rows: probs ((n,) or (n, K)), labels, features (n, d)."""
         func = "lore.fit"
+        kw = cls.check_params({"gamma": gamma, "n_bins": n_bins, "lens": lens, "standardize": standardize,
+                               "kernel_method": kernel_method})
+        gamma, n_bins, standardize = kw["gamma"], kw["n_bins"], kw["standardize"]
+        check_cells(1, n_bins, 1, func)  # the bin edges
         pr = as_probs(probs, func)
         y = as_labels(labels, pr.n, pr.K, func)
         f = _features(features, pr.n, func)
         lens_ = parse_lens(lens, pr.K, func)
-        gamma = float(gamma)
-        if not (gamma > 0 and np.isfinite(gamma)):
-            raise ParameterError(f"{func}: gamma must be a positive finite number; got {gamma!r}.")
-        if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-            raise ParameterError(f"{func}: n_bins must be an int >= 1; got {n_bins!r}.")
-        if kernel_method not in ("auto", "tree", "brute", "direct"):
-            raise ParameterError(f"{func}: kernel_method must be 'auto', 'tree', 'brute' or 'direct'.")
         s, t = lens_view(pr, y, lens_)
-        arrays = {"bins": conf_bins(s, int(n_bins)), "correct": t}
+        arrays = {"bins": conf_bins(s, n_bins), "correct": t}
         if standardize:
             center = f.mean(axis=0)
             scale = f.std(axis=0)
@@ -86,8 +90,8 @@ class LoRe(Recalibrator):
             arrays.update(center=center, scale=scale)
             f = (f - center) / scale
         arrays["features"] = f
-        params = {"lens": lens_, "n_classes": pr.K, "gamma": gamma, "n_bins": int(n_bins),
-                  "standardize": bool(standardize), "kernel_method": kernel_method}
+        params = {"lens": lens_, "n_classes": pr.K, "gamma": gamma, "n_bins": n_bins,
+                  "standardize": standardize, "kernel_method": kernel_method}
         return cls(params=params, arrays=arrays, meta=meta or {})
 
     def predict(self, probs, features=None, **extra) -> np.ndarray:

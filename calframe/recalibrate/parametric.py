@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 
-from .._errors import InvalidValueError, ParameterError
+from .._errors import InvalidValueError
+from .._params import check_bool, check_choice, check_int_range, check_positive_float
 from ._inputs import Probs, as_labels, as_probs, as_variable
 from ._logistic import logistic_fit
 from ._scalar import _UNSET, ScalarRecalibrator, resolve
@@ -23,8 +25,10 @@ BETACAL_C = 99999999999.0
 KS_EDGE = 1e-4
 
 
-def _positive_or_none(v) -> bool:
-    return v is None or (isinstance(v, float) and v > 0 and math.isfinite(v))
+#: the penalty C of the logistic fits: a finite number > 0, or None (unpenalised)
+check_C = partial(check_positive_float, allow_none=True)
+#: the replacement of s == 0 and s == 1 under clip="exact"
+check_edge = partial(check_positive_float, below=0.5)
 
 
 # ---------------------------------------------------------------------------
@@ -48,6 +52,8 @@ class Platt(ScalarRecalibrator):
     """
 
     method = "platt"
+    PARAMS = {**ScalarRecalibrator.PARAMS, "variant": partial(check_choice, choices=("kumar", "kelly_smyth")),
+              "feature": partial(check_choice, choices=("logit", "raw")), "C": check_C}
 
     @classmethod
     def fit(cls, probs, labels, *, lens=None, variant: str = "kumar", feature: str = _UNSET, C=_UNSET,
@@ -57,17 +63,11 @@ class Platt(ScalarRecalibrator):
 
     @classmethod
     def _fit_scores(cls, s, t, *, n, variant="kumar", feature=_UNSET, C=_UNSET):
+        # values checked by check_params (PARAMS); here the variant's defaults
         if variant == "kumar":
             feature, C = resolve(feature, "logit"), resolve(C, KUMAR_C)
-        elif variant == "kelly_smyth":
-            feature, C = resolve(feature, "raw"), resolve(C, 1.0)
         else:
-            raise ParameterError(f"platt.fit: variant must be 'kumar' or 'kelly_smyth'; got {variant!r}.")
-        if feature not in ("logit", "raw"):
-            raise ParameterError(f"platt.fit: feature must be 'logit' or 'raw'; got {feature!r}.")
-        C = None if C is None else float(C)
-        if not _positive_or_none(C):
-            raise ParameterError(f"platt.fit: C must be a positive number or None; got {C!r}.")
+            feature, C = resolve(feature, "raw"), resolve(C, 1.0)
         x = cls._feature(s, feature, KUMAR_EPS)
         coef, intercept = logistic_fit(x, t, C, func="platt.fit")
         params = {"variant": variant, "feature": feature, "C": C, "eps": KUMAR_EPS,
@@ -216,22 +216,16 @@ def _beta_features(s: np.ndarray) -> np.ndarray:
     return x
 
 
-def _beta_options(func: str, variant: str, C, constrained, clip, edge):
+def _beta_options(variant: str, C, constrained, clip):
+    """The variant's defaults for the options not given (values checked by check_params)."""
     if variant == "betacal":
-        C, constrained, clip = resolve(C, BETACAL_C), resolve(constrained, True), resolve(clip, "eps")
-    elif variant == "kelly_smyth":
-        C, constrained, clip = resolve(C, 1.0), resolve(constrained, False), resolve(clip, "exact")
-    else:
-        raise ParameterError(f"{func}: variant must be 'betacal' or 'kelly_smyth'; got {variant!r}.")
-    C = None if C is None else float(C)
-    if not _positive_or_none(C):
-        raise ParameterError(f"{func}: C must be a positive number or None; got {C!r}.")
-    if clip not in ("eps", "exact"):
-        raise ParameterError(f"{func}: clip must be 'eps' or 'exact'; got {clip!r}.")
-    edge = float(edge)
-    if not 0.0 < edge < 0.5:
-        raise ParameterError(f"{func}: edge must be in (0, 0.5); got {edge!r}.")
-    return C, bool(constrained), clip, edge
+        return resolve(C, BETACAL_C), resolve(constrained, True), resolve(clip, "eps")
+    return resolve(C, 1.0), resolve(constrained, False), resolve(clip, "exact")
+
+
+#: the parameters beta and beta_v share
+_BETA_PARAMS = {**ScalarRecalibrator.PARAMS, "variant": partial(check_choice, choices=("betacal", "kelly_smyth")),
+                "C": check_C, "clip": partial(check_choice, choices=("eps", "exact")), "edge": check_edge}
 
 
 @register
@@ -255,6 +249,7 @@ class Beta(ScalarRecalibrator):
     """
 
     method = "beta"
+    PARAMS = {**_BETA_PARAMS, "constrained": check_bool}
 
     @classmethod
     def fit(cls, probs, labels, *, lens=None, variant: str = "betacal", C=_UNSET, constrained=_UNSET,
@@ -265,7 +260,7 @@ class Beta(ScalarRecalibrator):
 
     @classmethod
     def _fit_scores(cls, s, t, *, n, variant="betacal", C=_UNSET, constrained=_UNSET, clip=_UNSET, edge=KS_EDGE):
-        C, constrained, clip, edge = _beta_options("beta.fit", variant, C, constrained, clip, edge)
+        C, constrained, clip = _beta_options(variant, C, constrained, clip)
         X = _beta_features(_beta_clip(s, clip, edge))
         # start from the identity map (a = b = 1, c = 0: logit of the fit = logit s), usually a few steps away
         coef, c = logistic_fit(X, t, C, func="beta.fit", init=np.array([1.0, 1.0, 0.0]))
@@ -320,6 +315,7 @@ class BetaV(ScalarRecalibrator):
 
     method = "beta_v"
     extras = ("v",)
+    PARAMS = {**_BETA_PARAMS, "degree": partial(check_int_range, low=1, high=2), "standardize": check_bool}
 
     @classmethod
     def fit(cls, probs, labels, v, *, degree: int = 1, lens=None, variant: str = "betacal", C=_UNSET,
@@ -332,10 +328,8 @@ class BetaV(ScalarRecalibrator):
     def _fit_scores(cls, s, t, *, n, v=None, degree=1, variant="betacal", C=_UNSET, clip=_UNSET, edge=KS_EDGE,
                     standardize=_UNSET):
         v = as_variable(v, n, "beta_v.fit")
-        if degree not in (1, 2) or isinstance(degree, bool):
-            raise ParameterError(f"beta_v.fit: degree must be 1 or 2; got {degree!r}.")
-        C, _, clip, edge = _beta_options("beta_v.fit", variant, C, False, clip, edge)
-        standardize = bool(resolve(standardize, variant != "kelly_smyth"))
+        C, _, clip = _beta_options(variant, C, False, clip)
+        standardize = resolve(standardize, variant != "kelly_smyth")
         if standardize:
             center = float(np.mean(v))
             scale = float(np.std(v))

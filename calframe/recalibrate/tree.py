@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .._errors import ParameterError
+from .._errors import ParameterError, bad_param
+from .._params import check_choice, check_int_range, is_int, is_real
 from ._inputs import Probs, as_labels, as_probs, as_variable, min_leaf_count
 from ._tree_kernel import leaf_of, tree_thresholds
 from .base import REGISTRY, Recalibrator, Schema, register
 
 #: methods usable as the per-leaf calibrator
 LEAF_METHODS = ("beta", "platt", "temperature", "histogram", "isotonic", "scaling_binning")
+
+
+def check_min_leaf(func: str, name: str, value: Any) -> int | float:
+    """An int >= 1 (a row count) or a float in (0, 1) (a fraction of the rows), as scikit-learn's min_samples_leaf."""
+    if is_int(value) and value >= 1:
+        return int(value)
+    if is_real(value) and not is_int(value) and 0.0 < value < 1.0:
+        return float(value)
+    raise bad_param(func, name, "an int >= 1 (rows) or a float in (0, 1) (a fraction of the rows)", value)
+
+
+def check_leaf_params(func: str, name: str, value: Any) -> dict[str, Any] | None:
+    """None or a dict keyed by parameter names (their values are checked by the leaf method)."""
+    if value is None or (isinstance(value, dict) and all(isinstance(k, str) for k in value)):
+        return None if value is None else dict(value)
+    raise bad_param(func, name, "None or a dict of the leaf method's parameters (e.g. {'variant': 'kelly_smyth'})",
+                    value)
 
 
 @register
@@ -45,22 +64,37 @@ class Tree(Recalibrator):
     """
 
     method = "tree"
+    PARAMS = {"max_depth": partial(check_int_range, low=0, high=30), "min_leaf": check_min_leaf,
+              "leaf": partial(check_choice, choices=LEAF_METHODS, allow_none=True), "leaf_params": check_leaf_params}
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any], n_classes: int | None = None) -> dict[str, Any]:
+        """As ``Recalibrator.check_params``; ``leaf_params`` are checked as parameters of the leaf method
+        (``leaf``, or its default once ``n_classes`` is known)."""
+        out = super().check_params(params)
+        leaf = out.get("leaf") or (None if n_classes is None else "beta" if n_classes == 2 else "temperature")
+        if leaf is not None and out.get("leaf_params"):
+            try:
+                out["leaf_params"] = REGISTRY[leaf].check_params(out["leaf_params"], n_classes)
+            except ParameterError as exc:
+                raise ParameterError(f"The 'leaf_params' parameter of tree.fit holds a bad {leaf!r} parameter: "
+                                     f"{exc}", "leaf_params") from None
+        return out
 
     @classmethod
     def fit(cls, probs, labels, v, *, max_depth: int = 2, min_leaf: int | float = 0.1, leaf: str | None = None,
             leaf_params: dict[str, Any] | None = None, meta=None) -> "Tree":
         """Fit on probs ((n,) binary or (n, K)), integer labels and the variable v (n,)."""
         func = "tree.fit"
+        kw = cls.check_params({"max_depth": max_depth, "min_leaf": min_leaf, "leaf": leaf,
+                               "leaf_params": leaf_params})
+        max_depth, min_leaf, leaf = kw["max_depth"], kw["min_leaf"], kw["leaf"]
         pr = as_probs(probs, func)
         y = as_labels(labels, pr.n, pr.K, func)
         vv = as_variable(v, pr.n, func)
-        if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) or not 0 <= max_depth <= 30:
-            raise ParameterError(f"{func}: max_depth must be an int in 0..30; got {max_depth!r}.")
-        nmin = min_leaf_count(min_leaf, pr.n, func)
+        nmin = min_leaf_count(min_leaf, pr.n)
         leaf = leaf or ("beta" if pr.K == 2 else "temperature")
-        if leaf not in LEAF_METHODS:
-            raise ParameterError(f"{func}: leaf must be one of {LEAF_METHODS}; got {leaf!r}.")
-        leaf_params = dict(leaf_params or {})
+        leaf_params = cls.check_params({"leaf": leaf, "leaf_params": kw["leaf_params"]}, pr.K)["leaf_params"] or {}
         leaf_cls = REGISTRY[leaf]
         raw = pr.p if pr.p is not None else pr.P
 
