@@ -250,11 +250,15 @@ def resolve(
     extra: Sequence[str] = (),
     allow_weights: bool = True,
     check_finite: bool = True,
+    weight_scale: float | None = None,
 ) -> Scored:
     """Validate ``frame`` for ``func`` and return its numeric :class:`Scored` view.
 
     ``check_finite=False`` leaves the NaN/infinity check of numeric ``extra``
     columns to the caller (``check_finite_variable``), which may fold it into a pass of its own.
+    ``weight_scale``: divide the weights by this power of two instead of the frame's own (see
+    ``_weights``), and leave the checks of weight totals (the frame's, each group's) to the caller:
+    a Dask partition is a part of the frame, scaled like the whole.
     """
     flavor = flavor_of(frame)
     if nulls not in ("raise", "drop"):
@@ -309,11 +313,13 @@ def resolve(
     probs = _probabilities(df, prob_cols, multi_cols, func)
     k = 2 if probs.ndim == 1 else probs.shape[1]
     labels = _labels(df[label_col], k, probs.ndim == 1, func)
-    w, w_scale = _weights(df[weights], func) if weights is not None else (None, 1.0)
+    w, w_scale = _weights(df[weights], func, weight_scale) if weights is not None else (None, 1.0)
     groups, n_groups, keys = group_codes(df, by_cols) if by_cols else (None, 1, None)
     counts = None
     if groups is not None:
         counts = GK.int_histogram(groups, np.int32(0), n_groups, int(max(1, min(8, (1 << 23) // n_groups))))
+        if w is not None and weight_scale is None:
+            check_group_weights(func, weights, np.bincount(groups, weights=w, minlength=n_groups), counts, keys)
     extras, extra_kind = {}, {}
     for c in extra_cols:
         extras[c], extra_kind[c] = _variable(df[c], func, check_finite)
@@ -510,13 +516,15 @@ def _variable(s: pl.Series, func: str, check_finite: bool = True) -> tuple[np.nd
     return v, kind
 
 
-def _weights(s: pl.Series, func: str) -> tuple[np.ndarray, float]:
+def _weights(s: pl.Series, func: str, scale: float | None = None) -> tuple[np.ndarray, float]:
     """(weights / scale, scale): the weights divided by the power of two ``scale`` that puts their maximum in [1, 2).
 
     Dividing by a power of two is exact, so every sum and ratio of the scaled weights equals the
     one the caller's weights would give, except that it cannot overflow (weights near 1.8e308) or
     lose bits to subnormal products (weights below 2.2e-308); a result is thus the same for
     weights multiplied by any power of two (and by any constant, up to rounding).
+    A given ``scale`` (a power of two: ``weight_scale`` of the whole frame) is used as is, and
+    all-zero weights are then the caller's to refuse.
     """
     w = _float_column(s, func, "weights")
     bad = ~np.isfinite(w) | (w < 0)
@@ -524,11 +532,41 @@ def _weights(s: pl.Series, func: str) -> tuple[np.ndarray, float]:
         raise InvalidValueError(
             f"{func}: weights column {s.name!r} has {rows(int(bad.sum()))} that are negative, NaN or infinite."
         )
-    top = float(w.max())
-    if not top > 0:
-        raise InvalidValueError(f"{func}: weights column {s.name!r} sums to 0; nothing is left to evaluate.")
-    e = int(np.frexp(top)[1]) - 1  # top / 2^e in [1, 2); 2^e is finite (e <= 1023) and nonzero (e >= -1074)
-    return np.ldexp(w, -e), float(np.ldexp(1.0, e))
+    if scale is None:
+        top = float(w.max())
+        if not top > 0:
+            raise InvalidValueError(f"{func}: weights column {s.name!r} sums to 0; nothing is left to evaluate.")
+        scale = weight_scale(top)
+    return np.ldexp(w, -(int(np.frexp(scale)[1]) - 1)), float(scale)
+
+
+def weight_scale(top: float) -> float:
+    """The power of two 2^e with top / 2^e in [1, 2) (1.0 when top is 0): finite (e <= 1023) and nonzero (e >= -1074)."""
+    return float(np.ldexp(1.0, int(np.frexp(top)[1]) - 1)) if top > 0 else 1.0
+
+
+def check_group_weights(func: str, weights: str, totals: np.ndarray, counts: np.ndarray,
+                        keys: pl.DataFrame | None) -> None:
+    """Refuse groups that have rows but whose weights are all 0 (every figure of theirs would be 0/0 = NaN).
+
+    ``totals``: the weight sum of each group (any positive scale), ``counts`` its rows, ``keys`` the
+    group key table (row g = group g; None: one group, the whole frame). One rule for every frame
+    type: eager frames check it in ``resolve``, LazyFrame and Dask on their merged sums.
+    """
+    zero = np.flatnonzero(~(np.asarray(totals) > 0) & (np.asarray(counts) > 0))
+    if zero.size == 0:
+        return
+    if keys is None:
+        raise InvalidValueError(f"{func}: weights column {weights!r} sums to 0; nothing is left to evaluate.")
+    shown = [", ".join(f"{c}={v!r}" for c, v in zip(keys.columns, keys.row(int(g)))) + f" ({rows(int(counts[g]))})"
+             for g in zero[:5]]
+    which = f"group {shown[0]}" if zero.size == 1 else f"{zero.size} groups: " + "; ".join(shown) + (
+        f"; and {zero.size - 5} more" if zero.size > 5 else "")
+    raise InvalidValueError(
+        f"{func}: weights column {weights!r} is 0 in every row of {which}, so the group has no weight to average "
+        "(its figures would be 0/0). Give some of its rows a positive weight, or leave the group out of the frame "
+        "(filter its rows) before the call."
+    )
 
 
 # --------------------------------------------------------------------------- groups

@@ -53,6 +53,7 @@ from ._columns import (
     Scored,
     _select,
     check_finite_variable,
+    check_group_weights,
     columns_of,
     non_string_hint,
     normalised_keys,
@@ -227,6 +228,9 @@ def _evaluate(
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=extra)
     if prepare is not None:
         scored = prepare(scored)
+        if weights is not None:  # a selection can leave a group only rows of weight 0
+            totals = np.bincount(scored.group_codes, weights=scored.weights, minlength=scored.n_groups)
+            check_group_weights(func, weights, totals, _group_counts(scored), scored.keys)
     values = {name: f(scored) for name, f in figures.items()}
     bounds = _bootstrap(scored, figures, ci, n_boot, seed) if ci is not None else {}
     if scalar and by is None and ci is None and len(values) == 1:
@@ -398,9 +402,9 @@ def ce(
     streamed = _stream(frame, func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens_,
                        binning=binning_, ci=ci)
     if streamed is not None:
-        sums, keys, counts = streamed
-        return _streamed_result(ce_from_sums(sums, pv, dist, estimator, squared, n_resamples, seed), keys, counts,
-                                name or "ce")
+        sums, keys, counts, scale = streamed
+        return _streamed_result(ce_from_sums(sums, pv, dist, estimator, squared, n_resamples, seed, scale), keys,
+                                counts, name or "ce")
     figure = _ce_figure(lens_, binning_, pv, dist, estimator, squared, n_resamples, seed, func)
     return _evaluate(
         func,
@@ -455,7 +459,7 @@ def _stream(frame: Frame, func: str, *, variable: str | None = None, **kw: Any):
     if not LZ.supports(frame, variable=variable, **kw):
         return None
     kw.pop("ci", None)
-    return LZ.lazy_sums(frame, func=func, variable=variable, **kw)
+    return LZ.lazy_sums(frame, func=func, variable=variable, with_scale=True, **kw)
 
 
 def _streamed_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, name: str) -> Result:
@@ -843,8 +847,9 @@ def vece(
         streamed = _stream(frame, func, variable=variable, prob=prob, label=label, by=by, weights=weights,
                            nulls=nulls, lens=lens_, binning=binning_, ci=ci)
         if streamed is not None:
-            sums, keys, counts = streamed
-            return _streamed_result(ce_from_sums(sums, pv, dist, estimator, False, 1000, seed), keys, counts, name)
+            sums, keys, counts, scale = streamed
+            return _streamed_result(ce_from_sums(sums, pv, dist, estimator, False, 1000, seed, scale), keys, counts,
+                                    name)
     if single:
         figures = {name: figures[variables[0]]}
     return _evaluate(func, frame, figures, prob=prob, label=label, by=by, weights=weights, nulls=nulls, ci=ci,

@@ -54,7 +54,8 @@ import polars as pl
 from . import lazy as LZ
 from .. import api
 from .. import lenses as L
-from .._columns import LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default, _select, group_codes, resolve
+from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default, _select, check_group_weights,
+                        group_codes, resolve, weight_scale)
 from .._names import key_names
 from .._errors import (
     CalframeError,
@@ -119,6 +120,8 @@ class _Spec:
     binning: Binning | None = None
     #: brier / log_loss / accuracy: per-row values averaged per group
     companion: str | None = None
+    #: every partition divides the weights by this power of two, the whole frame's (``_columns._weights``)
+    weight_scale: float = 1.0
 
     @property
     def prob_cols(self) -> list[str]:
@@ -166,6 +169,7 @@ def _scored(pdf: pd.DataFrame, spec: _Spec) -> tuple[Scored | None, pd.DataFrame
         weights=spec.weights,
         nulls="raise",  # with nulls="drop" they are gone already (and counted once, on the client)
         extra=list(spec.variables),
+        weight_scale=spec.weight_scale if spec.weights else None,  # weight totals: checked on the client
     )
     return scored, pdf, dropped
 
@@ -378,8 +382,6 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
         # as api.group_means: a one-bin accumulate of the row values
         s = K.accumulate(scored.groups, None, values, values, scored.weights, np.array([0.0, 1.0]), False,
                          scored.n_groups, 1)
-        with np.errstate(over="ignore"):  # an overflow is refused on the client (check_weight_sums)
-            s *= scored.weight_scale  # the caller's units: partitions scale their weights each their own way
         counts = np.bincount(scored.group_codes, minlength=scored.n_groups).astype(np.int64)
         out.append(_frame(meta, keys, np.arange(scored.n_groups), {ROWS: counts, N: s[:, 0, 0], SC: s[:, 0, 1]}))
         return _finish(out, meta)
@@ -410,8 +412,6 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
                 conf_bins = _dd_bins(conf, scored, tuples, spec, plan, f, c)
                 binner = lambda _s, _c, b=conf_bins: b  # noqa: E731
             sums, _ = api.binned_sums(conf, acc, scored, binner)
-            with np.errstate(over="ignore"):
-                sums *= scored.weight_scale  # back to the caller's units, as the companion sums above
             counts = sums[..., 0] if scored.weights is None else api.binned_sums(conf, acc, unweighted, binner)[0][..., 0]
             g_idx, b_idx = np.nonzero(counts > 0)
             cols = {FIG: f, CLS: c, BIN: b_idx, ROWS: counts[g_idx, b_idx].astype(np.int64), N: sums[g_idx, b_idx, 0],
@@ -840,8 +840,22 @@ class DaskCalib:
         prob_ = prob if isinstance(prob, str) else tuple(prob)
         return _Spec(func, prob_, label, by_, weights, nulls, variables=tuple(variables), **kw)
 
+    def _weight_scale(self, weights: str) -> float:
+        """The power of two the eager path divides ``weights`` by (``_columns.weight_scale`` of their maximum), from
+        one max over the partitions; 1.0 when there is no positive finite maximum (the partitions then report
+        the bad values, the client a zero total)."""
+        col = self._ddf._meta[weights]
+        if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
+            return 1.0  # not numbers: resolve reports the dtype
+        top = self._ddf[weights].max().compute()
+        top = float(top) if pd.notna(top) else 0.0
+        return weight_scale(top) if np.isfinite(top) else 1.0
+
     def _binned(self, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, dict]:
-        """The merged per (group, figure, class, bin) sums, their global group index, and the data-dependent Bins."""
+        """The merged per (group, figure, class, bin) sums (weights divided by ``info["weight_scale"]``), their global
+        group index, and the data-dependent Bins."""
+        if spec.weights:
+            spec = replace(spec, weight_scale=self._weight_scale(spec.weights))
         plan, groups, dd_bins = None, None, {}
         if "dd" in spec.modes:
             plan, groups, dd_bins = _Runner(self._ddf, spec).exact_edges()
@@ -854,7 +868,10 @@ class DaskCalib:
         first = (frame[FIG].to_numpy() == 0) & (frame[CLS].to_numpy() == 0)
         counts = np.bincount(g[first], weights=frame.loc[first, ROWS].to_numpy(), minlength=groups.n).astype(np.int64)
         _warn_dropped(spec.func, dropped, int(counts.sum()))
-        return frame, groups, counts, {"g": g, "bins": dd_bins}
+        if spec.weights:  # the eager rule on the totals over every partition
+            totals = np.bincount(g[first], weights=frame.loc[first, N].to_numpy(), minlength=groups.n)
+            check_group_weights(spec.func, spec.weights, totals, counts, groups.keys)
+        return frame, groups, counts, {"g": g, "bins": dd_bins, "weight_scale": spec.weight_scale}
 
     def _figure_sums(self, spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarray, dd_bins: dict, f: int,
                      c: int) -> tuple[np.ndarray, np.ndarray, Bins]:
@@ -909,7 +926,7 @@ class DaskCalib:
             # api._ce_figure's finalize, class by class for the marginal average
             def one(c: int) -> np.ndarray:
                 sums = self._figure_sums(spec, frame, groups, info["g"], info["bins"], f, c)[0]
-                return ce_from_sums(sums, p, dist, estimator, sq, n_resamples, seed)
+                return ce_from_sums(sums, p, dist, estimator, sq, n_resamples, seed, info["weight_scale"])
 
             if lens.kind != "marginal":
                 values[f] = one(0)

@@ -79,7 +79,8 @@ import numpy as np
 import polars as pl
 
 from .. import lenses as L
-from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names
+from .._columns import (PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights, check_key_dtype, key_expr,
+                        resolve_names, weight_scale)
 from .._errors import (
     CalframeError,
     ColumnNotFoundError,
@@ -142,6 +143,8 @@ class _Plan:
     prob_ok: bool = True  # the probability dtypes are usable
     label_kind: str | None = None  # "bool" / "int" / "float", None if unusable
     weights_ok: bool = True
+    #: the weights are divided by this power of two: the one eager frames use (``_columns.weight_scale``)
+    weight_scale: float = 1.0
     var_kind: str | None = None  # "numeric" / "categorical", None if unusable / no variable
     #: step name -> exception, raised when the ordered checks reach that step
     schema_errors: dict[str, CalframeError] = field(default_factory=dict)
@@ -380,7 +383,21 @@ def _label_ok(plan: _Plan) -> pl.Expr:
 
 
 def _weights_expr(plan: _Plan) -> pl.Expr:
-    return pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
+    """The weights divided by ``plan.weight_scale`` = 2^e, exactly as ``numpy.ldexp(w, -e)`` rounds."""
+    w = pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
+    e = int(np.frexp(plan.weight_scale)[1]) - 1
+    if e < -1022:  # 2^-e is past float64: scale up in two exact steps (a subnormal times a power of two)
+        w, e = w * 2.0**1022, e + 1022
+    return w * float(np.ldexp(1.0, -e)) if e else w
+
+
+def _set_weight_scale(plan: _Plan, lf: pl.LazyFrame) -> None:
+    """One aggregation: the largest kept weight, and from it the eager path's power of two (1.0 when it is not
+    a positive finite number: the checks then report the bad weights or their zero total)."""
+    w = pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
+    keep = _keep(plan)
+    top = _collect(lf.select((w if keep is None else w.filter(keep)).max()))[0, 0]
+    plan.weight_scale = weight_scale(top) if top is not None and np.isfinite(top) else 1.0
 
 
 def _var_expr(plan: _Plan) -> pl.Expr:
@@ -817,7 +834,8 @@ def lazy_sums(
     lens: "str | L.Lens" = "top1",
     binning: Binning,
     variable: str | None = None,
-) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
+    with_scale: bool = False,
+) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray] | tuple[np.ndarray, pl.DataFrame | None, np.ndarray, float]:
     """Per (group, bin) sums of a LazyFrame, computed by the streaming engine.
 
     Returns ``(sums, keys, counts)``: ``sums`` has shape ``(n_groups, n_bins, 3)``
@@ -828,6 +846,10 @@ def lazy_sums(
     ``counts`` the rows per group (int64, the ``n`` column). With
     ``variable``, rows are binned on that column (VECE) instead of the lensed
     confidence. Bad input raises the eager path's exception and message.
+    Weights are summed divided by the eager path's power of two (``Scored.weight_scale``), so
+    they neither overflow nor lose bits as subnormals; ``with_scale=True`` returns those sums
+    and the scale as a fourth item (what ``ce_from_sums``' ``count_scale`` takes), else the
+    sums are multiplied back to the caller's units.
     """
     if isinstance(variable, (list, tuple)):
         variable = variable[0] if len(variable) == 1 else variable  # type: ignore[assignment]
@@ -836,16 +858,26 @@ def lazy_sums(
     if plan.schema_errors:
         _run_checks(plan, _detail_stats(plan, lf), lf)
         raise AssertionError(f"{func}: a schema error was not raised")  # pragma: no cover
+    if plan.weight_col is not None:
+        _set_weight_scale(plan, lf)
     if plan.data_binned:
-        return _data_binned_sums(plan, lf)
-    conf, acc = _lensed(plan)
-    res = _collect(_main_query(plan, lf, conf, acc))
-    st = _light_stats(plan, res)
-    if st["bad"]:
-        _run_checks(plan, _detail_stats(plan, lf), lf)
-        raise AssertionError(f"{func}: the streaming pass found bad rows that no check reports")  # pragma: no cover
-    _run_checks(plan, st, lf)
-    return _assemble(plan, res)
+        out = _data_binned_sums(plan, lf)
+    else:
+        conf, acc = _lensed(plan)
+        res = _collect(_main_query(plan, lf, conf, acc))
+        st = _light_stats(plan, res)
+        if st["bad"]:
+            _run_checks(plan, _detail_stats(plan, lf), lf)
+            raise AssertionError(f"{func}: the streaming pass found bad rows that no check reports")  # pragma: no cover
+        _run_checks(plan, st, lf)
+        out = _assemble(plan, res)
+    sums, keys, counts = out
+    if plan.weight_col is not None:
+        check_group_weights(func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
+    if with_scale:
+        return sums, keys, counts, plan.weight_scale
+    with np.errstate(over="ignore"):  # past float64: refused by ce_from_sums (check_weight_sums)
+        return sums * plan.weight_scale, keys, counts
 
 
 def _light_stats(plan: _Plan, res: pl.DataFrame) -> dict[str, Any]:
