@@ -86,8 +86,9 @@ def check_seed(func: str, seed: Any, allow_none: bool = True) -> int | None:
 def check_weight_sums(sums: np.ndarray) -> None:
     """Refuse per (group, bin) sums whose weight total overflowed float64 (instead of returning NaN).
 
-    Eager frames never get here (``_columns._weights`` scales the weights by a power of two first);
-    LazyFrame streaming and Dask add the caller's weights as they are.
+    calframe's own paths never get here: eager frames, LazyFrame streaming and Dask all divide the
+    weights by the power of two near their maximum first (``_columns.weight_scale``); sums in the
+    caller's units (``lazy_sums`` without ``with_scale``) can.
     """
     total = sums[..., 0]
     if not np.isfinite(total).all():
@@ -144,13 +145,15 @@ def ce_from_sums(
         out = e if (squared and p == 2) else e ** (1.0 / p)
     elif p == 2:
         ybar = np.nan_to_num(acc)
-        rows_b = n * count_scale
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # rows past float64: var 0
+            rows_b = n * count_scale
             var = np.where(rows_b >= 2, ybar * (1.0 - ybar) / (rows_b - 1.0), 0.0)
         e2 = (w * np.where(rows_b >= 2, d * d - var, 0.0)).sum(axis=1)
         out = e2 if squared else np.sqrt(np.maximum(e2, 0.0))
     else:
-        out = _normal_debiased(n * count_scale, conf, acc, w, p, distance, n_resamples, seed)
+        with np.errstate(over="ignore"):  # rows past float64: no resampling noise
+            rows_b = n * count_scale
+        out = _normal_debiased(rows_b, conf, acc, w, p, distance, n_resamples, seed)
     return np.where(empty_group, np.nan, out)
 
 
