@@ -23,8 +23,8 @@ class ScalarRecalibrator(Recalibrator):
     def fit(cls, probs, labels, *, lens: str | None = None, meta: dict | None = None, **kwargs) -> "ScalarRecalibrator":
         func = f"{cls.method}.fit"
         extra = {k: kwargs.pop(k) for k in cls.extras if k in kwargs}  # per-row arrays: checked with the data
-        kwargs = cls.check_params(kwargs)
-        check_lens(func, "lens", lens)
+        kwargs = cls.check_params({"lens": lens, **kwargs})
+        lens = kwargs.pop("lens")
         pr = as_probs(probs, func)
         y = as_labels(labels, pr.n, pr.K, func)
         lens_ = parse_lens(lens, pr.K, func)
