@@ -841,9 +841,11 @@ def vece(
     Examples
     --------
     >>> import calframe
-    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
-    >>> round(calframe.vece(df, "age"), 4)
-    0.0167
+    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0, age_shift=0.15)
+    >>> round(calframe.vece(df, "age"), 4)               # one probability column: the positive class
+    0.1235
+    >>> round(calframe.vece(df, "age", lens="top1"), 4)  # top label: over- and under-confidence cancel
+    0.0149
     >>> calframe.vece(df, ["age", "region"])["variable"].to_list()
     ['age', 'region']
     """
@@ -954,8 +956,11 @@ def vece_rank(
     Examples
     --------
     >>> import calframe
-    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
+    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0, age_shift=0.15)
     >>> calframe.vece_rank(df)["variable"].to_list()
+    ['age', 'region', 'device']
+    >>> flat = calframe.datasets.grouped_miscalibration(n=4000, seed=0)  # regions over- / under-confident
+    >>> calframe.vece_rank(flat, lens="top1")["variable"].to_list()
     ['region', 'age', 'device']
     """
     func = "vece_rank"

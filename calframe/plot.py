@@ -701,7 +701,7 @@ class VeceRankDisplay:
     >>> import calframe
     >>> from calframe.plot import VeceRankDisplay
     >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
-    >>> disp = VeceRankDisplay(calframe.vece_rank(df)).plot()
+    >>> disp = VeceRankDisplay(calframe.vece_rank(df, lens="top1")).plot()
     >>> [t.get_text() for t in disp.ax_.get_yticklabels()]
     ['region', 'age', 'device']
     >>> import matplotlib.pyplot as plt; plt.close("all")
