@@ -699,10 +699,10 @@ def summary(
     tvd = Distance()
     figures: dict[str, Figure] = {
         "accuracy": lambda s: group_means(L.top1(s)[1].astype(np.float64), s),
-        "ece": _ce_figure(lens_, uni, 1.0, tvd, "plugin", False, 0, seed),
-        "mce": _ce_figure(lens_, uni, float("inf"), tvd, "plugin", False, 0, seed),
-        "rmsce": _ce_figure(lens_, uni, 2.0, tvd, "plugin", False, 0, seed),
-        "ce_debiased": _ce_figure(lens_, em, 2.0, tvd, "debiased", False, 0, seed),
+        "ece": _ce_figure(lens_, uni, 1.0, tvd, "plugin", False, 0, seed, "summary"),
+        "mce": _ce_figure(lens_, uni, float("inf"), tvd, "plugin", False, 0, seed, "summary"),
+        "rmsce": _ce_figure(lens_, uni, 2.0, tvd, "plugin", False, 0, seed, "summary"),
+        "ce_debiased": _ce_figure(lens_, em, 2.0, tvd, "debiased", False, 0, seed, "summary"),
         "brier": lambda s: group_means(_brier_rows(s), s),
         "log_loss": lambda s: group_means(_log_loss_rows(s), s),
     }

@@ -113,6 +113,10 @@ def test_every_lens_taking_function_defaults_to_class_1_on_binary_input(aged):
     assert lens_used(df, lens="top1") == "top1"
     with pytest.raises(calframe.ParameterError, match="lens"):
         calframe.ece(df, lens="class1")
+    with pytest.raises(calframe.ParameterError, match="of summary asks for class 7"):
+        calframe.summary(df, lens="class:7")
+    with pytest.raises(calframe.ColumnNotFoundError, match="nope"):
+        lens_used(df.to_pandas(), "nope")
 
 
 def test_sql_default_is_the_positive_class(aged):
