@@ -1361,7 +1361,8 @@ def gece(
     ----------
     lens : {None, "top1", "class:<c>", "topk", "full", "grouping", "marginal"}
         Default None: ``class:1`` (the positive class) for a single
-        probability column, ``top1`` for class probabilities. ``topk`` needs ``k``; ``grouping`` needs ``groups`` (lists of class
+        probability column, ``top1`` for class probabilities. ``topk``
+        needs ``k``; ``grouping`` needs ``groups`` (lists of class
         indices partitioning the classes); ``marginal`` averages the
         ``class:c`` figures over the classes, each binned on its own.
     distance : "tvd", "l2", ("mahalanobis", M) or ("interval", l, h)

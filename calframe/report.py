@@ -213,7 +213,8 @@ def _render_html(report: Report) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(report.title)}</h1>",
-        f"<p class='meta'>calframe {html.escape(_version())} &middot; lens {html.escape(lens_phrase(o['lens']))} &middot; "
+        f"<p class='meta'>calframe {html.escape(_version())} &middot; "
+        f"lens {html.escape(lens_phrase(o['lens']))} &middot; "
         f"{o['bins']} bins &middot; bootstrap {o['n_boot']} draws, seed {o['seed']}</p>",
         "<h2>Overall</h2>", _table(report.summary),
     ]

@@ -477,13 +477,17 @@ def ece_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: 
 
 def mce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
               closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
-    """SQL for MCE per group (max over non-empty bins): columns ``*by, n, mce``. Matches :func:`calframe.mce` (default lens class:1)."""
+    """SQL for MCE per group (max over non-empty bins): columns ``*by, n, mce``.
+
+    Matches :func:`calframe.mce` (default lens class:1)."""
     return ce_query(table, prob=prob, label=label, p="inf", by=by, bins=bins, closed=closed, lens=lens, name="mce")
 
 
 def rmsce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
                 closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
-    """SQL for RMSCE (plugin CE_2) per group: columns ``*by, n, rmsce``. Matches :func:`calframe.rmsce` (default lens class:1)."""
+    """SQL for RMSCE (plugin CE_2) per group: columns ``*by, n, rmsce``.
+
+    Matches :func:`calframe.rmsce` (default lens class:1)."""
     return ce_query(table, prob=prob, label=label, p=2, by=by, bins=bins, closed=closed, lens=lens, name="rmsce")
 
 
@@ -620,7 +624,8 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     # keys..., __cf_all, bin, n, sum_conf, sum_acc (the constant __cf_all keeps the key set non-empty)
     out[raw] = (
-        f"{create} {raw}(tbl, prob, label, bins := 15, closed := 'left', lens := '{_DEFAULT_LENS}', by_cols := []) AS TABLE\n"
+        f"{create} {raw}(tbl, prob, label, bins := 15, closed := 'left', lens := '{_DEFAULT_LENS}', "
+        "by_cols := []) AS TABLE\n"
         f"WITH {_macro_src(prefix, False)},\n"
         f"__cf_lensed AS (SELECT {keys}, {conf} AS __cf_conf, {acc} AS __cf_acc FROM __cf_src WHERE {not_null}),\n"
         f"__cf_k AS (SELECT *, CASE WHEN bins >= 1 THEN {k0} ELSE error('{prefix}: bins must be an int >= 1') END "
@@ -714,7 +719,8 @@ def install_duckdb_macros(con: Any, *, prefix: str = "calframe_", temporary: boo
     DuckDB. ``lens`` defaults to ``'class:1'`` (the positive class, as
     calframe's default for one probability column; ``'auto'`` means the
     same); pass ``lens := 'top1'`` for the top-label lens. Bad
-    ``lens``/``closed``/``bins`` values raise DuckDB errors at run time. Helper macros ``<prefix>sums_raw`` and ``<prefix>vsums_raw`` are
+    ``lens``/``closed``/``bins`` values raise DuckDB errors at run time.
+    Helper macros ``<prefix>sums_raw`` and ``<prefix>vsums_raw`` are
     created too.
     """
     if not isinstance(prefix, str) or not prefix.replace("_", "a").isalnum() or prefix[0].isdigit():
