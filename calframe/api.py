@@ -24,6 +24,14 @@ weights : str, optional
     Non-negative row weights (uniform binning only).
 nulls : {"raise", "drop"}
     What to do with nulls in the probability, label and weight columns.
+lens : str, optional
+    What is binned (SPEC §1.2): ``"top1"`` (the predicted class's
+    probability against accuracy) or ``"class:<c>"`` (class c's probability
+    against its frequency). Default None: ``"class:1"``, the positive class,
+    for a single probability column (binary input, as scikit-learn's
+    calibration_curve), and ``"top1"`` for class probabilities (several
+    columns, or one Array / List column); SPEC §8 "Default lens".
+    ``accuracy`` is always top-label correctness.
 ci : float, optional
     Confidence level of percentile bootstrap intervals (e.g. 0.95), adding
     ``<figure>_lo`` and ``<figure>_hi`` columns. Rows are resampled within
@@ -340,7 +348,7 @@ def ce(
     label: str | None = None,
     *,
     p: float | str = 1,
-    lens: str = "top1",
+    lens: str | None = None,
     distance: str | tuple | Distance = "tvd",
     estimator: Estimator = "plugin",
     squared: bool = False,
@@ -362,9 +370,11 @@ def ce(
     ----------
     p : 1, 2 or inf
         Power of the bin-weighted mean of distances; ``inf`` is the max over non-empty bins.
-    lens : {"top1", "class:<c>", "marginal"}
+    lens : {None, "top1", "class:<c>", "marginal"}
         What is binned: the top-1 confidence, one class's probability, or the
         class average of the ``class:c`` errors, each class binned on its own.
+        Default None: ``class:1`` (the positive class) for a single
+        probability column, ``top1`` for class probabilities.
     distance : "tvd", "l2", ("interval", l, h) or ("mahalanobis", M)
         Distance between a bin's mean output and mean label (SPEC §2).
     estimator : {"plugin", "debiased"}
@@ -476,7 +486,7 @@ def ece(
     bins: "int | Sequence[float]" = 15,
     binning: str = "uniform",
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     by: Columns = None,
     weights: str | None = None,
     nulls: Literal["raise", "drop"] = "raise",
@@ -487,6 +497,8 @@ def ece(
     """Expected calibration error: bin-weighted mean of |mean confidence - accuracy| (CE_1, plugin).
 
     See :func:`ce` for every option; this is ``ce(p=1, estimator="plugin")``.
+    ``lens`` defaults to ``class:1`` (the positive class) for a single
+    probability column and to ``top1`` for class probabilities.
 
     Examples
     --------
@@ -517,7 +529,7 @@ def mce(
     bins: "int | Sequence[float]" = 15,
     binning: str = "uniform",
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     by: Columns = None,
     weights: str | None = None,
     nulls: Literal["raise", "drop"] = "raise",
@@ -526,6 +538,9 @@ def mce(
     seed: int | None = 0,
 ) -> Result:
     """Maximum calibration error: the largest |mean confidence - accuracy| over non-empty bins (CE_inf).
+
+    Options as :func:`ce`; ``lens`` defaults to ``class:1`` (the positive
+    class) for a single probability column and to ``top1`` for class probabilities.
 
     Examples
     --------
@@ -546,7 +561,7 @@ def rmsce(
     bins: "int | Sequence[float]" = 15,
     binning: str = "uniform",
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     estimator: Estimator = "plugin",
     by: Columns = None,
     weights: str | None = None,
@@ -556,6 +571,9 @@ def rmsce(
     seed: int | None = 0,
 ) -> Result:
     """Root-mean-square calibration error (Kumar et al.'s l2 CE, CE_2).
+
+    Options as :func:`ce`; ``lens`` defaults to ``class:1`` (the positive
+    class) for a single probability column and to ``top1`` for class probabilities.
 
     Examples
     --------
@@ -651,7 +669,7 @@ def summary(
     prob: Columns = None,
     label: str | None = None,
     *,
-    lens: str = "top1",
+    lens: str | None = None,
     bins: "int | Sequence[float]" = 15,
     by: Columns = None,
     weights: str | None = None,
@@ -662,10 +680,13 @@ def summary(
 ) -> pl.DataFrame | pd.DataFrame:
     """Every headline figure in one frame, one row per group.
 
-    Columns: ``n``, ``accuracy``, ``ece`` and ``mce`` (``lens``, top1 by
-    default; uniform bins), ``rmsce`` (plugin), ``ce_debiased`` (equal-mass bins, Kumar's
-    debiased l2 estimator; uniform bins when ``weights`` are given), ``brier``,
-    ``log_loss``; with ``ci``, ``_lo``/``_hi`` bounds for each.
+    Columns: ``n``, ``accuracy`` (top-label correctness, whatever the lens),
+    ``ece``, ``mce`` and ``rmsce`` (plugin, uniform bins) and ``ce_debiased``
+    (equal-mass bins, Kumar's debiased l2 estimator; uniform bins when
+    ``weights`` are given), all four under ``lens``: by default ``class:1``
+    (the positive class) for a single probability column and ``top1`` for
+    class probabilities; then ``brier``, ``log_loss``; with ``ci``,
+    ``_lo``/``_hi`` bounds for each.
 
     Examples
     --------
@@ -674,18 +695,18 @@ def summary(
     >>> calframe.summary(df, by="region").columns[:4]
     ['region', 'n', 'accuracy', 'ece']
     """
-    top1 = L.parse_lens("summary", lens)
-    if top1.kind == "marginal":
+    lens_ = L.parse_lens("summary", lens)
+    if lens_.kind == "marginal":
         raise bad_param("summary", "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
     uni = make_binning("summary", "uniform", bins, "left")
     em = make_binning("summary", "equal_mass" if weights is None else "uniform", bins, "left")
     tvd = Distance()
     figures: dict[str, Figure] = {
         "accuracy": lambda s: group_means(L.top1(s)[1].astype(np.float64), s),
-        "ece": _ce_figure(top1, uni, 1.0, tvd, "plugin", False, 0, seed),
-        "mce": _ce_figure(top1, uni, float("inf"), tvd, "plugin", False, 0, seed),
-        "rmsce": _ce_figure(top1, uni, 2.0, tvd, "plugin", False, 0, seed),
-        "ce_debiased": _ce_figure(top1, em, 2.0, tvd, "debiased", False, 0, seed),
+        "ece": _ce_figure(lens_, uni, 1.0, tvd, "plugin", False, 0, seed, "summary"),
+        "mce": _ce_figure(lens_, uni, float("inf"), tvd, "plugin", False, 0, seed, "summary"),
+        "rmsce": _ce_figure(lens_, uni, 2.0, tvd, "plugin", False, 0, seed, "summary"),
+        "ce_debiased": _ce_figure(lens_, em, 2.0, tvd, "debiased", False, 0, seed, "summary"),
         "brier": lambda s: group_means(_brier_rows(s), s),
         "log_loss": lambda s: group_means(_log_loss_rows(s), s),
     }
@@ -701,7 +722,7 @@ def reliability(
     bins: "int | Sequence[float]" = 15,
     binning: str = "uniform",
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     by: Columns = None,
     weights: str | None = None,
     nulls: Literal["raise", "drop"] = "raise",
@@ -712,7 +733,9 @@ def reliability(
     ``lower``/``upper`` (the bin's edges), ``n`` (rows), ``weight`` (share of
     the group's rows or weights), ``conf`` (mean lensed output), ``acc`` (mean
     label: accuracy for top1, frequency for ``class:c``) and ``gap`` =
-    ``conf - acc`` (positive = over-confident).
+    ``conf - acc`` (positive = over-confident). ``lens`` defaults to
+    ``class:1`` (the positive class) for a single probability column and to
+    ``top1`` for class probabilities.
 
     Examples
     --------
@@ -793,7 +816,7 @@ def vece(
     bins: "int | Sequence[float]" = 10,
     binning: str = "quantile",
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     p: float | str = 1,
     distance: str | tuple | Distance = "tvd",
     estimator: Estimator = "plugin",
@@ -811,7 +834,10 @@ def vece(
     (``quantile(10)`` by default, as the paper's code; one bin per category for
     String / Categorical / Boolean variables) and every lens, distance, ``p``,
     estimator, ``by`` and ``ci`` option of :func:`ce` applies. With V = the
-    lensed confidence and the same bins, VECE equals ECE.
+    lensed confidence and the same bins, VECE equals ECE. ``lens`` defaults
+    to ``class:1`` (the positive class) for a single probability column and
+    to ``top1`` for class probabilities; Kelly & Smyth's paper measures the
+    top label (``lens="top1"``).
 
     ``variable`` may be a list: the result then has one row per (group,
     variable) with the variable's name in column ``variable``.
@@ -819,9 +845,11 @@ def vece(
     Examples
     --------
     >>> import calframe
-    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
-    >>> round(calframe.vece(df, "age"), 4)
-    0.0167
+    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0, age_shift=0.15)
+    >>> round(calframe.vece(df, "age"), 4)               # one probability column: the positive class
+    0.1235
+    >>> round(calframe.vece(df, "age", lens="top1"), 4)  # top label: over- and under-confidence cancel
+    0.0149
     >>> calframe.vece(df, ["age", "region"])["variable"].to_list()
     ['age', 'region']
     """
@@ -884,7 +912,8 @@ def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binn
 def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, **kwargs: Any) -> Result:
     """Variable-based maximum calibration error: the largest |accuracy - confidence| over the variable's bins.
 
-    Same options as :func:`vece` (``p`` is fixed to inf).
+    Same options as :func:`vece` (``p`` is fixed to inf; ``lens`` defaults
+    to ``class:1`` for a single probability column, ``top1`` for class probabilities).
 
     Examples
     --------
@@ -906,7 +935,7 @@ def vece_rank(
     *,
     bins: int = 10,
     binning: str = "quantile",
-    lens: str = "top1",
+    lens: str | None = None,
     by: Columns = None,
     nulls: Literal["raise", "drop"] = "raise",
     exclude: Sequence[str] = (),
@@ -916,8 +945,9 @@ def vece_rank(
 
     ``variables`` defaults to every numeric, Boolean, String and Categorical
     column other than the probability, label, group and ``exclude`` columns
-    (columns with a single distinct value are skipped). The lens is computed
-    once. Numeric variables under quantile bins without ``by=`` take three
+    (columns with a single distinct value are skipped). The lens (default
+    ``class:1`` for a single probability column, ``top1`` for class
+    probabilities) is computed once. Numeric variables under quantile bins without ``by=`` take three
     sequential passes each (range, a cell histogram of acc - conf, the rows
     of the few cells holding the quantile edges), several variables at once;
     every other case takes one binning and one accumulate pass per variable.
@@ -931,8 +961,11 @@ def vece_rank(
     Examples
     --------
     >>> import calframe
-    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
+    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0, age_shift=0.15)
     >>> calframe.vece_rank(df)["variable"].to_list()
+    ['age', 'region', 'device']
+    >>> flat = calframe.datasets.grouped_miscalibration(n=4000, seed=0)  # regions over- / under-confident
+    >>> calframe.vece_rank(flat, lens="top1")["variable"].to_list()
     ['region', 'age', 'device']
     """
     func = "vece_rank"
@@ -1069,10 +1102,13 @@ class VCECurve:
         One row per group: ``n``, ``v_star`` (where |acc - conf| is largest on
         the grid) and ``vce`` (that largest gap, in probability units; the
         paper quotes percentage points).
+    lens : str
+        The lens the curves were computed with (``"class:1"`` or ``"top1"``
+        when ``lens`` was not given; see :func:`vce_curve`).
     """
 
-    def __init__(self, curve: Any, summary: Any, variable: str, by: list[str]):
-        self.curve, self.summary, self.variable, self._by = curve, summary, variable, by
+    def __init__(self, curve: Any, summary: Any, variable: str, by: list[str], lens: str | None = None):
+        self.curve, self.summary, self.variable, self._by, self.lens = curve, summary, variable, by, lens
 
     def _single(self, col: str) -> float:
         if self._by:
@@ -1090,7 +1126,7 @@ class VCECurve:
         return self._single("v_star")
 
     def __repr__(self) -> str:
-        return f"VCECurve(variable={self.variable!r}, summary=\n{self.summary})"
+        return f"VCECurve(variable={self.variable!r}, lens={self.lens!r}, summary=\n{self.summary})"
 
 
 def vce_curve(
@@ -1099,7 +1135,7 @@ def vce_curve(
     prob: Columns = None,
     label: str | None = None,
     *,
-    lens: str = "top1",
+    lens: str | None = None,
     span: float = 0.9,
     degree: int = 2,
     family: Literal["gaussian", "symmetric"] = "gaussian",
@@ -1116,7 +1152,10 @@ def vce_curve(
     0.9 as the paper's Table 1; cloess's exact direct fit), evaluated on
     ``n_points`` points evenly spaced between the ``quantiles`` of the
     variable, with pointwise confidence bands at ``level``. VCE(v*) is the
-    largest |accuracy - confidence| on that grid.
+    largest |accuracy - confidence| on that grid. ``lens`` defaults to
+    ``class:1`` (the positive class: "accuracy" is then the frequency of
+    class 1) for a single probability column and to ``top1`` for class
+    probabilities; the result's ``.lens`` says which was used.
 
     Examples
     --------
@@ -1186,7 +1225,7 @@ def vce_curve(
         rows_.append(srow)
     by_cols = [] if scored.keys is None else scored.keys.columns
     return VCECurve(_to_flavor(pl.concat(curves), scored.flavor), _to_flavor(pl.concat(rows_), scored.flavor),
-                    variable, by_cols)
+                    variable, by_cols, str(L.resolve_lens(lens_, scored.binary)))
 
 
 # --------------------------------------------------------------------------- generalized ECE (Kirchenbauer et al.)
@@ -1302,7 +1341,7 @@ def gece(
     prob: Columns = None,
     label: str | None = None,
     *,
-    lens: str = "top1",
+    lens: str | None = None,
     k: int | None = None,
     groups: Sequence[Sequence[int]] | None = None,
     distance: Any = "tvd",
@@ -1325,8 +1364,10 @@ def gece(
 
     Parameters
     ----------
-    lens : {"top1", "class:<c>", "topk", "full", "grouping", "marginal"}
-        ``topk`` needs ``k``; ``grouping`` needs ``groups`` (lists of class
+    lens : {None, "top1", "class:<c>", "topk", "full", "grouping", "marginal"}
+        Default None: ``class:1`` (the positive class) for a single
+        probability column, ``top1`` for class probabilities. ``topk``
+        needs ``k``; ``grouping`` needs ``groups`` (lists of class
         indices partitioning the classes); ``marginal`` averages the
         ``class:c`` figures over the classes, each binned on its own.
     distance : "tvd", "l2", ("mahalanobis", M) or ("interval", l, h)
@@ -1375,11 +1416,12 @@ def gece(
             raise ParameterError(f"The 'output_between' parameter of {func} must have low <= high. "
                                  f"Got {tuple(output_between)}.")
     lens_name = lens if lens in ("top1", "topk", "full", "grouping", "marginal") else None
-    class_lens = None
+    scalar_lens = None  # class:c or the default, resolved per input by lenses.resolve_lens
     if lens_name is None:
-        class_lens = L.parse_lens(func, lens)
-        if class_lens.kind != "class":
-            raise bad_param(func, "lens", "'top1', 'class:<c>', 'topk', 'full', 'grouping' or 'marginal'", lens)
+        scalar_lens = L.parse_lens(func, lens)
+        if scalar_lens.kind not in ("class", "auto"):
+            raise bad_param(func, "lens", "None, 'top1', 'class:<c>', 'topk', 'full', 'grouping' or 'marginal'",
+                            lens)
     if lens == "topk" and k is None:
         raise ParameterError(f"The 'lens' parameter of {func}: lens='topk' needs k=<number of classes to keep>.")
     if lens == "grouping" and groups is None:
@@ -1390,11 +1432,12 @@ def gece(
     def lensed(scored: Scored, c: int | None = None):
         if c is not None:
             return G.class_c(scored.probs, scored.labels, c)
-        if class_lens is not None:
-            if class_lens.c >= scored.n_classes:
-                L.parse_lens(func, class_lens, scored.n_classes)
-            return G.class_c(scored.probs, scored.labels, class_lens.c)
-        if lens == "top1":
+        used = None if scalar_lens is None else L.resolve_lens(scalar_lens, scored.binary)
+        if used is not None and used.kind == "class":
+            if used.c >= scored.n_classes:
+                L.parse_lens(func, used, scored.n_classes)
+            return G.class_c(scored.probs, scored.labels, used.c)
+        if lens == "top1" or used is not None:
             return G.top1(scored.probs, scored.labels)
         if lens == "topk":
             return G.topk(scored.probs, scored.labels, k)  # type: ignore[arg-type]
@@ -1529,7 +1572,7 @@ def lce(
     *,
     gamma: float = 0.2,
     bins: int = 15,
-    lens: str = "top1",
+    lens: str | None = None,
     prepare: Literal["none", "standardize", "pca"] = "none",
     n_components: int | None = None,
     name: str = "lce",
@@ -1542,7 +1585,9 @@ def lce(
     x itself included), with the Laplacian kernel
     k(x, x') = exp(-||phi(x) - phi(x')||_1 / (d * gamma)) on the d feature
     columns (``prepare``: as given, standardised, or PCA to ``n_components``).
-    Sums are exact (no truncation): calframe._kernels.local.
+    Sums are exact (no truncation): calframe._kernels.local. ``lens``
+    defaults to ``class:1`` (the positive class) for a single probability
+    column and to ``top1`` for class probabilities (g', y' are its outputs).
 
     Returns the frame (the rows used, in order) with the column added.
 
@@ -1594,7 +1639,7 @@ def mlce(
     *,
     gamma: float = 0.2,
     bins: int = 15,
-    lens: str = "top1",
+    lens: str | None = None,
     prepare: Literal["none", "standardize", "pca"] = "none",
     n_components: int | None = None,
     by: Columns = None,
@@ -1604,7 +1649,9 @@ def mlce(
 
     LCE is computed over the whole frame (neighbourhoods are defined by the
     features, not by ``by``) and summarised per group: ``mlce`` (max) and
-    ``mean_lce``. Without ``by`` returns the MLCE as a float.
+    ``mean_lce``. Without ``by`` returns the MLCE as a float. ``lens`` as
+    :func:`lce` (default ``class:1`` for a single probability column, ``top1``
+    for class probabilities).
 
     Examples
     --------
@@ -1641,7 +1688,7 @@ def mlce_curve(
     *,
     gammas: Sequence[float] | None = None,
     bins: int = 15,
-    lens: str = "top1",
+    lens: str | None = None,
     prepare: Literal["none", "standardize", "pca"] = "none",
     n_components: int | None = None,
     nulls: Literal["raise", "drop"] = "raise",
@@ -1649,7 +1696,8 @@ def mlce_curve(
     """MLCE as a function of gamma (Luo et al. Fig. 1), with MCE (the gamma -> inf limit, Lemma 1) beside it.
 
     ``gammas`` defaults to ``numpy.logspace(-2, 2, 25)``. Columns: ``gamma``,
-    ``mlce``, ``mean_lce``, ``mce``.
+    ``mlce``, ``mean_lce``, ``mce``, all under ``lens`` (default ``class:1``
+    for a single probability column, ``top1`` for class probabilities).
 
     Examples
     --------

@@ -198,7 +198,7 @@ def _prob(s: str | None) -> str | list[str] | None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import build_report
+    from .report import build_report, lens_phrase
 
     files = expand(args.files)
     outputs = [(Path(p), what) for p, what in ((args.out, "the HTML report"), (args.json, "the JSON figures"))
@@ -218,7 +218,11 @@ def _report(args: argparse.Namespace) -> int:
     if args.out:
         write_text(Path(args.out), rep.to_html())
         print(f"calframe: wrote {args.out}", file=sys.stderr)
-    if not args.out and not args.json:
+    lens = f"lens {lens_phrase(rep.options['lens'])}"
+    if args.out or args.json:
+        print(f"calframe: {lens}", file=sys.stderr)
+    else:
+        print(lens[0].upper() + lens[1:])
         with pl.Config(tbl_cols=20, tbl_rows=40):
             print(rep.summary)
             if rep.by_group is not None:
@@ -462,7 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--by", help="comma-separated group columns")
     rep.add_argument("--vece", help="comma-separated variables to check calibration along")
     rep.add_argument("--bins", type=int, default=15)
-    rep.add_argument("--lens", default="top1", help="top1 (default) or class:<c>")
+    rep.add_argument("--lens", default=None,
+                     help="top1 or class:<c>; default: class:1 (the positive class) for one probability column, "
+                          "top1 for class probability columns")
     rep.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
     rep.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals")
     rep.add_argument("--n-boot", type=int, default=200)

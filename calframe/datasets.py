@@ -109,7 +109,7 @@ def theorem_5_1(n: int = 100_000, k: int = 2, alpha: float = 0.02, seed: int = 0
     --------
     >>> import calframe
     >>> df = calframe.datasets.theorem_5_1(n=200_000, k=2, alpha=0.02)
-    >>> round(calframe.vece(df, "v"), 2), round(calframe.ece(df), 3)
+    >>> round(calframe.vece(df, "v", lens="top1"), 2), round(calframe.ece(df, lens="top1"), 3)  # top label
     (0.24, 0.002)
     """
     rng = np.random.default_rng(check_seed("datasets.theorem_5_1", seed))
@@ -132,7 +132,7 @@ def theorem_5_2(n: int = 100_000, k: int = 2, alpha: float = 0.02, seed: int = 0
     --------
     >>> import calframe
     >>> df = calframe.datasets.theorem_5_2(n=200_000, k=3, alpha=0.02)
-    >>> round(calframe.ece(df), 2), round(calframe.vece(df, "v"), 2)
+    >>> round(calframe.ece(df, lens="top1"), 2), round(calframe.vece(df, "v", lens="top1"), 2)  # top label
     (0.32, 0.0)
     """
     rng = np.random.default_rng(check_seed("datasets.theorem_5_2", seed))

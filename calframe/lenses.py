@@ -2,11 +2,19 @@
 
 Scalar lenses:
 
-- ``"top1"`` (default): conf = max_j g_j, acc = 1 if the top class is the
-  label. Ties go to the lowest class index; for binary input conf =
-  max(p, 1 - p) and class 1 is predicted only when p > 0.5.
+- ``"top1"``: conf = max_j g_j, acc = 1 if the top class is the label. Ties
+  go to the lowest class index; for binary input conf = max(p, 1 - p) and
+  class 1 is predicted only when p > 0.5.
 - ``"class:c"``: conf = g_c, acc = 1 if the label is c (``"class:1"`` on binary
   input is positive-class calibration, what scikit-learn's calibration_curve plots).
+
+The default (``lens=None``, also spelled ``"auto"``; SPEC §8 "Default lens")
+depends on the shape of the probabilities and is resolved by :func:`resolve_lens`
+alone: ``class:1`` for a single probability column (binary input: the
+positive class, as scikit-learn, torchmetrics' BinaryCalibrationError, relplot
+and uncertainty-calibration measure it; the top-label lens would let over- and
+under-confidence cancel inside a bin) and ``top1`` for class probabilities
+(several columns, or one Array / List column).
 
 ``"marginal"`` is not a lens but the class-averaged form of the ``class:c``
 metrics, each class binned on its own (Kumar et al. Def. 2.4).
@@ -15,10 +23,12 @@ metrics, each class binned on its own (Kumar et al. Def. 2.4).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import polars as pl
 
 from ._columns import Scored
 from ._errors import ParameterError, bad_param
@@ -28,7 +38,8 @@ LENS_NAMES = ("top1", "class:<c>", "marginal")
 
 @dataclass(frozen=True)
 class Lens:
-    kind: Literal["top1", "class", "marginal"]
+    #: "auto" is the unresolved default; :func:`resolve_lens` turns it into class:1 or top1
+    kind: Literal["auto", "top1", "class", "marginal"]
     c: int = -1
 
     def __str__(self) -> str:
@@ -43,17 +54,23 @@ def class_(c: int) -> str:
 _CLASS_RE = re.compile(r"^class[:(]\s*(\d+)\s*\)?$")
 
 
-def parse_lens(func: str, lens: "str | Lens", n_classes: int | None = None) -> Lens:
+AUTO = Lens("auto")
+
+
+def parse_lens(func: str, lens: "str | Lens | None", n_classes: int | None = None) -> Lens:
+    """The :class:`Lens` of a ``lens`` argument; None (or ``"auto"``) is :data:`AUTO`, resolved later."""
     if isinstance(lens, Lens):
         out = lens
+    elif lens is None or lens == "auto":
+        out = AUTO
     elif not isinstance(lens, str):
-        raise bad_param(func, "lens", f"one of {list(LENS_NAMES)}", lens)
+        raise bad_param(func, "lens", f"None or one of {list(LENS_NAMES)}", lens)
     elif lens in ("top1", "marginal"):
         out = Lens(lens)  # type: ignore[arg-type]
     else:
         m = _CLASS_RE.match(lens.strip())
         if not m:
-            raise bad_param(func, "lens", f"one of {list(LENS_NAMES)} (e.g. 'class:1')", lens)
+            raise bad_param(func, "lens", f"None or one of {list(LENS_NAMES)} (e.g. 'class:1')", lens)
         out = Lens("class", int(m.group(1)))
     if n_classes is not None and out.kind == "class" and out.c >= n_classes:
         raise ParameterError(
@@ -61,6 +78,58 @@ def parse_lens(func: str, lens: "str | Lens", n_classes: int | None = None) -> L
             f"{n_classes} classes (0..{n_classes - 1})."
         )
     return out
+
+
+def resolve_lens(lens: Lens, binary: bool) -> Lens:
+    """The lens a call measures: the default (:data:`AUTO`) is ``class:1`` for a single
+    probability column (``binary``) and ``top1`` for class probabilities; any other lens as given.
+
+    This is the one place the default is decided (every surface calls it once the
+    shape of the probabilities is known).
+    """
+    if lens.kind != "auto":
+        return lens
+    return Lens("class", 1) if binary else Lens("top1")
+
+
+def binary_dtype(dtype: Any) -> bool:
+    """Whether one probability column of this Polars dtype is binary input (not an Array / List of classes)."""
+    return not isinstance(dtype, (pl.Array, pl.List))
+
+
+def lens_used(frame: Any, prob: "str | Sequence[str] | None" = None, lens: "str | Lens | None" = None,
+              func: str = "lens_used") -> str:
+    """The lens (as a string) a calframe call with these ``prob`` / ``lens`` arguments measures on ``frame``.
+
+    Reads the schema only (pandas: the first row of the probability column).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> lens_used(pl.DataFrame({"prob": [0.2], "label": [1]}))
+    'class:1'
+    >>> lens_used(pl.DataFrame({"p0": [0.8], "p1": [0.2], "label": [1]}), prob=["p0", "p1"])
+    'top1'
+    >>> lens_used(pl.DataFrame({"prob": [0.2]}), lens="top1")
+    'top1'
+    """
+    lens_ = parse_lens(func, lens)
+    if lens_.kind != "auto":
+        return str(lens_)
+    if prob is not None and not isinstance(prob, str):
+        return str(resolve_lens(lens_, False))
+    from ._columns import PROB_CANDIDATES, _check_present, _pick_default, _select, columns_of
+
+    names = columns_of(frame)
+    name = prob if prob is not None else _pick_default(names, PROB_CANDIDATES, "probability", "prob", func)
+    _check_present(names, [name], func, "prob")
+    if isinstance(frame, pl.LazyFrame):
+        dtype = frame.collect_schema()[name]
+    elif isinstance(frame, pl.DataFrame):
+        dtype = frame.schema[name]
+    else:
+        dtype = _select(frame.head(1), [name], func)[name].dtype
+    return str(resolve_lens(lens_, binary_dtype(dtype)))
 
 
 def top1(scored: Scored) -> tuple[np.ndarray, np.ndarray]:
@@ -86,6 +155,8 @@ def class_lens(scored: Scored, c: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def scalar(scored: Scored, lens: Lens) -> tuple[np.ndarray, np.ndarray]:
+    """(conf, acc) of a scalar lens; the default is resolved against ``scored``'s shape."""
+    lens = resolve_lens(lens, scored.binary)
     if lens.kind == "top1":
         return top1(scored)
     if lens.kind == "class":

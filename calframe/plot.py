@@ -200,11 +200,24 @@ def _pack(items: list[Any], grouped: bool) -> Any:
 # --------------------------------------------------------------------------- reliability
 
 
-def _lens_labels(lens: str) -> tuple[str, str]:
+def _lens_labels(lens: str | None) -> tuple[str, str]:
+    """(x, y) axis labels of a reliability diagram drawn under ``lens`` (None: not known)."""
+    if lens is None:
+        return "Mean predicted probability", "Observed frequency"
     if lens.startswith("class:"):
         c = lens.split(":", 1)[1]
         return f"Mean predicted probability of class {c}", f"Frequency of class {c}"
     return "Mean confidence (top-1)", "Accuracy"
+
+
+def _curve_labels(lens: str | None) -> tuple[str, str, str]:
+    """(observed curve, predicted curve, y axis) labels of variable curves drawn under ``lens``."""
+    if lens is not None and lens.startswith("class:"):
+        c = lens.split(":", 1)[1]
+        return f"Frequency of class {c}", f"Probability of class {c}", f"Frequency / probability of class {c}"
+    if lens is None:
+        return "Observed frequency", "Predicted probability", "Frequency / probability"
+    return "Accuracy", "Confidence", "Accuracy / confidence"
 
 
 class ReliabilityDisplay:
@@ -233,9 +246,11 @@ class ReliabilityDisplay:
         ECE to print (a dict maps each group's label to its value). Default:
         computed from the table as sum(weight * |gap|), which is
         :func:`calframe.ece` with the same binning.
-    lens : str
+    lens : str, optional
         The lens the table was computed with (``"top1"`` or ``"class:<c>"``);
-        it only sets the axis labels.
+        it only sets the axis labels. Default None: neutral labels (mean
+        predicted probability, observed frequency). :meth:`from_frame` passes
+        the lens it used.
     name : str, optional
         Title prefix (e.g. the model's name).
 
@@ -271,7 +286,7 @@ class ReliabilityDisplay:
     """
 
     def __init__(self, table: Any, *, by: str | Sequence[str] | None = None, ece: float | dict | None = None,
-                 lens: str = "top1", name: str | None = None):
+                 lens: str | None = None, name: str | None = None):
         self.table = _polars(table, "ReliabilityDisplay")
         _check_columns(self.table, _RELIABILITY_COLUMNS, "ReliabilityDisplay", "calframe.reliability()")
         self.by = _group_columns(self.table, by, _RELIABILITY_COLUMNS)
@@ -400,7 +415,7 @@ class ReliabilityDisplay:
         bins: "int | Sequence[float]" = 15,
         binning: str = "uniform",
         closed: str = "left",
-        lens: str = "top1",
+        lens: str | None = None,
         by: str | Sequence[str] | None = None,
         weights: str | None = None,
         nulls: str = "raise",
@@ -413,7 +428,9 @@ class ReliabilityDisplay:
     ) -> "ReliabilityDisplay":
         """Compute the table with :func:`calframe.reliability` and plot it.
 
-        ``prob`` ... ``nulls`` are :func:`calframe.reliability`'s parameters;
+        ``prob`` ... ``nulls`` are :func:`calframe.reliability`'s parameters
+        (``lens`` default None: class:1 for one probability column, top1 for
+        class probabilities; the axes are labelled by the lens used);
         ``name``, ``ax``, ``kind``, ``hist``, ``ncols`` and ``**kwargs`` are
         :meth:`plot`'s.
 
@@ -425,13 +442,15 @@ class ReliabilityDisplay:
         >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
         >>> disp = calframe.plot.ReliabilityDisplay.from_frame(df.to_pandas(), kind="points")
         >>> disp.ax_.get_xlabel(), disp.hist_ax_.get_xlabel()
-        ('', 'Mean confidence (top-1)')
+        ('', 'Mean predicted probability of class 1')
         >>> import matplotlib.pyplot as plt; plt.close("all")
         """
         from . import api
+        from .lenses import lens_used
 
         table = api.reliability(frame, prob, label, bins=bins, binning=binning, closed=closed, lens=lens,  # type: ignore[arg-type]
                                 by=by, weights=weights, nulls=nulls)  # type: ignore[arg-type]
+        lens = lens_used(frame, prob, lens, func="reliability")
         by_cols = None if by is None else ([by] if isinstance(by, str) else list(by))
         disp = cls(table, by=by_cols or [], lens=lens, name=name)
         return disp.plot(ax=ax, kind=kind, hist=hist, ncols=ncols, **kwargs)
@@ -465,6 +484,10 @@ class VariableCurveDisplay:
         Group columns (default: inferred from the frames' extra columns).
     level : float, optional
         Confidence level of the bands, for the legend.
+    lens : str, optional
+        The lens of the curves, for the labels ("Accuracy" / "Confidence"
+        under ``top1``, "Frequency" / "Probability of class c" under
+        ``class:c``); taken from a VCECurve (the lens it used).
     name : str, optional
         Title prefix (e.g. the model's name).
 
@@ -495,10 +518,12 @@ class VariableCurveDisplay:
     """
 
     def __init__(self, curve: "VCECurve | Any", summary: Any = None, *, variable: str | None = None,
-                 by: str | Sequence[str] | None = None, level: float | None = None, name: str | None = None):
+                 by: str | Sequence[str] | None = None, level: float | None = None, lens: str | None = None,
+                 name: str | None = None):
         if hasattr(curve, "curve") and hasattr(curve, "summary"):
             summary = curve.summary if summary is None else summary
             variable = getattr(curve, "variable", None) if variable is None else variable
+            lens = getattr(curve, "lens", None) if lens is None else lens
             if by is None and getattr(curve, "_by", None) is not None:
                 by = list(curve._by)
             curve = curve.curve
@@ -512,6 +537,7 @@ class VariableCurveDisplay:
         self.by = _group_columns(self.curve, by, _CURVE_COLUMNS)
         self.variable = variable
         self.level = level
+        self.lens = lens
         self.name = name
         rows = _split(self.summary, self.by)
         vce = {label: float(s["vce"][0]) for label, s in rows}
@@ -549,6 +575,7 @@ class VariableCurveDisplay:
             mains = _user_axes(ax, len(parts), "VariableCurveDisplay.plot")
             fig = mains[0].figure
         band = "band" if self.level is None else f"{self.level:.0%} band"
+        acc_name, conf_name, ylabel = _curve_labels(self.lens)
         acc_lines, conf_lines = [], []
         nc = _n_cols(len(parts), ncols)
         for i, (label, part) in enumerate(parts):
@@ -557,12 +584,12 @@ class VariableCurveDisplay:
             acc, conf = part["acc"].to_numpy(), part["conf"].to_numpy()
             if bands:
                 a.fill_between(v, part["acc_lo"].to_numpy(), part["acc_hi"].to_numpy(), color=ACC_COLOR, alpha=0.2,
-                               linewidth=0, label=f"Accuracy {band}")
+                               linewidth=0, label=f"{acc_name} {band}")
                 a.fill_between(v, part["conf_lo"].to_numpy(), part["conf_hi"].to_numpy(), color=CONF_COLOR,
-                               alpha=0.2, linewidth=0, label=f"Confidence {band}")
-            acc_lines.append(a.plot(v, acc, **{"color": ACC_COLOR, "linewidth": 2, "label": "Accuracy", **kwargs})[0])
+                               alpha=0.2, linewidth=0, label=f"{conf_name} {band}")
+            acc_lines.append(a.plot(v, acc, **{"color": ACC_COLOR, "linewidth": 2, "label": acc_name, **kwargs})[0])
             conf_lines.append(a.plot(v, conf, **{"color": CONF_COLOR, "linewidth": 2, "linestyle": "--",
-                                                 "label": "Confidence", **kwargs})[0])
+                                                 "label": conf_name, **kwargs})[0])
             vce = self.vce_[label] if grouped else self.vce_  # type: ignore[index]
             vs = self.v_star_[label] if grouped else self.v_star_  # type: ignore[index]
             if mark_v_star and math.isfinite(vs):
@@ -572,7 +599,7 @@ class VariableCurveDisplay:
                        label="VCE(v*)")
             a.set_xlabel(self.variable or "variable")
             if ax is not None or i % nc == 0:
-                a.set_ylabel("Accuracy / confidence")
+                a.set_ylabel(ylabel)
             a.grid(True, color="0.9", linewidth=0.6)
             a.set_axisbelow(True)
             head = f"VCE = {_fmt(vce)} at v* = {vs:.4g}"
@@ -674,7 +701,7 @@ class VeceRankDisplay:
     >>> import calframe
     >>> from calframe.plot import VeceRankDisplay
     >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
-    >>> disp = VeceRankDisplay(calframe.vece_rank(df)).plot()
+    >>> disp = VeceRankDisplay(calframe.vece_rank(df, lens="top1")).plot()
     >>> [t.get_text() for t in disp.ax_.get_yticklabels()]
     ['region', 'age', 'device']
     >>> import matplotlib.pyplot as plt; plt.close("all")
@@ -997,7 +1024,9 @@ def reliability_diagram(frame: Frame, prob: str | Sequence[str] | None = None, l
     >>> matplotlib.use("Agg")
     >>> import calframe, calframe.plot
     >>> df = calframe.datasets.grouped_miscalibration(n=1000, seed=0)
-    >>> calframe.plot.reliability_diagram(df, bins=10).figure_.get_axes()[0].get_ylabel()
+    >>> calframe.plot.reliability_diagram(df, bins=10).figure_.get_axes()[0].get_ylabel()  # one probability column
+    'Frequency of class 1'
+    >>> calframe.plot.reliability_diagram(df, bins=10, lens="top1").figure_.get_axes()[0].get_ylabel()
     'Accuracy'
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import polars as pl
 
 from . import api
+from . import lenses as L
 
 
 @dataclass
@@ -100,29 +101,36 @@ def build_report(
     by: str | Sequence[str] | None = None,
     variables: Sequence[str] = (),
     bins: int = 15,
-    lens: str = "top1",
+    lens: str | None = None,
     ci: float | None = 0.95,
     n_boot: int = 200,
     seed: int = 0,
     nulls: str = "raise",
     title: str = "Calibration report",
 ) -> Report:
-    """Compute the figures of a report (summary, per group, reliability, VECE ranking, VCE curves)."""
-    common = dict(prob=prob, label=label, nulls=nulls)
+    """Compute the figures of a report (summary, per group, reliability, VECE ranking, VCE curves).
+
+    Every calibration figure uses one lens: ``lens``, or by default (None)
+    ``class:1`` for a single probability column (binary input) and ``top1``
+    for class probabilities (SPEC §8 "Default lens"). The lens used is
+    ``report.options["lens"]`` and is printed in the HTML page.
+    """
+    lens = L.lens_used(frame, prob, lens, func="report")
+    common = dict(prob=prob, label=label, nulls=nulls, lens=lens)
     summary = api.summary(frame, bins=bins, ci=ci, n_boot=n_boot, seed=seed, **common)  # type: ignore[arg-type]
     by_group = None
     if by is not None:
         by_group = api.summary(frame, bins=bins, by=by, ci=ci, n_boot=n_boot, seed=seed, **common)  # type: ignore
-    reliability = api.reliability(frame, bins=bins, lens=lens, by=by, **common)  # type: ignore[arg-type]
+    reliability = api.reliability(frame, bins=bins, by=by, **common)  # type: ignore[arg-type]
     variables_df = None
     curves: dict[str, Any] = {}
     if variables:
-        variables_df = api.vece_rank(frame, list(variables), by=by, lens=lens, **common)  # type: ignore[arg-type]
+        variables_df = api.vece_rank(frame, list(variables), by=by, **common)  # type: ignore[arg-type]
         kinds = dict(zip(variables_df["variable"].to_list(), variables_df["kind"].to_list())) if isinstance(
             variables_df, pl.DataFrame) else {}
         for v in variables:
             if kinds.get(v) == "numeric":
-                curves[v] = api.vce_curve(frame, v, lens=lens, by=by, n_points=200, **common)  # type: ignore
+                curves[v] = api.vce_curve(frame, v, by=by, n_points=200, **common)  # type: ignore
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
                           "lens": lens, "ci": ci, "n_boot": n_boot, "seed": seed},
                   _pl(summary), _pl(by_group), _pl(reliability), _pl(variables_df), curves)
@@ -182,7 +190,8 @@ def _figures(report: Report) -> dict[str, str]:
         return {}
     out = {}
     try:
-        disp = plot.ReliabilityDisplay(report.reliability, by=report.options.get("by")).plot()
+        disp = plot.ReliabilityDisplay(report.reliability, by=report.options.get("by"),
+                                       lens=report.options["lens"]).plot()
         out["reliability"] = _png(disp.figure_)
         plt.close(disp.figure_)
     except Exception as exc:  # a figure must never break the report
@@ -204,7 +213,8 @@ def _render_html(report: Report) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(report.title)}</h1>",
-        f"<p class='meta'>calframe {html.escape(_version())} &middot; lens {html.escape(str(o['lens']))} &middot; "
+        f"<p class='meta'>calframe {html.escape(_version())} &middot; "
+        f"lens {html.escape(lens_phrase(o['lens']))} &middot; "
         f"{o['bins']} bins &middot; bootstrap {o['n_boot']} draws, seed {o['seed']}</p>",
         "<h2>Overall</h2>", _table(report.summary),
     ]
@@ -222,6 +232,17 @@ def _render_html(report: Report) -> str:
             parts += [f"<h3>VCE along {html.escape(v)}</h3>", figs.get(f"curve:{v}", ""), _table(summ)]
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def lens_phrase(lens: str) -> str:
+    """The lens a report used, in words: ``class:1 (positive class)``, ``top1 (top label)``."""
+    if lens == "top1":
+        return "top1 (top label: confidence of the predicted class against accuracy)"
+    if lens.startswith("class:"):
+        c = lens.split(":", 1)[1]
+        what = "the positive class" if c == "1" else f"class {c}"
+        return f"{lens} (probability of {what} against its frequency)"
+    return lens
 
 
 def _version() -> str:

@@ -14,7 +14,10 @@ and matches calframe's numbers to rounding (``1e-12``), bin edges included.
 >>> q = sql.ece_query("scores", prob="prob", label="label", by="model")
 
 Binary input only: ``prob`` is the positive-class probability and ``label``
-holds 0/1 (or Boolean) labels.
+holds 0/1 (or Boolean) labels. The default lens (``lens=None``, or
+``"auto"``) is therefore ``"class:1"``, the positive class, as calframe's
+default for a single probability column (SPEC §8 "Default lens"); pass
+``lens="top1"`` for the top-label lens.
 
 Binning, exactly as calframe (SPEC §1.3)
 ----------------------------------------
@@ -76,6 +79,7 @@ import numpy as np
 from ._errors import ParameterError, bad_param
 from ._names import PREFIX, fresh_prefix
 from .binning import qcut_quantiles, uniform_edges
+from .lenses import AUTO, resolve_lens
 
 __all__ = [
     "quote_ident",
@@ -100,6 +104,8 @@ _PREFIX = PREFIX
 #: a double-quoted identifier or a single-quoted string, '' / "" escapes included
 _QUOTED = re.compile(r"(\"(?:[^\"]|\"\")*\"|'(?:[^']|'')*')")
 _LENSES = ("top1", "class:1", "class:0")
+#: the default lens of every query and macro: the input is binary (one probability column)
+_DEFAULT_LENS = str(resolve_lens(AUTO, binary=True))
 _SUM_COLUMNS = ("bin", "n", "sum_conf", "sum_acc")
 
 
@@ -218,6 +224,8 @@ def _own_names(query: str) -> str:
 
 def _lens_exprs(func: str, lens: Any) -> tuple[str, str]:
     """(conf, acc) SQL over the DOUBLE columns __cf_p (probability) and __cf_y (0/1 label)."""
+    if lens is None or lens == "auto":
+        lens = _DEFAULT_LENS
     if lens == "top1":
         # SPEC §1.2: class 1 is predicted only when p > 0.5
         return (
@@ -228,7 +236,7 @@ def _lens_exprs(func: str, lens: Any) -> tuple[str, str]:
         return "__cf_p", "__cf_y"
     if lens == "class:0":
         return "1e0 - __cf_p", "1e0 - __cf_y"
-    raise bad_param(func, "lens", f"one of {list(_LENSES)} (binary input)", lens)
+    raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
 
 
 def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
@@ -362,7 +370,7 @@ def sums_query(
     by: Columns = None,
     bins: Edges = 15,
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     variable: str | None = None,
     variable_edges: Sequence[float] | None = None,
     variable_bins: int | None = None,
@@ -390,7 +398,9 @@ def sums_query(
     closed : {"left", "right"}
         Closed side of the bins (uniform or explicit, confidence or variable
         edges); see the module docstring.
-    lens : {"top1", "class:1", "class:0"}
+    lens : {None, "top1", "class:1", "class:0"}
+        Default None: ``"class:1"`` (the positive class; calframe's default
+        for one probability column). ``"top1"`` bins max(p, 1 - p).
     variable : str, optional
         Bin this column instead of the confidence (VECE): by
         ``variable_edges``, by ``variable_bins`` quantile bins per group
@@ -441,14 +451,15 @@ def ce_query(
     by: Columns = None,
     bins: Edges = 15,
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     name: str | None = None,
 ) -> str:
     """SQL for CE_p per group (SPEC §1.5, plugin, tvd): columns ``*by, n, <name>``.
 
     ``p = 1`` is ECE, ``2`` RMSCE, ``inf`` MCE; ``name`` defaults to ``"ce"``.
     One row per group (one row without ``by``), sorted by the group keys with
-    NULLs last. Matches ``calframe.ce(frame, prob, label, p=p, ...)``.
+    NULLs last. Matches ``calframe.ce(frame, prob, label, p=p, ...)``; ``lens``
+    as :func:`sums_query` (default the positive class, ``"class:1"``).
     """
     name = _figure_name("ce_query", name, "ce")
     ctes, keys, final = _sums_parts(
@@ -459,20 +470,24 @@ def ce_query(
 
 
 def ece_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
-              closed: Literal["left", "right"] = "left", lens: str = "top1") -> str:
-    """SQL for ECE per group: columns ``*by, n, ece``. Matches :func:`calframe.ece`."""
+              closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
+    """SQL for ECE per group: columns ``*by, n, ece``. Matches :func:`calframe.ece` (default lens class:1)."""
     return ce_query(table, prob=prob, label=label, p=1, by=by, bins=bins, closed=closed, lens=lens, name="ece")
 
 
 def mce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
-              closed: Literal["left", "right"] = "left", lens: str = "top1") -> str:
-    """SQL for MCE per group (max over non-empty bins): columns ``*by, n, mce``. Matches :func:`calframe.mce`."""
+              closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
+    """SQL for MCE per group (max over non-empty bins): columns ``*by, n, mce``.
+
+    Matches :func:`calframe.mce` (default lens class:1)."""
     return ce_query(table, prob=prob, label=label, p="inf", by=by, bins=bins, closed=closed, lens=lens, name="mce")
 
 
 def rmsce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
-                closed: Literal["left", "right"] = "left", lens: str = "top1") -> str:
-    """SQL for RMSCE (plugin CE_2) per group: columns ``*by, n, rmsce``. Matches :func:`calframe.rmsce`."""
+                closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
+    """SQL for RMSCE (plugin CE_2) per group: columns ``*by, n, rmsce``.
+
+    Matches :func:`calframe.rmsce` (default lens class:1)."""
     return ce_query(table, prob=prob, label=label, p=2, by=by, bins=bins, closed=closed, lens=lens, name="rmsce")
 
 
@@ -487,7 +502,7 @@ def vece_query(
     edges: Sequence[float] | None = None,
     categorical: bool = False,
     closed: Literal["left", "right"] = "left",
-    lens: str = "top1",
+    lens: str | None = None,
     p: float | str = 1,
     name: str | None = None,
 ) -> str:
@@ -497,7 +512,8 @@ def vece_query(
     pandas.qcut exactly as :func:`calframe.vece`'s default), by explicit
     ``edges`` (``closed`` picks the closed side), or one bin per distinct
     value with ``categorical=True`` (calframe does this for String /
-    Categorical / Boolean variables). ``p="inf"`` gives VMCE.
+    Categorical / Boolean variables). ``p="inf"`` gives VMCE. ``lens`` as
+    :func:`sums_query` (default the positive class, ``"class:1"``).
     """
     name = _figure_name("vece_query", name, "vece")
     if variable is None:
@@ -538,14 +554,15 @@ def quantile_edges_query(table: Table, variable: str, *, bins: int = 10, by: Col
 
 
 def _macro_lens(prefix: str) -> tuple[str, str]:
-    err = f"error('{prefix}: lens must be ''top1'', ''class:1'' or ''class:0''')"
+    err = f"error('{prefix}: lens must be ''auto'', ''top1'', ''class:1'' or ''class:0''')"
+    positive = f"lens IN ('{_DEFAULT_LENS}', 'auto')"
     conf = (
         "CASE WHEN lens = 'top1' THEN (CASE WHEN __cf_p > 0.5e0 THEN __cf_p ELSE 1e0 - __cf_p END) "
-        f"WHEN lens = 'class:1' THEN __cf_p WHEN lens = 'class:0' THEN 1e0 - __cf_p ELSE {err} END"
+        f"WHEN {positive} THEN __cf_p WHEN lens = 'class:0' THEN 1e0 - __cf_p ELSE {err} END"
     )
     acc = (
         "CASE WHEN lens = 'top1' THEN (CASE WHEN __cf_p > 0.5e0 THEN __cf_y ELSE 1e0 - __cf_y END) "
-        "WHEN lens = 'class:1' THEN __cf_y ELSE 1e0 - __cf_y END"
+        f"WHEN {positive} THEN __cf_y ELSE 1e0 - __cf_y END"
     )
     return conf, acc
 
@@ -607,7 +624,8 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     # keys..., __cf_all, bin, n, sum_conf, sum_acc (the constant __cf_all keeps the key set non-empty)
     out[raw] = (
-        f"{create} {raw}(tbl, prob, label, bins := 15, closed := 'left', lens := 'top1', by_cols := []) AS TABLE\n"
+        f"{create} {raw}(tbl, prob, label, bins := 15, closed := 'left', lens := '{_DEFAULT_LENS}', "
+        "by_cols := []) AS TABLE\n"
         f"WITH {_macro_src(prefix, False)},\n"
         f"__cf_lensed AS (SELECT {keys}, {conf} AS __cf_conf, {acc} AS __cf_acc FROM __cf_src WHERE {not_null}),\n"
         f"__cf_k AS (SELECT *, CASE WHEN bins >= 1 THEN {k0} ELSE error('{prefix}: bins must be an int >= 1') END "
@@ -626,7 +644,7 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
         f"ELSE error('{prefix}: closed must be ''left'' or ''right''') END"
     )
     out[raw_v] = (
-        f"{create} {raw_v}(tbl, prob, label, variable, edges := NULL, closed := 'left', lens := 'top1', "
+        f"{create} {raw_v}(tbl, prob, label, variable, edges := NULL, closed := 'left', lens := '{_DEFAULT_LENS}', "
         "by_cols := []) AS TABLE\n"
         f"WITH {_macro_src(prefix, True)},\n"
         f"__cf_lensed AS (SELECT {keys}, {conf} AS __cf_conf, {acc} AS __cf_acc, __cf_v FROM __cf_src "
@@ -636,9 +654,9 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
         f"SELECT {keys}, __cf_bin AS bin, __cf_cat AS category, COUNT(*) AS n, SUM(__cf_conf) AS sum_conf, "
         "SUM(__cf_acc) AS sum_acc FROM __cf_binned GROUP BY ALL"
     )
-    args = "tbl, prob, label, bins := 15, closed := 'left', lens := 'top1', by_cols := []"
+    args = f"tbl, prob, label, bins := 15, closed := 'left', lens := '{_DEFAULT_LENS}', by_cols := []"
     call = "tbl, prob, label, bins := bins, closed := closed, lens := lens, by_cols := by_cols"
-    vargs = "tbl, prob, label, variable, edges := NULL, closed := 'left', lens := 'top1', by_cols := []"
+    vargs = f"tbl, prob, label, variable, edges := NULL, closed := 'left', lens := '{_DEFAULT_LENS}', by_cols := []"
     vcall = "tbl, prob, label, variable, edges := edges, closed := closed, lens := lens, by_cols := by_cols"
     out[f"{prefix}sums"] = (
         f"{create} {prefix}sums({args}) AS TABLE\n"
@@ -672,10 +690,10 @@ def install_duckdb_macros(con: Any, *, prefix: str = "calframe_", temporary: boo
     Public macros (``tbl`` is a table / view name as a string, column names
     are strings, ``by_cols`` a list of strings)::
 
-        calframe_sums(tbl, prob, label, bins := 15, closed := 'left', lens := 'top1', by_cols := [])
+        calframe_sums(tbl, prob, label, bins := 15, closed := 'left', lens := 'class:1', by_cols := [])
         calframe_ece / calframe_mce / calframe_rmsce(... same parameters ...)
         calframe_vece / calframe_vmce(tbl, prob, label, variable, edges := NULL,
-                                      closed := 'left', lens := 'top1', by_cols := [])
+                                      closed := 'left', lens := 'class:1', by_cols := [])
 
     e.g. ``SELECT * FROM calframe_ece('scores', 'prob', 'label', by_cols := ['model'])``.
     The figure macros return ``*by_cols, n, <figure>``; ``calframe_sums``
@@ -698,8 +716,11 @@ def install_duckdb_macros(con: Any, *, prefix: str = "calframe_", temporary: boo
     comparison with each neighbouring edge, computed as numpy does; this is
     exact (tested against calframe on values on every edge). Quantile VECE
     bins are not offered as a macro: use ``vece_query``, which also runs in
-    DuckDB. Bad ``lens``/``closed``/``bins`` values raise DuckDB errors at run
-    time. Helper macros ``<prefix>sums_raw`` and ``<prefix>vsums_raw`` are
+    DuckDB. ``lens`` defaults to ``'class:1'`` (the positive class, as
+    calframe's default for one probability column; ``'auto'`` means the
+    same); pass ``lens := 'top1'`` for the top-label lens. Bad
+    ``lens``/``closed``/``bins`` values raise DuckDB errors at run time.
+    Helper macros ``<prefix>sums_raw`` and ``<prefix>vsums_raw`` are
     created too.
     """
     if not isinstance(prefix, str) or not prefix.replace("_", "a").isalnum() or prefix[0].isdigit():

@@ -139,7 +139,7 @@ def test_weights_near_the_largest_float_give_the_unweighted_value(flavour):
     df = df.to_pandas() if flavour == "pandas" else df
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # not even a numpy overflow warning
-        got = calframe.ece(df, weights="w")
+        got = calframe.ece(df, weights="w", lens="top1")  # ref_ece is top-label
         brier = calframe.brier(df, weights="w")
     assert got == pytest.approx(ref_ece(p, y, np.ones(p.size)), rel=1e-12)
     assert brier == pytest.approx(np.mean((p - y) ** 2), rel=1e-12)
@@ -149,7 +149,7 @@ def test_subnormal_weights_keep_their_precision():
     p, y = _scored()
     m = np.random.default_rng(1).integers(1, 4, p.size).astype(float)
     df = pl.DataFrame({"prob": p, "label": y, "w": m * 5e-324})  # subnormal: m * 2^-1074 exactly
-    assert calframe.ece(df, weights="w") == pytest.approx(ref_ece(p, y, m), rel=1e-12)
+    assert calframe.ece(df, weights="w", lens="top1") == pytest.approx(ref_ece(p, y, m), rel=1e-12)
     assert calframe.ece(df, weights="w") == calframe.ece(df.with_columns(w=pl.lit(m)), weights="w")
 
 
@@ -224,7 +224,7 @@ def test_p_plus_inf_is_the_max_over_bins():
     df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 1, 1]})
     want = max(abs(0.65 - 0.5), abs(0.85 - 0.5))
     for p in (np.inf, float("inf"), np.float64(np.inf), "inf"):
-        assert calframe.ce(df, p=p, bins=4) == pytest.approx(want, abs=1e-15)
+        assert calframe.ce(df, p=p, bins=4, lens="top1") == pytest.approx(want, abs=1e-15)
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
@@ -354,8 +354,8 @@ def test_the_limit_is_raised_by_calframe_limits():
             with pytest.raises(calframe.ParameterError, match="2,000 cells.*limit of 1,999 cells"):
                 call()
         with calframe.limits(max_cells=2000):
-            got = calframe.ece(df, bins=100, by="g")
-            lazy = calframe.ece(df.lazy(), bins=100, by="g")
+            got = calframe.ece(df, bins=100, by="g", lens="top1")  # ref_ece is top-label
+            lazy = calframe.ece(df.lazy(), bins=100, by="g", lens="top1")
         assert calframe.limits().max_cells == 1999  # restored on exit
     assert calframe.limits().max_cells == 20_000_000  # the documented default
     # the values are those of a per-group numpy computation (not of a changed algorithm)

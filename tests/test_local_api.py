@@ -19,11 +19,15 @@ def frame(n=600, seed=0, d=2) -> pl.DataFrame:
     return pl.DataFrame({"prob": p, "label": y, **cols, "g": rng.integers(0, 3, n)})
 
 
-def numpy_lce(df: pl.DataFrame, feats: list[str], gamma: float, bins: int = 15) -> np.ndarray:
-    """SPEC §5 written out directly: pairwise L1 kernel within the row's top-1 confidence bin."""
-    p = df["prob"].to_numpy()
-    conf = np.maximum(p, 1 - p)
-    correct = ((p > 0.5).astype(int) == df["label"].to_numpy()).astype(float)
+def numpy_lce(df: pl.DataFrame, feats: list[str], gamma: float, bins: int = 15, lens: str = "class:1") -> np.ndarray:
+    """SPEC §5 written out directly: pairwise L1 kernel within the row's confidence bin, under the
+    positive-class lens (the default for one probability column) or the top-1 lens."""
+    p, y = df["prob"].to_numpy(), df["label"].to_numpy()
+    if lens == "top1":
+        conf = np.maximum(p, 1 - p)
+        correct = ((p > 0.5).astype(int) == y).astype(float)
+    else:
+        conf, correct = p, y.astype(float)
     b = np.digitize(conf, np.linspace(0, 1, bins + 1)[1:-1])
     x = df.select(feats).to_numpy()
     h = len(feats) * gamma
@@ -39,8 +43,10 @@ def numpy_lce(df: pl.DataFrame, feats: list[str], gamma: float, bins: int = 15) 
 @pytest.mark.parametrize("gamma", [0.05, 0.2, 3.0])
 def test_lce_equals_the_formula(gamma):
     df = frame()
-    got = calframe.lce(df, ["e0", "e1"], gamma=gamma)["lce"].to_numpy()
+    got = calframe.lce(df, ["e0", "e1"], gamma=gamma)["lce"].to_numpy()  # default: the positive class
     np.testing.assert_allclose(got, numpy_lce(df, ["e0", "e1"], gamma), rtol=1e-10, atol=1e-13)
+    got = calframe.lce(df, ["e0", "e1"], gamma=gamma, lens="top1")["lce"].to_numpy()
+    np.testing.assert_allclose(got, numpy_lce(df, ["e0", "e1"], gamma, lens="top1"), rtol=1e-10, atol=1e-13)
 
 
 def test_lemma_1_mlce_tends_to_mce():

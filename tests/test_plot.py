@@ -65,12 +65,12 @@ def test_reliability_single(df, tmp_path):
     assert [b.get_height() for b in disp.bars_] == pytest.approx(table["acc"].to_list())
     assert len(disp.hist_ax_.patches) == table.height
     assert [p.get_height() for p in disp.hist_ax_.patches] == table["n"].to_list()
-    assert disp.ax_.get_ylabel() == "Accuracy"
-    assert disp.hist_ax_.get_xlabel() == "Mean confidence (top-1)"
+    assert disp.ax_.get_ylabel() == "Frequency of class 1"  # one probability column: the positive class
+    assert disp.hist_ax_.get_xlabel() == "Mean predicted probability of class 1"
     assert disp.hist_ax_.get_ylabel() == "Count"
     assert disp.ax_.get_xlim() == (0, 1) and disp.ax_.get_ylim() == (0, 1)
     labels = disp.ax_.get_legend_handles_labels()[1]
-    assert labels == ["Perfectly calibrated", "Accuracy", "Gap"]
+    assert labels == ["Perfectly calibrated", "Frequency of class 1", "Gap"]
     assert disp.groups_ == []
 
 
@@ -155,7 +155,7 @@ def test_variable_curve_single(df, tmp_path):
     title = disp.ax_.get_title()
     assert f"VCE = {fmt(res.vce)}" in title and "age" in title
     assert disp.ax_.get_xlabel() == "age"
-    assert disp.ax_.get_ylabel() == "Accuracy / confidence"
+    assert disp.ax_.get_ylabel() == "Frequency / probability of class 1"  # the lens vce_curve used
     assert list(disp.acc_line_.get_ydata()) == pytest.approx(res.curve["acc"].to_list())
     assert list(disp.conf_line_.get_ydata()) == pytest.approx(res.curve["conf"].to_list())
     assert len(disp.ax_.collections) == 2  # the two bands
@@ -164,7 +164,7 @@ def test_variable_curve_single(df, tmp_path):
     vline = [ln for ln in disp.ax_.get_lines() if ln.get_label().startswith("v*")][0]
     assert vline.get_xdata()[0] == pytest.approx(res.v_star)
     legend = [t.get_text() for t in disp.figure_.legends[0].get_texts()]
-    assert "Accuracy 95% band" in legend and "Confidence" in legend
+    assert "Frequency of class 1 95% band" in legend and "Probability of class 1" in legend
 
 
 def test_variable_curve_by_panels_from_pandas(df, tmp_path):

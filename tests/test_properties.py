@@ -61,6 +61,13 @@ def ref_class(prob: np.ndarray, label: np.ndarray, c: int) -> tuple[np.ndarray, 
     return g, (label == c).astype(np.float64)
 
 
+def ref_lensed(prob: np.ndarray, label: np.ndarray, lens: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(conf, acc) of a scalar lens; SPEC §8 default (None): class:1 for one probability column, else top1."""
+    if lens is None:
+        lens = "class:1" if prob.ndim == 1 else "top1"
+    return ref_top1(prob, label) if lens == "top1" else ref_class(prob, label, int(lens.split(":")[1]))
+
+
 def ref_bin_ids(conf: np.ndarray, binning: str, bins: int, closed: str) -> np.ndarray:
     """Bin ids per SPEC §1.3 (numpy.digitize / pandas.qcut / Kumar's equal-mass)."""
     if binning == "uniform":
@@ -111,7 +118,7 @@ def ref_ce_binned(conf, acc, ids, p, estimator="plugin", w=None) -> float:
     return e ** (1.0 / p)
 
 
-def ref_ce(prob, label, *, p=1, lens="top1", binning="uniform", bins=15, closed="left", estimator="plugin", w=None):
+def ref_ce(prob, label, *, p=1, lens=None, binning="uniform", bins=15, closed="left", estimator="plugin", w=None):
     k = 2 if prob.ndim == 1 else prob.shape[1]
     if lens == "marginal":
         per = []
@@ -127,10 +134,7 @@ def ref_ce(prob, label, *, p=1, lens="top1", binning="uniform", bins=15, closed=
         if p == "inf":
             return max(per)
         return float(np.mean(np.array(per) ** p) ** (1.0 / p))
-    if lens == "top1":
-        conf, acc = ref_top1(prob, label)
-    else:
-        conf, acc = ref_class(prob, label, int(lens.split(":")[1]))
+    conf, acc = ref_lensed(prob, label, lens)
     ids = ref_bin_ids(conf, binning, bins, closed)
     return ref_ce_binned(conf, acc, ids, p, estimator, w)
 
@@ -417,7 +421,7 @@ def test_integer_weights_equal_repeated_rows_grouped(data, wdata) -> None:
     assert wt.select("g", "bin", "lower", "upper").equals(rp.select("g", "bin", "lower", "upper"))
     for c in ("weight", "conf", "acc", "gap"):
         np.testing.assert_allclose(wt[c].to_numpy(), rp[c].to_numpy(), rtol=0, atol=TOL)
-    conf, _ = ref_top1(p, y)
+    conf, _ = ref_lensed(p, y)
     ids = ref_bin_ids(conf, "uniform", 6, "left")
     rows_per_cell = {(k, b): int(((g == k) & (ids == b)).sum()) for k, b in zip(wt["g"].to_list(), wt["bin"].to_list())}
     assert wt["n"].to_list() == list(rows_per_cell.values())
@@ -548,13 +552,14 @@ def test_array_and_list_columns_equal_class_columns() -> None:
 
 
 def test_debiased_ce_near_zero_and_plugin_biased_upward_on_calibrated_data() -> None:
-    # Perfectly calibrated binary data: p ~ U(0, 1), y ~ Bernoulli(p). On the top1 lens
-    # conf = max(p, 1 - p) ~ U(0.5, 1) and the correctness is Bernoulli(conf), so given the confs
-    # every bin's expected accuracy equals its mean conf: the true binned CE is exactly 0
-    # (equal-mass bins depend on the confs only, not on the labels).
+    # Perfectly calibrated binary data: p ~ U(0, 1), y ~ Bernoulli(p). On the default lens
+    # (class:1: conf = p) given the confs every bin's expected label frequency equals its mean
+    # conf: the true binned CE is exactly 0 (equal-mass bins depend on the confs only, not on
+    # the labels). (On the top1 lens, conf = max(p, 1 - p) ~ U(0.5, 1) with Bernoulli(conf)
+    # correctness, the same holds with the same v below.)
     #
     # Bound. With B = 15 bins of n_b ~ N/B rows, ybar_b - s_b has variance
-    # sigma_b^2 ~ v / n_b, v = E[c(1 - c)] = 1/6 for c ~ U(0.5, 1). Hence
+    # sigma_b^2 ~ v / n_b, v = E[c(1 - c)] = 1/6 for c ~ U(0, 1) (and for c ~ U(0.5, 1)). Hence
     #   E[plugin E2]   = sum_b w_b sigma_b^2 ~ B v / N = 5.0e-4   (N = 5000),
     #   E[debiased E2] = 0,
     # and either estimator's per-seed standard deviation is about sqrt(2 B) v / N = 1.8e-4
@@ -587,7 +592,7 @@ def test_debiased_ce_near_zero_and_plugin_biased_upward_on_calibrated_data() -> 
 def test_debiased_squared_matches_reference_formula(data, binning: str) -> None:
     # SPEC §3: E2_db = sum_b p_b [(s_b - ybar_b)^2 - ybar_b (1 - ybar_b) / (n_b - 1)], n_b < 2 -> 0
     p, y = data
-    conf, acc = ref_top1(p, y)
+    conf, acc = ref_lensed(p, y)  # the default lens: class:1 for one probability column
     ids = ref_bin_ids(conf, binning, 6, "left")
     table = ref_bin_table(conf, acc, ids)
     total = len(y)
@@ -706,7 +711,7 @@ def test_reliability_table_matches_reference_and_ece(data, binning, closed, bins
     cols, kw = to_dict(p, y)
     df = pl.DataFrame(cols)
     o = dict(binning=binning, closed=closed, bins=bins, lens=lens, **kw)
-    conf, acc = ref_top1(p, y) if lens == "top1" else ref_class(p, y, int(lens[-1]))
+    conf, acc = ref_lensed(p, y, lens)
     table = calframe.reliability(df, **o)
     ref = ref_bin_table(conf, acc, ref_bin_ids(conf, binning, bins, closed))
     assert table.height == len(ref)

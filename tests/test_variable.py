@@ -41,20 +41,20 @@ def test_vece_of_the_confidence_is_ece(binning, lens):
 
 
 def test_vece_by_hand_with_qcut_and_groupby():
-    """The natural pandas computation: qcut the variable, groupby, weighted |acc - conf|."""
+    """The natural pandas computation: qcut the variable, groupby, weighted |acc - conf| (top label)."""
     df = frame(5000, 1).to_pandas()
     conf = np.maximum(df["prob"], 1 - df["prob"])
     correct = ((df["prob"] > 0.5).astype(int) == df["label"]).astype(float)
     b = pd.qcut(df["age"], 10, labels=False, duplicates="drop")
     t = pd.DataFrame({"b": b, "conf": conf, "acc": correct}).groupby("b").agg(["mean", "size"])
     ref = float((t[("conf", "size")] / len(df) * (t[("acc", "mean")] - t[("conf", "mean")]).abs()).sum())
-    assert calframe.vece(df, "age") == pytest.approx(ref, rel=1e-12)
+    assert calframe.vece(df, "age", lens="top1") == pytest.approx(ref, rel=1e-12)
     # categorical: one bin per category
     t = pd.DataFrame({"b": df["city"], "conf": conf, "acc": correct}).groupby("b").agg(["mean", "size"])
     ref = float((t[("conf", "size")] / len(df) * (t[("acc", "mean")] - t[("conf", "mean")]).abs()).sum())
-    assert calframe.vece(df, "city") == pytest.approx(ref, rel=1e-12)
+    assert calframe.vece(df, "city", lens="top1") == pytest.approx(ref, rel=1e-12)
     mref = float((t[("acc", "mean")] - t[("conf", "mean")]).abs().max())
-    assert calframe.vmce(df, "city") == pytest.approx(mref, rel=1e-12)
+    assert calframe.vmce(df, "city", lens="top1") == pytest.approx(mref, rel=1e-12)
 
 
 def test_vece_by_equals_filtering():
@@ -65,14 +65,16 @@ def test_vece_by_equals_filtering():
 
 
 def test_vece_rank_orders_and_matches_vece():
+    # top label: under the positive class this frame's gap has one sign in every bin, so every
+    # variable has the same VECE (|mean(p) - mean(y)|) and there is no order to check
     df = frame(4000, 3)
-    rank = calframe.vece_rank(df, exclude=["g"])
+    rank = calframe.vece_rank(df, exclude=["g"], lens="top1")
     assert rank["variable"].to_list() == sorted(
-        ["age", "score", "city"], key=lambda v: -calframe.vece(df, v)
+        ["age", "score", "city"], key=lambda v: -calframe.vece(df, v, lens="top1")
     )
     for row in rank.iter_rows(named=True):
-        assert row["vece"] == pytest.approx(calframe.vece(df, row["variable"]), rel=1e-12)
-        assert row["vmce"] == pytest.approx(calframe.vmce(df, row["variable"]), rel=1e-12)
+        assert row["vece"] == pytest.approx(calframe.vece(df, row["variable"], lens="top1"), rel=1e-12)
+        assert row["vmce"] == pytest.approx(calframe.vmce(df, row["variable"], lens="top1"), rel=1e-12)
 
 
 def test_variable_errors():
@@ -153,11 +155,12 @@ def test_theorem_5_1_and_5_2_constructions(k):
     alpha = 0.02
     gap = 0.5 - 1 / (2 * k) - alpha / 2
     d1 = calframe.datasets.theorem_5_1(n=200_000, k=k, alpha=alpha, seed=k)
-    assert calframe.vece(d1, "v") == pytest.approx(gap, abs=0.01)
-    assert calframe.ece(d1) <= alpha / 4 + 0.01
+    # the theorems are about the top label (K = 2 is one probability column, whose default is class:1)
+    assert calframe.vece(d1, "v", lens="top1") == pytest.approx(gap, abs=0.01)
+    assert calframe.ece(d1, lens="top1") <= alpha / 4 + 0.01
     d2 = calframe.datasets.theorem_5_2(n=200_000, k=k, alpha=alpha, seed=k)
-    assert calframe.ece(d2) == pytest.approx(gap, abs=0.01)
-    assert calframe.vece(d2, "v") <= 0.01
+    assert calframe.ece(d2, lens="top1") == pytest.approx(gap, abs=0.01)
+    assert calframe.vece(d2, "v", lens="top1") <= 0.01
 
 
 def test_vece_rank_with_vce_matches_vce_curve():
@@ -200,7 +203,7 @@ def test_vece_rank_many_variables_against_pandas_qcut():
             "mostly_one": np.where(rng.random(n) < 0.97, 5.0, rng.normal(size=n)),
         }
         df = pl.DataFrame({"prob": p, "label": y, **cols})
-        rank = calframe.vece_rank(df)
+        rank = calframe.vece_rank(df, lens="top1")  # the reference is top-label
         got = {r["variable"]: (r["vece"], r["vmce"]) for r in rank.iter_rows(named=True)}
         for name, v in cols.items():
             if np.unique(v).size < 2:

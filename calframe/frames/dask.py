@@ -951,12 +951,15 @@ class DaskCalib:
 
     # ----------------------------------------------------------------- CE family
 
-    def ce(self, prob: Columns = None, label: str | None = None, *, p: float | str = 1, lens: str = "top1",
+    def ce(self, prob: Columns = None, label: str | None = None, *, p: float | str = 1, lens: str | None = None,
            distance: Any = "tvd", estimator: str = "plugin", squared: bool = False, binning: str | None = None,
            bins: Any = 15, closed: Literal["left", "right"] = "left", by: Columns = None, weights: str | None = None,
            nulls: Literal["raise", "drop"] = "raise", ci: float | None = None, n_boot: int = 1000,
            seed: int | None = 0, n_resamples: int = 1000, name: str | None = None) -> Any:
-        """:func:`calframe.ce` on a Dask DataFrame (bootstrap ``ci`` excepted)."""
+        """:func:`calframe.ce` on a Dask DataFrame (bootstrap ``ci`` excepted).
+
+        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
+        """
         func = name if name in ("ece", "mce", "rmsce") else "ce"
         pv, dist, lens_, binning_ = api.ce_request(func, p, estimator, distance, n_resamples, lens, binning, bins,
                                                    closed, weights)
@@ -967,26 +970,35 @@ class DaskCalib:
         return self._output(func, {name or "ce": values[0]}, counts, groups, spec.by)
 
     def ece(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15, binning: str = "uniform",
-            closed: Literal["left", "right"] = "left", lens: str = "top1", by: Columns = None,
+            closed: Literal["left", "right"] = "left", lens: str | None = None, by: Columns = None,
             weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
             n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.ece` on a Dask DataFrame."""
+        """:func:`calframe.ece` on a Dask DataFrame.
+
+        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
+        """
         return self.ce(prob, label, p=1, lens=lens, binning=binning, bins=bins, closed=closed, by=by, weights=weights,
                        nulls=nulls, ci=ci, n_boot=n_boot, seed=seed, name="ece")
 
     def mce(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15, binning: str = "uniform",
-            closed: Literal["left", "right"] = "left", lens: str = "top1", by: Columns = None,
+            closed: Literal["left", "right"] = "left", lens: str | None = None, by: Columns = None,
             weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
             n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.mce` on a Dask DataFrame."""
+        """:func:`calframe.mce` on a Dask DataFrame.
+
+        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
+        """
         return self.ce(prob, label, p="inf", lens=lens, binning=binning, bins=bins, closed=closed, by=by,
                        weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed, name="mce")
 
     def rmsce(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15, binning: str = "uniform",
-              closed: Literal["left", "right"] = "left", lens: str = "top1", estimator: str = "plugin",
+              closed: Literal["left", "right"] = "left", lens: str | None = None, estimator: str = "plugin",
               by: Columns = None, weights: str | None = None, nulls: Literal["raise", "drop"] = "raise",
               ci: float | None = None, n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.rmsce` on a Dask DataFrame."""
+        """:func:`calframe.rmsce` on a Dask DataFrame.
+
+        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
+        """
         return self.ce(prob, label, p=2, lens=lens, binning=binning, bins=bins, closed=closed, by=by,
                        estimator=estimator, weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed,
                        name="rmsce")
@@ -994,11 +1006,14 @@ class DaskCalib:
     # ----------------------------------------------------------------- variable-based
 
     def vece(self, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *, bins: Any = 10,
-             binning: str = "quantile", closed: Literal["left", "right"] = "left", lens: str = "top1",
+             binning: str = "quantile", closed: Literal["left", "right"] = "left", lens: str | None = None,
              p: float | str = 1, distance: Any = "tvd", estimator: str = "plugin", by: Columns = None,
              weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
              n_boot: int = 1000, seed: int | None = 0, name: str = "vece") -> Any:
-        """:func:`calframe.vece` on a Dask DataFrame (numeric variables: exact quantile / equal-mass edges)."""
+        """:func:`calframe.vece` on a Dask DataFrame (numeric variables: exact quantile / equal-mass edges).
+
+        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
+        """
         func = name if name in ("vece", "vmce") else "vece"
         variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
         if not variables:
@@ -1047,10 +1062,13 @@ class DaskCalib:
     # ----------------------------------------------------------------- reliability table
 
     def reliability(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15,
-                    binning: str = "uniform", closed: Literal["left", "right"] = "left", lens: str = "top1",
+                    binning: str = "uniform", closed: Literal["left", "right"] = "left", lens: str | None = None,
                     by: Columns = None, weights: str | None = None,
                     nulls: Literal["raise", "drop"] = "raise") -> pd.DataFrame:
-        """:func:`calframe.reliability` on a Dask DataFrame: one row per non-empty (group, bin)."""
+        """:func:`calframe.reliability` on a Dask DataFrame: one row per non-empty (group, bin).
+
+        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
+        """
         func = "reliability"
         lens_ = L.parse_lens(func, lens)
         if lens_.kind == "marginal":

@@ -196,7 +196,7 @@ def _plan(
     by: str | Sequence[str] | None,
     weights: str | None,
     nulls: str,
-    lens: "str | L.Lens",
+    lens: "str | L.Lens | None",
     binning: Binning,
     variable: str | None,
 ) -> _Plan:
@@ -245,6 +245,7 @@ def _plan(
             err["prob_dtype"] = _float_type_error(func, c, dt, "probability")
     plan.prob_ok = "prob_dtype" not in err
     binary, k = plan.binary, plan.k
+    lens_ = plan.lens = L.resolve_lens(lens_, binary)  # the default lens, now that the shape is known
 
     # labels (eager: _labels)
     dt = schema[label_col]
@@ -781,7 +782,7 @@ def supports(
     by: str | Sequence[str] | None = None,
     weights: str | None = None,
     nulls: str = "raise",
-    lens: "str | L.Lens" = "top1",
+    lens: "str | L.Lens | None" = None,
     binning: Binning | None = None,
     variable: str | Sequence[str] | None = None,
     ci: float | None = None,
@@ -831,7 +832,7 @@ def lazy_sums(
     by: str | Sequence[str] | None = None,
     weights: str | None = None,
     nulls: str = "raise",
-    lens: "str | L.Lens" = "top1",
+    lens: "str | L.Lens | None" = None,
     binning: Binning,
     variable: str | None = None,
     with_scale: bool = False,

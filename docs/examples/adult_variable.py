@@ -1,5 +1,8 @@
 """Adult income (Kelly & Smyth): ECE vs VECE(age) before and after recalibration.
 
+The paper measures the top label: every figure passes lens="top1" (the default for
+a single probability column is the positive class, class:1).
+
 Run from the repository root with the shared data beside it:
     .venv/bin/python docs/examples/adult_variable.py [path/to/adult_out.csv]
 """
@@ -40,20 +43,20 @@ for name, rec in variants.items():
     out = test_f if rec is None else calframe.apply(test_f, rec, name="p")
     p = "prob" if rec is None else "p"
     rows.append({"model": name,
-                 "ece_top1": calframe.ece(out, prob=p, binning="quantile", bins=10),
-                 "vece_age": calframe.vece(out, "age", prob=p),
-                 "vce_age_pp": 100 * calframe.vce_curve(out, "age", prob=p).vce})
+                 "ece_top1": calframe.ece(out, prob=p, binning="quantile", bins=10, lens="top1"),
+                 "vece_age": calframe.vece(out, "age", prob=p, lens="top1"),
+                 "vce_age_pp": 100 * calframe.vce_curve(out, "age", prob=p, lens="top1").vce})
 print(pl.DataFrame(rows))
 print()
 print("Ranking the continuous variables of the beta-calibrated model (their Table 1), VCE(v*) beside:")
 wide = pl.from_pandas(test[["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]])
 wide = wide.with_columns(prob=calframe.apply(test_f, variants["beta (Kelly & Smyth's C=1)"], name="p")["p"],
                          label=test_f["label"])
-rank = calframe.vece_rank(wide)
+rank = calframe.vece_rank(wide, lens="top1")
 vce = {}
 for v in rank["variable"]:
     try:
-        vce[v] = 100 * calframe.vce_curve(wide, v).vce
+        vce[v] = 100 * calframe.vce_curve(wide, v, lens="top1").vce
     except calframe.InvalidValueError as exc:  # capital-gain/-loss: ~90% zeros, no LOESS neighbourhood
         vce[v] = None
 print(rank.with_columns(vce_pp=pl.col("variable").replace_strict(vce, return_dtype=pl.Float64)))
