@@ -120,15 +120,19 @@ FUNCS = ["ece", "mce", "rmsce", "ce", "reliability", "summary", "brier", "log_lo
          "vece_rank", "gece", "lce", "mlce", "fit_apply"]
 
 
-def to_polars(frame: Any) -> pl.DataFrame:
-    """The frame as an eager Polars DataFrame (NaN stays NaN, as calframe reads pandas)."""
+def to_polars(frame: Any, label: str | None = None) -> pl.DataFrame:
+    """The frame as an eager Polars DataFrame, read as calframe reads pandas (docs/spec.md section 8): NaN stays
+    NaN, except in a numpy-backed float ``label`` column, where it is pandas' missing value (a null)."""
     if isinstance(frame, pl.LazyFrame):
         return frame.collect()
     if isinstance(frame, pl.DataFrame):
         return frame
     if dd is not None and isinstance(frame, dd.DataFrame):
         frame = frame.compute()
-    return pl.from_pandas(frame, nan_to_null=False)
+    out = pl.from_pandas(frame, nan_to_null=False)
+    if label in out.columns and isinstance(frame[label].dtype, np.dtype) and frame[label].dtype.kind == "f":
+        out = out.with_columns(pl.col(label).fill_nan(None))
+    return out
 
 
 # =========================================================================== generated data
@@ -825,7 +829,7 @@ def build(case: Case, flavour: str) -> tuple[Any, Callable[[], pl.DataFrame], Ca
         plain = dd.from_pandas(plain, npartitions=2)
 
     def eager() -> pl.DataFrame:
-        return to_polars(plain)
+        return to_polars(plain, case.label)
 
     return frame, eager, same_columns
 
