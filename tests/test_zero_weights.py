@@ -69,9 +69,10 @@ def test_every_zero_group_is_listed_with_all_its_keys(constructor):
 
 
 def _ref_ece(p: np.ndarray, y: np.ndarray, w: np.ndarray, bins: int = 15) -> float:
-    """numpy by hand: top-1 ECE on uniform left-closed bins, weighted."""
-    conf = np.maximum(p, 1 - p)
-    acc = ((p > 0.5) == (y == 1)).astype(float)
+    """numpy by hand: positive-class ECE (the default lens for one probability column), uniform left-closed
+    bins, weighted."""
+    conf = p
+    acc = (y == 1).astype(float)
     b = np.digitize(conf, np.linspace(0, 1, bins + 1)[1:-1])
     out = 0.0
     for k in np.unique(b):
