@@ -1,0 +1,136 @@
+"""Defects found by tests/test_public_properties.py (issue 11), each pinned by a small regression test.
+
+Expected values are computed here by hand (numpy) or stated by the rule in docs/spec.md section 8.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import calframe
+from calframe._errors import CalframeError, ParameterError
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+
+def _frame() -> pl.DataFrame:
+    return pl.DataFrame({
+        "prob": [0.2, 0.7, 0.4, 0.9, 0.35, 0.6],
+        "label": [0, 1, 1, 1, 0, 0],
+        "g": ["a", "a", "a", "b", "b", "b"],
+        "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        "u": [0.5, -1.0, 2.0, 0.0, 1.5, 3.0],
+    })
+
+
+def _on(surface: str, df: pl.DataFrame):
+    if surface == "polars":
+        return df
+    if surface == "lazy":
+        return df.lazy()
+    if surface == "pandas":
+        return df.to_pandas()
+    dd = pytest.importorskip("dask.dataframe")
+    import calframe.frames.dask  # noqa: F401  (registers ddf.calib)
+
+    return dd.from_pandas(df.to_pandas(), npartitions=2)
+
+
+# --------------------------------------------------------------------------- 1. by column named like an output column
+
+#: (function, the by column's new name, kwargs); every output column family of the issue
+CLASHES = [
+    ("ece", "n", {}),
+    ("ece", "ece", {}),
+    ("mce", "mce", {}),
+    ("rmsce", "n", {}),
+    ("ce", "ce", {"p": 2}),
+    ("brier", "brier", {}),
+    ("accuracy", "n", {}),
+    ("reliability", "bin", {}),
+    ("reliability", "gap", {}),
+    ("reliability", "lower", {}),
+    ("vece", "vece", {"variable": "v"}),
+    ("vece", "variable", {"variable": ["v", "u"]}),
+    ("vmce", "n", {"variable": "v"}),
+]
+#: eager only (not offered by Dask, or with ci=)
+EAGER_CLASHES = [
+    ("ece", "ece_lo", {"ci": 0.9, "n_boot": 3}),
+    ("brier", "brier_hi", {"ci": 0.9, "n_boot": 3}),
+    ("summary", "log_loss", {}),
+    ("summary", "accuracy_hi", {"ci": 0.9, "n_boot": 3}),
+    ("gece", "gece", {}),
+    ("vece_rank", "variable", {"variables": ["v", "u"]}),
+    ("vece_rank", "vmce", {"variables": ["v"]}),
+    ("mlce", "mean_lce", {"features": ["v"]}),
+    ("mlce", "n", {"features": ["v"]}),
+]
+
+
+def _call(func: str, frame, by: str, kw: dict):
+    kw = dict(kw)
+    if hasattr(frame, "calib") and not isinstance(frame, (pl.DataFrame, pl.LazyFrame, pd.DataFrame)):
+        handle = frame.calib
+        variable = kw.pop("variable", None)
+        args = () if variable is None else (variable,)
+        return getattr(handle, func)(*args, by=by, **kw)
+    args = tuple(kw.pop(k) for k in ("variable", "variables", "features") if k in kw)
+    return getattr(calframe, func)(frame, *args, by=by, **kw)
+
+
+def _check_clash(exc: BaseException, by: str) -> None:
+    assert isinstance(exc, ParameterError), repr(exc)
+    assert exc.param == "by"
+    msg = str(exc)
+    assert repr(by) in msg and "rename" in msg.lower() and f"{by}_key" in msg, msg
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas", "dask"])
+@pytest.mark.parametrize("func,by,kw", CLASHES, ids=[f"{f}-{b}" for f, b, _ in CLASHES])
+def test_by_column_named_like_an_output_column_is_a_parameter_error(surface, func, by, kw):
+    frame = _on(surface, _frame().rename({"g": by}))
+    with pytest.raises(CalframeError) as info:
+        _call(func, frame, by, kw)
+    _check_clash(info.value, by)
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
+@pytest.mark.parametrize("func,by,kw", EAGER_CLASHES, ids=[f"{f}-{b}" for f, b, _ in EAGER_CLASHES])
+def test_by_column_named_like_an_output_column_eager_only(surface, func, by, kw):
+    frame = _on(surface, _frame().rename({"g": by}))
+    with pytest.raises(CalframeError) as info:
+        _call(func, frame, by, kw)
+    _check_clash(info.value, by)
+
+
+def test_vce_curve_by_column_named_like_a_curve_column():
+    rng = np.random.default_rng(0)
+    n = 200
+    df = pl.DataFrame({"prob": rng.uniform(0.05, 0.95, n), "label": rng.integers(0, 2, n),
+                       "v_star": np.repeat(["a", "b"], n // 2), "x": rng.normal(size=n)})
+    with pytest.raises(ParameterError) as info:
+        calframe.vce_curve(df, "x", by="v_star", n_points=5)
+    _check_clash(info.value, "v_star")
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
+def test_renamed_by_column_gives_the_groups(surface):
+    """The advice works: by='n_key' gives one row per group, ECE by hand (15 uniform bins, one row per bin here)."""
+    df = _frame().rename({"g": "n_key"})
+    out = calframe.ece(_on(surface, df), by="n_key")
+    out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
+    assert out.columns == ["n_key", "n", "ece"]
+    # group a: p .2 .7 .4, y 0 1 1 -> each row alone in its bin: mean |p - y| = (.2 + .3 + .6) / 3
+    # group b: p .9 .35 .6, y 1 0 0 -> (.1 + .35 + .6) / 3
+    np.testing.assert_allclose(out["ece"].to_numpy(), [1.1 / 3, 1.05 / 3], rtol=1e-12)
+
+
+def test_missing_by_column_named_like_an_output_column_is_still_not_found():
+    with pytest.raises(calframe.ColumnNotFoundError, match="'n'"):
+        calframe.ece(_frame(), by="n")
