@@ -993,7 +993,8 @@ def vece_rank(
 
     ``variables`` defaults to every numeric, Boolean, String and Categorical
     column other than the probability, label, group and ``exclude`` columns
-    (columns with a single distinct value are skipped). The lens (default
+    (columns with a single distinct value are skipped; when all are, the
+    ranking is empty, with the same columns). The lens (default
     ``class:1`` for a single probability column, ``top1`` for class
     probabilities) is computed once. Numeric variables under quantile bins without ``by=`` take three
     sequential passes each (range, a cell histogram of acc - conf, the rows
@@ -1070,6 +1071,10 @@ def vece_rank(
             "vmce": ce_from_sums(sums, float("inf")),
         })
         rows_.append(with_keys(func, scored.keys, part))
+    if not rows_:  # every variable is constant: nothing to rank, an empty ranking (spec section 8, "Errors")
+        empty = pl.DataFrame(schema=dict(zip(VECE_RANK_COLUMNS, [pl.String, pl.String, pl.Int64, pl.Float64,
+                                                                 pl.Float64])))
+        rows_.append(with_keys(func, None if scored.keys is None else scored.keys.clear(), empty))
     out = pl.concat(rows_)
     keys = [] if scored.keys is None else scored.keys.columns
     out = out.sort(keys + ["vece"], descending=[False] * len(keys) + [True], maintain_order=True)

@@ -134,3 +134,23 @@ def test_renamed_by_column_gives_the_groups(surface):
 def test_missing_by_column_named_like_an_output_column_is_still_not_found():
     with pytest.raises(calframe.ColumnNotFoundError, match="'n'"):
         calframe.ece(_frame(), by="n")
+
+
+# --------------------------------------------------------------------------- 2. vece_rank: every variable constant
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
+@pytest.mark.parametrize("by", [None, "g"])
+def test_vece_rank_of_constant_variables_is_an_empty_ranking(surface, by):
+    """Constant variables are skipped (docstring); when all are, the ranking is empty, with the usual columns."""
+    df = pl.DataFrame({"prob": [0.3, 0.6, 0.2], "label": [1, 0, 0], "v": [5.0, 5.0, 5.0], "c": ["x", "x", "x"],
+                       "g": ["a", "b", "a"]})
+    frame = _on(surface, df if by else df.drop("g"))
+    out = calframe.vece_rank(frame, by=by)
+    out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
+    keys = [("g", pl.String)] if by else []
+    assert out.height == 0
+    assert list(out.schema.items()) == [("variable", pl.String), ("kind", pl.String), *keys, ("n", pl.Int64),
+                                        ("vece", pl.Float64), ("vmce", pl.Float64)]
+    with_vce = calframe.vece_rank(frame, ["v"], by=by, vce=True)
+    assert len(with_vce) == 0 and list(with_vce.columns)[-2:] == ["vce", "v_star"]
