@@ -1584,7 +1584,11 @@ def _feature_matrix(scored: Scored, cols: list[str], func: str) -> np.ndarray:
 
 def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_components: int | None = None,
                      names: Sequence[str] = ()) -> np.ndarray:
-    """Features as given, standardised (z-scores), or reduced to ``n_components`` by PCA (numpy SVD)."""
+    """Features as given, standardised (z-scores), or reduced to ``n_components`` by PCA (numpy SVD).
+
+    PCA of fewer rows than ``n_components`` (default min(features, 2)): the components past the
+    SVD's, along which the rows do not vary, are 0 (spec section 8, "Errors").
+    """
     if prepare == "none":
         return x
     if prepare not in ("standardize", "pca"):
@@ -1602,9 +1606,10 @@ def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_componen
         raise bad_param(func, "n_components", f"an int in 1..{x.shape[1]}", n_components)
     xc = x - x.mean(axis=0)
     _, _, vt = np.linalg.svd(xc, full_matrices=False)
-    comp = vt[:m]
-    comp *= np.where(comp[np.arange(m), np.abs(comp).argmax(axis=1)] < 0, -1.0, 1.0)[:, None]  # sign convention
-    return xc @ comp.T
+    comp = vt[:m]  # fewer than m with fewer rows than m: the rows do not vary along the others
+    r = comp.shape[0]
+    comp *= np.where(comp[np.arange(r), np.abs(comp).argmax(axis=1)] < 0, -1.0, 1.0)[:, None]  # sign convention
+    return np.hstack([xc @ comp.T, np.zeros((x.shape[0], m - r))])  # those components are 0, as rank-deficient data
 
 
 def _check_gamma(func: str, gamma: Any) -> float:

@@ -154,3 +154,30 @@ def test_vece_rank_of_constant_variables_is_an_empty_ranking(surface, by):
                                         ("vece", pl.Float64), ("vmce", pl.Float64)]
     with_vce = calframe.vece_rank(frame, ["v"], by=by, vce=True)
     assert len(with_vce) == 0 and list(with_vce.columns)[-2:] == ["vce", "v_star"]
+
+
+# --------------------------------------------------------------------------- 3. prepare="pca" on fewer rows than components
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
+def test_pca_on_fewer_rows_than_components_pads_with_zero_components(surface):
+    """Two rows, three features, n_components=3: the rows vary along one direction only (their difference);
+    the other two components are 0. LCE by hand: Laplacian kernel on the L1 distance of the PCA coordinates,
+    h = d * gamma with d = 3 components."""
+    df = pl.DataFrame({"prob": [0.61, 0.62], "label": [0, 1], "v": [1.0, 2.0], "u": [0.5, -1.0], "w": [3.0, 1.0]})
+    gamma = 0.5
+    dist = np.linalg.norm(np.array([2.0, -1.0, 1.0]) - np.array([1.0, 0.5, 3.0]))  # along the first component
+    k = np.exp(-dist / (3 * gamma))
+    r = np.array([0.61 - 0, 0.62 - 1])  # g' - y' under class:1; both rows in bin [0.6, 0.667)
+    expected = np.abs(r + r[::-1] * k) / (1 + k)
+    out = calframe.lce(_on(surface, df), ["v", "u", "w"], prepare="pca", n_components=3, gamma=gamma)
+    np.testing.assert_allclose(np.asarray(out["lce"]), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("func", ["lce", "mlce", "mlce_curve"])
+def test_pca_on_one_row(func):
+    """One row: its own neighbourhood, LCE = |p - y| = 0.2 (the default n_components=2 > 1 row)."""
+    df = pl.DataFrame({"prob": [0.2], "label": [0], "v": [1.0], "u": [0.5]})
+    out = getattr(calframe, func)(df, ["v", "u"], prepare="pca")
+    value = {"lce": lambda o: o["lce"][0], "mlce": lambda o: o, "mlce_curve": lambda o: o["mlce"][0]}[func](out)
+    assert value == pytest.approx(0.2, rel=1e-12)
