@@ -1348,9 +1348,17 @@ def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
     if dtype != [pl.Boolean]:
         raise ParameterError(f"The 'where' parameter of {func} must give one Boolean column (True = keep the row); "
                              f"{expr} gives {dtype}. It must be {_WHERE}.")
-    if isinstance(frame, pd.DataFrame):
-        return frame.iloc[data.filter(expr)[index].to_numpy()]
-    return frame.filter(expr)
+    try:  # evaluated here, also on a LazyFrame, so that a failure is reported as the where's
+        if isinstance(frame, pd.DataFrame):
+            return frame.iloc[data.filter(expr)[index].to_numpy()]
+        if isinstance(frame, pl.LazyFrame):
+            keep = fresh_name(names, "keep")  # the mask (a scalar broadcast to every row), then the rows it keeps
+            return frame.filter(frame.with_columns(expr.alias(keep)).select(keep).collect()[keep])
+        return frame.filter(expr)
+    except pl.exceptions.PolarsError as exc:
+        raise ParameterError(f"The 'where' parameter of {func} failed on the frame's rows "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0]}); {expr} must evaluate without "
+                             "error on every row (cast or fix the columns it compares).", "where") from None
 
 
 def _where_mask(frame: Frame, where: Any, func: str) -> pl.Series:

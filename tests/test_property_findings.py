@@ -181,3 +181,27 @@ def test_pca_on_one_row(func):
     out = getattr(calframe, func)(df, ["v", "u"], prepare="pca")
     value = {"lce": lambda o: o["lce"][0], "mlce": lambda o: o, "mlce_curve": lambda o: o["mlce"][0]}[func](out)
     assert value == pytest.approx(0.2, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- 4. gece(where=) that fails on the rows
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
+@pytest.mark.parametrize("where", [pl.col("s") > 0, pl.col("s").cast(pl.Int64) > 0, "s > 0"],
+                         ids=["compare-string-with-int", "strict-cast-of-a-value", "sql-string"])
+def test_gece_where_that_fails_on_the_rows_is_a_parameter_error(surface, where):
+    df = _frame().with_columns(s=pl.lit("x"))
+    with pytest.raises(ParameterError) as info:
+        calframe.gece(_on(surface, df), where=where)
+    assert info.value.param == "where" and "'where'" in str(info.value), str(info.value)
+    assert "Error" in str(info.value)  # the Polars message is quoted (its class and first line)
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
+def test_gece_where_keeps_the_same_rows_on_a_lazyframe(surface):
+    """where= on a LazyFrame is now evaluated eagerly: the kept rows (and a scalar True) are unchanged.
+    Group a (rows 0-2, p .2 .7 .4, y 0 1 1), each row alone in its bin under class:1: (.2 + .3 + .6) / 3."""
+    frame = _on(surface, _frame())
+    assert calframe.gece(frame, where=pl.col("g") == "a") == pytest.approx(1.1 / 3, rel=1e-12)
+    # every row: |p - y| = .2 .3 .6 .1 .35 .6, one per bin
+    assert calframe.gece(frame, where=pl.lit(True)) == pytest.approx(2.15 / 6, rel=1e-12)
