@@ -364,8 +364,10 @@ def _bootstrap(
     alpha = (1.0 - level) / 2.0
     out = {}
     for name, d in draws.items():
-        with np.errstate(invalid="ignore"):
-            lo, hi = np.nanquantile(d, [alpha, 1.0 - alpha], axis=0)
+        lo, hi = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+        some = ~np.isnan(d).all(axis=0)  # a group a selection emptied has NaN draws only: NaN bounds, no warning
+        if some.any():
+            lo[some], hi[some] = np.nanquantile(d[:, some], [alpha, 1.0 - alpha], axis=0)
         out[name] = (lo, hi)
     return out
 

@@ -205,3 +205,21 @@ def test_gece_where_keeps_the_same_rows_on_a_lazyframe(surface):
     assert calframe.gece(frame, where=pl.col("g") == "a") == pytest.approx(1.1 / 3, rel=1e-12)
     # every row: |p - y| = .2 .3 .6 .1 .35 .6, one per bin
     assert calframe.gece(frame, where=pl.lit(True)) == pytest.approx(2.15 / 6, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- 5. ci= on a group a selection empties
+
+
+@pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
+def test_bootstrap_of_a_group_emptied_by_labels_in_is_nan_without_a_warning(surface):
+    """Group b holds no label 0: labels_in=[0] empties it, so its figure and bounds are NaN with n = 0 (spec
+    section 8); group a keeps one row (p .2, y 0), so every draw and both bounds are |.2 - 0| = .2."""
+    df = _frame().with_columns(label=pl.Series([0, 1, 1, 1, 1, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = calframe.gece(_on(surface, df), by="g", labels_in=[0], ci=0.9, n_boot=3)
+    out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
+    assert out["g"].to_list() == ["a", "b"] and out["n"].to_list() == [1, 0]
+    for col in ("gece", "gece_lo", "gece_hi"):
+        value = out[col].to_numpy()
+        assert value[0] == pytest.approx(0.2, rel=1e-12) and np.isnan(value[1]), (col, value)
