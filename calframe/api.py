@@ -1882,7 +1882,12 @@ def fit(
             args.append(sc.extra[variable])
         if feat_cols:
             args.append(_feature_matrix(sc, feat_cols, func))
-        return R.fit(method, sc.probs, sc.labels.astype(np.int64), *args, **kw)
+        try:
+            return R.fit(method, sc.probs, sc.labels.astype(np.int64), *args, **kw)
+        except R.OneClassError as exc:  # the arrays' message, naming the label column
+            inner, lens_, value, n = exc.detail or (method, "class:1", 0, sc.n)
+            where = f"fit (method {method!r}" + ("" if inner == f"{method}.fit" else f", its {inner}") + ")"
+            raise R.one_class_error(where, lens_, value, n, scored.label_name) from None
 
     if by is None:
         rec = fit_one(scored)

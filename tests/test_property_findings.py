@@ -223,3 +223,27 @@ def test_bootstrap_of_a_group_emptied_by_labels_in_is_nan_without_a_warning(surf
     for col in ("gece", "gece_lo", "gece_hi"):
         value = out[col].to_numpy()
         assert value[0] == pytest.approx(0.2, rel=1e-12) and np.isnan(value[1]), (col, value)
+
+
+# --------------------------------------------------------------------------- 6. one-class fits name the label column
+
+
+@pytest.mark.parametrize("method,kw,inner", [("platt", {}, ""), ("beta", {}, ""), ("beta_v", {"variable": "v"}, ""),
+                                             ("tree", {"variable": "v"}, ", its beta.fit")])
+@pytest.mark.parametrize("by", [None, "g"])
+def test_one_class_fit_names_the_label_column(method, kw, inner, by):
+    df = pl.DataFrame({"prob": [0.3], "y": [1], "v": [1.0], "g": ["a"]})
+    with pytest.raises(calframe.InvalidValueError) as info:
+        calframe.fit(df, method, label="y", by=by, **kw)
+    msg = str(info.value)
+    assert msg.startswith(f"fit (method {method!r}{inner}): the label column 'y' holds class 1 only in 1 row;"), msg
+    assert ("(group ('a',))" in msg) == (by is not None)
+
+
+def test_one_class_fit_of_the_top_label_says_every_prediction_is_right():
+    """Multiclass platt fits the top-1 correctness: both rows predicted right is the one outcome."""
+    df = pl.DataFrame({"p": [[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]], "lab": [1, 2]},
+                      schema={"p": pl.Array(pl.Float64, 3), "lab": pl.Int64})
+    with pytest.raises(calframe.InvalidValueError,
+                       match=r"every top-1 prediction is right in 2 rows \(the label column 'lab' always equals"):
+        calframe.fit(df, "platt", prob="p", label="lab")
