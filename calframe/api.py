@@ -1027,15 +1027,19 @@ def vece_rank(
     skip = set(exclude) | set(_as_cols(by))
     skip |= set(_as_cols(prob)) if prob is not None else {c for c in PROB_CANDIDATES if c in names}
     skip |= {label} if label is not None else {c for c in LABEL_CANDIDATES if c in names}
-    if variables is None:
-        schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else (
-            frame.schema if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame.head(1)).schema)
+    if variables is None:  # the frame's columns as calframe reads them (pandas: string labels only)
+        if isinstance(frame, pd.DataFrame):
+            dup = set(frame.columns[frame.columns.duplicated(keep=False)])  # resolve reports duplicate names
+            schema = _select(frame.head(1), [c for c in names if c not in skip and c not in dup], func).schema
+        else:
+            schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
         variables = [c for c, dt in schema.items() if c not in skip and (
             dt.is_numeric() or dt in (pl.Boolean, pl.String) or isinstance(dt, (pl.Categorical, pl.Enum)))]
     else:
         variables = list(variables)
     if not variables:
-        raise ParameterError(f"{func}: no candidate variables; pass variables=[...].")
+        raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
+                             "variables")
     lens_ = L.parse_lens(func, lens)
     binning_ = _variable_binning(func, binning, bins, "left")
     if lens_.kind == "marginal":

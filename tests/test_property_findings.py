@@ -247,3 +247,26 @@ def test_one_class_fit_of_the_top_label_says_every_prediction_is_right():
     with pytest.raises(calframe.InvalidValueError,
                        match=r"every top-1 prediction is right in 2 rows \(the label column 'lab' always equals"):
         calframe.fit(df, "platt", prob="p", label="lab")
+
+
+# --------------------------------------------------------------------------- 7. vece_rank's default search on pandas
+
+
+def test_vece_rank_default_search_skips_non_string_pandas_labels():
+    """Columns "1" and 1: only the string label is a candidate (spec section 8, "Group keys": labels match
+    as strings). VECE of "1" = [1, 2, 3, 4] in 2 quantile bins, by hand: bin {1, 2}: |.45 - .5| = .05,
+    bin {3, 4}: |.65 - .5| = .15; VECE = (2 * .05 + 2 * .15) / 4 = .1, VMCE = .15."""
+    df = pd.DataFrame({"prob": [0.2, 0.7, 0.4, 0.9], "label": [0, 1, 1, 0], "1": [1.0, 2.0, 3.0, 4.0]})
+    df[1] = [4.0, 3.0, 1.0, 2.0]
+    out = calframe.vece_rank(df, bins=2)
+    assert out["variable"].tolist() == ["1"]
+    np.testing.assert_allclose(out[["vece", "vmce"]].to_numpy()[0], [0.1, 0.15], rtol=1e-12)
+
+
+def test_vece_rank_default_search_with_only_an_int_label_invents_no_variable():
+    df = pd.DataFrame({"prob": [0.2, 0.7, 0.4, 0.9], "label": [0, 1, 1, 0]})
+    df[1] = [4.0, 3.0, 1.0, 2.0]
+    with pytest.raises(ParameterError) as info:
+        calframe.vece_rank(df)
+    msg = str(info.value)
+    assert "no candidate variables" in msg and "non-string column labels [1]" in msg and "variable=" not in msg, msg
