@@ -209,6 +209,55 @@ def _to_flavor(df: pl.DataFrame, flavor: str) -> pl.DataFrame | pd.DataFrame:
     return df.to_pandas() if flavor == "pandas" else df
 
 
+#: the columns of a reliability table beside the group keys
+RELIABILITY_COLUMNS = ("bin", "lower", "upper", "n", "weight", "conf", "acc", "gap")
+
+
+def output_columns(figures: Sequence[str], ci: float | None = None,
+                   long: tuple[str, str] | None = None) -> list[str]:
+    """The columns of a grouped result beside the group keys: ``n``, the figures and, with ``ci``, their bounds.
+
+    ``long=(key, value)``: the figures are stacked into rows (``key``, ``n``, ``value``).
+    """
+    figs = [long[1]] if long is not None else list(figures)
+    cols = ([long[0]] if long is not None else []) + ["n"] + figs
+    if ci is not None:
+        cols += [f"{f}_{end}" for f in figs for end in ("lo", "hi")]
+    return cols
+
+
+def check_by_names(func: str, by: Columns, outputs: Sequence[str], frame: Any = None) -> None:
+    """Refuse ``by`` columns named like a column of the result (spec section 8, "Errors").
+
+    Called before anything is computed (``frame`` given: only the ``by`` columns the frame has, a
+    missing one is reported by ``resolve``) and by :func:`with_keys` on the result's columns.
+    """
+    cols = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(
+        by, (list, tuple)) else []  # any other by= is resolve's to refuse
+    clash = [c for c in cols if c in outputs]
+    if clash and frame is not None:
+        have = set(columns_of(frame))
+        clash = [c for c in clash if c in have]
+    if not clash:
+        return
+    c = clash[0]
+    what = f"group column {c!r} has the name" if len(clash) == 1 else f"group columns {clash} have the names"
+    raise ParameterError(
+        f"The 'by' parameter of {func}: the {what} of a column of the result, which holds the group columns and "
+        f"{list(outputs)}. Rename the group column first, e.g. frame.rename({{{c!r}: {c + '_key'!r}}}) "
+        f"(pandas: frame.rename(columns={{{c!r}: {c + '_key'!r}}})), and pass by={c + '_key'!r}.",
+        "by",
+    )
+
+
+def with_keys(func: str, keys: pl.DataFrame | None, out: pl.DataFrame) -> pl.DataFrame:
+    """``out`` with the group key columns in front (the one place results get their keys; see check_by_names)."""
+    if keys is None:
+        return out
+    check_by_names(func, keys.columns, out.columns)
+    return pl.concat([keys, out], how="horizontal")
+
+
 def _evaluate(
     func: str,
     frame: Frame,
@@ -233,6 +282,7 @@ def _evaluate(
     figure name) with the name in column ``key`` and the value in ``value``.
     """
     _check_ci(func, ci, n_boot, seed)
+    check_by_names(func, by, output_columns(list(figures), ci, long), frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=extra)
     if prepare is not None:
         scored = prepare(scored)
@@ -249,18 +299,14 @@ def _evaluate(
             cols: dict[str, Any] = {long[0]: [name] * scored.n_groups, "n": _group_counts(scored), long[1]: v}
             if name in bounds:
                 cols[f"{long[1]}_lo"], cols[f"{long[1]}_hi"] = bounds[name]
-            part = pl.DataFrame(cols)
-            parts.append(part if scored.keys is None else pl.concat([scored.keys, part], how="horizontal"))
+            parts.append(with_keys(func, scored.keys, pl.DataFrame(cols)))
         return _to_flavor(pl.concat(parts), scored.flavor)
     cols = {"n": _group_counts(scored)}
     for name, v in values.items():
         cols[name] = v
         if name in bounds:
             cols[f"{name}_lo"], cols[f"{name}_hi"] = bounds[name]
-    out = pl.DataFrame(cols)
-    if scored.keys is not None:
-        out = pl.concat([scored.keys, out], how="horizontal")
-    return _to_flavor(out, scored.flavor)
+    return _to_flavor(with_keys(func, scored.keys, pl.DataFrame(cols)), scored.flavor)
 
 
 def _check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
@@ -318,8 +364,10 @@ def _bootstrap(
     alpha = (1.0 - level) / 2.0
     out = {}
     for name, d in draws.items():
-        with np.errstate(invalid="ignore"):
-            lo, hi = np.nanquantile(d, [alpha, 1.0 - alpha], axis=0)
+        lo, hi = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+        some = ~np.isnan(d).all(axis=0)  # a group a selection emptied has NaN draws only: NaN bounds, no warning
+        if some.any():
+            lo[some], hi[some] = np.nanquantile(d[:, some], [alpha, 1.0 - alpha], axis=0)
         out[name] = (lo, hi)
     return out
 
@@ -409,12 +457,13 @@ def ce(
     pv, dist, lens_, binning_ = ce_request(func, p, estimator, distance, n_resamples, lens, binning, bins, closed,
                                            weights)
     _check_ci(func, ci, n_boot, seed)
+    check_by_names(func, by, output_columns([name or "ce"], ci), frame)
     streamed = _stream(frame, func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens_,
                        binning=binning_, ci=ci)
     if streamed is not None:
         sums, keys, counts, scale = streamed
         return _streamed_result(ce_from_sums(sums, pv, dist, estimator, squared, n_resamples, seed, scale), keys,
-                                counts, name or "ce")
+                                counts, name or "ce", func)
     figure = _ce_figure(lens_, binning_, pv, dist, estimator, squared, n_resamples, seed, func)
     return _evaluate(
         func,
@@ -472,10 +521,11 @@ def _stream(frame: Frame, func: str, *, variable: str | None = None, **kw: Any):
     return LZ.lazy_sums(frame, func=func, variable=variable, with_scale=True, **kw)
 
 
-def _streamed_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, name: str) -> Result:
+def _streamed_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, name: str,
+                     func: str) -> Result:
     if keys is None:
         return float(values[0])
-    return pl.concat([keys, pl.DataFrame({"n": counts.astype(np.int64), name: values})], how="horizontal")
+    return with_keys(func, keys, pl.DataFrame({"n": counts.astype(np.int64), name: values}))
 
 
 def ece(
@@ -751,6 +801,7 @@ def reliability(
     binning_ = make_binning(func, binning, bins, closed)
     if weights is not None and binning_.scheme != "uniform":
         raise ParameterError(f"{func}: weights are supported with binning='uniform' only.")
+    check_by_names(func, by, RELIABILITY_COLUMNS, frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls)
     if lens_.kind == "class":
         L.parse_lens(func, lens_, scored.n_classes)
@@ -785,9 +836,7 @@ def reliability_table(sums: np.ndarray, counts: np.ndarray, bins: Bins, keys: pl
             "gap": mean_conf - mean_acc,
         }
     )
-    if keys is not None:
-        out = pl.concat([keys[g_idx], out], how="horizontal")
-    return out
+    return with_keys("reliability", None if keys is None else keys[g_idx], out)
 
 
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
@@ -872,12 +921,13 @@ def vece(
     single = isinstance(variable, str)
     if single and lens_.kind != "marginal":
         _check_ci(func, ci, n_boot, seed)
+        check_by_names(func, by, output_columns([name], ci), frame)
         streamed = _stream(frame, func, variable=variable, prob=prob, label=label, by=by, weights=weights,
                            nulls=nulls, lens=lens_, binning=binning_, ci=ci)
         if streamed is not None:
             sums, keys, counts, scale = streamed
             return _streamed_result(ce_from_sums(sums, pv, dist, estimator, False, 1000, seed, scale), keys, counts,
-                                    name)
+                                    name, func)
     if single:
         figures = {name: figures[variables[0]]}
     return _evaluate(func, frame, figures, prob=prob, label=label, by=by, weights=weights, nulls=nulls, ci=ci,
@@ -945,7 +995,8 @@ def vece_rank(
 
     ``variables`` defaults to every numeric, Boolean, String and Categorical
     column other than the probability, label, group and ``exclude`` columns
-    (columns with a single distinct value are skipped). The lens (default
+    (columns with a single distinct value are skipped; when all are, the
+    ranking is empty, with the same columns). The lens (default
     ``class:1`` for a single probability column, ``top1`` for class
     probabilities) is computed once. Numeric variables under quantile bins without ``by=`` take three
     sequential passes each (range, a cell histogram of acc - conf, the rows
@@ -976,19 +1027,24 @@ def vece_rank(
     skip = set(exclude) | set(_as_cols(by))
     skip |= set(_as_cols(prob)) if prob is not None else {c for c in PROB_CANDIDATES if c in names}
     skip |= {label} if label is not None else {c for c in LABEL_CANDIDATES if c in names}
-    if variables is None:
-        schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else (
-            frame.schema if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame.head(1)).schema)
+    if variables is None:  # the frame's columns as calframe reads them (pandas: string labels only)
+        if isinstance(frame, pd.DataFrame):
+            dup = set(frame.columns[frame.columns.duplicated(keep=False)])  # resolve reports duplicate names
+            schema = _select(frame.head(1), [c for c in names if c not in skip and c not in dup], func).schema
+        else:
+            schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
         variables = [c for c, dt in schema.items() if c not in skip and (
             dt.is_numeric() or dt in (pl.Boolean, pl.String) or isinstance(dt, (pl.Categorical, pl.Enum)))]
     else:
         variables = list(variables)
     if not variables:
-        raise ParameterError(f"{func}: no candidate variables; pass variables=[...].")
+        raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
+                             "variables")
     lens_ = L.parse_lens(func, lens)
     binning_ = _variable_binning(func, binning, bins, "left")
     if lens_.kind == "marginal":
         raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
+    check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()), frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False,
                      check_finite=False)
     conf, acc = L.scalar(scored, lens_)  # once for every variable
@@ -1020,11 +1076,15 @@ def vece_rank(
             "vece": ce_from_sums(sums, 1.0),
             "vmce": ce_from_sums(sums, float("inf")),
         })
-        rows_.append(part if scored.keys is None else pl.concat([scored.keys, part], how="horizontal"))
+        rows_.append(with_keys(func, scored.keys, part))
+    if not rows_:  # every variable is constant: nothing to rank, an empty ranking (spec section 8, "Errors")
+        empty = pl.DataFrame(schema=dict(zip(VECE_RANK_COLUMNS, [pl.String, pl.String, pl.Int64, pl.Float64,
+                                                                 pl.Float64])))
+        rows_.append(with_keys(func, None if scored.keys is None else scored.keys.clear(), empty))
     out = pl.concat(rows_)
     keys = [] if scored.keys is None else scored.keys.columns
     out = out.sort(keys + ["vece"], descending=[False] * len(keys) + [True], maintain_order=True)
-    cols = ["variable", "kind"] + keys + ["n", "vece", "vmce"]
+    cols = ["variable", "kind"] + keys + list(VECE_RANK_COLUMNS[2:])
     if vce:
         parts = []
         for v, kind in zip(*out.select("variable", "kind").unique(maintain_order=True).to_dict(as_series=False)
@@ -1043,6 +1103,10 @@ def vece_rank(
             out = out.with_columns(v_star=pl.lit(None, dtype=pl.Float64), vce=pl.lit(None, dtype=pl.Float64))
         cols += ["vce", "v_star"]
     return _to_flavor(out.select(cols), scored.flavor)
+
+
+#: the columns of vece_rank's result beside the group keys (``vce=True`` adds ``vce`` and ``v_star``)
+VECE_RANK_COLUMNS = ("variable", "kind", "n", "vece", "vmce")
 
 
 def _qcut_vece_many(
@@ -1129,6 +1193,11 @@ class VCECurve:
         return f"VCECurve(variable={self.variable!r}, lens={self.lens!r}, summary=\n{self.summary})"
 
 
+#: the columns of vce_curve's curve and summary beside the group keys
+VCE_CURVE_COLUMNS = ("v", "acc", "acc_lo", "acc_hi", "conf", "conf_lo", "conf_hi", "gap")
+VCE_SUMMARY_COLUMNS = ("n", "v_star", "vce")
+
+
 def vce_curve(
     frame: Frame,
     variable: str,
@@ -1185,6 +1254,7 @@ def vce_curve(
         raise bad_param(func, "quantiles", "(low, high) with 0 <= low < high <= 1", quantiles)
     if not (0 < level < 1):
         raise bad_param(func, "level", "a confidence level in (0, 1)", level)
+    check_by_names(func, by, VCE_CURVE_COLUMNS + VCE_SUMMARY_COLUMNS, frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=[variable], allow_weights=False)
     if scored.extra_kind[variable] != "numeric":
         raise ParameterError(f"{func}: variable {variable!r} is categorical; a LOESS curve needs a numeric variable "
@@ -1214,15 +1284,12 @@ def vce_curve(
             ) from None
         gap = fc.predicted - fa.predicted
         i = int(np.argmax(np.abs(gap)))
-        part = pl.DataFrame({"v": grid, "acc": fa.predicted, "acc_lo": fa.lower, "acc_hi": fa.upper,
-                             "conf": fc.predicted, "conf_lo": fc.lower, "conf_hi": fc.upper, "gap": gap})
-        srow = pl.DataFrame({"n": [int(m.sum())], "v_star": [float(grid[i])], "vce": [float(abs(gap[i]))]})
-        if scored.keys is not None:
-            key = scored.keys[g]
-            part = pl.concat([pl.concat([key] * n_points), part], how="horizontal")
-            srow = pl.concat([key, srow], how="horizontal")
-        curves.append(part)
-        rows_.append(srow)
+        part = pl.DataFrame(dict(zip(VCE_CURVE_COLUMNS, [grid, fa.predicted, fa.lower, fa.upper, fc.predicted,
+                                                         fc.lower, fc.upper, gap])))
+        srow = pl.DataFrame(dict(zip(VCE_SUMMARY_COLUMNS, [[int(m.sum())], [float(grid[i])], [float(abs(gap[i]))]])))
+        key = None if scored.keys is None else scored.keys[g]
+        curves.append(with_keys(func, None if key is None else pl.concat([key] * n_points), part))
+        rows_.append(with_keys(func, key, srow))
     by_cols = [] if scored.keys is None else scored.keys.columns
     return VCECurve(_to_flavor(pl.concat(curves), scored.flavor), _to_flavor(pl.concat(rows_), scored.flavor),
                     variable, by_cols, str(L.resolve_lens(lens_, scored.binary)))
@@ -1287,9 +1354,17 @@ def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
     if dtype != [pl.Boolean]:
         raise ParameterError(f"The 'where' parameter of {func} must give one Boolean column (True = keep the row); "
                              f"{expr} gives {dtype}. It must be {_WHERE}.")
-    if isinstance(frame, pd.DataFrame):
-        return frame.iloc[data.filter(expr)[index].to_numpy()]
-    return frame.filter(expr)
+    try:  # evaluated here, also on a LazyFrame, so that a failure is reported as the where's
+        if isinstance(frame, pd.DataFrame):
+            return frame.iloc[data.filter(expr)[index].to_numpy()]
+        if isinstance(frame, pl.LazyFrame):
+            keep = fresh_name(names, "keep")  # the mask (a scalar broadcast to every row), then the rows it keeps
+            return frame.filter(frame.with_columns(expr.alias(keep)).select(keep).collect()[keep])
+        return frame.filter(expr)
+    except pl.exceptions.PolarsError as exc:
+        raise ParameterError(f"The 'where' parameter of {func} failed on the frame's rows "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0]}); {expr} must evaluate without "
+                             "error on every row (cast or fix the columns it compares).", "where") from None
 
 
 def _where_mask(frame: Frame, where: Any, func: str) -> pl.Series:
@@ -1523,7 +1598,11 @@ def _feature_matrix(scored: Scored, cols: list[str], func: str) -> np.ndarray:
 
 def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_components: int | None = None,
                      names: Sequence[str] = ()) -> np.ndarray:
-    """Features as given, standardised (z-scores), or reduced to ``n_components`` by PCA (numpy SVD)."""
+    """Features as given, standardised (z-scores), or reduced to ``n_components`` by PCA (numpy SVD).
+
+    PCA of fewer rows than ``n_components`` (default min(features, 2)): the components past the
+    SVD's, along which the rows do not vary, are 0 (spec section 8, "Errors").
+    """
     if prepare == "none":
         return x
     if prepare not in ("standardize", "pca"):
@@ -1541,9 +1620,10 @@ def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_componen
         raise bad_param(func, "n_components", f"an int in 1..{x.shape[1]}", n_components)
     xc = x - x.mean(axis=0)
     _, _, vt = np.linalg.svd(xc, full_matrices=False)
-    comp = vt[:m]
-    comp *= np.where(comp[np.arange(m), np.abs(comp).argmax(axis=1)] < 0, -1.0, 1.0)[:, None]  # sign convention
-    return xc @ comp.T
+    comp = vt[:m]  # fewer than m with fewer rows than m: the rows do not vary along the others
+    r = comp.shape[0]
+    comp *= np.where(comp[np.arange(r), np.abs(comp).argmax(axis=1)] < 0, -1.0, 1.0)[:, None]  # sign convention
+    return np.hstack([xc @ comp.T, np.zeros((x.shape[0], m - r))])  # those components are 0, as rank-deficient data
 
 
 def _check_gamma(func: str, gamma: Any) -> float:
@@ -1631,6 +1711,10 @@ def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nu
     return out
 
 
+#: the columns of mlce's grouped result beside the group keys
+MLCE_COLUMNS = ("n", "mlce", "mean_lce")
+
+
 def mlce(
     frame: Frame,
     features: str | Sequence[str],
@@ -1667,6 +1751,7 @@ def mlce(
         raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
     binning_ = make_binning(func, "uniform", bins, "left")
     cols, _ = _features(frame, features, func, nulls)
+    check_by_names(func, by, MLCE_COLUMNS, frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=cols)
     values = _lce_values(scored, cols, g, lens_, binning_.bins, prepare, n_components, func)[0]
     codes = scored.group_codes
@@ -1676,8 +1761,8 @@ def mlce(
         np.bincount(codes, minlength=scored.n_groups), 1)
     if by is None:
         return float(mx[0])
-    out = pl.DataFrame({"n": _group_counts(scored), "mlce": mx, "mean_lce": mean})
-    return _to_flavor(pl.concat([scored.keys, out], how="horizontal"), scored.flavor)  # type: ignore[list-item]
+    out = pl.DataFrame(dict(zip(MLCE_COLUMNS, [_group_counts(scored), mx, mean])))
+    return _to_flavor(with_keys(func, scored.keys, out), scored.flavor)
 
 
 def mlce_curve(
@@ -1801,7 +1886,12 @@ def fit(
             args.append(sc.extra[variable])
         if feat_cols:
             args.append(_feature_matrix(sc, feat_cols, func))
-        return R.fit(method, sc.probs, sc.labels.astype(np.int64), *args, **kw)
+        try:
+            return R.fit(method, sc.probs, sc.labels.astype(np.int64), *args, **kw)
+        except R.OneClassError as exc:  # the arrays' message, naming the label column
+            inner, lens_, value, n = exc.detail or (method, "class:1", 0, sc.n)
+            where = f"fit (method {method!r}" + ("" if inner == f"{method}.fit" else f", its {inner}") + ")"
+            raise R.one_class_error(where, lens_, value, n, scored.label_name) from None
 
     if by is None:
         rec = fit_one(scored)

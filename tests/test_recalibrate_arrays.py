@@ -723,7 +723,7 @@ def test_bad_inputs():
         R.Beta.fit(p, y + 1)
     with pytest.raises(calframe.InvalidValueError, match="one entry per row"):
         R.Histogram.fit(p, y[:-1])
-    with pytest.raises(calframe.InvalidValueError, match="one class only"):
+    with pytest.raises(calframe.InvalidValueError, match="the labels hold no row of class 1 in 100 rows"):
         R.Beta.fit(p, np.zeros(100, int))
     with pytest.raises(calframe.ParameterError, match="min_leaf"):
         R.Tree.fit(p, y, p, min_leaf=1.5)

@@ -824,9 +824,11 @@ class DaskCalib:
     # ----------------------------------------------------------------- plumbing
 
     def _spec(self, func: str, prob: Columns, label: str | None, by: Columns, weights: str | None, nulls: str,
-              variables: Sequence[str] = (), **kw: Any) -> _Spec:
-        """Validate columns against the Dask metadata (names, duplicates) and fix the default column names."""
+              variables: Sequence[str] = (), outputs: Sequence[str] = (), **kw: Any) -> _Spec:
+        """Validate columns against the Dask metadata (names, duplicates; ``by`` against the result's ``outputs``)
+        and fix the default column names."""
         meta = self._ddf._meta
+        api.check_by_names(func, by, outputs, meta)
         try:
             resolve(meta, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=list(variables))
         except EmptyInputError:
@@ -906,14 +908,10 @@ class DaskCalib:
             return float(next(iter(values.values()))[0])
         if long is not None:
             parts = []
-            for name, v in values.items():
-                part = pl.DataFrame({long[0]: [name] * groups.n, "n": counts, long[1]: v})
-                parts.append(part if groups.keys is None else pl.concat([groups.keys, part], how="horizontal"))
+            parts = [api.with_keys(func, groups.keys, pl.DataFrame({long[0]: [name] * groups.n, "n": counts,
+                                                                     long[1]: v})) for name, v in values.items()]
             return pl.concat(parts).to_pandas()
-        out = pl.DataFrame({"n": counts, **values})
-        if groups.keys is not None:
-            out = pl.concat([groups.keys, out], how="horizontal")
-        return out.to_pandas()
+        return api.with_keys(func, groups.keys, pl.DataFrame({"n": counts, **values})).to_pandas()
 
     def _ce_values(self, spec: _Spec, p: float, dist: Distance, estimator: str, squared: bool, n_resamples: int,
                    seed: int | None) -> tuple[dict[int, np.ndarray], np.ndarray, _Groups]:
@@ -965,7 +963,8 @@ class DaskCalib:
                                                    closed, weights)
         self._no_ci(func, ci, n_boot, seed)
         mode = "fixed" if binning_.scheme == "uniform" else "dd"
-        spec = self._spec(func, prob, label, by, weights, nulls, lens=lens_, modes=(mode,), binning=binning_)
+        spec = self._spec(func, prob, label, by, weights, nulls, lens=lens_, modes=(mode,), binning=binning_,
+                          outputs=api.output_columns([name or "ce"]))
         values, counts, groups = self._ce_values(spec, pv, dist, estimator, squared, n_resamples, seed)
         return self._output(func, {name or "ce": values[0]}, counts, groups, spec.by)
 
@@ -1046,7 +1045,8 @@ class DaskCalib:
             self._spec(func, prob, label, by, weights, nulls, variables, lens=lens_)  # column errors first
             raise ParameterError(f"{func}: explicit bin edges need a numeric variable; {cat!r} is categorical.")
         spec = self._spec(func, prob, label, by, weights, nulls, variables, lens=lens_, modes=tuple(modes),
-                          binning=binning_)
+                          binning=binning_, outputs=api.output_columns(
+                              [name], long=None if isinstance(variable, str) else ("variable", name)))
         values, counts, groups = self._ce_values(spec, pv, dist, estimator, False, 1000, seed)
         if isinstance(variable, str):
             return self._output(func, {name: values[0]}, counts, groups, spec.by)
@@ -1078,7 +1078,8 @@ class DaskCalib:
         if weights is not None and binning_.scheme != "uniform":
             raise ParameterError(f"{func}: weights are supported with binning='uniform' only.")
         mode = "fixed" if binning_.scheme == "uniform" else "dd"
-        spec = self._spec(func, prob, label, by, weights, nulls, lens=lens_, modes=(mode,), binning=binning_)
+        spec = self._spec(func, prob, label, by, weights, nulls, lens=lens_, modes=(mode,), binning=binning_,
+                          outputs=api.RELIABILITY_COLUMNS)
         frame, groups, _, info = self._binned(spec)
         sums, counts, bins_ = self._figure_sums(spec, frame, groups, info["g"], info["bins"], 0, 0)
         out = api.reliability_table(sums, counts, bins_, groups.keys)
@@ -1089,7 +1090,7 @@ class DaskCalib:
     def _companion(self, func: str, prob: Columns, label: str | None, by: Columns, weights: str | None, nulls: str,
                    ci: float | None, n_boot: int, seed: Any) -> Any:
         self._no_ci(func, ci, n_boot, seed)
-        spec = self._spec(func, prob, label, by, weights, nulls, companion=func)
+        spec = self._spec(func, prob, label, by, weights, nulls, companion=func, outputs=api.output_columns([func]))
         frame, groups, counts, info = self._binned(spec)
         sums, _ = _sums_array(frame, info["g"], groups.n, 1, np.zeros(len(frame), dtype=np.int64))
         with np.errstate(invalid="ignore", divide="ignore"):

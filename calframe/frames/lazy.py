@@ -1198,9 +1198,10 @@ def _cells_query(rows_: pl.LazyFrame, gk: list[str], path: list[str], grids: lis
 
 
 def to_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, name: str,
-              scalar: bool = True) -> "float | pl.DataFrame":
-    """The eager API's output shape: a float without groups, else ``*keys, n, <name>``."""
+              scalar: bool = True, func: str = "ce") -> "float | pl.DataFrame":
+    """The eager API's output shape: a float without groups, else ``*keys, n, <name>`` (``api.with_keys``)."""
+    from ..api import with_keys
+
     if scalar and keys is None:
         return float(values[0])
-    out = pl.DataFrame({"n": counts.astype(np.int64), name: values})
-    return out if keys is None else pl.concat([keys, out], how="horizontal")
+    return with_keys(func, keys, pl.DataFrame({"n": counts.astype(np.int64), name: values}))

@@ -47,6 +47,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._errors import bad_param
+from ._inputs import OneClassError, one_class_error
 from .base import FORMAT_NAME, FORMAT_VERSION, REGISTRY, Recalibrator, RecalibratorFileError
 from .binned import Histogram, Isotonic, ScalingBinning, equal_mass_edges
 from .lore import LoRe

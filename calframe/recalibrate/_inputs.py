@@ -158,6 +158,32 @@ def lens_view(pr: Probs, y: np.ndarray, lens: str) -> tuple[np.ndarray, np.ndarr
     return lens_score(pr, lens), (y == c).astype(np.float64)
 
 
+class OneClassError(InvalidValueError):
+    """A fit that needs both values of its 0/1 target got one only; ``detail`` = (func, lens, value, n)."""
+
+    detail: tuple[str, str, int, int] | None = None
+
+
+def one_class_error(func: str, lens: str, value: int, n: int, label: str | None = None) -> OneClassError:
+    """The message of a logistic fit whose lens target ``t`` is ``value`` on all ``n`` rows.
+
+    ``label``: the label column's name (the frame-level ``calframe.fit`` knows it), else "the labels".
+    """
+    where = "the labels" if label is None else f"the label column {label!r}"
+    if lens == "top1":
+        what = (f"every top-1 prediction is {'right' if value else 'wrong'} in {rows(n)} ({where} "
+                f"{'always' if value else 'never'} equal{'s' if label else ''} the predicted class)")
+        target = "the top-1 correctness"
+    else:
+        c = lens[6:]
+        what = f"{where} hold{'s' if label else ''} {'class ' + c + ' only' if value else 'no row of class ' + c} in {rows(n)}"
+        target = f"the frequency of class {c}"
+    exc = OneClassError(f"{func}: {what}; a logistic fit of {target} needs rows of both outcomes. Fit on rows with "
+                        "both, or use a method that does not need them (histogram, isotonic, temperature).")
+    exc.detail = (func, lens, int(value), int(n))
+    return exc
+
+
 def min_leaf_count(min_leaf: int | float, n: int) -> int:
     """scikit-learn's min_samples_leaf rule: an int >= 1 as is, a float in (0, 1) -> ceil(f * n) (checked by
     ``tree.check_min_leaf``)."""

@@ -52,7 +52,7 @@ def logistic_fit(
         raise InvalidValueError(f"{func}: no rows to fit on.")
     if fit_intercept and (np.all(y == y[0])):
         raise InvalidValueError(
-            f"{func}: the labels hold one class only ({int(y[0])}) in {n} rows; a logistic fit needs both classes."
+            f"{func}: the labels hold one class only ({int(y[0])}) in {rows(n)}; a logistic fit needs both classes."
         )
     if fit_intercept:
         Z = np.empty((n, m + 1))

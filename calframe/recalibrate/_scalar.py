@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, parse_lens
+from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, one_class_error, parse_lens
 from .base import _UNSET, Recalibrator, Schema
 
 
@@ -17,6 +17,8 @@ class ScalarRecalibrator(Recalibrator):
 
     #: extra per-row arrays the method needs at fit and predict time (e.g. ("v",))
     extras: tuple[str, ...] = ()
+    #: the fit needs both values of the 0/1 target (a logistic fit): one only is a OneClassError
+    needs_both: bool = False
     PARAMS = {"lens": check_lens}
 
     @classmethod
@@ -33,6 +35,8 @@ class ScalarRecalibrator(Recalibrator):
     @classmethod
     def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, **kwargs):
         s, t = lens_view(pr, y, lens)
+        if cls.needs_both and t.size and (t == t[0]).all():
+            raise one_class_error(f"{cls.method}.fit", lens, int(t[0]), pr.n)
         params, arrays, children = cls._fit_scores(s, t, n=pr.n, **kwargs)
         return cls(params={"lens": lens, "n_classes": pr.K, **params}, arrays=arrays, meta=meta or {},
                    children=children)

@@ -52,6 +52,7 @@ class Platt(ScalarRecalibrator):
     """
 
     method = "platt"
+    needs_both = True
     PARAMS = {**ScalarRecalibrator.PARAMS, "variant": partial(check_choice, choices=("kumar", "kelly_smyth")),
               "feature": partial(check_choice, choices=("logit", "raw")), "C": check_C}
 
@@ -249,6 +250,7 @@ class Beta(ScalarRecalibrator):
     """
 
     method = "beta"
+    needs_both = True
     PARAMS = {**_BETA_PARAMS, "constrained": check_bool}
 
     @classmethod
@@ -314,6 +316,7 @@ class BetaV(ScalarRecalibrator):
     """
 
     method = "beta_v"
+    needs_both = True
     extras = ("v",)
     PARAMS = {**_BETA_PARAMS, "degree": partial(check_int_range, low=1, high=2), "standardize": check_bool}
 
