@@ -67,8 +67,9 @@ class Scored:
     extra_kind: dict[str, str] = field(default_factory=dict)
     #: rows per group (computed with the group codes; None after subset/take)
     counts: np.ndarray | None = None
-    #: ``weights`` are the caller's weights divided by this power of two (see ``_weights``)
-    weight_scale: float = 1.0
+    #: ``weights`` are the caller's weights divided by this power of two (see ``scale_weights``): a float
+    #: without ``by``, else one per group (``(n_groups,)``; each group is scaled by its own maximum)
+    weight_scale: float | np.ndarray = 1.0
 
     @property
     def binary(self) -> bool:
@@ -98,9 +99,17 @@ class Scored:
         )
 
     def take(self, idx: np.ndarray, groups: np.ndarray, n_groups: int) -> "Scored":
-        """Rows ``idx`` (with repetition) under new group codes (used by the bootstrap)."""
+        """Rows ``idx`` (with repetition) under new group codes (used by the bootstrap).
+
+        Every new group draws its rows from one old group, whose weight scale it keeps.
+        """
+        scale = self.weight_scale
+        if isinstance(scale, np.ndarray):
+            scale = np.ones(n_groups)
+            scale[groups] = self.weight_scale[self.group_codes[idx]]
         return replace(
             self,
+            weight_scale=scale,
             probs=np.ascontiguousarray(self.probs[idx]),
             labels=self.labels[idx],
             groups=groups.astype(np.int32, copy=False),
@@ -250,15 +259,14 @@ def resolve(
     extra: Sequence[str] = (),
     allow_weights: bool = True,
     check_finite: bool = True,
-    weight_scale: float | None = None,
+    check_weights: bool = True,
 ) -> Scored:
     """Validate ``frame`` for ``func`` and return its numeric :class:`Scored` view.
 
     ``check_finite=False`` leaves the NaN/infinity check of numeric ``extra``
     columns to the caller (``check_finite_variable``), which may fold it into a pass of its own.
-    ``weight_scale``: divide the weights by this power of two instead of the frame's own (see
-    ``_weights``), and leave the checks of weight totals (the frame's, each group's) to the caller:
-    a Dask partition is a part of the frame, scaled like the whole.
+    ``check_weights=False`` leaves the checks of weight totals (the frame's, each group's) to the
+    caller: a Dask partition is a part of the frame (its sums are merged, then checked).
     """
     flavor = flavor_of(frame)
     if nulls not in ("raise", "drop"):
@@ -313,12 +321,13 @@ def resolve(
     probs = _probabilities(df, prob_cols, multi_cols, func)
     k = 2 if probs.ndim == 1 else probs.shape[1]
     labels = _labels(df[label_col], k, probs.ndim == 1, func)
-    w, w_scale = _weights(df[weights], func, weight_scale) if weights is not None else (None, 1.0)
+    w = _weights(df[weights], func, check_weights) if weights is not None else None
     groups, n_groups, keys = group_codes(df, by_cols) if by_cols else (None, 1, None)
+    w, w_scale = scale_weights(w, groups, n_groups) if w is not None else (None, 1.0)
     counts = None
     if groups is not None:
         counts = GK.int_histogram(groups, np.int32(0), n_groups, int(max(1, min(8, (1 << 23) // n_groups))))
-        if w is not None and weight_scale is None:
+        if w is not None and check_weights:
             check_group_weights(func, weights, np.bincount(groups, weights=w, minlength=n_groups), counts, keys)
     extras, extra_kind = {}, {}
     for c in extra_cols:
@@ -516,28 +525,44 @@ def _variable(s: pl.Series, func: str, check_finite: bool = True) -> tuple[np.nd
     return v, kind
 
 
-def _weights(s: pl.Series, func: str, scale: float | None = None) -> tuple[np.ndarray, float]:
-    """(weights / scale, scale): the weights divided by the power of two ``scale`` that puts their maximum in [1, 2).
-
-    Dividing by a power of two is exact, so every sum and ratio of the scaled weights equals the
-    one the caller's weights would give, except that it cannot overflow (weights near 1.8e308) or
-    lose bits to subnormal products (weights below 2.2e-308); a result is thus the same for
-    weights multiplied by any power of two (and by any constant, up to rounding).
-    A given ``scale`` (a power of two: ``weight_scale`` of the whole frame) is used as is, and
-    all-zero weights are then the caller's to refuse.
-    """
+def _weights(s: pl.Series, func: str, check_total: bool = True) -> np.ndarray:
+    """The weights as float64, checked: finite and non-negative, and (``check_total``) not all 0."""
     w = _float_column(s, func, "weights")
     bad = ~np.isfinite(w) | (w < 0)
     if bad.any():
         raise InvalidValueError(
             f"{func}: weights column {s.name!r} has {rows(int(bad.sum()))} that are negative, NaN or infinite."
         )
-    if scale is None:
-        top = float(w.max())
-        if not top > 0:
-            raise InvalidValueError(f"{func}: weights column {s.name!r} sums to 0; nothing is left to evaluate.")
-        scale = weight_scale(top)
-    return np.ldexp(w, -(int(np.frexp(scale)[1]) - 1)), float(scale)
+    if check_total and not (w.size and w.max() > 0):
+        raise InvalidValueError(f"{func}: weights column {s.name!r} sums to 0; nothing is left to evaluate.")
+    return w
+
+
+def scale_weights(w: np.ndarray, groups: np.ndarray | None = None,
+                  n_groups: int = 1) -> tuple[np.ndarray, float | np.ndarray]:
+    """(weights / scale, scale): each group's weights divided by the power of two that puts the group's
+    maximum in [1, 2) (``weight_scale``); without ``groups`` one scale (a float) for all.
+
+    Dividing by a power of two is exact, so every sum and ratio of the scaled weights equals the
+    one the caller's weights would give, except that it cannot overflow (weights near 1.8e308) or
+    lose bits to subnormal products (weights below 2.2e-308). Every per-group figure depends on the
+    ratios of the weights within its group only: scaling each group by its own maximum keeps a group
+    whose weights sit far below another group's from underflowing to 0, and makes a group's result
+    the same (bit for bit) when its weights are multiplied by any power of two.
+    A group of all-zero weights keeps scale 1.0 (``check_group_weights`` refuses it).
+    """
+    if groups is None:
+        scale = weight_scale(float(w.max()) if w.size else 0.0)
+        return np.ldexp(w, -(int(np.frexp(scale)[1]) - 1)), float(scale)
+    tops = np.zeros(n_groups)
+    np.maximum.at(tops, groups, w)
+    e = np.where(tops > 0, np.frexp(tops)[1] - 1, 0)
+    scales = np.ldexp(1.0, e)
+    if (e == e[0]).all():  # one exponent (always so without by): the scalar path, no per-row gather
+        return np.ldexp(w, -int(e[0])), scales
+    if e.min() >= -1022:  # 2^-e is a finite float64: one exact multiplication (rounds as ldexp does)
+        return w * np.ldexp(1.0, -e).take(groups), scales
+    return np.ldexp(w, -e.take(groups)), scales
 
 
 def weight_scale(top: float) -> float:

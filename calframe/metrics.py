@@ -117,7 +117,7 @@ def ce_from_sums(
     squared: bool = False,
     n_resamples: int = 1000,
     seed: int | None = 0,
-    count_scale: float = 1.0,
+    count_scale: float | np.ndarray = 1.0,
 ) -> np.ndarray:
     """CE_p per group from per (group, bin) sums.
 
@@ -127,11 +127,15 @@ def ce_from_sums(
     debiased, other p: Kumar's Gaussian resampling, ``2 * plugin - mean(resampled)``, every
     group drawing from its own stream seeded by ``seed`` (so a group's value does not depend on
     the other groups).
-    ``count_scale``: the power of two the weights in ``sums`` were divided by (Scored.weight_scale);
-    the debiased estimators count a bin's rows as n_b * count_scale (weights are frequency weights
-    there), every other figure depends on ratios of the sums only.
+    ``count_scale``: the power of two the weights in ``sums`` were divided by (Scored.weight_scale:
+    one, or one per group); the debiased estimators count a bin's rows as n_b * count_scale (weights
+    are frequency weights there, in the caller's units), every other figure depends on ratios of the
+    sums within a group only.
     """
     check_weight_sums(sums)
+    count_scale = np.asarray(count_scale, dtype=np.float64)
+    if count_scale.ndim:
+        count_scale = count_scale[:, None]  # one per group, broadcast over the bins
     n, conf, acc, total = bin_means(sums)
     nonempty = n > 0
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -55,7 +55,7 @@ from . import lazy as LZ
 from .. import api
 from .. import lenses as L
 from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default, _select, check_group_weights,
-                        group_codes, resolve, weight_scale)
+                        group_codes, resolve)
 from .._names import key_names
 from .._errors import (
     CalframeError,
@@ -80,11 +80,13 @@ Columns = str | Sequence[str] | None
 # (_keys_of: __cf_key0, ...), so no user column, whatever its name, meets an internal one
 FIG, CLS, BIN, CAT, FIRST = "__cf_fig", "__cf_cls", "__cf_bin", "__cf_cat", "__cf_first"
 ROWS, N, SC, SA, VMIN, VMAX, DROP = "__cf_rows", "__cf_n", "__cf_sc", "__cf_sa", "__cf_vmin", "__cf_vmax", "__cf_drop"
+#: the exponent e of the power of two 2^e a partition divided a group's weights by (a key of the merge, not summed)
+EXP = "__cf_exp"
 PAR, CELL, CNT, SHIFT, VAL = "__cf_par", "__cf_cell", "__cf_cnt", "__cf_shift", "__cf_val"
 
 _I8, _F8, _STR = np.dtype(np.int64), np.dtype(np.float64), pd.StringDtype()
 SUMS_COLS = {FIG: _I8, CLS: _I8, BIN: _I8, CAT: _STR, FIRST: _I8, ROWS: _I8, N: _F8, SC: _F8, SA: _F8,
-             VMIN: _F8, VMAX: _F8, DROP: _I8}
+             VMIN: _F8, VMAX: _F8, DROP: _I8, EXP: _I8}
 SUMS_AGG = {ROWS: "sum", N: "sum", SC: "sum", SA: "sum", FIRST: "min", VMIN: "min", VMAX: "max", DROP: "sum"}
 HIST_COLS = {FIG: _I8, CLS: _I8, PAR: _I8, CELL: _I8, CNT: _I8, VMIN: _F8, VMAX: _F8, DROP: _I8}
 HIST_AGG = {CNT: "sum", VMIN: "min", VMAX: "max", DROP: "sum"}
@@ -120,8 +122,6 @@ class _Spec:
     binning: Binning | None = None
     #: brier / log_loss / accuracy: per-row values averaged per group
     companion: str | None = None
-    #: every partition divides the weights by this power of two, the whole frame's (``_columns._weights``)
-    weight_scale: float = 1.0
 
     @property
     def prob_cols(self) -> list[str]:
@@ -169,7 +169,7 @@ def _scored(pdf: pd.DataFrame, spec: _Spec) -> tuple[Scored | None, pd.DataFrame
         weights=spec.weights,
         nulls="raise",  # with nulls="drop" they are gone already (and counted once, on the client)
         extra=list(spec.variables),
-        weight_scale=spec.weight_scale if spec.weights else None,  # weight totals: checked on the client
+        check_weights=False,  # weight totals: checked on the client, over every partition
     )
     return scored, pdf, dropped
 
@@ -377,13 +377,17 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
     if scored is None:
         return _finish(out, meta)
     keys, tuples = _local_keys(kept, scored, spec.by)
+    # each group's weights are divided by a power of two of this partition's (resolve); the client brings
+    # every partition's sums to the group's own scale (_rescale)
+    exps = np.broadcast_to(np.frexp(scored.weight_scale)[1] - 1, (scored.n_groups,)).astype(np.int64)
     if spec.companion is not None:
         values = np.ascontiguousarray(_companion_values(spec.companion, scored), dtype=np.float64)
         # as api.group_means: a one-bin accumulate of the row values
         s = K.accumulate(scored.groups, None, values, values, scored.weights, np.array([0.0, 1.0]), False,
                          scored.n_groups, 1)
         counts = np.bincount(scored.group_codes, minlength=scored.n_groups).astype(np.int64)
-        out.append(_frame(meta, keys, np.arange(scored.n_groups), {ROWS: counts, N: s[:, 0, 0], SC: s[:, 0, 1]}))
+        out.append(_frame(meta, keys, np.arange(scored.n_groups), {ROWS: counts, N: s[:, 0, 0], SC: s[:, 0, 1],
+                                                                           EXP: exps}))
         return _finish(out, meta)
     part = 0 if partition_info is None else int(partition_info["number"])
     unweighted = replace(scored, weights=None)
@@ -415,7 +419,7 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
             counts = sums[..., 0] if scored.weights is None else api.binned_sums(conf, acc, unweighted, binner)[0][..., 0]
             g_idx, b_idx = np.nonzero(counts > 0)
             cols = {FIG: f, CLS: c, BIN: b_idx, ROWS: counts[g_idx, b_idx].astype(np.int64), N: sums[g_idx, b_idx, 0],
-                    SC: sums[g_idx, b_idx, 1], SA: sums[g_idx, b_idx, 2], **extra}
+                    SC: sums[g_idx, b_idx, 1], SA: sums[g_idx, b_idx, 2], EXP: exps[g_idx], **extra}
             if mode == "cat":
                 cols.update({BIN: 0, CAT: cats[b_idx], FIRST: pos[b_idx]})
             out.append(_frame(meta, keys, g_idx, cols))
@@ -806,6 +810,22 @@ def _sums_array(frame: pd.DataFrame, g: np.ndarray, n_groups: int, n_bins: int, 
     return sums, counts
 
 
+def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
+    """Bring every partition's weighted sums (in place) to its group's scale, the eager one: 2^E with E the largest
+    exponent of the group's partitions that hold weight (the exponent of the group's maximum weight). Returns the
+    per-group scales 2^E (``Scored.weight_scale``). Multiplying by a power of two is exact (but where a partition's
+    sum falls below float64's normal range at the group's scale, as eager sums of such weights do)."""
+    e = frame[EXP].to_numpy().astype(np.int64)
+    top = np.full(n_groups, np.iinfo(np.int64).min)
+    np.maximum.at(top, g, np.where(frame[N].to_numpy() > 0, e, np.iinfo(np.int64).min))
+    top = np.where(top == np.iinfo(np.int64).min, 0, top)
+    shift = e - top[g]
+    if shift.any():
+        for col in (N, SC, SA):
+            frame[col] = np.ldexp(frame[col].to_numpy(), shift)
+    return np.ldexp(1.0, top)
+
+
 # --------------------------------------------------------------------------- the accessor
 
 
@@ -842,22 +862,9 @@ class DaskCalib:
         prob_ = prob if isinstance(prob, str) else tuple(prob)
         return _Spec(func, prob_, label, by_, weights, nulls, variables=tuple(variables), **kw)
 
-    def _weight_scale(self, weights: str) -> float:
-        """The power of two the eager path divides ``weights`` by (``_columns.weight_scale`` of their maximum), from
-        one max over the partitions; 1.0 when there is no positive finite maximum (the partitions then report
-        the bad values, the client a zero total)."""
-        col = self._ddf._meta[weights]
-        if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
-            return 1.0  # not numbers: resolve reports the dtype
-        top = self._ddf[weights].max().compute()
-        top = float(top) if pd.notna(top) else 0.0
-        return weight_scale(top) if np.isfinite(top) else 1.0
-
     def _binned(self, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, dict]:
-        """The merged per (group, figure, class, bin) sums (weights divided by ``info["weight_scale"]``), their global
-        group index, and the data-dependent Bins."""
-        if spec.weights:
-            spec = replace(spec, weight_scale=self._weight_scale(spec.weights))
+        """The merged per (group, figure, class, bin) sums (weights divided by ``info["weight_scale"]``, one power of
+        two per group), their global group index, and the data-dependent Bins."""
         plan, groups, dd_bins = None, None, {}
         if "dd" in spec.modes:
             plan, groups, dd_bins = _Runner(self._ddf, spec).exact_edges()
@@ -870,10 +877,11 @@ class DaskCalib:
         first = (frame[FIG].to_numpy() == 0) & (frame[CLS].to_numpy() == 0)
         counts = np.bincount(g[first], weights=frame.loc[first, ROWS].to_numpy(), minlength=groups.n).astype(np.int64)
         _warn_dropped(spec.func, dropped, int(counts.sum()))
+        scale = _rescale(frame, g, groups.n)
         if spec.weights:  # the eager rule on the totals over every partition
             totals = np.bincount(g[first], weights=frame.loc[first, N].to_numpy(), minlength=groups.n)
             check_group_weights(spec.func, spec.weights, totals, counts, groups.keys)
-        return frame, groups, counts, {"g": g, "bins": dd_bins, "weight_scale": spec.weight_scale}
+        return frame, groups, counts, {"g": g, "bins": dd_bins, "weight_scale": scale}
 
     def _figure_sums(self, spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarray, dd_bins: dict, f: int,
                      c: int) -> tuple[np.ndarray, np.ndarray, Bins]:

@@ -143,8 +143,11 @@ class _Plan:
     prob_ok: bool = True  # the probability dtypes are usable
     label_kind: str | None = None  # "bool" / "int" / "float", None if unusable
     weights_ok: bool = True
-    #: the weights are divided by this power of two: the one eager frames use (``_columns.weight_scale``)
+    #: the weights are divided by this power of two: the one eager frames use (``_columns.scale_weights``)
     weight_scale: float = 1.0
+    #: with ``by`` and groups of different scales: per group (``keys`` columns) its power of two 2^e as the
+    #: factors ``_F1 * _F2`` = 2^-e each row is multiplied by (joined onto the rows), and 2^e (``_SCALE``)
+    scale_table: pl.DataFrame | None = None
     var_kind: str | None = None  # "numeric" / "categorical", None if unusable / no variable
     #: step name -> exception, raised when the ordered checks reach that step
     schema_errors: dict[str, CalframeError] = field(default_factory=dict)
@@ -383,22 +386,64 @@ def _label_ok(plan: _Plan) -> pl.Expr:
     return ok
 
 
+def _raw_weights(plan: _Plan) -> pl.Expr:
+    """The caller's weights as Float64 (their checks: finite, non-negative, positive total do not depend on a
+    scale)."""
+    return pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
+
+
+def _factors(e: int) -> tuple[float, float]:
+    """(f1, f2), powers of two with f1 * f2 = 2^-e, each finite: w * f1 * f2 rounds as ``numpy.ldexp(w, -e)``."""
+    return (2.0**1022, float(np.ldexp(1.0, -(e + 1022)))) if e < -1022 else (1.0, float(np.ldexp(1.0, -e)))
+
+
 def _weights_expr(plan: _Plan) -> pl.Expr:
-    """The weights divided by ``plan.weight_scale`` = 2^e, exactly as ``numpy.ldexp(w, -e)`` rounds."""
-    w = pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
-    e = int(np.frexp(plan.weight_scale)[1]) - 1
-    if e < -1022:  # 2^-e is past float64: scale up in two exact steps (a subnormal times a power of two)
-        w, e = w * 2.0**1022, e + 1022
-    return w * float(np.ldexp(1.0, -e)) if e else w
+    """The weights divided by their group's power of two (``plan.weight_scale``, or per group the factors of
+    ``plan.scale_table``, joined onto the rows by ``_with_scales``), exactly as ``numpy.ldexp(w, -e)`` rounds."""
+    w = _raw_weights(plan)
+    if plan.scale_table is not None:
+        return w * pl.col(_F1) * pl.col(_F2)
+    f1, f2 = _factors(int(np.frexp(plan.weight_scale)[1]) - 1)
+    w = w * f1 if f1 != 1.0 else w  # 2^-e past float64: scale up in two exact steps (a subnormal times 2^1022)
+    return w * f2 if f2 != 1.0 else w
 
 
 def _set_weight_scale(plan: _Plan, lf: pl.LazyFrame) -> None:
-    """One aggregation: the largest kept weight, and from it the eager path's power of two (1.0 when it is not
-    a positive finite number: the checks then report the bad weights or their zero total)."""
-    w = pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
+    """One aggregation: the largest kept weight of each group, and from it the eager path's power of two (1.0
+    when it is not a positive finite number: the checks then report the bad weights or their zero total).
+    One scale for all (``plan.weight_scale``) when every group has the same; else ``plan.scale_table``."""
+    w = _raw_weights(plan)
     keep = _keep(plan)
-    top = _collect(lf.select((w if keep is None else w.filter(keep)).max()))[0, 0]
-    plan.weight_scale = weight_scale(top) if top is not None and np.isfinite(top) else 1.0
+    w = w if keep is None else w.filter(keep)
+    if not plan.by_cols:
+        top = _collect(lf.select(w.max()))[0, 0]
+        plan.weight_scale = weight_scale(top) if top is not None and np.isfinite(top) else 1.0
+        return
+    tops = _collect(lf.group_by(_key_cols(plan)).agg(w.max().alias(_W)))
+    top = tops[_W].to_numpy().astype(np.float64)
+    e = np.where(np.isfinite(top) & (top > 0), np.frexp(np.nan_to_num(top))[1] - 1, 0).astype(np.int64)
+    if e.size == 0 or (e == e[0]).all():
+        plan.weight_scale = float(np.ldexp(1.0, int(e[0]))) if e.size else 1.0
+        return
+    f = [_factors(int(x)) for x in e]
+    plan.scale_table = tops.select(plan.keys).with_columns(
+        pl.Series(_F1, [a for a, _ in f]), pl.Series(_F2, [b for _, b in f]), pl.Series(_SCALE, np.ldexp(1.0, e)))
+
+
+def _with_scales(plan: _Plan, lf: pl.LazyFrame) -> pl.LazyFrame:
+    """``lf`` with each row's scale factors (``_weights_expr``) beside it, when the groups have different scales."""
+    if plan.scale_table is None:
+        return lf
+    return lf.with_columns(_key_cols(plan)).join(plan.scale_table.lazy(), on=plan.keys, how="left", nulls_equal=True,
+                                               maintain_order="left")
+
+
+def _group_scales(plan: _Plan, keys: pl.DataFrame | None) -> float | np.ndarray:
+    """The power of two of each group of ``keys`` (the user-named key table), or the one for all."""
+    if plan.scale_table is None or keys is None:
+        return plan.weight_scale
+    table = plan.user_keys(plan.scale_table).with_columns(plan.scale_table[_SCALE])
+    return keys.join(table, on=plan.by_cols, how="left", nulls_equal=True, maintain_order="left")[_SCALE].to_numpy()
 
 
 def _var_expr(plan: _Plan) -> pl.Expr:
@@ -426,7 +471,7 @@ def _keep(plan: _Plan) -> pl.Expr | None:
 def _row_ok(plan: _Plan) -> pl.Expr:
     parts = [_prob_ok(plan), _label_ok(plan)]
     if plan.weight_col is not None:
-        w = _weights_expr(plan)
+        w = _raw_weights(plan)
         parts.append(w.is_finite() & (w >= 0.0))
     v = _var_ok(plan)
     if v is not None:
@@ -596,7 +641,7 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
             aggs += [pl.col(f"{_P}v").min().alias(_VMIN), pl.col(f"{_P}v").max().alias(_VMAX)]
         else:
             cols.append(pl.col(plan.var_col).alias(_CATV))
-    q = lf.select(cols)
+    q = _with_scales(plan, lf).select(cols)
     stages = _bin_stages(plan, _CONF)
     for stage in stages:
         q = q.with_columns(**stage)
@@ -647,7 +692,7 @@ def _detail_stats(plan: _Plan, lf: pl.LazyFrame) -> dict[str, Any]:
         if plan.label_kind != "bool":
             aggs["label_outside"] = kept(_label_outside(plan)).sum()
     if plan.weight_col is not None and plan.weights_ok:
-        w = _weights_expr(plan)
+        w = _raw_weights(plan)
         aggs["w_bad"] = kept((~w.is_finite() | (w < 0.0)).fill_null(False)).sum()
         aggs["w_sum"] = kept(w).sum()
     if plan.var_col is not None and plan.var_kind is not None:
@@ -875,10 +920,11 @@ def lazy_sums(
     sums, keys, counts = out
     if plan.weight_col is not None:
         check_group_weights(func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
+    scale = _group_scales(plan, keys)
     if with_scale:
-        return sums, keys, counts, plan.weight_scale
+        return sums, keys, counts, scale
     with np.errstate(over="ignore"):  # past float64: refused by ce_from_sums (check_weight_sums)
-        return sums * plan.weight_scale, keys, counts
+        return sums * np.reshape(scale, (-1, 1, 1)), keys, counts
 
 
 def _light_stats(plan: _Plan, res: pl.DataFrame) -> dict[str, Any]:
@@ -949,6 +995,7 @@ def _assemble(plan: _Plan, res: pl.DataFrame, bin_codes: np.ndarray | None = Non
 # --------------------------------------------------------------------------- quantile / equal-mass bins
 
 _ONE, _X, _CONF, _ACC, _KEEP, _WT = f"{_P}one", f"{_P}x", f"{_P}conf", f"{_P}acc", f"{_P}keep", f"{_P}wt"
+_F1, _F2, _SCALE = f"{_P}f1", f"{_P}f2", f"{_P}scale"
 _NODE, _CNT, _MIN, _MAX = f"{_P}node", f"{_P}cnt", f"{_P}min", f"{_P}max"
 #: at most this many refinement levels of the histogram
 _MAX_LEVELS = 8
@@ -1025,7 +1072,7 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
              (keep if keep is not None else pl.lit(True)).alias(_KEEP)]
     if plan.weight_col is not None:
         cols.append(_weights_expr(plan).alias(_WT))
-    base = lf.select(cols)
+    base = _with_scales(plan, lf).select(cols)
 
     # pass 1: validation, and per group count / min / max
     aggs = [pl.len().alias(_LEN), pl.col(_BAD).sum().alias(_BAD), pl.col(_X).min().alias(_MIN),
