@@ -185,3 +185,41 @@ def test_debiased_counts_rows_in_the_callers_units_per_group(dd):
         np.testing.assert_allclose(calframe.rmsce(frame, **kw)["rmsce"].to_numpy(), want, rtol=1e-9)
     got = _dask_frame(dd, _spread(d, factors)).calib.rmsce(**kw)
     np.testing.assert_allclose(got["rmsce"].to_numpy(), want, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- Dask: key dtypes
+
+
+def _keyed(seed: int = 1) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    n = 40
+    p = rng.random(n)
+    # in order: the partitions hold different keys (one only "a", the last "b" and the nulls)
+    return {"p": p, "y": (rng.random(n) < p).astype(np.int64), "k": ["a"] * 15 + ["b"] * 15 + [None] * 10}
+
+
+def test_dask_arrow_categorical_key_with_a_null_groups_as_eager(dd):
+    """A Polars Categorical key holding a null, as Arrow-backed pandas (a dictionary column), on Dask: the
+    groups and values of eager pandas (hand reference), the key still categorical."""
+    d = _keyed()
+    pdf = pl.DataFrame(d).with_columns(pl.col("k").cast(pl.Categorical)).to_pandas(use_pyarrow_extension_array=True)
+    got = dd.from_pandas(pdf, npartitions=3, sort=False).calib.ece("p", "y", by="k")
+    k = np.array(d["k"], dtype=object)
+    want = [_ref_ece(d["p"][k == v], d["y"][k == v], np.ones(int((k == v).sum()))) for v in ("a", "b", None)]
+    assert got["k"].tolist()[:2] == ["a", "b"] and pd.isna(got["k"].iloc[2])
+    assert isinstance(got["k"].dtype, pd.CategoricalDtype)
+    np.testing.assert_allclose(got["ece"].to_numpy(), want, rtol=1e-12)
+    pd.testing.assert_frame_equal(got, calframe.ece(pdf, "p", "y", by="k"), check_exact=False, rtol=1e-12)
+
+
+@pytest.mark.parametrize("key", [[{"x": 1}, {"x": 2}], [[1], [2]], [[1, 2], [2, 1]]], ids=["struct", "list", "array"])
+def test_dask_refuses_nested_keys_naming_the_column(dd, key):
+    d = _keyed()
+    s = pl.Series("s", [key[i % 2] for i in range(len(d["p"]))])
+    if len(key[0]) == 2:
+        s = s.cast(pl.Array(pl.Int64, 2))
+    pdf = pl.DataFrame(d).with_columns(s).to_pandas(use_pyarrow_extension_array=True)
+    with pytest.raises(calframe.ColumnTypeError) as info:
+        dd.from_pandas(pdf, npartitions=2, sort=False).calib.ece("p", "y", by="s")
+    msg = str(info.value)
+    assert "'s'" in msg and str(s.dtype).split("(")[0] in msg and "ddf.compute()" in msg and "astype(str)" in msg, msg

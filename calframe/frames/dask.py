@@ -50,6 +50,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow as pa
 
 from . import lazy as LZ
 from .. import api
@@ -122,6 +123,8 @@ class _Spec:
     binning: Binning | None = None
     #: brier / log_loss / accuracy: per-row values averaged per group
     companion: str | None = None
+    #: the Polars dtypes calframe reads the ``by`` columns as (the eager path's, for the key table)
+    key_types: tuple[Any, ...] = ()
 
     @property
     def prob_cols(self) -> list[str]:
@@ -182,8 +185,30 @@ def _first_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _keys_of(frame: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
-    """The ``by`` columns of a user's frame under their positional internal names (key_names)."""
-    return frame[list(by)].set_axis(key_names(len(by)), axis=1)
+    """The ``by`` columns of a user's frame under their positional internal names (key_names).
+
+    An Arrow dictionary column (a Polars Categorical converted to Arrow-backed pandas) becomes its values'
+    Arrow type: Dask's merge cannot concatenate dictionary columns holding nulls. (The key table gets the
+    eager path's Categorical back from ``_Spec.key_types``.)
+    """
+    keys = frame[list(by)].set_axis(key_names(len(by)), axis=1)
+    for c in keys.columns:
+        dt = keys[c].dtype
+        if isinstance(dt, pd.ArrowDtype) and pa.types.is_dictionary(dt.pyarrow_dtype):
+            keys[c] = keys[c].astype(pd.ArrowDtype(dt.pyarrow_dtype.value_type))
+    return keys
+
+
+def _refuse_nested_keys(func: str, keys: dict[str, Any]) -> None:
+    """Struct, List and Array group keys (``keys``: name -> Polars dtype) are for eager and lazy frames only."""
+    for name, dtype in keys.items():
+        if isinstance(dtype, (pl.Struct, pl.List, pl.Array)):
+            raise ColumnTypeError(
+                f"{func}: group key column {name!r} has dtype {dtype}; Struct, List and Array keys work on eager "
+                "and lazy frames, not on Dask DataFrames (Dask cannot merge the partitions' groups by them). "
+                f"Turn the key into strings first (e.g. ddf = ddf.assign(**{{{name!r}: ddf[{name!r}].astype(str)}})), or "
+                "compute the frame (ddf.compute()) and pass that."
+            )
 
 
 def _local_keys(pdf: pd.DataFrame, scored: Scored, by: tuple[str, ...]) -> tuple[pd.DataFrame | None, list[tuple]]:
@@ -376,6 +401,8 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
     out = _marker(pdf, spec, meta, dropped)
     if scored is None:
         return _finish(out, meta)
+    if scored.keys is not None:  # an object column of dicts or lists, which the metadata did not show
+        _refuse_nested_keys(spec.func, dict(scored.keys.schema))
     keys, tuples = _local_keys(kept, scored, spec.by)
     # each group's weights are divided by a power of two of this partition's (resolve); the client brings
     # every partition's sums to the group's own scale (_rescale)
@@ -482,7 +509,8 @@ class _Groups:
     index: dict[tuple, int]
 
     @classmethod
-    def of(cls, frame: pd.DataFrame, by: tuple[str, ...]) -> "_Groups":
+    def of(cls, frame: pd.DataFrame, spec: _Spec) -> "_Groups":
+        by = spec.by
         if not by:
             return cls(1, None, {(): 0})
         cols = key_names(len(by))
@@ -491,8 +519,11 @@ class _Groups:
         first[gid[::-1]] = np.arange(len(gid))[::-1]
         uniq = frame[cols].iloc[first].reset_index(drop=True)
         # calframe's own key table, under the user's names: the same pandas -> Polars conversion as
-        # resolve, then group_codes
-        codes, n, keys = group_codes(_select(uniq.set_axis(list(by), axis=1), list(by)), list(by))
+        # resolve, then group_codes (a Categorical key, merged as strings, is a Categorical again)
+        df = _select(uniq.set_axis(list(by), axis=1), list(by))
+        df = df.with_columns(pl.col(c).cast(t) for c, t in zip(by, spec.key_types)
+                             if isinstance(t, (pl.Categorical, pl.Enum)) and df.schema[c] != t)
+        codes, n, keys = group_codes(df, list(by))
         index = {t: int(g) for t, g in zip(_key_tuples(uniq), codes)}
         return cls(n, keys, index)
 
@@ -590,7 +621,7 @@ class _Runner:
         hist, dropped = _split_markers(self.hist(0, None))
         if hist.empty:
             _raise_empty(spec.func, dropped)
-        groups = _Groups.of(hist, spec.by)
+        groups = _Groups.of(hist, spec)
         hist["g"] = groups.codes(hist, spec.by)
         sources = sorted({(int(f), int(c)) for f, c in zip(hist[FIG], hist[CLS])})
         for f in sorted({f for f, _ in sources}):
@@ -860,7 +891,10 @@ class DaskCalib:
             label = _pick_default(names, LABEL_CANDIDATES, "label", "label", func)
         by_ = () if by is None else ((by,) if isinstance(by, str) else tuple(by))
         prob_ = prob if isinstance(prob, str) else tuple(prob)
-        return _Spec(func, prob_, label, by_, weights, nulls, variables=tuple(variables), **kw)
+        key_types = _select(meta, list(by_), func).schema if by_ else {}
+        _refuse_nested_keys(func, dict(key_types))
+        return _Spec(func, prob_, label, by_, weights, nulls, variables=tuple(variables),
+                     key_types=tuple(key_types.values()), **kw)
 
     def _binned(self, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, dict]:
         """The merged per (group, figure, class, bin) sums (weights divided by ``info["weight_scale"]``, one power of
@@ -872,7 +906,7 @@ class DaskCalib:
         if frame.empty:
             _raise_empty(spec.func, dropped)
         if groups is None:
-            groups = _Groups.of(frame, spec.by)
+            groups = _Groups.of(frame, spec)
         g = groups.codes(frame, spec.by)
         first = (frame[FIG].to_numpy() == 0) & (frame[CLS].to_numpy() == 0)
         counts = np.bincount(g[first], weights=frame.loc[first, ROWS].to_numpy(), minlength=groups.n).astype(np.int64)
