@@ -206,7 +206,9 @@ def _group_counts(scored: Scored) -> np.ndarray:
 
 
 def _to_flavor(df: pl.DataFrame, flavor: str) -> pl.DataFrame | pd.DataFrame:
-    return df.to_pandas() if flavor == "pandas" else df
+    """A result in the caller's flavor. pandas results are numpy-backed; a Date column (a date key) holds
+    ``datetime.date`` objects (pandas has no date dtype: datetime64 would turn dates into timestamps)."""
+    return df.to_pandas(date_as_object=True) if flavor == "pandas" else df
 
 
 #: the columns of a reliability table beside the group keys

@@ -223,3 +223,68 @@ def test_dask_refuses_nested_keys_naming_the_column(dd, key):
         dd.from_pandas(pdf, npartitions=2, sort=False).calib.ece("p", "y", by="s")
     msg = str(info.value)
     assert "'s'" in msg and str(s.dtype).split("(")[0] in msg and "ddf.compute()" in msg and "astype(str)" in msg, msg
+
+
+# --------------------------------------------------------------------------- Date keys stay dates
+
+DAYS = [dt.date(2024, 1, 1), dt.date(2024, 2, 29), None]
+
+
+def _dated(seed: int = 2) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    n = 45
+    p = rng.random(n)
+    return {"p": p, "y": (rng.random(n) < p).astype(np.int64), "v": rng.random(n), "day": [DAYS[i // 15] for i in range(n)]}
+
+
+def _date_frames() -> dict[str, Callable[[dict[str, Any]], Any]]:
+    return {
+        "polars": pl.DataFrame,
+        "lazy": pl.LazyFrame,
+        "pandas[pyarrow]": lambda d: pl.DataFrame(d).to_pandas(use_pyarrow_extension_array=True),
+        "pandas[object]": pd.DataFrame,  # datetime.date objects, pandas' own way to hold dates
+    }
+
+
+def _check_days(out: Any, d: dict[str, Any], column: str = "ece") -> None:
+    """The key column holds the input's dates (None for the missing one) and each group its hand ECE."""
+    days = out["day"].to_list() if isinstance(out, pl.DataFrame) else out["day"].tolist()
+    assert days[:2] == DAYS[:2] and all(type(x) is dt.date for x in days[:2]), days
+    assert days[2] is None or pd.isna(days[2])
+    if isinstance(out, pd.DataFrame):
+        assert out["day"].dtype == object  # pandas results are numpy-backed: dates as datetime.date objects
+    else:
+        assert out.schema["day"] == pl.Date
+    p, y = d["p"], d["y"]
+    want = [_ref_ece(p[i * 15:(i + 1) * 15], y[i * 15:(i + 1) * 15], np.ones(15)) for i in range(3)]
+    np.testing.assert_allclose(np.asarray(out[column], dtype=float), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", list(_date_frames()))
+def test_date_keys_come_back_as_dates(kind):
+    d = _dated()
+    out = calframe.ece(_date_frames()[kind](d), "p", "y", by="day")
+    _check_days(out, d)
+
+
+@pytest.mark.parametrize("kind", ["pandas[pyarrow]", "pandas[object]"])
+def test_date_keys_come_back_as_dates_in_other_outputs(kind):
+    """summary and reliability (every pandas output goes through one conversion)."""
+    d = _dated()
+    frame = _date_frames()[kind](d)
+    summary = calframe.summary(frame, "p", "y", by="day")
+    assert [type(x) for x in summary["day"].tolist()[:2]] == [dt.date, dt.date]
+    table = calframe.reliability(frame, "p", "y", by="day")
+    assert set(table["day"].dropna().tolist()) == set(DAYS[:2]) and table["day"].dtype == object
+
+
+@pytest.mark.parametrize("kind", ["pandas[pyarrow]", "pandas[object]"])
+def test_dask_date_keys_come_back_as_dates(dd, kind):
+    """(Dask's default dataframe.convert-string turns an object column into strings when the Dask frame is built,
+    before calframe sees it: the object case turns it off.)"""
+    import dask
+
+    d = _dated()
+    with dask.config.set({"dataframe.convert-string": kind != "pandas[object]"}):
+        ddf = dd.from_pandas(_date_frames()[kind](d), npartitions=2, sort=False)
+        _check_days(ddf.calib.ece("p", "y", by="day"), d)

@@ -518,6 +518,9 @@ class _Groups:
         first = np.full(gid.max() + 1, -1, dtype=np.int64)
         first[gid[::-1]] = np.arange(len(gid))[::-1]
         uniq = frame[cols].iloc[first].reset_index(drop=True)
+        for c in cols:  # Dask's merge fills a missing object key (a date, ...) with NaN: the missing value is None
+            if uniq[c].dtype == object:
+                uniq[c] = uniq[c].where(uniq[c].notna(), None)
         # calframe's own key table, under the user's names: the same pandas -> Polars conversion as
         # resolve, then group_codes (a Categorical key, merged as strings, is a Categorical again)
         df = _select(uniq.set_axis(list(by), axis=1), list(by))
@@ -949,11 +952,10 @@ class DaskCalib:
         if not by and long is None and len(values) == 1:
             return float(next(iter(values.values()))[0])
         if long is not None:
-            parts = []
             parts = [api.with_keys(func, groups.keys, pl.DataFrame({long[0]: [name] * groups.n, "n": counts,
                                                                      long[1]: v})) for name, v in values.items()]
-            return pl.concat(parts).to_pandas()
-        return api.with_keys(func, groups.keys, pl.DataFrame({"n": counts, **values})).to_pandas()
+            return api._to_flavor(pl.concat(parts), "pandas")
+        return api._to_flavor(api.with_keys(func, groups.keys, pl.DataFrame({"n": counts, **values})), "pandas")
 
     def _ce_values(self, spec: _Spec, p: float, dist: Distance, estimator: str, squared: bool, n_resamples: int,
                    seed: int | None) -> tuple[dict[int, np.ndarray], np.ndarray, _Groups]:
@@ -1125,7 +1127,7 @@ class DaskCalib:
         frame, groups, _, info = self._binned(spec)
         sums, counts, bins_ = self._figure_sums(spec, frame, groups, info["g"], info["bins"], 0, 0)
         out = api.reliability_table(sums, counts, bins_, groups.keys)
-        return out.to_pandas()
+        return api._to_flavor(out, "pandas")
 
     # ----------------------------------------------------------------- companions
 
