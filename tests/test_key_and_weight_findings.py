@@ -24,6 +24,7 @@ import polars.testing
 import pytest
 
 import calframe
+from test_zero_weights import CALLS as ZERO_WEIGHT_CALLS
 
 N_PER = 20
 GROUPS = np.repeat(["a", "b", "c"], N_PER)
@@ -123,19 +124,11 @@ def _drop(out: Any, column: str) -> Any:
     return out.drop(columns=column) if isinstance(out, pd.DataFrame) else out.drop(column)
 
 
+#: every weighted function of tests/test_zero_weights.py but the debiased estimator (it counts rows in the
+#: caller's units: test_debiased_counts_rows_in_the_callers_units_per_group)
 CALLS: dict[str, Callable[..., Any]] = {
-    "ece": lambda f, **k: calframe.ece(f, **KW, **k),
-    "mce": lambda f, **k: calframe.mce(f, **KW, **k),
-    "rmsce": lambda f, **k: calframe.rmsce(f, **KW, **k),
-    "vece": lambda f, **k: calframe.vece(f, "v", **KW, bins=[0.0, 0.5, 1.0], **k),
-    "reliability": lambda f, **k: calframe.reliability(f, **KW, **k),
-    # (ce_debiased counts rows in the caller's units: test_debiased_counts_rows_in_the_callers_units_per_group)
+    **{name: call for name, call in ZERO_WEIGHT_CALLS.items() if name != "rmsce-debiased"},
     "summary": lambda f, **k: _drop(calframe.summary(f, **KW, **k), "ce_debiased"),
-    "gece": lambda f, **k: calframe.gece(f, **KW, **k),
-    "brier": lambda f, **k: calframe.brier(f, **KW, **k),
-    "log_loss": lambda f, **k: calframe.log_loss(f, **KW, **k),
-    "accuracy": lambda f, **k: calframe.accuracy(f, **KW, **k),
-    "ece-ci": lambda f, **k: calframe.ece(f, **KW, ci=0.9, n_boot=20, **k),
 }
 
 
