@@ -265,3 +265,24 @@ def test_vece_rank_default_search_with_only_an_int_label_invents_no_variable():
         calframe.vece_rank(df)
     msg = str(info.value)
     assert "no candidate variables" in msg and "non-string column labels [1]" in msg and "variable=" not in msg, msg
+
+
+# --------------------------------------------------------------------------- 8. beta fit on scores that are all 0 or 1
+
+
+@pytest.mark.parametrize(("prob", "label"), [
+    ([0, 0, 1, 1], [0, 1, 0, 1]),
+    ([1, 1, 1, 0, 1], [0, 0, 1, 0, 0]),
+    ([0, 1, 1, 0, 0, 1, 1, 0, 1], [1, 1, 0, 0, 1, 0, 1, 0, 0]),
+    ([1, 0, 0, 0, 1, 0, 1, 0], [0, 1, 1, 0, 0, 1, 0, 1]),
+])
+def test_beta_fit_on_scores_all_zero_or_one_gives_each_scores_frequency(prob, label):
+    """Scores 0 and 1 only: beta's features [ln s, -ln(1 - s)] (s clipped to eps) take two values, so a, b and c
+    have one direction only the tiny penalty (C = 99999999999) curves, and Newton's steps cycled at the rounding
+    floor until "did not converge". The fit is saturated on two points: its map gives each score the frequency
+    of label 1 among its rows (counted here by hand with numpy)."""
+    df = pl.DataFrame({"prob": prob, "label": label}, schema={"prob": pl.Float64, "label": pl.Int64})
+    out = calframe.apply(df, calframe.fit(df, "beta"), name="p_beta")["p_beta"].to_numpy()
+    s, y = np.array(prob), np.array(label)
+    want = np.where(s == 1, y[s == 1].mean(), y[s == 0].mean())
+    np.testing.assert_allclose(out, want, rtol=1e-9, atol=1e-9)  # (a frequency 0: the penalty keeps it ~1e-13)

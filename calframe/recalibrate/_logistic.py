@@ -75,6 +75,7 @@ def logistic_fit(
 
     f, g, H = terms(theta)
     converged = False
+    prev_dec = np.inf  # the last decrement of a full (quadratic-phase) step
     for _ in range(max_iter):
         try:
             step = np.linalg.solve(H, g)
@@ -88,9 +89,15 @@ def logistic_fit(
             break
         if dec < min(1e-8 * max(1.0, abs(f)), 1e-2):  # lambda^2 < 0.01: full steps are safe (self-concordance)
             # the quadratic region: full Newton steps; objective differences are below the
-            # rounding of the sum here, so a line search would only stop the iteration early
+            # rounding of the sum here, so a line search would only stop the iteration early.
+            # A decrement that no longer falls is the rounding floor of the gradient: along a direction
+            # only the tiny penalty curves (e.g. beta's two features on scores that are all 0 or 1) the
+            # steps then cycle between two points of the same objective, so stop.
+            stalled = dec >= prev_dec
+            prev_dec = dec
             theta = theta - step
-            if dec < 1e-24 * max(1.0, abs(f)) or np.max(np.abs(step)) <= 1e-15 * (1.0 + np.max(np.abs(theta))):
+            if (stalled or dec < 1e-24 * max(1.0, abs(f))
+                    or np.max(np.abs(step)) <= 1e-15 * (1.0 + np.max(np.abs(theta)))):
                 if C is None:  # the separation check below needs the objective at the optimum
                     f = _objective(Z, y, theta, pen)
                 converged = True
