@@ -173,16 +173,13 @@ def _ce_figure(
     func: str = "ce",
 ) -> Figure:
     def figure(scored: Scored) -> np.ndarray:
-        if lens.kind == "class" and lens.c >= scored.n_classes:
-            L.parse_lens(func, lens, scored.n_classes)  # raises the class-range error
-
         def one(conf: np.ndarray, acc: np.ndarray) -> np.ndarray:
             sums, _ = binned_sums(conf, acc, scored, binning)
             sq = squared or (lens.kind == "marginal" and estimator == "debiased" and p == 2)
             return ce_from_sums(sums, p, distance, estimator, sq, n_resamples, seed, scored.weight_scale)
 
         if lens.kind != "marginal":
-            return one(*L.scalar(scored, lens))
+            return one(*L.scalar(scored, lens, func))
         k = scored.n_classes
         per_class = np.stack([one(*L.class_lens(scored, c)) for c in range(k)])
         if estimator == "debiased" and p == 2:
@@ -805,9 +802,7 @@ def reliability(
         raise ParameterError(f"{func}: weights are supported with binning='uniform' only.")
     check_by_names(func, by, RELIABILITY_COLUMNS, frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls)
-    if lens_.kind == "class":
-        L.parse_lens(func, lens_, scored.n_classes)
-    conf, acc = L.scalar(scored, lens_)
+    conf, acc = L.scalar(scored, lens_, func)
     sums, bins_ = binned_sums(conf, acc, scored, binning_)
     counts = sums
     if scored.weights is not None:  # row counts beside the weighted sums
@@ -1049,7 +1044,7 @@ def vece_rank(
     check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()), frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False,
                      check_finite=False)
-    conf, acc = L.scalar(scored, lens_)  # once for every variable
+    conf, acc = L.scalar(scored, lens_, func)  # once for every variable
     rows_ = []
     quick = _qcut_vece_many(conf, acc, scored, variables, binning_, func)
     ranked = {v: r for v, r in quick.items() if r is not None}  # None: a constant variable, nothing to rank
@@ -1261,7 +1256,7 @@ def vce_curve(
     if scored.extra_kind[variable] != "numeric":
         raise ParameterError(f"{func}: variable {variable!r} is categorical; a LOESS curve needs a numeric variable "
                              "(use vece() for categories).")
-    conf, acc = L.scalar(scored, lens_)
+    conf, acc = L.scalar(scored, lens_, func)
     v = scored.extra[variable]
     codes = scored.group_codes
     curves, rows_ = [], []
@@ -1641,7 +1636,7 @@ def _lce_values(scored: Scored, cols: list[str], gamma: float, lens: L.Lens, bin
     from .binning import uniform_edges
 
     x = prepare_features(_feature_matrix(scored, cols, func), func, prepare, n_components, cols)
-    conf, acc = L.scalar(scored, lens)
+    conf, acc = L.scalar(scored, lens, func)
     ids = np.searchsorted(uniform_edges(bins, "left")[1:-1], conf, side="right").astype(np.int64)
     return LK.lce(x, conf, acc.astype(np.float64), ids, gamma), conf, acc, ids
 
@@ -1801,7 +1796,7 @@ def mlce_curve(
     binning_ = make_binning(func, "uniform", bins, "left")
     cols, _ = _features(frame, features, func, nulls)
     scored = resolve(frame, func=func, prob=prob, label=label, nulls=nulls, extra=cols)
-    conf, acc = L.scalar(scored, lens_)
+    conf, acc = L.scalar(scored, lens_, func)
     sums, _ = binned_sums(conf, acc, scored, binning_)
     mce_value = float(ce_from_sums(sums, float("inf"))[0])
     mx, mean = [], []

@@ -154,11 +154,13 @@ def class_lens(scored: Scored, c: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(p[:, c]), (y == c).astype(np.uint8)
 
 
-def scalar(scored: Scored, lens: Lens) -> tuple[np.ndarray, np.ndarray]:
-    """(conf, acc) of a scalar lens; the default is resolved against ``scored``'s shape."""
+def scalar(scored: Scored, lens: Lens, func: str = "calframe") -> tuple[np.ndarray, np.ndarray]:
+    """(conf, acc) of a scalar lens; the default is resolved against ``scored``'s shape. A class lens past
+    the classes of ``scored`` is the ParameterError of :func:`parse_lens` (naming ``func``)."""
     lens = resolve_lens(lens, scored.binary)
     if lens.kind == "top1":
         return top1(scored)
     if lens.kind == "class":
+        parse_lens(func, lens, scored.n_classes)  # raises the class-range error
         return class_lens(scored, lens.c)
     raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")

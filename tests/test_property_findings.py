@@ -286,3 +286,20 @@ def test_beta_fit_on_scores_all_zero_or_one_gives_each_scores_frequency(prob, la
     s, y = np.array(prob), np.array(label)
     want = np.where(s == 1, y[s == 1].mean(), y[s == 0].mean())
     np.testing.assert_allclose(out, want, rtol=1e-9, atol=1e-9)  # (a frequency 0: the penalty keeps it ~1e-13)
+
+
+# --------------------------------------------------------------------------- 9. a class lens past the classes
+
+
+@pytest.mark.parametrize(("func", "kw"), [
+    ("lce", {"features": "v"}), ("mlce", {"features": "v"}), ("mlce_curve", {"features": "v"}),
+    ("vece_rank", {"variables": ["v"]}), ("vce_curve", {"variable": "v"}), ("ece", {}), ("reliability", {}),
+])
+@pytest.mark.parametrize("shape", ["binary", "classes"])
+def test_class_lens_past_the_classes_is_a_parameter_error(func, kw, shape):
+    """lce, mlce, mlce_curve and vece_rank indexed the probabilities with the class (a raw IndexError), and on a
+    single probability column read any class but 1 as class 0 (lce(lens="class:2") measured class 0)."""
+    df = _frame().with_columns(p0=1 - pl.col("prob"), p2=pl.lit(0.0))
+    prob, lens = ("prob", "class:2") if shape == "binary" else (["p0", "prob", "p2"], "class:3")
+    with pytest.raises(ParameterError, match=rf"The 'lens' parameter of {func} asks for class {lens[-1]}"):
+        getattr(calframe, func)(df, prob=prob, lens=lens, **kw)

@@ -251,10 +251,8 @@ def _marker(pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, dropped: int) ->
 def _lens_outputs(scored: Scored, spec: _Spec) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(class, conf, acc) per binned lens output: one for top1/class:c, K for the marginal average."""
     lens = spec.lens
-    if lens.kind == "class" and lens.c >= scored.n_classes:
-        L.parse_lens(spec.func, lens, scored.n_classes)  # raises calframe's class-range error
     if lens.kind != "marginal":
-        return [(0, *L.scalar(scored, lens))]
+        return [(0, *L.scalar(scored, lens, spec.func))]
     return [(c, *L.class_lens(scored, c)) for c in range(scored.n_classes)]
 
 
