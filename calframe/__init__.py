@@ -26,7 +26,7 @@ from ._errors import (
 from .api import accuracy, apply, brier, ce, ece, fit, gece, lce, load, mlce, mlce_curve, log_loss, mce, reliability, rmsce, summary, vce_curve, vece, vece_rank, vmce, VCECurve
 from .frames import pandas as _pandas_accessor  # noqa: F401  (registers df.calib)
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
-from .frames.dispatch import DASK_AWARE as _DASK_AWARE, dask_aware as _dask_aware
+from .frames import dispatch as _dispatch
 from .frames.namespace import Calib, calib
 from ._limits import limits
 from .lenses import class_
@@ -73,9 +73,7 @@ __all__ = [
 
 # A Dask DataFrame given to a function that takes a frame goes to ddf.calib.<name> (or gets an error
 # saying what to do): calframe.frames.dispatch.
-for _name in _DASK_AWARE:
-    setattr(api, _name, _dask_aware(getattr(api, _name)))
-del _name
+_dispatch.install(__all__, api)
 
 # Every public function first checks that this process may run calframe (not a fork child of a process
 # that had started Polars' thread pool or GNU OpenMP: docs/spec.md section 8, "Processes and threads").

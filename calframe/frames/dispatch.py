@@ -13,15 +13,12 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+from types import ModuleType
 from typing import Any, Callable, TypeVar
 
 from .._errors import ColumnTypeError, ParameterError
 
-__all__ = ["DASK_AWARE", "is_dask_frame", "dask_aware"]
-
-#: the public functions that take a frame first (calframe/__init__.py wraps them with :func:`dask_aware`)
-DASK_AWARE = ("accuracy", "apply", "brier", "ce", "ece", "fit", "gece", "lce", "mlce", "mlce_curve", "log_loss",
-              "mce", "reliability", "rmsce", "summary", "vce_curve", "vece", "vece_rank", "vmce")
+__all__ = ["is_dask_frame", "dask_aware", "takes_frame", "install"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -64,3 +61,17 @@ def dask_aware(fn: F) -> F:
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def takes_frame(fn: Any) -> bool:
+    """Whether ``fn`` is a function whose first parameter is ``frame`` (the public functions Dask frames reach)."""
+    return inspect.isfunction(fn) and next(iter(inspect.signature(fn).parameters), None) == "frame"
+
+
+def install(names: Any, module: ModuleType) -> None:
+    """Wrap with :func:`dask_aware`, in ``module``, every function of ``names`` (the package's ``__all__``) that
+    :func:`takes_frame`: the public list is the only list of the functions a Dask frame can reach."""
+    for name in names:
+        fn = getattr(module, name, None)
+        if takes_frame(fn):
+            setattr(module, name, dask_aware(fn))
