@@ -533,8 +533,8 @@ def _weights(s: pl.Series, func: str, check_total: bool = True) -> np.ndarray:
         raise InvalidValueError(
             f"{func}: weights column {s.name!r} has {rows(int(bad.sum()))} that are negative, NaN or infinite."
         )
-    if check_total and not (w.size and w.max() > 0):
-        raise InvalidValueError(f"{func}: weights column {s.name!r} sums to 0; nothing is left to evaluate.")
+    if check_total:
+        check_group_weights(func, s.name, [w.max()], [w.size], None)  # max > 0 exactly when the sum is (no overflow)
     return w
 
 
@@ -620,11 +620,6 @@ def normalised_keys(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return df.select([key_expr(c, df.schema[c]) for c in by])
 
 
-def unused_name(names: Sequence[str]) -> str:
-    """A column name that is none of ``names`` (for a helper column beside them): :func:`calframe._names.fresh_name`."""
-    return fresh_name(names, "i")
-
-
 def _nested(dtype: pl.DataType) -> bool:
     return isinstance(dtype, (pl.Struct, pl.List, pl.Array))
 
@@ -632,7 +627,7 @@ def _nested(dtype: pl.DataType) -> bool:
 def _nested_group_codes(keys_df: pl.DataFrame) -> tuple[np.ndarray, int, pl.DataFrame]:
     """Group codes of key columns Arrow cannot hash (Struct, List, Array), by Polars' own equality and order."""
     by = keys_df.columns
-    idx = unused_name(by)
+    idx = fresh_name(by, "i")
     keys = keys_df.unique(maintain_order=True).sort(by, nulls_last=True, maintain_order=True)
     codes = keys_df.join(keys.with_row_index(idx), on=by, how="left", nulls_equal=True, maintain_order="left")[idx]
     return codes.to_numpy().astype(np.int32), keys.height, keys

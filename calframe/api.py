@@ -67,7 +67,6 @@ from ._columns import (
     normalised_keys,
     not_finite_variable,
     resolve,
-    unused_name,
 )
 from ._errors import (
     CalframeError,
@@ -1338,7 +1337,7 @@ def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
     names = columns_of(frame)
     if isinstance(frame, pd.DataFrame):
         used = list(dict.fromkeys([c for c in expr.meta.root_names() if c in names] or names))
-        index = unused_name(names)
+        index = fresh_name(names, "i")
         data = _select(frame, used, func, nan_null=used).with_row_index(index)
     else:
         data = frame
