@@ -115,15 +115,15 @@ def child(kind: str, path: str, repeat: int) -> dict:
         lf = pl.scan_parquet(path)
         if metric == "ece":
             b = make_binning("ece", "uniform", BINS, "left")
-            sums, keys, counts = LZ.lazy_sums(lf, func="ece", prob="prob", label="label", by="g", binning=b)
+            sums, keys, counts, _ = LZ.lazy_sums(lf, func="ece", prob="prob", label="label", by="g", binning=b)
         elif metric == "vq":
             b = _variable_binning("vece", "quantile", 10, "left")
-            sums, keys, counts = LZ.lazy_sums(lf, func="vece", prob="prob", label="label", by="g", binning=b,
-                                              variable="prob")
+            sums, keys, counts, _ = LZ.lazy_sums(lf, func="vece", prob="prob", label="label", by="g", binning=b,
+                                                 variable="prob")
         else:
             b = _variable_binning("vece", "quantile", 10, "left")
-            sums, keys, counts = LZ.lazy_sums(lf, func="vece", prob="prob", label="label", by="g", binning=b,
-                                              variable="region")
+            sums, keys, counts, _ = LZ.lazy_sums(lf, func="vece", prob="prob", label="label", by="g", binning=b,
+                                                 variable="region")
         return keys["g"].to_numpy(), counts, ce_from_sums(sums, 1.0)
 
     def polars_baseline():

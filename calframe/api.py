@@ -516,7 +516,7 @@ def _stream(frame: Frame, func: str, *, variable: str | None = None, **kw: Any):
     if not LZ.supports(frame, variable=variable, **kw):
         return None
     kw.pop("ci", None)
-    return LZ.lazy_sums(frame, func=func, variable=variable, with_scale=True, **kw)
+    return LZ.lazy_sums(frame, func=func, variable=variable, **kw)
 
 
 def _streamed_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, name: str,

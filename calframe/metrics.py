@@ -86,9 +86,9 @@ def check_seed(func: str, seed: Any, allow_none: bool = True) -> int | None:
 def check_weight_sums(sums: np.ndarray) -> None:
     """Refuse per (group, bin) sums whose weight total overflowed float64 (instead of returning NaN).
 
-    calframe's own paths never get here: eager frames, LazyFrame streaming and Dask all divide the
-    weights by the power of two near their maximum first (``_columns.weight_scale``); sums in the
-    caller's units (``lazy_sums`` without ``with_scale``) can.
+    A guard: eager frames, LazyFrame streaming and Dask all divide each group's weights by the power
+    of two near its maximum first (``_columns.scale_weights``), so their sums stay finite; sums given
+    in the caller's units may not.
     """
     total = sums[..., 0]
     if not np.isfinite(total).all():

@@ -74,8 +74,8 @@ def streamed(func: str, lf: pl.LazyFrame, **kw: Any) -> Any:
     else:
         binning = _variable_binning(func, kw.pop("binning", "quantile"), bins, closed)
     by = kw.get("by")
-    sums, keys, counts = LZ.lazy_sums(lf, func=func, binning=binning, variable=variable, **kw)
-    values = ce_from_sums(sums, p, Distance(), estimator)
+    sums, keys, counts, scale = LZ.lazy_sums(lf, func=func, binning=binning, variable=variable, **kw)
+    values = ce_from_sums(sums, p, Distance(), estimator, count_scale=scale)
     name = {"ce": "ce"}.get(func, func)
     return LZ.to_result(values, keys, counts, name, scalar=by is None)
 
@@ -229,7 +229,7 @@ def test_sums_equal_eager_sums(scan):
     for closed in ("left", "right"):
         binning = make_binning("ece", "uniform", B, closed)
         want, _ = calframe.api.binned_sums(conf, acc, scored, binning)
-        got, keys, counts = LZ.lazy_sums(scan(df), func="ece", prob=K3, label="label", by="s", binning=binning)
+        got, keys, counts, _ = LZ.lazy_sums(scan(df), func="ece", prob=K3, label="label", by="s", binning=binning)
         assert got.shape == want.shape
         np.testing.assert_array_equal(got[..., 0], want[..., 0])
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)

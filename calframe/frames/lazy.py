@@ -880,11 +880,10 @@ def lazy_sums(
     lens: "str | L.Lens | None" = None,
     binning: Binning,
     variable: str | None = None,
-    with_scale: bool = False,
-) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray] | tuple[np.ndarray, pl.DataFrame | None, np.ndarray, float]:
+) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, float | np.ndarray]:
     """Per (group, bin) sums of a LazyFrame, computed by the streaming engine.
 
-    Returns ``(sums, keys, counts)``: ``sums`` has shape ``(n_groups, n_bins, 3)``
+    Returns ``(sums, keys, counts, scale)``: ``sums`` has shape ``(n_groups, n_bins, 3)``
     holding ``[sum w, sum w*conf, sum w*acc]`` per cell (what
     :func:`calframe.api.binned_sums` returns for the collected frame, to
     rounding), ``keys`` the group key table sorted like calframe's eager
@@ -893,9 +892,8 @@ def lazy_sums(
     ``variable``, rows are binned on that column (VECE) instead of the lensed
     confidence. Bad input raises the eager path's exception and message.
     Weights are summed divided by the eager path's power of two (``Scored.weight_scale``), so
-    they neither overflow nor lose bits as subnormals; ``with_scale=True`` returns those sums
-    and the scale as a fourth item (what ``ce_from_sums``' ``count_scale`` takes), else the
-    sums are multiplied back to the caller's units.
+    they neither overflow nor lose bits as subnormals; ``scale`` is that power of two (one per
+    group with ``by``; 1.0 without weights), what ``ce_from_sums``' ``count_scale`` takes.
     """
     if isinstance(variable, (list, tuple)):
         variable = variable[0] if len(variable) == 1 else variable  # type: ignore[assignment]
@@ -920,11 +918,7 @@ def lazy_sums(
     sums, keys, counts = out
     if plan.weight_col is not None:
         check_group_weights(func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
-    scale = _group_scales(plan, keys)
-    if with_scale:
-        return sums, keys, counts, scale
-    with np.errstate(over="ignore"):  # past float64: refused by ce_from_sums (check_weight_sums)
-        return sums * np.reshape(scale, (-1, 1, 1)), keys, counts
+    return sums, keys, counts, _group_scales(plan, keys)
 
 
 def _light_stats(plan: _Plan, res: pl.DataFrame) -> dict[str, Any]:
