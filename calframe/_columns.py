@@ -552,11 +552,11 @@ def scale_weights(w: np.ndarray, groups: np.ndarray | None = None,
     A group of all-zero weights keeps scale 1.0 (``check_group_weights`` refuses it).
     """
     if groups is None:
-        scale = weight_scale(float(w.max()) if w.size else 0.0)
-        return np.ldexp(w, -(int(np.frexp(scale)[1]) - 1)), float(scale)
+        e0 = int(weight_exponents([w.max() if w.size else 0.0])[0])
+        return np.ldexp(w, -e0), float(np.ldexp(1.0, e0))
     tops = np.zeros(n_groups)
     np.maximum.at(tops, groups, w)
-    e = np.where(tops > 0, np.frexp(tops)[1] - 1, 0)
+    e = weight_exponents(tops)
     scales = np.ldexp(1.0, e)
     if (e == e[0]).all():  # one exponent (always so without by): the scalar path, no per-row gather
         return np.ldexp(w, -int(e[0])), scales
@@ -565,9 +565,13 @@ def scale_weights(w: np.ndarray, groups: np.ndarray | None = None,
     return np.ldexp(w, -e.take(groups)), scales
 
 
-def weight_scale(top: float) -> float:
-    """The power of two 2^e with top / 2^e in [1, 2) (1.0 when top is 0): finite (e <= 1023) and nonzero (e >= -1074)."""
-    return float(np.ldexp(1.0, int(np.frexp(top)[1]) - 1)) if top > 0 else 1.0
+def weight_exponents(tops: Any) -> np.ndarray:
+    """For each group's largest weight ``top``: the e (int64) with top / 2^e in [1, 2), so 2^e is finite
+    (e <= 1023) and nonzero (e >= -1074); 0 (scale 1.0) where top is not a positive finite number.
+    The one rule behind ``Scored.weight_scale`` on every surface (eager, LazyFrame, Dask)."""
+    tops = np.asarray(tops, dtype=np.float64)
+    ok = np.isfinite(tops) & (tops > 0)
+    return np.where(ok, np.frexp(np.where(ok, tops, 1.0))[1] - 1, 0).astype(np.int64)
 
 
 def check_group_weights(func: str, weights: str, totals: np.ndarray, counts: np.ndarray,

@@ -80,7 +80,7 @@ import polars as pl
 
 from .. import lenses as L
 from .._columns import (PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights, check_key_dtype, key_expr,
-                        resolve_names, weight_scale)
+                        resolve_names, weight_exponents)
 from .._errors import (
     CalframeError,
     ColumnNotFoundError,
@@ -415,13 +415,11 @@ def _set_weight_scale(plan: _Plan, lf: pl.LazyFrame) -> None:
     w = _raw_weights(plan)
     keep = _keep(plan)
     w = w if keep is None else w.filter(keep)
-    if not plan.by_cols:
-        top = _collect(lf.select(w.max()))[0, 0]
-        plan.weight_scale = weight_scale(top) if top is not None and np.isfinite(top) else 1.0
-        return
-    tops = _collect(lf.group_by(_key_cols(plan)).agg(w.max().alias(_W)))
-    top = tops[_W].to_numpy().astype(np.float64)
-    e = np.where(np.isfinite(top) & (top > 0), np.frexp(np.nan_to_num(top))[1] - 1, 0).astype(np.int64)
+    if plan.by_cols:
+        tops = _collect(lf.group_by(_key_cols(plan)).agg(w.max().alias(_W)))
+    else:
+        tops = _collect(lf.select(w.max().alias(_W)))
+    e = weight_exponents(tops[_W].to_numpy())  # a null maximum (no kept row) reads as NaN: scale 1.0
     if e.size == 0 or (e == e[0]).all():
         plan.weight_scale = float(np.ldexp(1.0, int(e[0]))) if e.size else 1.0
         return
