@@ -242,15 +242,12 @@ def _param_value(text: str) -> Any:
 
 
 def _params(method: str, items: list[str]) -> dict[str, Any]:
-    """``--param key=value`` items as keyword arguments, each key one that ``method``'s fit takes."""
-    import inspect
-
+    """``--param key=value`` items as keyword arguments, each key one that ``method``'s fit takes (its
+    declared parameter table, ``Recalibrator.PARAMS``, which ``check_params`` validates the values with)."""
     from .recalibrate import REGISTRY
 
-    cls = REGISTRY.get(method)  # an unknown method: api.fit names the known ones
-    sig = None if cls is None else inspect.signature(cls.fit).parameters.values()
-    known = None if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig) else sorted(
-        p.name for p in sig if p.kind is p.KEYWORD_ONLY and p.name != "meta")
+    cls = None if method == "per_group" else REGISTRY.get(method)  # not a method: api.fit names the known ones
+    known = None if cls is None else sorted(cls.PARAMS)
     params = {}
     for item in items:
         key, eq, value = (part.strip() for part in item.partition("="))
