@@ -83,6 +83,7 @@ from ._kernels.qcut_sums import qcut_bin_sums
 from ._names import fresh_name
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
 from ._limits import TableTooLargeError, check_cells
+from ._params import check_positive_float
 from .metrics import Distance, Estimator, ce_from_sums, check_seed, combine_marginal, parse_distance
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
@@ -1622,13 +1623,6 @@ def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_componen
     return np.hstack([xc @ comp.T, np.zeros((x.shape[0], m - r))])  # those components are 0, as rank-deficient data
 
 
-def _check_gamma(func: str, gamma: Any) -> float:
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) or not (
-            np.isfinite(gamma) and gamma > 0):
-        raise bad_param(func, "gamma", "a finite number > 0", gamma)
-    return float(gamma)
-
-
 def _lce_values(scored: Scored, cols: list[str], gamma: float, lens: L.Lens, bins: int, prepare: str,
                 n_components: int | None, func: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from ._kernels import local as LK
@@ -1676,7 +1670,7 @@ def lce(
     ('lce', True)
     """
     func = "lce"
-    g = _check_gamma(func, gamma)
+    g = check_positive_float(func, "gamma", gamma)
     lens_ = L.parse_lens(func, lens)
     if lens_.kind == "marginal":
         raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
@@ -1741,7 +1735,7 @@ def mlce(
     True
     """
     func = "mlce"
-    g = _check_gamma(func, gamma)
+    g = check_positive_float(func, "gamma", gamma)
     lens_ = L.parse_lens(func, lens)
     if lens_.kind == "marginal":
         raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
@@ -1790,7 +1784,7 @@ def mlce_curve(
     func = "mlce_curve"
     gs = np.logspace(-2, 2, 25) if gammas is None else np.asarray(list(gammas), dtype=np.float64)
     for gv in gs:
-        _check_gamma(func, float(gv))
+        check_positive_float(func, "gamma", float(gv))
     lens_ = L.parse_lens(func, lens)
     binning_ = make_binning(func, "uniform", bins, "left")
     cols, _ = _features(frame, features, func, nulls)
