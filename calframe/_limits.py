@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ._errors import ParameterError, bad_param
+from ._errors import ParameterError
+from ._params import check_int_range
 
 #: default largest table, in (group, bin) cells: 20 million cells are 480 MB of float64 sums
 #: (3 per cell), about 1.4 GB with the accumulate pass's two partial tables
@@ -67,13 +66,11 @@ class limits:
 
     def __init__(self, *, max_cells: Any = None) -> None:
         global _max_cells
-        if max_cells is not None and (
-            isinstance(max_cells, (bool, np.bool_)) or not isinstance(max_cells, (int, np.integer)) or max_cells < 1
-        ):
-            raise bad_param("limits", "max_cells", "an int >= 1", max_cells)
+        if max_cells is not None:
+            max_cells = check_int_range("limits", "max_cells", max_cells, 1)
         self._previous = _max_cells
         if max_cells is not None:
-            _max_cells = int(max_cells)
+            _max_cells = max_cells
 
     @property
     def max_cells(self) -> int:

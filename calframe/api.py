@@ -83,7 +83,7 @@ from ._kernels.qcut_sums import qcut_bin_sums
 from ._names import fresh_name
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
 from ._limits import TableTooLargeError, check_cells
-from ._params import check_positive_float
+from ._params import check_int_range, check_positive_float
 from .metrics import Distance, Estimator, ce_from_sums, check_seed, combine_marginal, parse_distance
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
@@ -313,8 +313,7 @@ def _check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
     check_seed(func, seed)
     if ci is not None and not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise bad_param(func, "ci", "a confidence level in (0, 1) such as 0.95, or None", ci)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
-        raise bad_param(func, "n_boot", "an int >= 2", n_boot)
+    check_int_range(func, "n_boot", n_boot, 2)
 
 
 #: rows processed per batch of bootstrap replicates
