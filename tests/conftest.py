@@ -98,6 +98,28 @@ def polars_lazy_constructor(obj: dict[str, Any]) -> pl.LazyFrame:
     return pl.LazyFrame(obj)
 
 
+def as_flavour(df: pl.DataFrame, flavour: str) -> Any:
+    """``df`` as the frame type ``flavour``: "polars", "lazy", "pandas", "pandas[pyarrow]", "pandas[nullable]"
+    (only for frames without NaN: convert_dtypes turns NaN into <NA>) or "dask" (2 partitions; registers
+    ddf.calib)."""
+    if flavour == "polars":
+        return df
+    if flavour == "lazy":
+        return df.lazy()
+    if flavour == "pandas":
+        return df.to_pandas()
+    if flavour == "pandas[pyarrow]":
+        return df.to_pandas(use_pyarrow_extension_array=True)
+    if flavour == "pandas[nullable]":
+        return df.to_pandas().convert_dtypes(dtype_backend="numpy_nullable")
+    if flavour == "dask":
+        dd = pytest.importorskip("dask.dataframe")
+        import calframe.frames.dask  # noqa: F401  (registers ddf.calib)
+
+        return dd.from_pandas(df.to_pandas(), npartitions=2)
+    raise AssertionError(flavour)
+
+
 CONSTRUCTORS: dict[str, Constructor] = {
     "pandas": pandas_constructor,
     "pandas[nullable]": pandas_nullable_constructor,

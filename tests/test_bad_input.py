@@ -23,6 +23,7 @@ import polars as pl
 import pytest
 
 import calframe
+from conftest import as_flavour
 from calframe import (
     CalframeError,
     CalframeWarning,
@@ -48,20 +49,6 @@ NULL_FLAVOURS = ["polars", "lazy", "pandas[pyarrow]", "pandas[nullable]"]
 
 
 
-
-
-def as_flavour(df: pl.DataFrame, flavour: str) -> Any:
-    if flavour == "polars":
-        return df
-    if flavour == "lazy":
-        return df.lazy()
-    if flavour == "pandas":
-        return df.to_pandas()
-    if flavour == "pandas[pyarrow]":
-        return df.to_pandas(use_pyarrow_extension_array=True)
-    if flavour == "pandas[nullable]":  # only for frames without NaN: convert_dtypes turns NaN into <NA>
-        return df.to_pandas().convert_dtypes(dtype_backend="numpy_nullable")
-    raise AssertionError(flavour)
 
 
 def snapshot(frame: Any) -> Any:

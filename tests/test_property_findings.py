@@ -14,6 +14,7 @@ import pytest
 
 import calframe
 from calframe._errors import CalframeError, ParameterError
+from conftest import as_flavour
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
@@ -26,19 +27,6 @@ def _frame() -> pl.DataFrame:
         "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
         "u": [0.5, -1.0, 2.0, 0.0, 1.5, 3.0],
     })
-
-
-def _on(surface: str, df: pl.DataFrame):
-    if surface == "polars":
-        return df
-    if surface == "lazy":
-        return df.lazy()
-    if surface == "pandas":
-        return df.to_pandas()
-    dd = pytest.importorskip("dask.dataframe")
-    import calframe.frames.dask  # noqa: F401  (registers ddf.calib)
-
-    return dd.from_pandas(df.to_pandas(), npartitions=2)
 
 
 # --------------------------------------------------------------------------- 1. by column named like an output column
@@ -98,7 +86,7 @@ SURFACE_CLASHES = [(s, *c) for s in ("polars", "lazy", "pandas", "dask") for c i
 
 @pytest.mark.parametrize("surface,func,by,kw", SURFACE_CLASHES, ids=[f"{s}-{f}-{b}" for s, f, b, _ in SURFACE_CLASHES])
 def test_by_column_named_like_an_output_column_is_a_parameter_error(surface, func, by, kw):
-    frame = _on(surface, _frame().rename({"g": by}))
+    frame = as_flavour(_frame().rename({"g": by}), surface)
     with pytest.raises(CalframeError) as info:
         _call(func, frame, by, kw)
     _check_clash(info.value, by)
@@ -118,7 +106,7 @@ def test_vce_curve_by_column_named_like_a_curve_column():
 def test_renamed_by_column_gives_the_groups(surface):
     """The advice works: by='n_key' gives one row per group, ECE by hand (15 uniform bins, one row per bin here)."""
     df = _frame().rename({"g": "n_key"})
-    out = calframe.ece(_on(surface, df), by="n_key")
+    out = calframe.ece(as_flavour(df, surface), by="n_key")
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     assert out.columns == ["n_key", "n", "ece"]
     # group a: p .2 .7 .4, y 0 1 1 -> each row alone in its bin: mean |p - y| = (.2 + .3 + .6) / 3
@@ -140,7 +128,7 @@ def test_vece_rank_of_constant_variables_is_an_empty_ranking(surface, by):
     """Constant variables are skipped (docstring); when all are, the ranking is empty, with the usual columns."""
     df = pl.DataFrame({"prob": [0.3, 0.6, 0.2], "label": [1, 0, 0], "v": [5.0, 5.0, 5.0], "c": ["x", "x", "x"],
                        "g": ["a", "b", "a"]})
-    frame = _on(surface, df if by else df.drop("g"))
+    frame = as_flavour(df if by else df.drop("g"), surface)
     out = calframe.vece_rank(frame, by=by)
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     keys = [("g", pl.String)] if by else []
@@ -165,7 +153,7 @@ def test_pca_on_fewer_rows_than_components_pads_with_zero_components(surface):
     k = np.exp(-dist / (3 * gamma))
     r = np.array([0.61 - 0, 0.62 - 1])  # g' - y' under class:1; both rows in bin [0.6, 0.667)
     expected = np.abs(r + r[::-1] * k) / (1 + k)
-    out = calframe.lce(_on(surface, df), ["v", "u", "w"], prepare="pca", n_components=3, gamma=gamma)
+    out = calframe.lce(as_flavour(df, surface), ["v", "u", "w"], prepare="pca", n_components=3, gamma=gamma)
     np.testing.assert_allclose(np.asarray(out["lce"]), expected, rtol=1e-12)
 
 
@@ -187,7 +175,7 @@ def test_pca_on_one_row(func):
 def test_gece_where_that_fails_on_the_rows_is_a_parameter_error(surface, where):
     df = _frame().with_columns(s=pl.lit("x"))
     with pytest.raises(ParameterError) as info:
-        calframe.gece(_on(surface, df), where=where)
+        calframe.gece(as_flavour(df, surface), where=where)
     assert info.value.param == "where" and "'where'" in str(info.value), str(info.value)
     assert "Error" in str(info.value)  # the Polars message is quoted (its class and first line)
 
@@ -196,7 +184,7 @@ def test_gece_where_that_fails_on_the_rows_is_a_parameter_error(surface, where):
 def test_gece_where_keeps_the_same_rows_on_a_lazyframe(surface):
     """where= on a LazyFrame is now evaluated eagerly: the kept rows (and a scalar True) are unchanged.
     Group a (rows 0-2, p .2 .7 .4, y 0 1 1), each row alone in its bin under class:1: (.2 + .3 + .6) / 3."""
-    frame = _on(surface, _frame())
+    frame = as_flavour(_frame(), surface)
     assert calframe.gece(frame, where=pl.col("g") == "a") == pytest.approx(1.1 / 3, rel=1e-12)
     # every row: |p - y| = .2 .3 .6 .1 .35 .6, one per bin
     assert calframe.gece(frame, where=pl.lit(True)) == pytest.approx(2.15 / 6, rel=1e-12)
@@ -212,7 +200,7 @@ def test_bootstrap_of_a_group_emptied_by_labels_in_is_nan_without_a_warning(surf
     df = _frame().with_columns(label=pl.Series([0, 1, 1, 1, 1, 1]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = calframe.gece(_on(surface, df), by="g", labels_in=[0], ci=0.9, n_boot=3)
+        out = calframe.gece(as_flavour(df, surface), by="g", labels_in=[0], ci=0.9, n_boot=3)
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     assert out["g"].to_list() == ["a", "b"] and out["n"].to_list() == [1, 0]
     for col in ("gece", "gece_lo", "gece_hi"):
