@@ -55,7 +55,9 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
+from . import figures as F
 from . import lenses as L
+from . import request as R
 from ._columns import (
     SUM_TOLERANCE,
     Scored,
@@ -81,10 +83,12 @@ from ._errors import rows as _rows
 from ._kernels import accumulate as K
 from ._kernels.qcut_sums import qcut_bin_sums
 from ._names import fresh_name
+from .figures import check_by_names, output_columns, with_keys
+from .frames.dispatch import is_dask_frame
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
 from ._limits import TableTooLargeError, check_cells
-from ._params import check_int_range, check_positive_float
-from .metrics import Distance, Estimator, ce_from_sums, check_seed, combine_marginal, parse_distance
+from ._params import check_positive_float
+from .metrics import Distance, Estimator, ce_from_sums
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
 Columns = Union[str, Sequence[str], None]
@@ -161,34 +165,41 @@ def group_means(values: np.ndarray, scored: Scored) -> np.ndarray:
         return sums[:, 0, 1] / sums[:, 0, 0]
 
 
-def _ce_figure(
-    lens: L.Lens,
-    binning: Binning | Binner,
-    p: float,
-    distance: Distance,
-    estimator: Estimator,
-    squared: bool,
-    n_resamples: int,
-    seed: int | None,
-    func: str = "ce",
-) -> Figure:
-    def figure(scored: Scored) -> np.ndarray:
-        def one(conf: np.ndarray, acc: np.ndarray) -> np.ndarray:
-            sums, _ = binned_sums(conf, acc, scored, binning)
-            sq = squared or (lens.kind == "marginal" and estimator == "debiased" and p == 2)
-            return ce_from_sums(sums, p, distance, estimator, sq, n_resamples, seed, scored.weight_scale)
+def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
+    """The eager engine's CE_p: the request's lens (each class's for the marginal lens), binned by ``binner``
+    (default: the request's binning of the lensed output), summed, then :func:`figures.ce`."""
+    binning = binner if binner is not None else req.binning
 
-        if lens.kind != "marginal":
-            return one(*L.scalar(scored, lens, func))
-        k = scored.n_classes
-        per_class = np.stack([one(*L.class_lens(scored, c)) for c in range(k)])
-        if estimator == "debiased" and p == 2:
-            # per-class E2 clipped at 0, averaged, then the root (uncertainty-calibration's marginal CE)
-            e2 = np.maximum(per_class, 0.0).mean(axis=0)
-            return e2 if squared else np.sqrt(e2)
-        return combine_marginal(per_class, p, estimator, np.full(k, 1.0 / k))
+    def figure(scored: Scored) -> np.ndarray:
+        def sums_of(c: int) -> np.ndarray:
+            lensed = L.class_lens(scored, c) if req.lens.kind == "marginal" else L.scalar(scored, req.lens, req.func)
+            return binned_sums(*lensed, scored, binning)[0]
+
+        return F.ce(req, sums_of, scored.n_classes, scored.weight_scale)
 
     return figure
+
+
+def _run_ce(req: R.Request, frame: Frame, figures: dict[str, Figure] | None = None) -> Result:
+    """A CE_p request on any frame: the Dask engine, streamed sums for a LazyFrame that can stream, else the
+    eager engine."""
+    if is_dask_frame(frame):
+        return _dask().run(frame, req)
+    if req.variable is not None or not req.variables:
+        check_by_names(req.func, req.by, F.result_columns(req), frame)
+        streamed = _stream(frame, req.func, variable=req.variable, prob=req.prob, label=req.label, by=req.by,
+                           weights=req.weights, nulls=req.nulls, lens=req.lens, binning=req.binning, ci=req.ci)
+        if streamed is not None:
+            sums, keys, counts, scale = streamed
+            return _streamed_result(F.ce(req, lambda c: sums, 1, scale), keys, counts, req.name, req.func)
+    return _evaluate(req, frame, figures or {req.name: _ce_figure(req)})
+
+
+def _dask() -> Any:
+    """The Dask engine (imported when a Dask frame arrives: importing calframe never imports Dask)."""
+    from .frames import dask
+
+    return dask
 
 
 # --------------------------------------------------------------------------- output
@@ -202,118 +213,26 @@ def _group_counts(scored: Scored) -> np.ndarray:
     return np.bincount(scored.groups, minlength=scored.n_groups).astype(np.int64)
 
 
-def _to_flavor(df: pl.DataFrame, flavor: str) -> pl.DataFrame | pd.DataFrame:
-    """A result in the caller's flavor. pandas results are numpy-backed; a Date column (a date key) holds
-    ``datetime.date`` objects (pandas has no date dtype: datetime64 would turn dates into timestamps)."""
-    return df.to_pandas(date_as_object=True) if flavor == "pandas" else df
-
-
-#: the columns of a reliability table beside the group keys
-RELIABILITY_COLUMNS = ("bin", "lower", "upper", "n", "weight", "conf", "acc", "gap")
-
-
-def output_columns(figures: Sequence[str], ci: float | None = None,
-                   long: tuple[str, str] | None = None) -> list[str]:
-    """The columns of a grouped result beside the group keys: ``n``, the figures and, with ``ci``, their bounds.
-
-    ``long=(key, value)``: the figures are stacked into rows (``key``, ``n``, ``value``).
-    """
-    figs = [long[1]] if long is not None else list(figures)
-    cols = ([long[0]] if long is not None else []) + ["n"] + figs
-    if ci is not None:
-        cols += [f"{f}_{end}" for f in figs for end in ("lo", "hi")]
-    return cols
-
-
-def check_by_names(func: str, by: Columns, outputs: Sequence[str], frame: Any = None) -> None:
-    """Refuse ``by`` columns named like a column of the result (spec section 8, "Errors").
-
-    Called before anything is computed (``frame`` given: only the ``by`` columns the frame has, a
-    missing one is reported by ``resolve``) and by :func:`with_keys` on the result's columns.
-    """
-    cols = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(
-        by, (list, tuple)) else []  # any other by= is resolve's to refuse
-    clash = [c for c in cols if c in outputs]
-    if clash and frame is not None:
-        have = set(columns_of(frame))
-        clash = [c for c in clash if c in have]
-    if not clash:
-        return
-    c = clash[0]
-    what = f"group column {c!r} has the name" if len(clash) == 1 else f"group columns {clash} have the names"
-    raise ParameterError(
-        f"The 'by' parameter of {func}: the {what} of a column of the result, which holds the group columns and "
-        f"{list(outputs)}. Rename the group column first, e.g. frame.rename({{{c!r}: {c + '_key'!r}}}) "
-        f"(pandas: frame.rename(columns={{{c!r}: {c + '_key'!r}}})), and pass by={c + '_key'!r}.",
-        "by",
-    )
-
-
-def with_keys(func: str, keys: pl.DataFrame | None, out: pl.DataFrame) -> pl.DataFrame:
-    """``out`` with the group key columns in front (the one place results get their keys; see check_by_names)."""
-    if keys is None:
-        return out
-    check_by_names(func, keys.columns, out.columns)
-    return pl.concat([keys, out], how="horizontal")
-
-
 def _evaluate(
-    func: str,
+    req: R.Request,
     frame: Frame,
     figures: dict[str, Figure],
     *,
-    prob: Columns,
-    label: str | None,
-    by: Columns,
-    weights: str | None,
-    nulls: str,
-    ci: float | None,
-    n_boot: int,
-    seed: int | None,
     scalar: bool = True,
-    extra: Sequence[str] = (),
-    long: tuple[str, str] | None = None,
     prepare: Callable[[Scored], Scored] | None = None,
 ) -> Result:
-    """resolve -> figures (-> bootstrap) -> the caller's flavor.
-
-    ``long=(key, value)`` stacks the figures into rows: one row per (group,
-    figure name) with the name in column ``key`` and the value in ``value``.
-    """
-    _check_ci(func, ci, n_boot, seed)
-    check_by_names(func, by, output_columns(list(figures), ci, long), frame)
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=extra)
+    """The eager engine: resolve -> figures (-> bootstrap) -> :func:`figures.shape`."""
+    check_by_names(req.func, req.by, output_columns(list(figures), req.ci, req.long), frame)
+    scored = resolve(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
+                     nulls=req.nulls, extra=list(req.variables))
     if prepare is not None:
         scored = prepare(scored)
-        if weights is not None:  # a selection can leave a group only rows of weight 0
+        if req.weights is not None:  # a selection can leave a group only rows of weight 0
             totals = np.bincount(scored.group_codes, weights=scored.weights, minlength=scored.n_groups)
-            check_group_weights(func, weights, totals, _group_counts(scored), scored.keys)
+            check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
     values = {name: f(scored) for name, f in figures.items()}
-    bounds = _bootstrap(scored, figures, ci, n_boot, seed) if ci is not None else {}
-    if scalar and by is None and ci is None and len(values) == 1:
-        return float(next(iter(values.values()))[0])
-    if long is not None:
-        parts = []
-        for name, v in values.items():
-            cols: dict[str, Any] = {long[0]: [name] * scored.n_groups, "n": _group_counts(scored), long[1]: v}
-            if name in bounds:
-                cols[f"{long[1]}_lo"], cols[f"{long[1]}_hi"] = bounds[name]
-            parts.append(with_keys(func, scored.keys, pl.DataFrame(cols)))
-        return _to_flavor(pl.concat(parts), scored.flavor)
-    cols = {"n": _group_counts(scored)}
-    for name, v in values.items():
-        cols[name] = v
-        if name in bounds:
-            cols[f"{name}_lo"], cols[f"{name}_hi"] = bounds[name]
-    return _to_flavor(with_keys(func, scored.keys, pl.DataFrame(cols)), scored.flavor)
-
-
-def _check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
-    """The checks of ci, n_boot and seed (every seed is checked, used or not)."""
-    check_seed(func, seed)
-    if ci is not None and not (isinstance(ci, (float, int)) and 0 < ci < 1):
-        raise bad_param(func, "ci", "a confidence level in (0, 1) such as 0.95, or None", ci)
-    check_int_range(func, "n_boot", n_boot, 2)
+    bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed) if req.ci is not None else {}
+    return F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar)
 
 
 #: rows processed per batch of bootstrap replicates
@@ -371,21 +290,6 @@ def _bootstrap(
 
 
 # --------------------------------------------------------------------------- CE family
-
-
-def _p_value(func: str, p: Any) -> float:
-    if isinstance(p, bool):
-        raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
-    if p in (1, 2) or p == "inf" or (isinstance(p, float) and (p == np.inf or p in (1.0, 2.0))):
-        return float("inf") if p == "inf" else float(p)
-    # -inf (a min over bins, not a norm) is refused like any other order, not read as +inf
-    raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
-
-
-def _default_binning(estimator: str, binning: str | None) -> str:
-    if binning is not None:
-        return binning
-    return "equal_mass" if estimator == "debiased" else "uniform"
 
 
 def ce(
@@ -452,55 +356,10 @@ def ce(
     0.474342
     """
     func = name if name in ("ece", "mce", "rmsce") else "ce"
-    pv, dist, lens_, binning_ = ce_request(func, p, estimator, distance, n_resamples, lens, binning, bins, closed,
-                                           weights)
-    _check_ci(func, ci, n_boot, seed)
-    check_by_names(func, by, output_columns([name or "ce"], ci), frame)
-    streamed = _stream(frame, func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens_,
-                       binning=binning_, ci=ci)
-    if streamed is not None:
-        sums, keys, counts, scale = streamed
-        return _streamed_result(ce_from_sums(sums, pv, dist, estimator, squared, n_resamples, seed, scale), keys,
-                                counts, name or "ce", func)
-    figure = _ce_figure(lens_, binning_, pv, dist, estimator, squared, n_resamples, seed, func)
-    return _evaluate(
-        func,
-        frame,
-        {name or "ce": figure},
-        prob=prob,
-        label=label,
-        by=by,
-        weights=weights,
-        nulls=nulls,
-        ci=ci,
-        n_boot=n_boot,
-        seed=seed,
-    )
-
-
-def ce_request(func: str, p: Any, estimator: Any, distance: Any, n_resamples: Any, lens: Any, binning: Any,
-               bins: Any, closed: Any, weights: Any) -> tuple[float, Distance, L.Lens, Binning]:
-    """The parameter checks of :func:`ce`, in order (shared by every surface): (p, distance, lens, binning)."""
-    pv = _p_value(func, p)
-    if estimator not in ("plugin", "debiased"):
-        raise bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
-    if estimator == "debiased" and np.isinf(pv):
-        raise ParameterError("The 'estimator' parameter of ce: there is no debiased max (p=inf) estimator; use 'plugin'.")
-    dist = parse_distance(func, distance)
-    if estimator == "debiased" and dist.kind != "tvd":
-        raise ParameterError(
-            f"The 'estimator' parameter of ce: the debiased estimator is defined for distance='tvd'; got {dist.kind!r}."
-        )
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise bad_param(func, "n_resamples", "an int >= 1", n_resamples)
-    lens_ = L.parse_lens(func, lens)
-    binning_ = make_binning(func, _default_binning(estimator, binning), bins, closed)
-    if weights is not None and binning_.scheme != "uniform":
-        raise ParameterError(
-            f"{func}: weights are supported with binning='uniform' only (data-dependent bins would need "
-            "weighted quantiles). Drop weights= or use uniform bins."
-        )
-    return pv, dist, lens_, binning_
+    req = R.ce(func, name or "ce", prob=prob, label=label, by=by, weights=weights, nulls=nulls, p=p, lens=lens,
+               distance=distance, estimator=estimator, squared=squared, binning=binning, bins=bins, closed=closed,
+               n_resamples=n_resamples, ci=ci, n_boot=n_boot, seed=seed)
+    return _run_ce(req, frame)
 
 
 def _stream(frame: Frame, func: str, *, variable: str | None = None, **kw: Any):
@@ -669,8 +528,11 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray]) -> Callable[...,
         n_boot: int = 1000,
         seed: int | None = 0,
     ) -> Result:
-        return _evaluate(func, frame, {func: lambda s: group_means(rows(s), s)}, prob=prob, label=label, by=by,
-                         weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed)
+        req = R.companion(func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, ci=ci, n_boot=n_boot,
+                          seed=seed)
+        if is_dask_frame(frame):
+            return _dask().run(frame, req)
+        return _evaluate(req, frame, {func: lambda s: group_means(rows(s), s)})
 
     metric.__name__ = metric.__qualname__ = func
     return metric
@@ -743,23 +605,15 @@ def summary(
     >>> calframe.summary(df, by="region").columns[:4]
     ['region', 'n', 'accuracy', 'ece']
     """
-    lens_ = L.parse_lens("summary", lens)
-    if lens_.kind == "marginal":
-        raise bad_param("summary", "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
-    uni = make_binning("summary", "uniform", bins, "left")
-    em = make_binning("summary", "equal_mass" if weights is None else "uniform", bins, "left")
-    tvd = Distance()
+    req = R.summary(prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens, bins=bins, ci=ci,
+                    n_boot=n_boot, seed=seed)
     figures: dict[str, Figure] = {
         "accuracy": lambda s: group_means(L.top1(s)[1].astype(np.float64), s),
-        "ece": _ce_figure(lens_, uni, 1.0, tvd, "plugin", False, 0, seed, "summary"),
-        "mce": _ce_figure(lens_, uni, float("inf"), tvd, "plugin", False, 0, seed, "summary"),
-        "rmsce": _ce_figure(lens_, uni, 2.0, tvd, "plugin", False, 0, seed, "summary"),
-        "ce_debiased": _ce_figure(lens_, em, 2.0, tvd, "debiased", False, 0, seed, "summary"),
+        **{name: _ce_figure(sub) for name, sub in R.summary_parts(req).items()},
         "brier": lambda s: group_means(_brier_rows(s), s),
         "log_loss": lambda s: group_means(_log_loss_rows(s), s),
     }
-    return _evaluate("summary", frame, figures, prob=prob, label=label, by=by, weights=weights, nulls=nulls,
-                     ci=ci, n_boot=n_boot, seed=seed, scalar=False)  # type: ignore[return-value]
+    return _evaluate(req, frame, figures, scalar=False)  # type: ignore[return-value]
 
 
 def reliability(
@@ -792,64 +646,21 @@ def reliability(
     >>> calframe.reliability(df, bins=2, lens="class:1")["n"].to_list()
     [1, 3]
     """
-    func = "reliability"
-    lens_ = L.parse_lens(func, lens)
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>'); use it once per class for marginal", lens)
-    binning_ = make_binning(func, binning, bins, closed)
-    if weights is not None and binning_.scheme != "uniform":
-        raise ParameterError(f"{func}: weights are supported with binning='uniform' only.")
-    check_by_names(func, by, RELIABILITY_COLUMNS, frame)
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls)
-    conf, acc = L.scalar(scored, lens_, func)
-    sums, bins_ = binned_sums(conf, acc, scored, binning_)
+    req = R.reliability("reliability", prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens,
+                        binning=binning, bins=bins, closed=closed)
+    if is_dask_frame(frame):
+        return _dask().run(frame, req)
+    check_by_names(req.func, by, F.RELIABILITY_COLUMNS, frame)
+    scored = resolve(frame, func=req.func, prob=prob, label=label, by=by, weights=weights, nulls=nulls)
+    conf, acc = L.scalar(scored, req.lens, req.func)
+    sums, bins_ = binned_sums(conf, acc, scored, req.binning)
     counts = sums
     if scored.weights is not None:  # row counts beside the weighted sums
-        counts, _ = binned_sums(conf, acc, replace(scored, weights=None), binning_)
-    return _to_flavor(reliability_table(sums, counts[..., 0], bins_, scored.keys), scored.flavor)
-
-
-def reliability_table(sums: np.ndarray, counts: np.ndarray, bins: Bins, keys: pl.DataFrame | None) -> pl.DataFrame:
-    """The reliability table from per (group, bin) sums and row counts (shared by every surface)."""
-    g_idx, b_idx = np.nonzero(sums[..., 0] > 0)
-    lower = np.empty(g_idx.shape[0])
-    upper = np.empty(g_idx.shape[0])
-    for g in np.unique(g_idx):
-        sel = g_idx == g
-        lower[sel], upper[sel] = bins.bounds(int(g), b_idx[sel])
-    w = sums[g_idx, b_idx, 0]
-    mean_conf = sums[g_idx, b_idx, 1] / w
-    mean_acc = sums[g_idx, b_idx, 2] / w
-    out = pl.DataFrame(
-        {
-            "bin": b_idx.astype(np.int32),
-            "lower": lower,
-            "upper": upper,
-            "n": counts[g_idx, b_idx].astype(np.int64),
-            "weight": w / sums[..., 0].sum(axis=1)[g_idx],
-            "conf": mean_conf,
-            "acc": mean_acc,
-            "gap": mean_conf - mean_acc,
-        }
-    )
-    return with_keys("reliability", None if keys is None else keys[g_idx], out)
+        counts, _ = binned_sums(conf, acc, replace(scored, weights=None), req.binning)
+    return F.to_flavor(F.reliability_table(sums, counts[..., 0], bins_, scored.keys), scored.flavor)
 
 
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
-
-
-def _variable_binning(func: str, binning: str, bins: "int | Sequence[float]", closed: str) -> Binning:
-    if binning == "uniform" and not isinstance(bins, (list, tuple, np.ndarray)):
-        raise bad_param(
-            func, "binning", "'quantile' (default), 'equal_mass', or 'uniform' with explicit edges in bins=[...] "
-            "(a bin count has no range to divide for a variable)", binning
-        )
-    if isinstance(bins, (list, tuple, np.ndarray)):
-        e = np.asarray(bins, dtype=np.float64)
-        if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
-            raise bad_param(func, "bins", "an int >= 1 or strictly increasing finite edges", bins)
-        return Binning("uniform", int(e.size - 1), closed, tuple(float(v) for v in e))  # type: ignore[arg-type]
-    return make_binning(func, binning, bins, closed)
 
 
 def vece(
@@ -899,36 +710,13 @@ def vece(
     ['age', 'region']
     """
     func = name if name in ("vece", "vmce") else "vece"
-    variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
-    if not variables:
-        raise bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
-    pv = _p_value(func, p)
-    if estimator not in ("plugin", "debiased"):
-        raise bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
-    dist = parse_distance(func, distance)
-    lens_ = L.parse_lens(func, lens)
-    binning_ = _variable_binning(func, binning, bins, closed)
-    if weights is not None and binning_.edges is None:
-        raise ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
-    figures = {
-        v: _ce_figure(lens_, _checked_variable_binner(func, v, binning_), pv, dist, estimator, False, 1000, seed, func)
-        for v in variables
-    }
-    single = isinstance(variable, str)
-    if single and lens_.kind != "marginal":
-        _check_ci(func, ci, n_boot, seed)
-        check_by_names(func, by, output_columns([name], ci), frame)
-        streamed = _stream(frame, func, variable=variable, prob=prob, label=label, by=by, weights=weights,
-                           nulls=nulls, lens=lens_, binning=binning_, ci=ci)
-        if streamed is not None:
-            sums, keys, counts, scale = streamed
-            return _streamed_result(ce_from_sums(sums, pv, dist, estimator, False, 1000, seed, scale), keys, counts,
-                                    name, func)
-    if single:
-        figures = {name: figures[variables[0]]}
-    return _evaluate(func, frame, figures, prob=prob, label=label, by=by, weights=weights, nulls=nulls, ci=ci,
-                     n_boot=n_boot, seed=seed, extra=variables,
-                     long=None if single else ("variable", name))  # type: ignore[arg-type]
+    req = R.vece(func, name, variable, prob=prob, label=label, by=by, weights=weights, nulls=nulls, p=p, lens=lens,
+                 distance=distance, estimator=estimator, binning=binning, bins=bins, closed=closed, ci=ci,
+                 n_boot=n_boot, seed=seed)
+    figures = {v: _ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
+    if req.lens.kind == "marginal" and not is_dask_frame(frame):
+        return _evaluate(req, frame, figures if req.several else {name: figures[req.variables[0]]})
+    return _run_ce(req, frame, figures if req.several else {name: figures[req.variables[0]]})
 
 
 def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binner:
@@ -1037,7 +825,7 @@ def vece_rank(
         raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
                              "variables")
     lens_ = L.parse_lens(func, lens)
-    binning_ = _variable_binning(func, binning, bins, "left")
+    binning_ = R.variable_binning(func, binning, bins, "left")
     if lens_.kind == "marginal":
         raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
     check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()), frame)
@@ -1098,7 +886,7 @@ def vece_rank(
         else:
             out = out.with_columns(v_star=pl.lit(None, dtype=pl.Float64), vce=pl.lit(None, dtype=pl.Float64))
         cols += ["vce", "v_star"]
-    return _to_flavor(out.select(cols), scored.flavor)
+    return F.to_flavor(out.select(cols), scored.flavor)
 
 
 #: the columns of vece_rank's result beside the group keys (``vce=True`` adds ``vce`` and ``v_star``)
@@ -1287,7 +1075,7 @@ def vce_curve(
         curves.append(with_keys(func, None if key is None else pl.concat([key] * n_points), part))
         rows_.append(with_keys(func, key, srow))
     by_cols = [] if scored.keys is None else scored.keys.columns
-    return VCECurve(_to_flavor(pl.concat(curves), scored.flavor), _to_flavor(pl.concat(rows_), scored.flavor),
+    return VCECurve(F.to_flavor(pl.concat(curves), scored.flavor), F.to_flavor(pl.concat(rows_), scored.flavor),
                     variable, by_cols, str(L.resolve_lens(lens_, scored.binary)))
 
 
@@ -1473,7 +1261,7 @@ def gece(
     """
     G = _gece_module()
     func = "gece"
-    pv = _p_value(func, p)
+    pv = R.p_value(func, p)
     if binning not in ("uniform", "adaptive"):
         raise bad_param(func, "binning", "'uniform' or 'adaptive'", binning)
     if binning == "uniform" and (isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1):
@@ -1539,8 +1327,9 @@ def gece(
         return _select_rows(scored, func, labels_in, output, output_between)
 
     frame = _where(frame, where, func)
-    return _evaluate(func, frame, {"gece": figure}, prob=prob, label=label, by=by, weights=weights, nulls=nulls,
-                     ci=ci, n_boot=n_boot, seed=seed, prepare=select)
+    R.check_ci(func, ci, n_boot, seed)
+    req = R.Request(func, "gece", "gece", prob, label, by, weights, nulls, ci=ci, n_boot=n_boot, seed=seed)
+    return _evaluate(req, frame, {"gece": figure}, prepare=select)
 
 
 def _gece_module():
@@ -1751,7 +1540,7 @@ def mlce(
     if by is None:
         return float(mx[0])
     out = pl.DataFrame(dict(zip(MLCE_COLUMNS, [_group_counts(scored), mx, mean])))
-    return _to_flavor(with_keys(func, scored.keys, out), scored.flavor)
+    return F.to_flavor(with_keys(func, scored.keys, out), scored.flavor)
 
 
 def mlce_curve(
@@ -1797,7 +1586,7 @@ def mlce_curve(
         mx.append(float(v.max()))
         mean.append(float(v.mean()))
     out = pl.DataFrame({"gamma": gs, "mlce": mx, "mean_lce": mean, "mce": [mce_value] * len(gs)})
-    return _to_flavor(out, scored.flavor)
+    return F.to_flavor(out, scored.flavor)
 
 
 # --------------------------------------------------------------------------- recalibration columns
@@ -1968,6 +1757,9 @@ def apply(
     method = recalibrator.params.get("method", recalibrator.method) if recalibrator.method == "per_group" \
         else recalibrator.method
     name = name or f"p_{method}"
+    if is_dask_frame(frame):
+        return _dask().apply(frame, recalibrator, {"name": name, "prob": prob, "variable": variable,
+                                                   "features": features, "unknown": unknown})
     if isinstance(frame, pl.LazyFrame):
         lf = frame
 

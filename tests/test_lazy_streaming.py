@@ -17,7 +17,7 @@ import pytest
 import calframe
 from calframe import CalframeError, CalframeWarning
 from calframe._kernels import accumulate as _K
-from calframe.api import _variable_binning
+from calframe.request import variable_binning as _variable_binning
 from calframe.binning import make_binning, uniform_edges
 from calframe.frames import lazy as LZ
 from calframe.metrics import Distance, ce_from_sums

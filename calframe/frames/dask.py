@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,9 @@ import pyarrow as pa
 
 from . import lazy as LZ
 from .. import api
+from .. import figures as F
+from ..request import Request
+from .namespace import make_handle
 from .. import lenses as L
 from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default, _select, check_group_weights,
                         group_codes, resolve)
@@ -64,16 +67,15 @@ from .._errors import (
     EmptyInputError,
     InvalidValueError,
     ParameterError,
-    bad_param,
     rows,
     warn,
 )
 from .._kernels import accumulate as K
 from .._limits import check_cells
 from ..binning import Binning, Bins, _equal_mass_edges, _lerp_quantiles, _pack, make_binning, qcut_quantiles, uniform_edges
-from ..metrics import Distance, ce_from_sums, check_weight_sums, combine_marginal, parse_distance
+from ..metrics import check_weight_sums
 
-__all__ = ["DaskCalib", "register"]
+__all__ = ["DaskCalib", "SUPPORTED", "apply", "register", "run"]
 
 Columns = str | Sequence[str] | None
 
@@ -858,332 +860,155 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
     return np.ldexp(1.0, top)
 
 
-# --------------------------------------------------------------------------- the accessor
+# --------------------------------------------------------------------------- the engine
+
+#: the public functions this engine runs; calframe.frames.dispatch refuses the others on a Dask frame
+SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "apply")
 
 
-class DaskCalib:
-    """``ddf.calib``: calframe's metrics on a Dask DataFrame, returning pandas results.
+def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
+    """Validate the request's columns against the Dask metadata (names, duplicates; ``by`` against the result's
+    columns) and fix the default column names."""
+    func, by = req.func, req.by
+    meta = ddf._meta
+    F.check_by_names(func, by, F.result_columns(req), meta)
+    try:
+        resolve(meta, func=func, prob=req.prob, label=req.label, by=by, weights=req.weights, nulls=req.nulls,
+                extra=list(req.variables))
+    except EmptyInputError:
+        pass  # metadata has no rows: everything up to the row checks passed
+    names = [str(c) for c in meta.columns]
+    prob = req.prob if req.prob is not None else _pick_default(names, PROB_CANDIDATES, "probability", "prob", func)
+    label = req.label if req.label is not None else _pick_default(names, LABEL_CANDIDATES, "label", "label", func)
+    by_ = () if by is None else ((by,) if isinstance(by, str) else tuple(by))
+    prob_ = prob if isinstance(prob, str) else tuple(prob)
+    key_types = _select(meta, list(by_), func).schema if by_ else {}
+    _refuse_nested_keys(func, dict(key_types))
+    return _Spec(func, prob_, label, by_, req.weights, req.nulls, variables=req.variables,
+                 key_types=tuple(key_types.values()), lens=req.lens, binning=req.binning, **kw)
 
-    Same parameters as the functions of the same name in :mod:`calframe`; see
-    the module docstring for what runs where.
-    """
 
-    __slots__ = ("_ddf",)
+def _binned(ddf: Any, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, dict]:
+    """The merged per (group, figure, class, bin) sums (weights divided by ``info["weight_scale"]``, one power of
+    two per group), their global group index, and the data-dependent Bins."""
+    plan, groups, dd_bins = None, None, {}
+    if "dd" in spec.modes:
+        plan, groups, dd_bins = _Runner(ddf, spec).exact_edges()
+    frame, dropped = _split_markers(_Runner(ddf, spec).sums(plan))
+    if frame.empty:
+        _raise_empty(spec.func, dropped)
+    if groups is None:
+        groups = _Groups.of(frame, spec)
+    g = groups.codes(frame, spec.by)
+    first = (frame[FIG].to_numpy() == 0) & (frame[CLS].to_numpy() == 0)
+    counts = np.bincount(g[first], weights=frame.loc[first, ROWS].to_numpy(), minlength=groups.n).astype(np.int64)
+    _warn_dropped(spec.func, dropped, int(counts.sum()))
+    scale = _rescale(frame, g, groups.n)
+    if spec.weights:  # the eager rule on the totals over every partition
+        totals = np.bincount(g[first], weights=frame.loc[first, N].to_numpy(), minlength=groups.n)
+        check_group_weights(spec.func, spec.weights, totals, counts, groups.keys)
+    return frame, groups, counts, {"g": g, "bins": dd_bins, "weight_scale": scale}
 
-    def __init__(self, ddf: Any) -> None:
-        self._ddf = ddf
 
-    # ----------------------------------------------------------------- plumbing
+def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarray, dd_bins: dict, f: int,
+                 c: int) -> tuple[np.ndarray, np.ndarray, Bins]:
+    sel = (frame[FIG].to_numpy() == f) & (frame[CLS].to_numpy() == c)
+    part = frame[sel]
+    mode = spec.modes[f]
+    if mode == "cat":
+        first = part.groupby(CAT, sort=False)[FIRST].min().sort_values(kind="stable")
+        if len(first) == 1 and spec.variables:
+            raise _single_value(spec.func, spec.variables[f])
+        rank = pd.Series(np.arange(len(first)), index=first.index)
+        b = rank.loc[part[CAT]].to_numpy()
+        bins = Bins(None, len(first), np.empty(0), None, spec.binning)
+    elif mode == "dd":
+        bins = dd_bins[(f, c if not spec.variables else 0)]
+        b = part[BIN].to_numpy()
+    else:
+        if spec.variables and part[VMIN].min() == part[VMAX].max():
+            raise _single_value(spec.func, spec.variables[f])
+        edges = np.asarray(spec.binning.edges) if spec.binning.edges is not None else uniform_edges(
+            spec.binning.bins, spec.binning.closed)
+        bins = Bins(None, spec.binning.bins, edges, None, spec.binning)
+        b = part[BIN].to_numpy()
+    sums, counts = _sums_array(part, g[sel], groups.n, max(bins.n_bins, int(b.max()) + 1 if len(b) else 1), b)
+    return sums, counts, bins
 
-    def _spec(self, func: str, prob: Columns, label: str | None, by: Columns, weights: str | None, nulls: str,
-              variables: Sequence[str] = (), outputs: Sequence[str] = (), **kw: Any) -> _Spec:
-        """Validate columns against the Dask metadata (names, duplicates; ``by`` against the result's ``outputs``)
-        and fix the default column names."""
-        meta = self._ddf._meta
-        api.check_by_names(func, by, outputs, meta)
-        try:
-            resolve(meta, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=list(variables))
-        except EmptyInputError:
-            pass  # metadata has no rows: everything up to the row checks passed
-        names = [str(c) for c in meta.columns]
-        if prob is None:
-            prob = _pick_default(names, PROB_CANDIDATES, "probability", "prob", func)
-        if label is None:
-            label = _pick_default(names, LABEL_CANDIDATES, "label", "label", func)
-        by_ = () if by is None else ((by,) if isinstance(by, str) else tuple(by))
-        prob_ = prob if isinstance(prob, str) else tuple(prob)
-        key_types = _select(meta, list(by_), func).schema if by_ else {}
-        _refuse_nested_keys(func, dict(key_types))
-        return _Spec(func, prob_, label, by_, weights, nulls, variables=tuple(variables),
-                     key_types=tuple(key_types.values()), **kw)
 
-    def _binned(self, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, dict]:
-        """The merged per (group, figure, class, bin) sums (weights divided by ``info["weight_scale"]``, one power of
-        two per group), their global group index, and the data-dependent Bins."""
-        plan, groups, dd_bins = None, None, {}
-        if "dd" in spec.modes:
-            plan, groups, dd_bins = _Runner(self._ddf, spec).exact_edges()
-        frame, dropped = _split_markers(_Runner(self._ddf, spec).sums(plan))
-        if frame.empty:
-            _raise_empty(spec.func, dropped)
-        if groups is None:
-            groups = _Groups.of(frame, spec)
-        g = groups.codes(frame, spec.by)
-        first = (frame[FIG].to_numpy() == 0) & (frame[CLS].to_numpy() == 0)
-        counts = np.bincount(g[first], weights=frame.loc[first, ROWS].to_numpy(), minlength=groups.n).astype(np.int64)
-        _warn_dropped(spec.func, dropped, int(counts.sum()))
-        scale = _rescale(frame, g, groups.n)
-        if spec.weights:  # the eager rule on the totals over every partition
-            totals = np.bincount(g[first], weights=frame.loc[first, N].to_numpy(), minlength=groups.n)
-            check_group_weights(spec.func, spec.weights, totals, counts, groups.keys)
-        return frame, groups, counts, {"g": g, "bins": dd_bins, "weight_scale": scale}
+def _modes(ddf: Any, req: Request) -> tuple[str, ...]:
+    """Per figure: "fixed" (uniform bins or explicit edges), "cat" (a categorical variable), "dd" (quantile /
+    equal-mass edges)."""
+    if not req.variables:
+        return ("fixed" if req.binning.scheme == "uniform" else "dd",)
+    meta = ddf._meta
+    modes = []
+    for v in req.variables:
+        if v not in meta.columns:
+            modes.append("fixed")  # _spec raises calframe's missing-column error
+            continue
+        dt = meta[v].dtype
+        numeric = pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
+        modes.append("cat" if not numeric else "fixed" if req.binning.edges is not None else "dd")
+    if req.binning.edges is not None and "cat" in modes:
+        cat = req.variables[modes.index("cat")]
+        _spec(ddf, req)  # column errors first
+        raise ParameterError(f"{req.func}: explicit bin edges need a numeric variable; {cat!r} is categorical.")
+    return tuple(modes)
 
-    def _figure_sums(self, spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarray, dd_bins: dict, f: int,
-                     c: int) -> tuple[np.ndarray, np.ndarray, Bins]:
-        sel = (frame[FIG].to_numpy() == f) & (frame[CLS].to_numpy() == c)
-        part = frame[sel]
-        mode = spec.modes[f]
-        if mode == "cat":
-            first = part.groupby(CAT, sort=False)[FIRST].min().sort_values(kind="stable")
-            if len(first) == 1 and spec.variables:
-                raise _single_value(spec.func, spec.variables[f])
-            rank = pd.Series(np.arange(len(first)), index=first.index)
-            b = rank.loc[part[CAT]].to_numpy()
-            bins = Bins(None, len(first), np.empty(0), None, spec.binning)
-        elif mode == "dd":
-            bins = dd_bins[(f, c if not spec.variables else 0)]
-            b = part[BIN].to_numpy()
-        else:
-            if spec.variables and part[VMIN].min() == part[VMAX].max():
-                raise _single_value(spec.func, spec.variables[f])
-            edges = np.asarray(spec.binning.edges) if spec.binning.edges is not None else uniform_edges(
-                spec.binning.bins, spec.binning.closed)
-            bins = Bins(None, spec.binning.bins, edges, None, spec.binning)
-            b = part[BIN].to_numpy()
-        sums, counts = _sums_array(part, g[sel], groups.n, max(bins.n_bins, int(b.max()) + 1 if len(b) else 1), b)
-        return sums, counts, bins
 
-    @staticmethod
-    def _output(func: str, values: dict[str, np.ndarray], counts: np.ndarray, groups: _Groups, by: tuple,
-                long: tuple[str, str] | None = None) -> Any:
-        """api._evaluate's output rules, for pandas input."""
-        if not by and long is None and len(values) == 1:
-            return float(next(iter(values.values()))[0])
-        if long is not None:
-            parts = [api.with_keys(func, groups.keys, pl.DataFrame({long[0]: [name] * groups.n, "n": counts,
-                                                                     long[1]: v})) for name, v in values.items()]
-            return api._to_flavor(pl.concat(parts), "pandas")
-        return api._to_flavor(api.with_keys(func, groups.keys, pl.DataFrame({"n": counts, **values})), "pandas")
-
-    def _ce_values(self, spec: _Spec, p: float, dist: Distance, estimator: str, squared: bool, n_resamples: int,
-                   seed: int | None) -> tuple[dict[int, np.ndarray], np.ndarray, _Groups]:
-        frame, groups, counts, info = self._binned(spec)
-        n_classes = int(frame[CLS].max()) + 1
-        lens = spec.lens
-        sq = squared or (lens.kind == "marginal" and estimator == "debiased" and p == 2)
-        values = {}
-        for f in range(len(spec.modes)):
-            # api._ce_figure's finalize, class by class for the marginal average
-            def one(c: int) -> np.ndarray:
-                sums = self._figure_sums(spec, frame, groups, info["g"], info["bins"], f, c)[0]
-                return ce_from_sums(sums, p, dist, estimator, sq, n_resamples, seed, info["weight_scale"])
-
-            if lens.kind != "marginal":
-                values[f] = one(0)
-                continue
-            per_class = np.stack([one(c) for c in range(n_classes)])
-            if estimator == "debiased" and p == 2:
-                e2 = np.maximum(per_class, 0.0).mean(axis=0)
-                values[f] = e2 if squared else np.sqrt(e2)
-            else:
-                values[f] = combine_marginal(per_class, p, estimator, np.full(n_classes, 1.0 / n_classes))
-        return values, counts, groups
-
-    @staticmethod
-    def _no_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
-        api._check_ci(func, ci, n_boot, seed)
-        if ci is not None:
-            raise NotImplementedError(
-                f"{func}: bootstrap intervals (ci=) are not available on Dask DataFrames: each draw resamples rows "
-                "within groups across all partitions. Compute the figure here and the intervals on a sample "
-                "(calframe." + func + "(ddf.sample(frac=...).compute(), ci=0.95)), or on the collected frame."
-            )
-
-    # ----------------------------------------------------------------- CE family
-
-    def ce(self, prob: Columns = None, label: str | None = None, *, p: float | str = 1, lens: str | None = None,
-           distance: Any = "tvd", estimator: str = "plugin", squared: bool = False, binning: str | None = None,
-           bins: Any = 15, closed: Literal["left", "right"] = "left", by: Columns = None, weights: str | None = None,
-           nulls: Literal["raise", "drop"] = "raise", ci: float | None = None, n_boot: int = 1000,
-           seed: int | None = 0, n_resamples: int = 1000, name: str | None = None) -> Any:
-        """:func:`calframe.ce` on a Dask DataFrame (bootstrap ``ci`` excepted).
-
-        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
-        """
-        func = name if name in ("ece", "mce", "rmsce") else "ce"
-        pv, dist, lens_, binning_ = api.ce_request(func, p, estimator, distance, n_resamples, lens, binning, bins,
-                                                   closed, weights)
-        self._no_ci(func, ci, n_boot, seed)
-        mode = "fixed" if binning_.scheme == "uniform" else "dd"
-        spec = self._spec(func, prob, label, by, weights, nulls, lens=lens_, modes=(mode,), binning=binning_,
-                          outputs=api.output_columns([name or "ce"]))
-        values, counts, groups = self._ce_values(spec, pv, dist, estimator, squared, n_resamples, seed)
-        return self._output(func, {name or "ce": values[0]}, counts, groups, spec.by)
-
-    def ece(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15, binning: str = "uniform",
-            closed: Literal["left", "right"] = "left", lens: str | None = None, by: Columns = None,
-            weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
-            n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.ece` on a Dask DataFrame.
-
-        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
-        """
-        return self.ce(prob, label, p=1, lens=lens, binning=binning, bins=bins, closed=closed, by=by, weights=weights,
-                       nulls=nulls, ci=ci, n_boot=n_boot, seed=seed, name="ece")
-
-    def mce(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15, binning: str = "uniform",
-            closed: Literal["left", "right"] = "left", lens: str | None = None, by: Columns = None,
-            weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
-            n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.mce` on a Dask DataFrame.
-
-        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
-        """
-        return self.ce(prob, label, p="inf", lens=lens, binning=binning, bins=bins, closed=closed, by=by,
-                       weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed, name="mce")
-
-    def rmsce(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15, binning: str = "uniform",
-              closed: Literal["left", "right"] = "left", lens: str | None = None, estimator: str = "plugin",
-              by: Columns = None, weights: str | None = None, nulls: Literal["raise", "drop"] = "raise",
-              ci: float | None = None, n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.rmsce` on a Dask DataFrame.
-
-        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
-        """
-        return self.ce(prob, label, p=2, lens=lens, binning=binning, bins=bins, closed=closed, by=by,
-                       estimator=estimator, weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed,
-                       name="rmsce")
-
-    # ----------------------------------------------------------------- variable-based
-
-    def vece(self, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *, bins: Any = 10,
-             binning: str = "quantile", closed: Literal["left", "right"] = "left", lens: str | None = None,
-             p: float | str = 1, distance: Any = "tvd", estimator: str = "plugin", by: Columns = None,
-             weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
-             n_boot: int = 1000, seed: int | None = 0, name: str = "vece") -> Any:
-        """:func:`calframe.vece` on a Dask DataFrame (numeric variables: exact quantile / equal-mass edges).
-
-        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
-        """
-        func = name if name in ("vece", "vmce") else "vece"
-        variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
-        if not variables:
-            raise bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
-        pv = api._p_value(func, p)
-        if estimator not in ("plugin", "debiased"):
-            raise bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
-        dist = parse_distance(func, distance)
-        lens_ = L.parse_lens(func, lens)
-        binning_ = api._variable_binning(func, binning, bins, closed)
-        if weights is not None and binning_.edges is None:
-            raise ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
-        self._no_ci(func, ci, n_boot, seed)
-        meta = self._ddf._meta
-        modes = []
-        for v in variables:
-            if v not in meta.columns:
-                modes.append("fixed")  # _spec raises calframe's missing-column error
-                continue
-            dt = meta[v].dtype
-            numeric = pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
-            if not numeric:
-                modes.append("cat")
-            elif binning_.edges is not None:
-                modes.append("fixed")
-            else:
-                modes.append("dd")
-        if binning_.edges is not None and "cat" in modes:
-            cat = variables[modes.index("cat")]
-            self._spec(func, prob, label, by, weights, nulls, variables, lens=lens_)  # column errors first
-            raise ParameterError(f"{func}: explicit bin edges need a numeric variable; {cat!r} is categorical.")
-        spec = self._spec(func, prob, label, by, weights, nulls, variables, lens=lens_, modes=tuple(modes),
-                          binning=binning_, outputs=api.output_columns(
-                              [name], long=None if isinstance(variable, str) else ("variable", name)))
-        values, counts, groups = self._ce_values(spec, pv, dist, estimator, False, 1000, seed)
-        if isinstance(variable, str):
-            return self._output(func, {name: values[0]}, counts, groups, spec.by)
-        return self._output(func, {v: values[i] for i, v in enumerate(variables)}, counts, groups, spec.by,
-                            long=("variable", name))
-
-    def vmce(self, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, **kwargs: Any) -> Any:
-        """:func:`calframe.vmce` on a Dask DataFrame."""
-        kwargs.pop("p", None)
-        kwargs.setdefault("name", "vmce")
-        return self.vece(variable, prob, label, p="inf", **kwargs)
-
-    # ----------------------------------------------------------------- reliability table
-
-    def reliability(self, prob: Columns = None, label: str | None = None, *, bins: Any = 15,
-                    binning: str = "uniform", closed: Literal["left", "right"] = "left", lens: str | None = None,
-                    by: Columns = None, weights: str | None = None,
-                    nulls: Literal["raise", "drop"] = "raise") -> pd.DataFrame:
-        """:func:`calframe.reliability` on a Dask DataFrame: one row per non-empty (group, bin).
-
-        Default ``lens``: class:1 for one probability column, top1 for class probabilities.
-        """
-        func = "reliability"
-        lens_ = L.parse_lens(func, lens)
-        if lens_.kind == "marginal":
-            raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>'); use it once per class for marginal",
-                            lens)
-        binning_ = make_binning(func, binning, bins, closed)
-        if weights is not None and binning_.scheme != "uniform":
-            raise ParameterError(f"{func}: weights are supported with binning='uniform' only.")
-        mode = "fixed" if binning_.scheme == "uniform" else "dd"
-        spec = self._spec(func, prob, label, by, weights, nulls, lens=lens_, modes=(mode,), binning=binning_,
-                          outputs=api.RELIABILITY_COLUMNS)
-        frame, groups, _, info = self._binned(spec)
-        sums, counts, bins_ = self._figure_sums(spec, frame, groups, info["g"], info["bins"], 0, 0)
-        out = api.reliability_table(sums, counts, bins_, groups.keys)
-        return api._to_flavor(out, "pandas")
-
-    # ----------------------------------------------------------------- companions
-
-    def _companion(self, func: str, prob: Columns, label: str | None, by: Columns, weights: str | None, nulls: str,
-                   ci: float | None, n_boot: int, seed: Any) -> Any:
-        self._no_ci(func, ci, n_boot, seed)
-        spec = self._spec(func, prob, label, by, weights, nulls, companion=func, outputs=api.output_columns([func]))
-        frame, groups, counts, info = self._binned(spec)
+def run(ddf: Any, req: Request) -> Any:
+    """A parsed request on a Dask DataFrame: sums per partition, added by Dask, finalized by :mod:`calframe.figures`;
+    the result is what calframe returns for a pandas frame."""
+    if req.ci is not None:
+        raise NotImplementedError(
+            f"{req.func}: bootstrap intervals (ci=) are not available on Dask DataFrames: each draw resamples rows "
+            "within groups across all partitions. Compute the figure here and the intervals on a sample "
+            f"(calframe.{req.func}(ddf.sample(frac=...).compute(), ci=0.95)), or on the collected frame."
+        )
+    if req.kind == "companion":
+        spec = _spec(ddf, req, companion=req.func)
+        frame, groups, counts, info = _binned(ddf, spec)
         sums, _ = _sums_array(frame, info["g"], groups.n, 1, np.zeros(len(frame), dtype=np.int64))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = sums[:, 0, 1] / sums[:, 0, 0]
-        return self._output(func, {func: mean}, counts, groups, spec.by)
+        return F.shape(req, {req.name: F.companion(sums)}, counts, groups.keys, "pandas")
+    if req.kind == "reliability":
+        spec = _spec(ddf, req, modes=_modes(ddf, req))
+        frame, groups, _, info = _binned(ddf, spec)
+        sums, counts, bins_ = _figure_sums(spec, frame, groups, info["g"], info["bins"], 0, 0)
+        return F.to_flavor(F.reliability_table(sums, counts, bins_, groups.keys), "pandas")
+    spec = _spec(ddf, req, modes=_modes(ddf, req))
+    frame, groups, counts, info = _binned(ddf, spec)
+    n_classes = int(frame[CLS].max()) + 1
+    values = {
+        name: F.ce(req, lambda c, f=f: _figure_sums(spec, frame, groups, info["g"], info["bins"], f, c)[0],
+                   n_classes, info["weight_scale"])
+        for f, name in enumerate(req.figure_names)
+    }
+    return F.shape(req, values, counts, groups.keys, "pandas")
 
-    def brier(self, prob: Columns = None, label: str | None = None, *, by: Columns = None, weights: str | None = None,
-              nulls: Literal["raise", "drop"] = "raise", ci: float | None = None, n_boot: int = 1000,
-              seed: int | None = 0) -> Any:
-        """:func:`calframe.brier` on a Dask DataFrame."""
-        return self._companion("brier", prob, label, by, weights, nulls, ci, n_boot, seed)
 
-    def log_loss(self, prob: Columns = None, label: str | None = None, *, by: Columns = None,
-                 weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
-                 n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.log_loss` on a Dask DataFrame."""
-        return self._companion("log_loss", prob, label, by, weights, nulls, ci, n_boot, seed)
+def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
+    """:func:`calframe.apply` (which checked ``recalibrator`` and named the output) per partition: a lazy Dask
+    DataFrame with the recalibrated column(s) added."""
+    name = kwargs["name"]
+    meta = ddf._meta
+    try:  # missing columns are reported now, not at compute time
+        api.apply(meta, recalibrator, **kwargs)
+    except EmptyInputError:
+        pass
+    out_meta = meta.copy()
+    if recalibrator.output == "probs" and not recalibrator.meta.get("binary", True):
+        out_meta[name] = pd.Series([], dtype=object)
+        out_meta[f"{name}_conf"] = pd.Series([], dtype=np.float64)
+    else:
+        out_meta[name] = pd.Series([], dtype=np.float64)
+    return ddf.map_partitions(_apply_partition, recalibrator, kwargs, out_meta, meta=out_meta)
 
-    def accuracy(self, prob: Columns = None, label: str | None = None, *, by: Columns = None,
-                 weights: str | None = None, nulls: Literal["raise", "drop"] = "raise", ci: float | None = None,
-                 n_boot: int = 1000, seed: int | None = 0) -> Any:
-        """:func:`calframe.accuracy` on a Dask DataFrame."""
-        return self._companion("accuracy", prob, label, by, weights, nulls, ci, n_boot, seed)
 
-    # ----------------------------------------------------------------- recalibration
-
-    def apply(self, recalibrator: Any, *, name: str | None = None, prob: Columns = None, variable: str | None = None,
-              features: str | Sequence[str] | None = None, unknown: Literal["raise", "keep"] = "raise") -> Any:
-        """:func:`calframe.apply` per partition: a lazy Dask DataFrame with the recalibrated column(s) added."""
-        R = api._rec_module()
-        if not isinstance(recalibrator, R.Recalibrator):
-            raise ColumnTypeError(f"apply: expected a fitted recalibrator (from calframe.fit or calframe.load); "
-                                  f"got {type(recalibrator).__name__}.")
-        if unknown not in ("raise", "keep"):
-            raise bad_param("apply", "unknown", "'raise' or 'keep'", unknown)
-        method = recalibrator.params.get("method", recalibrator.method) if recalibrator.method == "per_group" \
-            else recalibrator.method
-        name = name or f"p_{method}"
-        kwargs = {"name": name, "prob": prob, "variable": variable, "features": features, "unknown": unknown}
-        meta = self._ddf._meta
-        try:  # missing columns are reported now, not at compute time
-            api.apply(meta, recalibrator, **kwargs)
-        except EmptyInputError:
-            pass
-        out_meta = meta.copy()
-        if recalibrator.output == "probs" and not recalibrator.meta.get("binary", True):
-            out_meta[name] = pd.Series([], dtype=object)
-            out_meta[f"{name}_conf"] = pd.Series([], dtype=np.float64)
-        else:
-            out_meta[name] = pd.Series([], dtype=np.float64)
-        return self._ddf.map_partitions(_apply_partition, recalibrator, kwargs, out_meta, meta=out_meta)
+#: ``ddf.calib``: the public functions of :data:`SUPPORTED` bound to a Dask DataFrame, generated from the one
+#: public list (calframe.frames.namespace); each returns what calframe returns for a pandas frame
+DaskCalib = make_handle("DaskCalib", SUPPORTED,
+                        "``ddf.calib``: calframe's figures on a Dask DataFrame, computed partition by partition.")
 
 
 def register() -> bool:

@@ -1,7 +1,8 @@
-"""Dask DataFrames given to calframe's top-level functions go to ``ddf.calib`` (calframe.frames.dask).
+"""Dask DataFrames given to calframe's top-level functions: the functions the Dask engine runs take them.
 
 ``calframe.ece(ddf, ...)`` is ``ddf.calib.ece(...)``: the same parameters and
-results (a pandas frame, or a float). Functions that Dask frames do not
+results (a pandas frame, or a float); the function parses its request and
+hands it to :func:`calframe.frames.dask.run`. Functions that Dask frames do not
 support (``summary``, ``gece``, ``lce``, ``fit``, ...) raise a
 :class:`~calframe.ColumnTypeError` saying what to do instead. Dask is never
 imported here: an object can only be a Dask DataFrame once ``dask.dataframe``
@@ -18,7 +19,7 @@ from typing import Any, Callable, TypeVar
 
 from .._errors import ColumnTypeError, ParameterError
 
-__all__ = ["is_dask_frame", "dask_aware", "takes_frame", "install"]
+__all__ = ["is_dask_frame", "check_supported", "dask_aware", "takes_frame", "install"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,34 +31,31 @@ def is_dask_frame(frame: Any) -> bool:
     return isinstance(cls, type) and isinstance(frame, cls)
 
 
-def _on_dask(name: str, frame: Any, args: tuple, kwargs: dict) -> Any:
+def check_supported(name: str) -> None:
+    """Refuse, saying what to do instead, a public function the Dask engine does not run."""
     from . import dask as cfd  # registers ddf.calib
 
-    method = getattr(cfd.DaskCalib(frame), name, None)
-    if method is None or name.startswith("_"):
-        supported = sorted(m for m in vars(cfd.DaskCalib) if not m.startswith("_"))
+    if name not in cfd.SUPPORTED:
         raise ColumnTypeError(
-            f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(supported)}). "
+            f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(sorted(cfd.SUPPORTED))}). "
             f"Compute a pandas frame first, e.g. calframe.{name}(ddf.compute()) or on a sample, "
             f"ddf.sample(frac=0.1).compute()."
         )
-    try:
-        inspect.signature(method).bind(*args, **kwargs)
-    except TypeError as exc:
-        raise ParameterError(f"{name} on a Dask DataFrame (ddf.calib.{name}): {exc}.") from None
-    return method(*args, **kwargs)
 
 
 def dask_aware(fn: F) -> F:
-    """``fn(frame, ...)``, sending a Dask DataFrame to ``ddf.calib.<fn name>(...)``."""
+    """``fn(frame, ...)``, refusing a Dask DataFrame unless the Dask engine runs ``fn`` (the function itself then
+    sends the parsed request to it)."""
     name = fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if args and is_dask_frame(args[0]):
-            return _on_dask(name, args[0], args[1:], kwargs)
-        if not args and is_dask_frame(kwargs.get("frame")):
-            return _on_dask(name, kwargs.pop("frame"), (), kwargs)
+        if is_dask_frame(args[0] if args else kwargs.get("frame")):
+            check_supported(name)
+            try:
+                inspect.signature(fn).bind(*args, **kwargs)
+            except TypeError as exc:
+                raise ParameterError(f"{name} on a Dask DataFrame (ddf.calib.{name}): {exc}.") from None
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

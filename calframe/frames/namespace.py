@@ -1,89 +1,70 @@
-"""The ``calib`` handle: the same methods for every frame library, forwarding to :mod:`calframe.api`.
+"""The ``calib`` handles, generated from one list of public names.
 
-It holds the frame and nothing else and validates nothing when created
-(Polars caches namespace objects; pandas 3 makes one per attribute access).
-``calframe.calib(df)`` returns one explicitly, for code that wants type
-checkers and IDEs to see the methods.
+:data:`FRAME_FUNCTIONS` is the one list of calframe's public functions that
+take a frame. ``df.calib`` (Polars and pandas), ``calframe.calib(df)`` and
+``ddf.calib`` (Dask: the functions its engine runs) are classes generated from
+it, each method forwarding to the function of :mod:`calframe.api` with the
+same name, docstring and signature (``frame`` bound). A handle holds the frame
+and nothing else and validates nothing when created (Polars caches namespace
+objects; pandas 3 makes one per attribute access).
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from .. import api
 
-
-class Calib:
-    """Calibration methods bound to one frame: ``Calib(df).ece(...) == calframe.ece(df, ...)``."""
-
-    __slots__ = ("_frame",)
-
-    def __init__(self, frame: Any) -> None:
-        self._frame = frame
-
-    def ce(self, *args: Any, **kwargs: Any) -> Any:
-        return api.ce(self._frame, *args, **kwargs)
-
-    def ece(self, *args: Any, **kwargs: Any) -> Any:
-        return api.ece(self._frame, *args, **kwargs)
-
-    def mce(self, *args: Any, **kwargs: Any) -> Any:
-        return api.mce(self._frame, *args, **kwargs)
-
-    def rmsce(self, *args: Any, **kwargs: Any) -> Any:
-        return api.rmsce(self._frame, *args, **kwargs)
-
-    def reliability(self, *args: Any, **kwargs: Any) -> Any:
-        return api.reliability(self._frame, *args, **kwargs)
-
-    def brier(self, *args: Any, **kwargs: Any) -> Any:
-        return api.brier(self._frame, *args, **kwargs)
-
-    def log_loss(self, *args: Any, **kwargs: Any) -> Any:
-        return api.log_loss(self._frame, *args, **kwargs)
-
-    def accuracy(self, *args: Any, **kwargs: Any) -> Any:
-        return api.accuracy(self._frame, *args, **kwargs)
-
-    def summary(self, *args: Any, **kwargs: Any) -> Any:
-        return api.summary(self._frame, *args, **kwargs)
-
-    def vece(self, *args: Any, **kwargs: Any) -> Any:
-        return api.vece(self._frame, *args, **kwargs)
-
-    def vmce(self, *args: Any, **kwargs: Any) -> Any:
-        return api.vmce(self._frame, *args, **kwargs)
-
-    def vece_rank(self, *args: Any, **kwargs: Any) -> Any:
-        return api.vece_rank(self._frame, *args, **kwargs)
-
-    def vce_curve(self, *args: Any, **kwargs: Any) -> Any:
-        return api.vce_curve(self._frame, *args, **kwargs)
-
-    def gece(self, *args: Any, **kwargs: Any) -> Any:
-        return api.gece(self._frame, *args, **kwargs)
-
-    def lce(self, *args: Any, **kwargs: Any) -> Any:
-        return api.lce(self._frame, *args, **kwargs)
-
-    def mlce(self, *args: Any, **kwargs: Any) -> Any:
-        return api.mlce(self._frame, *args, **kwargs)
-
-    def mlce_curve(self, *args: Any, **kwargs: Any) -> Any:
-        return api.mlce_curve(self._frame, *args, **kwargs)
-
-    def fit(self, *args: Any, **kwargs: Any) -> Any:
-        return api.fit(self._frame, *args, **kwargs)
-
-    def apply(self, *args: Any, **kwargs: Any) -> Any:
-        return api.apply(self._frame, *args, **kwargs)
+#: every public function whose first parameter is the frame
+FRAME_FUNCTIONS = ("ce", "ece", "mce", "rmsce", "reliability", "brier", "log_loss", "accuracy", "summary", "vece",
+                   "vmce", "vece_rank", "vce_curve", "gece", "lce", "mlce", "mlce_curve", "fit", "apply")
 
 
-for _name in ("ce", "ece", "mce", "rmsce", "reliability", "brier", "log_loss", "accuracy", "summary", "vece", "vmce",
-              "vece_rank", "vce_curve", "gece", "lce", "mlce", "mlce_curve", "fit", "apply"):
-    getattr(Calib, _name).__doc__ = getattr(api, _name).__doc__
+def _method(name: str) -> Any:
+    fn = getattr(api, name)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(api, name)(self._frame, *args, **kwargs)  # looked up per call: api's wrapped function
+
+    params = list(inspect.signature(fn).parameters.values())
+    self_ = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = inspect.signature(fn).replace(parameters=[self_, *params[1:]])  # type: ignore[attr-defined]
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
 
 
-def calib(frame: Any) -> Calib:
-    """A typed handle with the calibration methods of ``frame`` (same as ``frame.calib``)."""
+def _init(self: Any, frame: Any) -> None:
+    self._frame = frame
+
+
+def make_handle(cls_name: str, names: Sequence[str], doc: str) -> type:
+    """A handle class with one method per name of ``names`` (each in :data:`FRAME_FUNCTIONS`)."""
+    unknown = [n for n in names if n not in FRAME_FUNCTIONS]
+    if unknown:
+        raise ValueError(f"not public frame functions: {unknown}")
+    ns: dict[str, Any] = {"__slots__": ("_frame",), "__init__": _init, "__doc__": doc, "__module__": __name__}
+    for n in names:
+        m = _method(n)
+        m.__qualname__ = f"{cls_name}.{n}"
+        ns[n] = m
+    return type(cls_name, (), ns)
+
+
+Calib = make_handle("Calib", FRAME_FUNCTIONS,
+                    "Calibration methods bound to one frame: ``Calib(df).ece(...) == calframe.ece(df, ...)``.")
+
+
+def calib(frame: Any) -> Any:
+    """A handle with the calibration methods of ``frame`` (same as ``frame.calib``).
+
+    Examples
+    --------
+    >>> import polars as pl, calframe
+    >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
+    >>> calframe.calib(df).ece() == calframe.ece(df)
+    True
+    """
     return Calib(frame)

@@ -1,0 +1,171 @@
+"""Finalize and shape, once for every engine (the last layer of the seam).
+
+``public call --parse--> Request --engine--> per (group, bin) sums --figures--> result``
+
+An engine hands over per (group, bin) sums (``[sum w, sum w*conf, sum w*acc]``
+per cell, :mod:`calframe.metrics`), the group keys and the row counts; the
+functions here turn them into figures (:func:`ce`, :func:`companion`,
+:func:`reliability_table`) and into the caller's result (:func:`shape`): a
+float without groups, else one row per group with the key columns, ``n`` and
+one column per figure (``_lo``/``_hi`` bounds with ``ci``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from ._columns import columns_of
+from ._errors import ParameterError
+from .binning import Bins
+from .metrics import ce_from_sums, combine_marginal
+from .request import Columns, Request
+
+#: the columns of a reliability table beside the group keys
+RELIABILITY_COLUMNS = ("bin", "lower", "upper", "n", "weight", "conf", "acc", "gap")
+
+
+# --------------------------------------------------------------------------- figures from sums
+
+
+def ce(req: Request, sums_of: Callable[[int], np.ndarray], n_classes: int,
+       count_scale: float | np.ndarray = 1.0) -> np.ndarray:
+    """CE_p per group. ``sums_of(c)``: the (group, bin) sums of class c's lens for the marginal lens, of the
+    request's scalar lens otherwise (c = 0). The marginal CE combines the classes' values (SPEC §1.2)."""
+
+    def one(c: int) -> np.ndarray:
+        return ce_from_sums(sums_of(c), req.p, req.distance, req.estimator, req.sq, req.n_resamples, req.seed,
+                            count_scale)
+
+    if req.lens.kind != "marginal":
+        return one(0)
+    per_class = np.stack([one(c) for c in range(n_classes)])
+    if req.estimator == "debiased" and req.p == 2:
+        # per-class E2 clipped at 0, averaged, then the root (uncertainty-calibration's marginal CE)
+        e2 = np.maximum(per_class, 0.0).mean(axis=0)
+        return e2 if req.squared else np.sqrt(e2)
+    return combine_marginal(per_class, req.p, req.estimator, np.full(n_classes, 1.0 / n_classes))
+
+
+def companion(sums: np.ndarray) -> np.ndarray:
+    """A companion figure (Brier score, log loss, accuracy): the weighted mean of its row values per group,
+    from one-bin sums ``[sum w, sum w*value, .]``."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums[:, 0, 1] / sums[:, 0, 0]
+
+
+def reliability_table(sums: np.ndarray, counts: np.ndarray, bins: Bins, keys: pl.DataFrame | None) -> pl.DataFrame:
+    """The reliability table from per (group, bin) sums and row counts."""
+    g_idx, b_idx = np.nonzero(sums[..., 0] > 0)
+    lower = np.empty(g_idx.shape[0])
+    upper = np.empty(g_idx.shape[0])
+    for g in np.unique(g_idx):
+        sel = g_idx == g
+        lower[sel], upper[sel] = bins.bounds(int(g), b_idx[sel])
+    w = sums[g_idx, b_idx, 0]
+    mean_conf = sums[g_idx, b_idx, 1] / w
+    mean_acc = sums[g_idx, b_idx, 2] / w
+    out = pl.DataFrame(
+        {
+            "bin": b_idx.astype(np.int32),
+            "lower": lower,
+            "upper": upper,
+            "n": counts[g_idx, b_idx].astype(np.int64),
+            "weight": w / sums[..., 0].sum(axis=1)[g_idx],
+            "conf": mean_conf,
+            "acc": mean_acc,
+            "gap": mean_conf - mean_acc,
+        }
+    )
+    return with_keys("reliability", None if keys is None else keys[g_idx], out)
+
+
+# --------------------------------------------------------------------------- shape
+
+
+def to_flavor(df: pl.DataFrame, flavor: str) -> pl.DataFrame | pd.DataFrame:
+    """A result in the caller's flavor. pandas results are numpy-backed; a Date column (a date key) holds
+    ``datetime.date`` objects (pandas has no date dtype: datetime64 would turn dates into timestamps)."""
+    return df.to_pandas(date_as_object=True) if flavor == "pandas" else df
+
+
+def output_columns(figures: Sequence[str], ci: float | None = None,
+                   long: tuple[str, str] | None = None) -> list[str]:
+    """The columns of a grouped result beside the group keys: ``n``, the figures and, with ``ci``, their bounds.
+
+    ``long=(key, value)``: the figures are stacked into rows (``key``, ``n``, ``value``).
+    """
+    figs = [long[1]] if long is not None else list(figures)
+    cols = ([long[0]] if long is not None else []) + ["n"] + figs
+    if ci is not None:
+        cols += [f"{f}_{end}" for f in figs for end in ("lo", "hi")]
+    return cols
+
+
+def check_by_names(func: str, by: Columns, outputs: Sequence[str], frame: Any = None) -> None:
+    """Refuse ``by`` columns named like a column of the result (spec section 8, "Errors").
+
+    Called before anything is computed (``frame`` given: only the ``by`` columns the frame has, a
+    missing one is reported by ``resolve``) and by :func:`with_keys` on the result's columns.
+    """
+    cols = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(
+        by, (list, tuple)) else []  # any other by= is resolve's to refuse
+    clash = [c for c in cols if c in outputs]
+    if clash and frame is not None:
+        have = set(columns_of(frame))
+        clash = [c for c in clash if c in have]
+    if not clash:
+        return
+    c = clash[0]
+    what = f"group column {c!r} has the name" if len(clash) == 1 else f"group columns {clash} have the names"
+    raise ParameterError(
+        f"The 'by' parameter of {func}: the {what} of a column of the result, which holds the group columns and "
+        f"{list(outputs)}. Rename the group column first, e.g. frame.rename({{{c!r}: {c + '_key'!r}}}) "
+        f"(pandas: frame.rename(columns={{{c!r}: {c + '_key'!r}}})), and pass by={c + '_key'!r}.",
+        "by",
+    )
+
+
+def with_keys(func: str, keys: pl.DataFrame | None, out: pl.DataFrame) -> pl.DataFrame:
+    """``out`` with the group key columns in front (the one place results get their keys; see check_by_names)."""
+    if keys is None:
+        return out
+    check_by_names(func, keys.columns, out.columns)
+    return pl.concat([keys, out], how="horizontal")
+
+
+def result_columns(req: Request) -> list[str]:
+    """The columns of the request's grouped result beside the group keys."""
+    if req.kind == "reliability":
+        return list(RELIABILITY_COLUMNS)
+    return output_columns(req.figure_names, req.ci, req.long)
+
+
+def shape(req: Request, values: dict[str, np.ndarray], counts: np.ndarray, keys: pl.DataFrame | None, flavor: str,
+          bounds: dict[str, tuple[np.ndarray, np.ndarray]] | None = None, scalar: bool = True) -> Any:
+    """The caller's result: a float for one figure without groups or ci (``scalar``), else a frame with the key
+    columns, ``n`` and the figures (long: one row per group and figure), in the caller's flavor."""
+    bounds = bounds or {}
+    counts = np.asarray(counts).astype(np.int64)
+    if scalar and req.by is None and req.ci is None and len(values) == 1 and req.long is None:
+        return float(next(iter(values.values()))[0])
+    n_groups = counts.shape[0]
+    if req.long is not None:
+        key, value = req.long
+        parts = []
+        for name, v in values.items():
+            cols: dict[str, Any] = {key: [name] * n_groups, "n": counts, value: v}
+            if name in bounds:
+                cols[f"{value}_lo"], cols[f"{value}_hi"] = bounds[name]
+            parts.append(with_keys(req.func, keys, pl.DataFrame(cols)))
+        return to_flavor(pl.concat(parts), flavor)
+    cols = {"n": counts}
+    for name, v in values.items():
+        cols[name] = v
+        if name in bounds:
+            cols[f"{name}_lo"], cols[f"{name}_hi"] = bounds[name]
+    return to_flavor(with_keys(req.func, keys, pl.DataFrame(cols)), flavor)

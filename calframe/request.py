@@ -1,0 +1,300 @@
+"""Every public call parsed once: a frozen :class:`Request` (the first layer of the seam).
+
+``public call --parse--> Request --engine--> per (group, bin) sums --figures--> result``
+
+A Request holds the call's columns (as given: they are looked up in the frame by
+the engine, which alone knows the frame), its lens, binning, estimator, ``p``,
+distance, nulls policy and CI settings, every default filled in and every
+parameter checked, in the order the checks are documented. Engines (eager,
+LazyFrame, Dask) and the SQL generator read the Request; none parses a
+parameter of its own. docs/design.md, "Add a metric", shows where a new
+figure's parameters go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Union
+
+import numpy as np
+
+from . import lenses as L
+from ._errors import ParameterError, bad_param
+from ._params import check_int_range
+from .binning import Binning, make_binning
+from .metrics import Distance, check_seed, parse_distance
+
+Columns = Union[str, Sequence[str], None]
+
+#: the families a Request can be
+KINDS = ("ce", "companion", "reliability", "summary", "gece")
+#: companion figures: group means of a per-row value
+COMPANIONS = ("brier", "log_loss", "accuracy")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One parsed call. ``kind``: ``ce`` (CE_p, ECE/MCE/RMSCE, VECE/VMCE), ``companion`` or ``reliability``.
+
+    ``name``: the figure's column in grouped output. ``variables``: the variables
+    binned instead of the confidence (VECE), ``()`` for confidence bins; with
+    ``several`` the result is long (one row per group and variable).
+    """
+
+    func: str
+    kind: str
+    name: str
+    prob: Columns = None
+    label: str | None = None
+    by: Columns = None
+    weights: str | None = None
+    nulls: str = "raise"
+    lens: L.Lens = L.AUTO
+    binning: Binning | None = None
+    p: float = 1.0
+    distance: Distance = Distance()
+    estimator: str = "plugin"
+    squared: bool = False
+    n_resamples: int = 1000
+    variables: tuple[str, ...] = ()
+    several: bool = False
+    ci: float | None = None
+    n_boot: int = 1000
+    seed: int | None = 0
+
+    @property
+    def variable(self) -> str | None:
+        """The one variable of a single-variable VECE, else None."""
+        return self.variables[0] if len(self.variables) == 1 and not self.several else None
+
+    @property
+    def long(self) -> tuple[str, str] | None:
+        """``(key, value)`` columns of a long result: several variables stack into rows."""
+        return ("variable", self.name) if self.several else None
+
+    @property
+    def figure_names(self) -> list[str]:
+        """The figures computed, in output order (a long result: one per variable)."""
+        return list(self.variables) if self.several else [self.name]
+
+    @property
+    def sq(self) -> bool:
+        """Whether the per-class values are squared errors (combined before the root)."""
+        return self.squared or (self.lens.kind == "marginal" and self.estimator == "debiased" and self.p == 2)
+
+
+# --------------------------------------------------------------------------- single parameters
+
+
+def p_value(func: str, p: Any) -> float:
+    """``p``: 1, 2 or inf (also ``"inf"``)."""
+    if isinstance(p, bool):
+        raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+    if p in (1, 2) or p == "inf" or (isinstance(p, float) and (p == np.inf or p in (1.0, 2.0))):
+        return float("inf") if p == "inf" else float(p)
+    # -inf (a min over bins, not a norm) is refused like any other order, not read as +inf
+    raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+
+
+def check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
+    """The checks of ci, n_boot and seed (every seed is checked, used or not)."""
+    check_seed(func, seed)
+    if ci is not None and not (isinstance(ci, (float, int)) and 0 < ci < 1):
+        raise bad_param(func, "ci", "a confidence level in (0, 1) such as 0.95, or None", ci)
+    check_int_range(func, "n_boot", n_boot, 2)
+
+
+def estimator_value(func: str, estimator: Any) -> str:
+    if estimator not in ("plugin", "debiased"):
+        raise bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
+    return estimator
+
+
+def scalar_lens(func: str, lens: Any, advice: str = "") -> L.Lens:
+    """A lens that is not ``marginal`` (figures of one binned output: reliability, summary)."""
+    lens_ = L.parse_lens(func, lens)
+    if lens_.kind == "marginal":
+        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')" + advice, lens)
+    return lens_
+
+
+def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", closed: str) -> Binning:
+    """Bins of a variable: a count (quantile / equal-mass) or explicit edges (any finite range)."""
+    if binning == "uniform" and not isinstance(bins, (list, tuple, np.ndarray)):
+        raise bad_param(
+            func, "binning", "'quantile' (default), 'equal_mass', or 'uniform' with explicit edges in bins=[...] "
+            "(a bin count has no range to divide for a variable)", binning
+        )
+    if isinstance(bins, (list, tuple, np.ndarray)):
+        e = np.asarray(bins, dtype=np.float64)
+        if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+            raise bad_param(func, "bins", "an int >= 1 or strictly increasing finite edges", bins)
+        return Binning("uniform", int(e.size - 1), closed, tuple(float(v) for v in e))  # type: ignore[arg-type]
+    return make_binning(func, binning, bins, closed)
+
+
+def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None, detail: str = "") -> None:
+    if weights is not None and binning.scheme != "uniform":
+        raise ParameterError(f"{func}: weights are supported with binning='uniform' only{detail}.")
+
+
+# --------------------------------------------------------------------------- one parser per family
+
+
+def ce(
+    func: str,
+    name: str,
+    *,
+    prob: Columns = None,
+    label: str | None = None,
+    by: Columns = None,
+    weights: str | None = None,
+    nulls: str = "raise",
+    p: Any = 1,
+    lens: Any = None,
+    distance: Any = "tvd",
+    estimator: Any = "plugin",
+    squared: bool = False,
+    binning: Any = None,
+    bins: Any = 15,
+    closed: Any = "left",
+    n_resamples: Any = 1000,
+    ci: Any = None,
+    n_boot: Any = 1000,
+    seed: Any = 0,
+) -> Request:
+    """CE_p (ECE, MCE, RMSCE): checks in the documented order (p, estimator, distance, n_resamples, lens,
+    binning, weights, then ci / n_boot / seed). ``binning=None``: uniform, equal-mass for ``debiased``."""
+    pv = p_value(func, p)
+    estimator_value(func, estimator)
+    if estimator == "debiased" and np.isinf(pv):
+        raise ParameterError("The 'estimator' parameter of ce: there is no debiased max (p=inf) estimator; use 'plugin'.")
+    dist = parse_distance(func, distance)
+    if estimator == "debiased" and dist.kind != "tvd":
+        raise ParameterError(
+            f"The 'estimator' parameter of ce: the debiased estimator is defined for distance='tvd'; got {dist.kind!r}."
+        )
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise bad_param(func, "n_resamples", "an int >= 1", n_resamples)
+    lens_ = L.parse_lens(func, lens)
+    if binning is None:
+        binning = "equal_mass" if estimator == "debiased" else "uniform"
+    binning_ = make_binning(func, binning, bins, closed)
+    _uniform_only_with_weights(func, binning_, weights, " (data-dependent bins would need weighted quantiles). "
+                               "Drop weights= or use uniform bins")
+    check_ci(func, ci, n_boot, seed)
+    return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
+                   bool(squared), int(n_resamples), ci=ci, n_boot=n_boot, seed=seed)
+
+
+def vece(
+    func: str,
+    name: str,
+    variable: Any,
+    *,
+    prob: Columns = None,
+    label: str | None = None,
+    by: Columns = None,
+    weights: str | None = None,
+    nulls: str = "raise",
+    p: Any = 1,
+    lens: Any = None,
+    distance: Any = "tvd",
+    estimator: Any = "plugin",
+    binning: Any = "quantile",
+    bins: Any = 10,
+    closed: Any = "left",
+    ci: Any = None,
+    n_boot: Any = 1000,
+    seed: Any = 0,
+) -> Request:
+    """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result)."""
+    variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
+    if not variables:
+        raise bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
+    pv = p_value(func, p)
+    estimator_value(func, estimator)
+    dist = parse_distance(func, distance)
+    lens_ = L.parse_lens(func, lens)
+    binning_ = variable_binning(func, binning, bins, closed)
+    if weights is not None and binning_.edges is None:
+        raise ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
+    check_ci(func, ci, n_boot, seed)
+    return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
+                   variables=tuple(variables), several=not isinstance(variable, str), ci=ci, n_boot=n_boot,
+                   seed=seed)
+
+
+def reliability(
+    func: str,
+    *,
+    prob: Columns = None,
+    label: str | None = None,
+    by: Columns = None,
+    weights: str | None = None,
+    nulls: str = "raise",
+    lens: Any = None,
+    binning: Any = "uniform",
+    bins: Any = 15,
+    closed: Any = "left",
+) -> Request:
+    """The reliability table: a scalar lens, one binning."""
+    lens_ = scalar_lens(func, lens, "; use it once per class for marginal")
+    binning_ = make_binning(func, binning, bins, closed)
+    _uniform_only_with_weights(func, binning_, weights)
+    return Request(func, "reliability", func, prob, label, by, weights, nulls, lens_, binning_)
+
+
+def companion(
+    func: str,
+    *,
+    prob: Columns = None,
+    label: str | None = None,
+    by: Columns = None,
+    weights: str | None = None,
+    nulls: str = "raise",
+    ci: Any = None,
+    n_boot: Any = 1000,
+    seed: Any = 0,
+) -> Request:
+    """Brier score, log loss, accuracy: group means of a per-row value."""
+    check_ci(func, ci, n_boot, seed)
+    return Request(func, "companion", func, prob, label, by, weights, nulls, ci=ci, n_boot=n_boot, seed=seed)
+
+
+def summary(
+    *,
+    prob: Columns = None,
+    label: str | None = None,
+    by: Columns = None,
+    weights: str | None = None,
+    nulls: str = "raise",
+    lens: Any = None,
+    bins: Any = 15,
+    ci: Any = None,
+    n_boot: Any = 1000,
+    seed: Any = 0,
+) -> Request:
+    """The headline figures in one frame: a scalar lens, ``bins`` for every binned figure."""
+    func = "summary"
+    lens_ = scalar_lens(func, lens)
+    uniform = make_binning(func, "uniform", bins, "left")
+    if weights is None:
+        make_binning(func, "equal_mass", bins, "left")  # the debiased figure's bins (summary_parts)
+    check_ci(func, ci, n_boot, seed)
+    return Request(func, "summary", func, prob, label, by, weights, nulls, lens_, uniform, ci=ci, n_boot=n_boot,
+                   seed=seed)
+
+
+def summary_parts(req: Request) -> dict[str, Request]:
+    """The CE figures of a summary: ECE, MCE, RMSCE (plugin, uniform bins) and Kumar's debiased l2 CE (equal-mass
+    bins; uniform with weights, which data-dependent bins do not take)."""
+    debiased_bins = req.binning if req.weights is not None else make_binning(req.func, "equal_mass", req.binning.bins,
+                                                                             "left")
+    return {
+        "ece": replace(req, kind="ce", p=1.0),
+        "mce": replace(req, kind="ce", p=float("inf")),
+        "rmsce": replace(req, kind="ce", p=2.0),
+        "ce_debiased": replace(req, kind="ce", p=2.0, estimator="debiased", binning=debiased_bins),
+    }
