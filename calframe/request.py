@@ -142,6 +142,20 @@ def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None,
 # --------------------------------------------------------------------------- one parser per family
 
 
+def _ce_params(func: str, p: Any, estimator: Any, distance: Any) -> tuple[float, Distance]:
+    """``p``, ``estimator`` and ``distance`` of a CE_p figure, and the estimator's limits."""
+    pv = p_value(func, p)
+    estimator_value(func, estimator)
+    if estimator == "debiased" and np.isinf(pv):
+        raise ParameterError(f"The 'estimator' parameter of {func}: there is no debiased max (p=inf) estimator; "
+                             "use 'plugin'.")
+    dist = parse_distance(func, distance)
+    if estimator == "debiased" and dist.kind != "tvd":
+        raise ParameterError(f"The 'estimator' parameter of {func}: the debiased estimator is defined for "
+                             f"distance='tvd'; got {dist.kind!r}.")
+    return pv, dist
+
+
 def ce(
     func: str,
     name: str,
@@ -166,15 +180,7 @@ def ce(
 ) -> Request:
     """CE_p (ECE, MCE, RMSCE): checks in the documented order (p, estimator, distance, n_resamples, lens,
     binning, weights, then ci / n_boot / seed). ``binning=None``: uniform, equal-mass for ``debiased``."""
-    pv = p_value(func, p)
-    estimator_value(func, estimator)
-    if estimator == "debiased" and np.isinf(pv):
-        raise ParameterError("The 'estimator' parameter of ce: there is no debiased max (p=inf) estimator; use 'plugin'.")
-    dist = parse_distance(func, distance)
-    if estimator == "debiased" and dist.kind != "tvd":
-        raise ParameterError(
-            f"The 'estimator' parameter of ce: the debiased estimator is defined for distance='tvd'; got {dist.kind!r}."
-        )
+    pv, dist = _ce_params(func, p, estimator, distance)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise bad_param(func, "n_resamples", "an int >= 1", n_resamples)
     lens_ = L.parse_lens(func, lens)
@@ -213,9 +219,7 @@ def vece(
     variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
     if not variables:
         raise bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
-    pv = p_value(func, p)
-    estimator_value(func, estimator)
-    dist = parse_distance(func, distance)
+    pv, dist = _ce_params(func, p, estimator, distance)
     lens_ = L.parse_lens(func, lens)
     binning_ = variable_binning(func, binning, bins, closed)
     if weights is not None and binning_.edges is None:

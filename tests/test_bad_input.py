@@ -796,3 +796,15 @@ def test_nulls_drop_warning_points_at_the_caller(func: Callable[..., Any], monke
     with pytest.warns(CalframeWarning) as record:
         func(df, nulls="drop")
     assert record[0].filename == __file__
+
+
+@pytest.mark.parametrize("func", ["ce", "vece"])
+def test_debiased_estimator_limits_are_checked_by_every_ce_figure(func) -> None:
+    """The debiased estimator has no p=inf form and is defined for tvd only: vece refuses both as ce does
+    (it used to compute the plugin max silently)."""
+    df = pl.DataFrame({"prob": [0.1, 0.4, 0.6, 0.9] * 5, "label": [0, 1, 0, 1] * 5, "v": list(range(20))})
+    call = (lambda **kw: calframe.ce(df, **kw)) if func == "ce" else (lambda **kw: calframe.vece(df, "v", **kw))
+    with pytest.raises(calframe.ParameterError, match=f"'estimator' parameter of {func}: there is no debiased max"):
+        call(p="inf", estimator="debiased")
+    with pytest.raises(calframe.ParameterError, match="defined for distance='tvd'"):
+        call(p=2, estimator="debiased", distance="l2")
