@@ -16,7 +16,7 @@ group in ``[0, n_bins)``; empty bins contribute nothing downstream.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
@@ -108,47 +108,40 @@ def qcut_quantiles(bins: int) -> np.ndarray:
     return q
 
 
-def _sorted_take(sorted_vals: np.ndarray, starts: np.ndarray):
-    """take(ranks) on group segments of an already sorted array (ranks (n_groups, m), within each group)."""
-    return lambda ranks: sorted_vals[starts[:, None] + ranks]
+#: ``take(ranks) -> values``, what an engine gives :func:`edge_table`: ``ranks`` is an int64 array
+#: (n_segments, m) of 0-based ranks within each segment's values (-1 in the rows of segments without
+#: values); the result holds the order statistics at those ranks, float64 of the same shape (any value
+#: where the rank is -1). Segments are groups (or, on Dask, (figure, class, group) sources).
+Take = Callable[[np.ndarray], np.ndarray]
+
+
+def linear_quantile(last: Any, q: Any, xp: Any = np) -> tuple[Any, Any, Any]:
+    """numpy.quantile(method='linear') at level ``q`` of ``last + 1`` sorted values: (prev, next, gamma).
+
+    The value is ``lerp(v[prev], v[next], gamma)``. Written over the operations of ``xp``
+    (``floor``, ``minimum``; numpy here, SQL text in :mod:`calframe.sql`), so every engine
+    evaluates this one rule. ``q <= 1``, so ``prev <= last``: numpy's clipping never applies.
+    """
+    virtual = last * q
+    prev = xp.floor(virtual)
+    return prev, xp.minimum(prev + 1, last), virtual - prev
+
+
+def lerp(a: Any, b: Any, gamma: Any, xp: Any = np) -> Any:
+    """numpy's _lerp, float op for float op (``xp.where`` picks the form numpy computes)."""
+    diff = b - a
+    return xp.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
 
 
 def _quantile_ranks(counts: np.ndarray, q: np.ndarray):
-    """numpy.quantile(method='linear'): the two order statistics and the weight of every (group, level)."""
-    virtual = (counts[:, None] - 1) * q[None, :]  # numpy's 'linear' method: (n - 1) * q
-    prev = np.floor(virtual)
-    gamma = virtual - prev
-    prev_i = prev.astype(np.int64)
-    last = counts[:, None] - 1
-    above = virtual >= last
-    below = virtual < 0
-    next_i = np.where(above, last, np.where(below, 0, prev_i + 1))
-    prev_i = np.where(above, last, np.where(below, 0, prev_i))
-    return prev_i, next_i, gamma
+    """:func:`linear_quantile` of every (group, level): the two ranks (int64) and the weight."""
+    prev, nxt, gamma = linear_quantile(counts[:, None] - 1, q[None, :])
+    return prev.astype(np.int64), nxt.astype(np.int64), gamma
 
 
 def qcut_order_statistics(n: int, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """pandas.qcut(q=bins) edges of n values: the two order statistics and the weight of each edge."""
     return tuple(a[0] for a in _quantile_ranks(np.array([n]), qcut_quantiles(bins)))  # type: ignore[return-value]
-
-
-def _lerp(a: np.ndarray, b: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """numpy's _lerp, float op for float op."""
-    diff = b - a
-    out = a + diff * gamma
-    hi = gamma >= 0.5
-    out[hi] = (b - diff * (1 - gamma))[hi]
-    return out
-
-
-def _lerp_quantiles(sorted_vals: np.ndarray, starts: np.ndarray, counts: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """numpy.quantile(method='linear') of every group segment at levels q, with numpy's exact float ops.
-
-    Returns (n_groups, len(q)).
-    """
-    take = _sorted_take(sorted_vals, starts)
-    prev_i, next_i, gamma = _quantile_ranks(counts, q)
-    return _lerp(take(prev_i), take(next_i), gamma)
 
 
 def _equal_mass_ranks(counts: np.ndarray, bins: int):
@@ -163,29 +156,76 @@ def _equal_mass_ranks(counts: np.ndarray, bins: int):
     return np.maximum(idx - 1, 0), np.minimum(idx, counts[:, None] - 1), valid, b_eff
 
 
-def _equal_mass_table(lo_vals, hi_vals, top_vals, valid, b_eff, bins: int) -> np.ndarray:
-    n_groups = b_eff.shape[0]
-    out = np.full((n_groups, bins), np.nan)
-    out[:, : bins - 1] = np.where(valid, (lo_vals + hi_vals) / 2.0, np.nan)
-    out[np.arange(n_groups), b_eff - 1] = np.maximum(1.0, top_vals)  # the final edge right after the inner ones
-    return out
+def edge_table(counts: np.ndarray, binning: Binning, take: Take) -> np.ndarray:
+    """Each segment's quantile / equal-mass edges, before :func:`pack_edges`: (n_segments, bins + 1), NaN-padded.
+
+    The one driver of data-dependent edges for every engine: ``counts`` are the
+    values per segment; the ranks the rule reads go to ``take`` in one call.
+    ``quantile``: pandas.qcut's levels, interpolated as numpy.quantile
+    (:func:`linear_quantile`, :func:`lerp`). ``equal_mass``: Kumar's
+    get_equal_bins (inner edges at the midpoints of array_split chunk ends, last
+    edge ``max(1, top value)``; B_eff = min(n, B) chunks).
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    bins = binning.bins
+    table = np.full((counts.shape[0], bins + 1), np.nan)
+    present = counts > 0
+    c = counts[present]
+    if not c.shape[0]:
+        return table
+    if binning.scheme == "quantile":
+        prev_i, next_i, gamma = _quantile_ranks(c, qcut_quantiles(bins))
+        parts = [prev_i, next_i]
+    else:
+        lo, hi, valid, b_eff = _equal_mass_ranks(c, bins)
+        parts = [lo, hi, (c - 1)[:, None]]
+    ranks = np.full((counts.shape[0], sum(p.shape[1] for p in parts)), -1, dtype=np.int64)
+    ranks[present] = np.concatenate(parts, axis=1)
+    got = np.split(np.asarray(take(ranks), dtype=np.float64)[present], np.cumsum([p.shape[1] for p in parts])[:-1],
+                   axis=1)
+    if binning.scheme == "quantile":
+        table[present] = lerp(got[0], got[1], gamma)
+    else:
+        em = np.full((c.shape[0], bins), np.nan)
+        em[:, : bins - 1] = np.where(valid, (got[0] + got[1]) / 2.0, np.nan)
+        em[np.arange(c.shape[0]), b_eff - 1] = np.maximum(1.0, got[2][:, 0])  # the final edge after the inner ones
+        table[present, :bins] = em
+    return table
 
 
-def _equal_mass_edges(sorted_vals: np.ndarray, starts: np.ndarray, counts: np.ndarray, bins: int):
-    """Kumar's get_equal_bins per group: (n_groups, bins) edges, NaN-padded where a group has < bins rows."""
-    take = _sorted_take(sorted_vals, starts)
-    lo, hi, valid, b_eff = _equal_mass_ranks(counts, bins)
-    return _equal_mass_table(take(lo), take(hi), take((counts - 1)[:, None])[:, 0], valid, b_eff, bins)
+def take_each(counts: np.ndarray, fetch: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Take:
+    """A :data:`Take` for an engine that finds order statistics one by one (histogram passes).
+
+    ``fetch(segment, rank)`` gets every wanted (segment, rank) pair once, as two
+    flat int64 arrays sorted by segment then rank, and returns their values.
+    """
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+
+    def take(ranks: np.ndarray) -> np.ndarray:
+        out = np.full(ranks.shape, np.nan)
+        wanted = ranks >= 0
+        seg = np.broadcast_to(np.arange(ranks.shape[0])[:, None], ranks.shape)[wanted]
+        pos, inverse = np.unique(starts[seg] + ranks[wanted], return_inverse=True)
+        seg = np.searchsorted(starts, pos, side="right") - 1  # the segment a position falls in (empty ones skipped)
+        out[wanted] = np.asarray(fetch(seg, pos - starts[seg]), dtype=np.float64)[inverse]
+        return out
+
+    return take
 
 
-def _pack(edge_table: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Drop NaN padding and duplicate edges per group; flatten with offsets."""
-    keep = ~np.isnan(edge_table)
-    keep[:, 1:] &= edge_table[:, 1:] != edge_table[:, :-1]
+def pack_edges(table: np.ndarray, binning: Binning) -> tuple[np.ndarray, np.ndarray, int]:
+    """Drop NaN padding and duplicate edges per segment (pandas' ``duplicates="drop"``); flatten.
+
+    Returns (edges, offsets, n_bins): segment ``s`` has ``edges[offsets[s]:offsets[s+1]]``.
+    """
+    keep = ~np.isnan(table)
+    keep[:, 1:] &= table[:, 1:] != table[:, :-1]
     counts = keep.sum(axis=1)
-    offsets = np.zeros(edge_table.shape[0] + 1, dtype=np.int64)
+    offsets = np.zeros(table.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return edge_table[keep], offsets, int(counts.max())
+    width = int(counts.max()) if counts.shape[0] else 0
+    return table[keep], offsets, max(width - 1, 1) if binning.scheme == "quantile" else width
 
 
 def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, binning: Binning) -> Bins:
@@ -198,39 +238,14 @@ def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, bin
     if binning.scheme == "uniform":
         return Bins(None, binning.bins, uniform_edges(binning.bins, binning.closed), None, binning)
     # only a few order statistics per group are needed: a multi-rank quickselect, not a full sort
-    if groups is None:
-        order, starts = None, np.array([0, values.shape[0]], dtype=np.int64)
+    if groups is None:  # one group: a fixed-grid histogram, then sort only the cells holding the ranks
+        counts = np.array([values.shape[0]], dtype=np.int64)
+        table = edge_table(counts, binning, lambda ranks: K.select_1d(values, ranks))
     else:
         order, starts = K.group_order(groups, n_groups)
-    counts = np.diff(starts)
-    present = np.flatnonzero(counts > 0)
-    c = counts[present]
-
-    def take(ranks: np.ndarray) -> np.ndarray:
-        if order is None:  # one group: a fixed-grid histogram, then sort only the cells holding the ranks
-            return K.select_1d(values, ranks)
-        full = np.zeros((n_groups, ranks.shape[1]), dtype=np.int64)
-        full[present] = ranks
-        return K.select_within_groups(values, order, starts, full)[present]
-
-    table = np.full((n_groups, binning.bins + 1), np.nan)
-    if binning.scheme == "quantile":
-        prev_i, next_i, gamma = _quantile_ranks(c, qcut_quantiles(binning.bins))
-        both = take(np.concatenate([prev_i, next_i], axis=1))
-        m = prev_i.shape[1]
-        table[present] = _lerp(both[:, :m], both[:, m:], gamma)
-        edges, offsets, width = _pack(table)
-        n_bins = max(width - 1, 1)
-        qcut = True
-    else:
-        lo, hi, valid, b_eff = _equal_mass_ranks(c, binning.bins)
-        m = lo.shape[1]
-        got = take(np.concatenate([lo, hi, (c - 1)[:, None]], axis=1))
-        table[present, : binning.bins] = _equal_mass_table(got[:, :m], got[:, m:2 * m], got[:, -1], valid, b_eff,
-                                                           binning.bins)
-        edges, offsets, n_bins = _pack(table)
-        qcut = False
-    ids = K.assign_bins(values, groups, edges, offsets, qcut)
+        table = edge_table(np.diff(starts), binning, lambda ranks: K.select_within_groups(values, order, starts, ranks))
+    edges, offsets, n_bins = pack_edges(table, binning)
+    ids = K.assign_bins(values, groups, edges, offsets, binning.scheme == "quantile")
     return Bins(ids, n_bins, edges, offsets, binning)
 
 

@@ -30,9 +30,10 @@ a histogram of the values on a fixed grid (the top 20 bits of an order-preservin
 integer image of the float64, so any range works), the cells holding the target
 ranks found from cumulative counts, and the values of only those cells gathered
 (a cell holding a single distinct value needs no gathering; a crowded cell is
-refined with the next 20 bits first). calframe's own formulas
-(``_lerp_quantiles``, ``_equal_mass_edges``, ``_pack``) then run on the gathered
-order statistics, and a last pass bins with those edges (``assign_bins``) and
+refined with the next 20 bits first). calframe's one edge rule
+(:func:`calframe.binning.edge_table`: every source and group in one call of its
+``take``, then ``pack_edges``) builds the edges from the gathered order
+statistics, and a last pass bins with those edges (``assign_bins``) and
 accumulates. Results equal calframe's in-memory results up to float summation
 order (< 1e-12).
 
@@ -72,7 +73,7 @@ from .._errors import (
 )
 from .._kernels import accumulate as K
 from .._limits import check_cells
-from ..binning import Binning, Bins, _equal_mass_edges, _lerp_quantiles, _pack, make_binning, qcut_quantiles, uniform_edges
+from ..binning import Binning, Bins, edge_table, make_binning, pack_edges, take_each, uniform_edges
 from ..metrics import check_weight_sums
 
 __all__ = ["DaskCalib", "SUPPORTED", "apply", "register", "run"]
@@ -547,39 +548,6 @@ class _Groups:
         return out
 
 
-class _Positions:
-    """Stands in for the sorted values in calframe's edge formulas.
-
-    Recording mode (no values): remembers every position the formula reads and
-    returns zeros. Serving mode: returns the gathered order statistic at each position.
-    """
-
-    def __init__(self, total: int, pos: np.ndarray | None = None, vals: np.ndarray | None = None) -> None:
-        self.total, self.pos, self.vals = total, pos, vals
-        self.asked: list[np.ndarray] = []
-
-    def __len__(self) -> int:
-        return self.total
-
-    def __getitem__(self, idx: Any) -> np.ndarray:
-        idx = np.asarray(idx, dtype=np.int64)
-        if self.vals is None:
-            self.asked.append(idx.ravel().copy())
-            return np.zeros(idx.shape)
-        return self.vals[np.searchsorted(self.pos, idx)]
-
-
-def _edge_table(binning: Binning, vals: Any, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """binning.bin_values' per-group edge table (before _pack), on any indexable of sorted values."""
-    table = np.full((counts.shape[0], binning.bins + 1), np.nan)
-    present = counts > 0
-    if binning.scheme == "quantile":
-        table[present] = _lerp_quantiles(vals, starts[present], counts[present], qcut_quantiles(binning.bins))
-    else:
-        table[present, : binning.bins] = _equal_mass_edges(vals, starts[present], counts[present], binning.bins)
-    return table
-
-
 class _Runner:
     """The passes over one Dask DataFrame for one request."""
 
@@ -633,31 +601,13 @@ class _Runner:
                 if hist.loc[sel, VMIN].min() == hist.loc[sel, VMAX].max():
                     raise _single_value(spec.func, spec.variables[f])
         hist["src"] = _source_index(hist, sources) * groups.n + hist["g"].to_numpy()
-        # positions each source's formula reads, as (source-group, rank) requests
-        plans = {}
-        req_src, req_rank = [], []
-        for s, (f, c) in enumerate(sources):
-            sel = hist["src"].to_numpy() // groups.n == s
-            counts = np.bincount(hist.loc[sel, "g"], weights=hist.loc[sel, CNT], minlength=groups.n).astype(np.int64)
-            starts = np.zeros(groups.n + 1, dtype=np.int64)
-            np.cumsum(counts, out=starts[1:])
-            rec = _Positions(int(starts[-1]))
-            _edge_table(spec.binning, rec, starts[:-1], counts)
-            pos = np.unique(np.concatenate(rec.asked))
-            g = np.searchsorted(starts, pos, side="right") - 1
-            plans[(f, c)] = (starts, counts, pos)
-            req_src.append(s * groups.n + g)
-            req_rank.append(pos - starts[g])
-        src = np.concatenate(req_src)
-        values = self.order_stats(hist, groups, sources, src, np.concatenate(req_rank))
+        # binning's edge rule for every (source, group) segment at once: one round of histogram passes
+        counts = np.bincount(hist["src"], weights=hist[CNT], minlength=len(sources) * groups.n).astype(np.int64)
+        table = edge_table(counts, spec.binning,
+                           take_each(counts, lambda seg, rank: self.order_stats(hist, groups, sources, seg, rank)))
         edges_plan, bins = {}, {}
-        at = 0
-        for (f, c), (starts, counts, pos) in plans.items():
-            vals = values[at : at + len(pos)]
-            at += len(pos)
-            table = _edge_table(spec.binning, _Positions(int(starts[-1]), pos, vals), starts[:-1], counts)
-            edges, offsets, width = _pack(table)
-            n_bins = max(width - 1, 1) if spec.binning.scheme == "quantile" else width
+        for s, (f, c) in enumerate(sources):
+            edges, offsets, n_bins = pack_edges(table[s * groups.n : (s + 1) * groups.n], spec.binning)
             edges_plan[(f, c)] = [edges[offsets[g] : offsets[g + 1]] for g in range(groups.n)]
             bins[(f, c)] = Bins(None, n_bins, edges, offsets, spec.binning)
         return {"key_index": groups.index, "edges": edges_plan}, groups, bins

@@ -47,8 +47,8 @@ variable is its own bin key (one bin per category).
 
 Quantile / equal-mass bins are exact, in streaming passes:
 1. validation, and per group: count, min, max;
-2. the order statistics that calframe's own ``_lerp_quantiles`` /
-   ``_equal_mass_edges`` read (found by running them on a recorder) are
+2. the order statistics that :func:`calframe.binning.edge_table` (the one
+   edge rule of every engine) asks its ``take`` for are
    located by histograms: each group's range is cut into a grid of cells
    (the cell of a value is monotone in the value), and each wanted rank is
    followed into its cell through the cumulative counts; a cell whose min
@@ -57,7 +57,7 @@ Quantile / equal-mass bins are exact, in streaming passes:
    pass each time; at most :data:`HIST_CELLS` cells per pass, where Polars'
    streaming group-by stays small). With few rows this step is skipped;
 3. the values in the target cells are collected and sorted (only them), and
-   the edges come from calframe's own functions on those values;
+   ``edge_table`` builds the edges from those values;
 4. the accumulate pass joins each row to its group's edges.
 Memory: the per (group, bin) table, plus the histograms and at most about
 COLLECT_BUDGET values for data-dependent bins. (1e8 rows, 1000 groups,
@@ -94,7 +94,7 @@ from .._errors import (
 )
 from .._limits import check_cells
 from .._names import PREFIX, key_names
-from ..binning import Binning, _equal_mass_edges, _lerp_quantiles, qcut_quantiles, uniform_edges
+from ..binning import Binning, edge_table, pack_edges, take_each, uniform_edges
 
 __all__ = ["lazy_sums", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
 
@@ -993,50 +993,6 @@ _NODE, _CNT, _MIN, _MAX = f"{_P}node", f"{_P}cnt", f"{_P}min", f"{_P}max"
 _MAX_LEVELS = 8
 
 
-class _Recorder:
-    """Stands in for the sorted values: records which order statistics calframe's edge functions read."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.seen: list[np.ndarray] = []
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, idx: Any) -> np.ndarray:
-        idx = np.asarray(idx, dtype=np.int64)
-        self.seen.append(idx.ravel())
-        return np.zeros(idx.shape)
-
-
-class _Lookup:
-    """The sorted values at the recorded positions only (a sparse stand-in for the sorted array)."""
-
-    def __init__(self, n: int, positions: np.ndarray, values: np.ndarray):
-        self.n, self.positions, self.values = n, positions, values
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, idx: Any) -> np.ndarray:
-        idx = np.asarray(idx, dtype=np.int64)
-        at = np.searchsorted(self.positions, idx)
-        assert np.array_equal(self.positions[np.minimum(at, len(self.positions) - 1)], idx)
-        return self.values[at]
-
-
-def _edge_table(plan: _Plan, sorted_vals: Any, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """binning.bin_values's per-group edge table (before packing), from calframe's own functions."""
-    b = plan.binning
-    n_groups = counts.shape[0]
-    table = np.full((n_groups, b.bins + 1), np.nan)
-    if b.scheme == "quantile":
-        table[:] = _lerp_quantiles(sorted_vals, starts, counts, qcut_quantiles(b.bins))
-    else:
-        table[:, : b.bins] = _equal_mass_edges(sorted_vals, starts, counts, b.bins)
-    return table
-
-
 def _cell(x: pl.Expr, lo: str, sc: str, g: str) -> pl.Expr:
     """A grid cell, monotone in x: clip(floor((x - lo) * sc), 0, g - 1)."""
     return ((x - pl.col(lo)) * pl.col(sc)).floor().clip(0.0, pl.col(g).cast(pl.Float64) - 1.0).cast(pl.Int32)
@@ -1087,28 +1043,19 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
     groups = kept.drop(_KEEP).sort(gk, nulls_last=True, maintain_order=True)
     counts = groups[_LEN].to_numpy().astype(np.int64)
     n_groups = groups.height
-    starts = np.zeros(n_groups + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
-    n_total = int(starts[-1])
     rows_ = base.filter(pl.col(_KEEP)) if keep is not None else base
 
-    # which order statistics calframe's edge functions read
-    rec = _Recorder(n_total)
-    _edge_table(plan, rec, starts[:-1], counts)
-    need = np.unique(np.concatenate(rec.seen)) if rec.seen else np.zeros(0, dtype=np.int64)
-    need = need[(need >= 0) & (need < n_total)]
-    values = _order_statistics(plan, rows_, gk, groups, starts, need)
-    table = _edge_table(plan, _Lookup(n_total, need, values), starts[:-1], counts)
-
-    # binning._pack, then the accumulate pass against each group's edges
-    keep_e = ~np.isnan(table)
-    keep_e[:, 1:] &= table[:, 1:] != table[:, :-1]
-    n_edges = keep_e.sum(axis=1)
+    # binning's edge rule, on the order statistics the histogram passes find; then the accumulate
+    # pass against each group's edges (kept edges first, in order; +inf pads)
+    table = edge_table(counts, plan.binning,
+                       take_each(counts, lambda seg, rank: _order_statistics(rows_, gk, groups, seg, rank)))
+    edges, offsets, n_bins = pack_edges(table, plan.binning)
+    n_edges = np.diff(offsets)
     width = int(n_edges.max())
-    order = np.argsort(~keep_e, axis=1, kind="stable")  # a group's kept edges first, in order; +inf pads
-    padded = np.take_along_axis(np.where(keep_e, table, np.inf), order, axis=1)[:, :width]
+    padded = np.full((n_groups, width), np.inf)
+    row = np.repeat(np.arange(n_groups), n_edges)
+    padded[row, np.arange(edges.shape[0]) - offsets[row]] = edges
     qcut = plan.binning.scheme == "quantile"
-    n_bins = max(width - 1, 1) if qcut else width
     ecols = [f"{_P}e{j}" for j in range(width)]
     etab = groups.select(gk).with_columns(
         [pl.Series(c, padded[:, j]) for j, c in enumerate(ecols)]
@@ -1147,25 +1094,24 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
     return sums, keys, counts
 
 
-def _order_statistics(plan: _Plan, rows_: pl.LazyFrame, gk: list[str], groups: pl.DataFrame,
-                      starts: np.ndarray, need: np.ndarray) -> np.ndarray:
-    """The values at sorted positions ``need`` (global: group segment start + rank), exactly.
+def _order_statistics(rows_: pl.LazyFrame, gk: list[str], groups: pl.DataFrame, tgt_group: np.ndarray,
+                      rank: np.ndarray) -> np.ndarray:
+    """The ``rank``-th smallest value (0-based) of group ``tgt_group``, exactly, for each pair.
 
     Histogram passes narrow each wanted rank down to one cell (a node); a node
     whose min equals its max is resolved without reading values; the values of
     the remaining nodes are collected once the total is within COLLECT_BUDGET.
     """
-    out = np.full(need.shape[0], np.nan)
-    if need.shape[0] == 0:
+    out = np.full(rank.shape[0], np.nan)
+    if rank.shape[0] == 0:
         return out
-    tgt_group = np.searchsorted(starts, need, side="right") - 1
-    rank = need - starts[tgt_group]
+    rank = rank.copy()
     # level-0 nodes are the groups: grid between each group's min and max
     nodes = groups.select(gk)
     node_of = tgt_group.copy()
     cnt = groups[_LEN].to_numpy().astype(np.int64)
     mn, mx = groups[_MIN].to_numpy(), groups[_MAX].to_numpy()
-    open_ = np.ones(need.shape[0], dtype=bool)
+    open_ = np.ones(rank.shape[0], dtype=bool)
     path: list[str] = []
     grids: list[pl.DataFrame] = []
     for level in range(_MAX_LEVELS + 1):
