@@ -40,7 +40,8 @@ VECE (SPEC §4): ``variable=`` bins a column instead of the confidence:
   computed in one query. The quantiles are interpolated in SQL with numpy's
   own formula (``a + (b - a) * g`` for ``g < 0.5``, else
   ``b - (b - a) * (1 - g)``) at pandas.qcut's levels, so the edges are
-  bit-identical to calframe's. The engines' ``QUANTILE_CONT`` is the same
+  bit-identical to calframe's: the SQL text is generated from the same
+  definition every engine uses (``calframe.binning.linear_quantile`` / ``lerp``). The engines' ``QUANTILE_CONT`` is the same
   linear interpolation but rounds differently: on random data about 6 % of
   DuckDB's and 1-2 % of Polars' edges differ from numpy's by one ulp, which
   would move a value lying exactly on such an edge. ``quantile_edges_query``
@@ -78,7 +79,7 @@ import numpy as np
 
 from ._errors import ParameterError, bad_param
 from ._names import PREFIX, fresh_prefix
-from .binning import qcut_quantiles, uniform_edges
+from .binning import lerp, linear_quantile, qcut_quantiles, uniform_edges
 from .lenses import AUTO, resolve_lens
 
 __all__ = [
@@ -239,11 +240,66 @@ def _lens_exprs(func: str, lens: Any) -> tuple[str, str]:
     raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
 
 
+class _Sql:
+    """SQL text of a DOUBLE expression that combines with Python's operators (numbers become exact literals).
+
+    With :data:`_SQL_MATH` as ``xp``, binning's edge rules (:func:`calframe.binning.linear_quantile`,
+    :func:`calframe.binning.lerp`) write their own formula as SQL: one definition for every engine.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _op(self, op: str, other: Any, swap: bool = False) -> "_Sql":
+        o = other.text if isinstance(other, _Sql) else _lit(other)
+        return _Sql(f"({o} {op} {self.text})" if swap else f"({self.text} {op} {o})")
+
+    def __add__(self, other: Any) -> "_Sql":
+        return self._op("+", other)
+
+    def __sub__(self, other: Any) -> "_Sql":
+        return self._op("-", other)
+
+    def __rsub__(self, other: Any) -> "_Sql":
+        return self._op("-", other, swap=True)
+
+    def __mul__(self, other: Any) -> "_Sql":
+        return self._op("*", other)
+
+    def __ge__(self, other: Any) -> "_Sql":  # type: ignore[override]
+        return self._op(">=", other)
+
+
+class _SqlMath:
+    """The ``xp`` functions binning's rules call, as SQL."""
+
+    @staticmethod
+    def floor(x: _Sql) -> _Sql:
+        return _Sql(f"FLOOR({x})")
+
+    @staticmethod
+    def minimum(a: _Sql, b: _Sql) -> _Sql:
+        return _Sql(f"LEAST({a}, {b})")
+
+    @staticmethod
+    def where(cond: _Sql, a: _Sql, b: _Sql) -> _Sql:
+        return _Sql(f"CASE WHEN {cond} THEN {a} ELSE {b} END")
+
+
+_SQL_MATH = _SqlMath()
+
+
 def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
     """CTEs binning __cf_v of __cf_lensed by pandas.qcut(bins) per group, with numpy's interpolation.
 
-    ``carried`` columns of __cf_lensed are passed through. Returns (ctes, bin
-    expression over the last CTE, ``__cf_qedges``, whose edges are ``__cf_e<i>``).
+    The ranks and the interpolation are binning's own rule (``linear_quantile``, ``lerp``) at
+    pandas.qcut's levels, written as SQL. ``carried`` columns of __cf_lensed are passed through.
+    Returns (ctes, bin expression over the last CTE, ``__cf_qedges``, whose edges are ``__cf_e<i>``).
     """
     q = qcut_quantiles(bins)
     part = f"PARTITION BY {', '.join(keys)}" if keys else ""
@@ -255,29 +311,24 @@ def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[
         f"ROW_NUMBER() OVER ({order}) - 1 AS __cf_r, "
         f"CAST(COUNT(*) OVER ({part}) - 1 AS DOUBLE) AS __cf_last FROM __cf_lensed"
     )
-    # numpy 'linear': virtual = (n - 1) * q, prev = floor(virtual), gamma = virtual - prev, next = min(prev + 1, n - 1)
-    virt = ", ".join(f"__cf_last * {_lit(x)} AS __cf_x{i}" for i, x in enumerate(q))
-    virtual = f"SELECT {k}{carry}, __cf_r, __cf_last, {virt} FROM __cf_ranked"
     ends = []
-    for i in range(len(q)):
-        ends.append(f"__cf_x{i} - FLOOR(__cf_x{i}) AS __cf_g{i}")
-        ends.append(f"MAX(CASE WHEN __cf_r = FLOOR(__cf_x{i}) THEN __cf_v END) OVER ({part}) AS __cf_a{i}")
-        ends.append(
-            f"MAX(CASE WHEN __cf_r = LEAST(FLOOR(__cf_x{i}) + 1e0, __cf_last) THEN __cf_v END) OVER ({part}) AS __cf_b{i}"
-        )
-    ends_sql = f"SELECT {k}{carry}, {', '.join(ends)} FROM __cf_virtual"
-    lerp = ", ".join(
-        f"CASE WHEN __cf_g{i} >= 0.5e0 THEN __cf_b{i} - (__cf_b{i} - __cf_a{i}) * (1e0 - __cf_g{i}) "
-        f"ELSE __cf_a{i} + (__cf_b{i} - __cf_a{i}) * __cf_g{i} END AS __cf_e{i}"
+    for i, level in enumerate(q):
+        prev, nxt, gamma = linear_quantile(_Sql("__cf_last"), level, _SQL_MATH)
+        ends.append(f"{gamma} AS __cf_g{i}")
+        ends.append(f"MAX(CASE WHEN __cf_r = {prev} THEN __cf_v END) OVER ({part}) AS __cf_a{i}")
+        ends.append(f"MAX(CASE WHEN __cf_r = {nxt} THEN __cf_v END) OVER ({part}) AS __cf_b{i}")
+    ends_sql = f"SELECT {k}{carry}, {', '.join(ends)} FROM __cf_ranked"
+    lerps = ", ".join(
+        f"{lerp(_Sql(f'__cf_a{i}'), _Sql(f'__cf_b{i}'), _Sql(f'__cf_g{i}'), _SQL_MATH)} AS __cf_e{i}"
         for i in range(len(q))
     )
-    edges_sql = f"SELECT {k}{carry}, {lerp} FROM __cf_ends"
+    edges_sql = f"SELECT {k}{carry}, {lerps} FROM __cf_ends"
     # qcut: bin = (number of distinct edges < v) - 1, the minimum going to bin 0
     terms = ["CASE WHEN __cf_e0 < __cf_v THEN 1 ELSE 0 END"] + [
         f"CASE WHEN __cf_e{i} < __cf_v AND __cf_e{i} > __cf_e{i - 1} THEN 1 ELSE 0 END" for i in range(1, len(q))
     ]
     bin_expr = f"GREATEST({' + '.join(terms)}, 1) - 1"
-    ctes = [("__cf_ranked", ranked), ("__cf_virtual", virtual), ("__cf_ends", ends_sql), ("__cf_qedges", edges_sql)]
+    ctes = [("__cf_ranked", ranked), ("__cf_ends", ends_sql), ("__cf_qedges", edges_sql)]
     return ctes, bin_expr
 
 
