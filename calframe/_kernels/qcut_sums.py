@@ -37,7 +37,7 @@ def qcut_bin_sums(v, d, prev_i, next_i, gamma):
     """(count, sum d) per bin of pandas.qcut(v) at the levels whose ranks/weights are given.
 
     ``prev_i``, ``next_i``, ``gamma``: numpy.quantile's two order statistics and
-    weight per level (``binning._quantile_ranks``). Returns (counts, sums,
+    weight per level (``binning.qcut_order_statistics``). Returns (counts, sums,
     n_bins, n_bad): n_bins = 0 when v is constant (no bins to speak of); n_bad
     counts NaN and infinite values, and when it is not 0 nothing else is computed.
     """
