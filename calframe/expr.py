@@ -142,7 +142,7 @@ def _per_group(func: str, fn: Callable[..., Any], roles: list[str], params: dict
     out = np.zeros(n_groups)
     if present.any():
         names, args = _columns(roles, [s.name for s in series])
-        group = fresh_name(names, "group")
+        group = "group_index" if "group_index" not in names else fresh_name(names, "group_index")
         counts = lengths.to_numpy()[present]
         cols = [(s if present.all() else s.filter(present)).explode().alias(n) for s, n in zip(series, names)]
         cols.append(pl.Series(group, np.repeat(np.arange(counts.size, dtype=np.int32), counts)))

@@ -1,0 +1,124 @@
+"""calframe.expr inside ``group_by().agg()`` against ``calframe.ece(df, by=...)`` and the native alternatives.
+
+Run: ``.venv/bin/python benchmarks/bench_expr.py [--repeat 7] [--slow]``.
+
+Two cases from the issue: 1e7 rows x 1e3 groups (target: the expression <= 4x
+``by=``) and 1e6 rows x 5e3 groups (target <= 2x). Same seeded data for every
+contender (``prob`` beta(2, 2) f64, ``label`` i8, ``g`` i32 uniform over the
+groups). The contenders run interleaved, one round after another, so load from
+other jobs hits every side alike; each ratio is taken within its round
+(contender / ``by=`` of the same round) and the table gives the median ratio
+with its range over the rounds, and the median seconds. Every contender's
+figures are checked against ``by=`` first (largest difference printed).
+
+- ``by=``: ``calframe.ece(df, prob="p", label="y", by="g")``;
+- ``expr``: ``df.group_by("g").agg(calframe.expr.ece("p", "y"))``;
+- ``expr + 2 aggs``: the same beside ``pl.len()`` and ``pl.col("p").mean()``;
+- ``polars sum``: ``df.group_by("g").agg(pl.col("p").sum())``, Polars' own
+  floor for any per-group aggregation;
+- ``filtered sums``: one ``(conf - acc).filter(bin == k).sum()`` per bin (the
+  fastest native form measured for the issue; ``floor(p * 15)`` bins, which
+  put values on edges in the wrong bin, so it is not even exact);
+- ``per-group UDF (no-op)``: ``pl.struct(...).implode().map_batches(f,
+  returns_scalar=True)`` with an ``f`` that does nothing: Polars 2 calls it
+  once per group;
+- ``--slow`` adds ``pl.map_groups`` wrapping ``calframe.ece``, the usual
+  workaround (one Python call per group doing the whole figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import calframe
+
+BINS = 15
+CASES = ((10_000_000, 1_000, 4.0), (1_000_000, 5_000, 2.0))
+
+
+def make_frame(n: int, groups: int, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2.0, 2.0, n)
+    y = (rng.random(n) < 0.9 * p + 0.05).astype(np.int8)
+    return pl.DataFrame({"g": rng.integers(0, groups, n).astype(np.int32), "p": p, "y": y})
+
+
+def contenders(df: pl.DataFrame, slow: bool) -> dict[str, Callable[[], pl.DataFrame]]:
+    conf, acc = pl.col("p"), pl.col("y").cast(pl.Float64)
+    k0 = (conf * BINS).floor().clip(0, BINS - 1)
+    filtered = pl.sum_horizontal([(conf - acc).filter(k0 == k).sum().abs() for k in range(BINS)]) / pl.len()
+
+    def noop(s: pl.Series) -> float:
+        return 0.0
+
+    out: dict[str, Callable[[], pl.DataFrame]] = {
+        "by=": lambda: calframe.ece(df, prob="p", label="y", by="g"),  # type: ignore[dict-item]
+        "expr": lambda: df.group_by("g").agg(calframe.expr.ece("p", "y")),
+        "expr + 2 aggs": lambda: df.group_by("g").agg(calframe.expr.ece("p", "y"), pl.len(), pl.col("p").mean()),
+        "polars sum": lambda: df.group_by("g").agg(pl.col("p").sum()),
+        "filtered sums": lambda: df.group_by("g").agg(filtered.alias("ece")),
+        "per-group UDF (no-op)": lambda: df.group_by("g").agg(
+            pl.struct("p", "y").implode().map_batches(noop, return_dtype=pl.Float64, returns_scalar=True)),
+    }
+    if slow:
+        out["pl.map_groups(calframe.ece)"] = lambda: df.group_by("g").agg(pl.map_groups(
+            ["p", "y"], lambda s: calframe.ece(pl.DataFrame(s), prob="p", label="y"), return_dtype=pl.Float64,
+            returns_scalar=True).alias("ece"))
+    return out
+
+
+def check(runs: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Largest |figure - by='s figure| of each contender that computes the ECE."""
+    ref = runs["by="]().sort("g")
+    diffs = {}
+    for name in ("expr", "expr + 2 aggs", "filtered sums", "pl.map_groups(calframe.ece)"):
+        if name in runs:
+            got = runs[name]().sort("g")
+            diffs[name] = float((got["ece"] - ref["ece"]).abs().max())
+    return diffs
+
+
+def measure(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
+    """Seconds of every contender, round after round (one warm-up round first)."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for r in range(repeat + 1):
+        for name, fn in runs.items():
+            t = time.perf_counter()
+            fn()
+            if r:
+                times[name].append(time.perf_counter() - t)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--slow", action="store_true", help="add pl.map_groups(calframe.ece) (one call per group)")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the row counts (a quick run: 0.1)")
+    args = ap.parse_args()
+    for rows_, groups, target in CASES:
+        n = int(rows_ * args.scale)
+        df = make_frame(n, groups)
+        runs = contenders(df, args.slow)
+        diffs = check(runs)
+        times = measure(runs, args.repeat)
+        base = np.array(times["by="])
+        print(f"\n## {n:.0e} rows x {groups:.0e} groups (target: expr <= {target:g}x by=; {args.repeat} rounds)")
+        print(f"{'contender':30s} {'median s':>9s} {'ratio':>7s} {'range':>13s}  max |diff| vs by=")
+        for name, ts in times.items():
+            t = np.array(ts)
+            ratio = t / base
+            mark = f"  target {target:g}x: {'ok' if np.median(ratio) <= target else 'MISS'}" if name == "expr" else ""
+            diff = f"  {diffs[name]:.1e}" if name in diffs else ""
+            print(f"{name:30s} {np.median(t):9.4f} {np.median(ratio):6.2f}x {ratio.min():5.2f}-{ratio.max():5.2f}x"
+                  f"{diff}{mark}")
+
+
+if __name__ == "__main__":
+    main()
