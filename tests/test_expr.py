@@ -193,6 +193,15 @@ def test_group_by_dynamic_overlapping_windows():
         assert value == pytest.approx(calframe.ece(window, prob="p", label="y"), abs=1e-15)
 
 
+def test_rolling_windows():
+    df = weekly(400)
+    got = df.rolling("t", period="3d").agg(E.ece("p", "y"))
+    for i in (0, 57, 399):
+        end = df["t"][i]
+        window = df.filter((pl.col("t") > end - dt.timedelta(days=3)) & (pl.col("t") <= end))
+        assert got["ece"][i] == pytest.approx(calframe.ece(window, prob="p", label="y"), abs=1e-15)
+
+
 def test_namespace_is_the_function():
     df = binary_frame()
     got = df.group_by("g").agg(pl.col("p").calib.ece(label="y", bins=10, closed="right"),
