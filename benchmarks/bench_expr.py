@@ -21,7 +21,8 @@ figures are checked against ``by=`` first (largest difference printed).
   put values on edges in the wrong bin, so it is not even exact);
 - ``per-group UDF (no-op)``: ``pl.struct(...).implode().map_batches(f,
   returns_scalar=True)`` with an ``f`` that does nothing: Polars 2 calls it
-  once per group;
+  once per group; ``2 inputs``: ``pl.map_batches(["p", "y"], f, returns_scalar=True)``, the same
+  without the struct;
 - ``--slow`` adds ``pl.map_groups`` wrapping ``calframe.ece``, the usual
   workaround (one Python call per group doing the whole figure).
 """
@@ -54,7 +55,7 @@ def contenders(df: pl.DataFrame, slow: bool) -> dict[str, Callable[[], pl.DataFr
     k0 = (conf * BINS).floor().clip(0, BINS - 1)
     filtered = pl.sum_horizontal([(conf - acc).filter(k0 == k).sum().abs() for k in range(BINS)]) / pl.len()
 
-    def noop(s: pl.Series) -> float:
+    def noop(s: Any) -> float:
         return 0.0
 
     out: dict[str, Callable[[], pl.DataFrame]] = {
@@ -65,10 +66,12 @@ def contenders(df: pl.DataFrame, slow: bool) -> dict[str, Callable[[], pl.DataFr
         "filtered sums": lambda: df.group_by("g").agg(filtered.alias("ece")),
         "per-group UDF (no-op)": lambda: df.group_by("g").agg(
             pl.struct("p", "y").implode().map_batches(noop, return_dtype=pl.Float64, returns_scalar=True)),
+        "per-group UDF, 2 inputs (no-op)": lambda: df.group_by("g").agg(
+            pl.map_batches(["p", "y"], noop, return_dtype=pl.Float64, returns_scalar=True)),
     }
     if slow:
         out["pl.map_groups(calframe.ece)"] = lambda: df.group_by("g").agg(pl.map_groups(
-            ["p", "y"], lambda s: calframe.ece(pl.DataFrame(s), prob="p", label="y"), return_dtype=pl.Float64,
+            ["p", "y"], lambda s: calframe.ece(pl.DataFrame({"p": s[0], "y": s[1]}), prob="p", label="y"), return_dtype=pl.Float64,
             returns_scalar=True).alias("ece"))
     return out
 
