@@ -47,7 +47,7 @@ import numpy as np
 import polars as pl
 
 from . import api
-from ._errors import EmptyInputError, InvalidValueError, bad_param, rows
+from ._errors import EmptyInputError, InvalidValueError, bad_param
 from ._names import fresh_name
 from .metrics import Distance, Estimator
 
