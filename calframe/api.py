@@ -67,9 +67,9 @@ from ._columns import (
     columns_of,
     non_string_hint,
     normalised_keys,
-    not_finite_variable,
     resolve,
 )
+from . import _errors as E
 from ._errors import (
     CalframeError,
     ColumnNotFoundError,
@@ -725,19 +725,13 @@ def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binn
     def binner(scored: Scored, conf: np.ndarray) -> Bins:
         v = scored.extra[variable]
         if (v == v[0]).all():
-            raise InvalidValueError(
-                f"{func}: variable {variable!r} has a single distinct value; calibration along it is the "
-                "overall calibration. Choose a variable that varies."
-            )
+            raise E.single_value_variable(func, variable)
         if binning.edges is not None:
             if scored.extra_kind[variable] != "numeric":
-                raise ParameterError(f"{func}: explicit bin edges need a numeric variable; {variable!r} is categorical.")
+                raise E.edges_need_numeric_variable(func, variable)
             outside = int(((v < binning.edges[0]) | (v > binning.edges[-1])).sum())
             if outside:
-                raise InvalidValueError(
-                    f"{func}: variable {variable!r} has {outside} value(s) outside the given edges "
-                    f"[{binning.edges[0]}, {binning.edges[-1]}]. Widen the edges."
-                )
+                raise E.outside_edges(func, variable, outside, binning.edges[0], binning.edges[-1])
         return inner(scored, conf)
 
     return binner
@@ -919,7 +913,7 @@ def _qcut_vece_many(
         results = list(pool.map(one, numeric))
     for v, (_, _, _, n_bad) in zip(numeric, results):  # the first bad one, as the row-by-row check reports
         if n_bad:
-            raise not_finite_variable(func, v, n_bad)
+            raise E.variable_not_finite(func, v, n_bad)
     out: dict[str, tuple[float, float] | None] = {}
     for v, (counts, sums, n_bins, _) in zip(numeric, results):
         if n_bins == 0:
@@ -1749,8 +1743,7 @@ def apply(
     """
     R = _rec_module()
     if not isinstance(recalibrator, R.Recalibrator):
-        raise ColumnTypeError(f"apply: expected a fitted recalibrator (from calframe.fit or calframe.load); "
-                              f"got {type(recalibrator).__name__}.")
+        raise E.not_a_recalibrator("apply", recalibrator)
     if unknown not in ("raise", "keep"):
         raise bad_param("apply", "unknown", "'raise' or 'keep'", unknown)
     meta = recalibrator.meta

@@ -20,6 +20,7 @@ from typing import Any, Union
 import numpy as np
 
 from . import lenses as L
+from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._params import check_int_range
 from .binning import Binning, make_binning
@@ -134,9 +135,9 @@ def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", clo
     return make_binning(func, binning, bins, closed)
 
 
-def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None, detail: str = "") -> None:
+def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None) -> None:
     if weights is not None and binning.scheme != "uniform":
-        raise ParameterError(f"{func}: weights are supported with binning='uniform' only{detail}.")
+        raise E.weights_need_uniform_bins(func)
 
 
 # --------------------------------------------------------------------------- one parser per family
@@ -187,8 +188,7 @@ def ce(
     if binning is None:
         binning = "equal_mass" if estimator == "debiased" else "uniform"
     binning_ = make_binning(func, binning, bins, closed)
-    _uniform_only_with_weights(func, binning_, weights, " (data-dependent bins would need weighted quantiles). "
-                               "Drop weights= or use uniform bins")
+    _uniform_only_with_weights(func, binning_, weights)
     check_ci(func, ci, n_boot, seed)
     return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
                    bool(squared), int(n_resamples), ci=ci, n_boot=n_boot, seed=seed)
@@ -223,7 +223,7 @@ def vece(
     lens_ = L.parse_lens(func, lens)
     binning_ = variable_binning(func, binning, bins, closed)
     if weights is not None and binning_.edges is None:
-        raise ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
+        raise E.weights_need_variable_edges(func)
     check_ci(func, ci, n_boot, seed)
     return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
                    variables=tuple(variables), several=not isinstance(variable, str), ci=ci, n_boot=n_boot,
