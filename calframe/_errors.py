@@ -114,6 +114,11 @@ def warn_nulls_dropped(func: str, dropped: int, remaining: int) -> None:
         warn(f"{func}: dropped {rows(dropped)} with null values (nulls='drop'); {rows(remaining)} remain.")
 
 
+def nothing_selected(func: str, selection: str) -> EmptyInputError:
+    """A row selection (``selection``: its parameters, e.g. ``"labels_in=[3]"``) that keeps no rows."""
+    return EmptyInputError(f"{func}: the selection ({selection}) keeps no rows; there is nothing to evaluate.")
+
+
 def all_rows_null(func: str) -> EmptyInputError:
     """``nulls='drop'`` dropped every row."""
     return EmptyInputError(f"{func}: every row has a null value; nothing is left to evaluate.")

@@ -74,7 +74,6 @@ from ._errors import (
     CalframeError,
     ColumnNotFoundError,
     ColumnTypeError,
-    EmptyInputError,
     InvalidValueError,
     ParameterError,
     bad_param,
@@ -1184,8 +1183,7 @@ def _select_rows(scored: Scored, func: str, labels_in: Sequence[int] | None, out
     if mask.all():
         return scored
     if not mask.any():
-        raise EmptyInputError(f"{func}: the selection (labels_in={labels_in}, output_between={output_between}) "
-                              "keeps no rows; there is nothing to evaluate.")
+        raise E.nothing_selected(func, f"labels_in={labels_in}, output_between={output_between}")
     return scored.subset(mask)
 
 
