@@ -89,6 +89,34 @@ def _classes(binary: bool, k: int) -> str:
     return "0/1" if binary else f"0..{k - 1}"
 
 
+# ----------------------------------------------------------------- parameters (through bad_param's template)
+
+
+def bad_p(func: str, p: Any) -> ParameterError:
+    """The norm ``p`` of a calibration error."""
+    return bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+
+
+def bad_estimator(func: str, estimator: Any) -> ParameterError:
+    """The ``estimator`` of a calibration error."""
+    return bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
+
+
+def bad_variables(func: str, variable: Any) -> ParameterError:
+    """The ``variable`` of vece / vmce: one column name or a non-empty list of them."""
+    return bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
+
+
+def not_scalar_lens(func: str, lens: Any) -> ParameterError:
+    """The marginal lens where the figure needs one scalar output per row."""
+    return bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>'); use it once per class for marginal", lens)
+
+
+def bad_distance(func: str, problem: object) -> ParameterError:
+    """A ``distance`` refused (``problem``: why, e.g. the error of the distance's constructor)."""
+    return ParameterError(f"The 'distance' parameter of {func}: {problem}", "distance")
+
+
 # ----------------------------------------------------------------- frames and rows
 
 
@@ -279,6 +307,11 @@ def outside_edges(func: str, variable: str, n_bad: int, low: float, high: float)
 
 
 # ----------------------------------------------------------------- recalibration
+
+
+def no_rows_to_fit(func: str) -> InvalidValueError:
+    """A recalibrator's fit on no rows."""
+    return InvalidValueError(f"{func}: no rows to fit on.")
 
 
 def not_a_recalibrator(func: str, got: Any) -> ColumnTypeError:

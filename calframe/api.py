@@ -817,10 +817,8 @@ def vece_rank(
     if not variables:
         raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
                              "variables")
-    lens_ = L.parse_lens(func, lens)
+    lens_ = R.scalar_lens(func, lens)
     binning_ = R.variable_binning(func, binning, bins, "left")
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
     check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()), frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False,
                      check_finite=False)
@@ -1016,9 +1014,7 @@ def vce_curve(
     from ._kernels.loess import evaluation_grid, loess_fit
 
     func = "vce_curve"
-    lens_ = L.parse_lens(func, lens)
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
+    lens_ = R.scalar_lens(func, lens)
     if not (isinstance(span, (int, float)) and span > 0):
         raise bad_param(func, "span", "a number > 0", span)
     if degree not in (0, 1, 2):
@@ -1340,13 +1336,12 @@ def _gece_distance(func: str, distance: Any) -> Any:
         try:
             return G.mahalanobis(distance[1])
         except ValueError as exc:
-            raise ParameterError(f"The 'distance' parameter of {func}: {exc}") from None
+            raise E.bad_distance(func, exc) from None
     if isinstance(distance, tuple) and distance and distance[0] == "interval" and len(distance) == 3:
-        lo, hi = float(distance[1]), float(distance[2])
-        if not (0.0 <= lo <= hi <= 1.0):
-            raise ParameterError(f"The 'distance' parameter of {func}: interval bounds must satisfy "
-                                 f"0 <= low <= high <= 1. Got low={lo}, high={hi}.")
-        return G.interval(lo, hi)
+        try:
+            return G.interval(float(distance[1]), float(distance[2]))
+        except ParameterError as exc:
+            raise E.bad_distance(func, exc) from None
     if isinstance(distance, G.VectorDistance):
         return distance
     raise bad_param(func, "distance", "'tvd', 'l2', ('mahalanobis', M) or ('interval', l, h)", distance)
@@ -1451,9 +1446,7 @@ def lce(
     """
     func = "lce"
     g = check_positive_float(func, "gamma", gamma)
-    lens_ = L.parse_lens(func, lens)
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
+    lens_ = R.scalar_lens(func, lens)
     binning_ = make_binning(func, "uniform", bins, "left")
     cols, _ = _features(frame, features, func, nulls)
     scored = resolve(frame, func=func, prob=prob, label=label, nulls=nulls, extra=cols)
@@ -1516,9 +1509,7 @@ def mlce(
     """
     func = "mlce"
     g = check_positive_float(func, "gamma", gamma)
-    lens_ = L.parse_lens(func, lens)
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
+    lens_ = R.scalar_lens(func, lens)
     binning_ = make_binning(func, "uniform", bins, "left")
     cols, _ = _features(frame, features, func, nulls)
     check_by_names(func, by, MLCE_COLUMNS, frame)

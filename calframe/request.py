@@ -91,11 +91,11 @@ class Request:
 def p_value(func: str, p: Any) -> float:
     """``p``: 1, 2 or inf (also ``"inf"``)."""
     if isinstance(p, bool):
-        raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+        raise E.bad_p(func, p)
     if p in (1, 2) or p == "inf" or (isinstance(p, float) and (p == np.inf or p in (1.0, 2.0))):
         return float("inf") if p == "inf" else float(p)
     # -inf (a min over bins, not a norm) is refused like any other order, not read as +inf
-    raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+    raise E.bad_p(func, p)
 
 
 def check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
@@ -108,15 +108,16 @@ def check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
 
 def estimator_value(func: str, estimator: Any) -> str:
     if estimator not in ("plugin", "debiased"):
-        raise bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
+        raise E.bad_estimator(func, estimator)
     return estimator
 
 
-def scalar_lens(func: str, lens: Any, advice: str = "") -> L.Lens:
-    """A lens that is not ``marginal`` (figures of one binned output: reliability, summary)."""
+def scalar_lens(func: str, lens: Any) -> L.Lens:
+    """A lens that is not ``marginal`` (figures of one binned output: reliability, summary, vece_rank, vce_curve,
+    lce, mlce)."""
     lens_ = L.parse_lens(func, lens)
     if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')" + advice, lens)
+        raise E.not_scalar_lens(func, lens)
     return lens_
 
 
@@ -218,7 +219,7 @@ def vece(
     """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result)."""
     variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
     if not variables:
-        raise bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
+        raise E.bad_variables(func, variable)
     pv, dist = _ce_params(func, p, estimator, distance)
     lens_ = L.parse_lens(func, lens)
     binning_ = variable_binning(func, binning, bins, closed)
@@ -244,7 +245,7 @@ def reliability(
     closed: Any = "left",
 ) -> Request:
     """The reliability table: a scalar lens, one binning."""
-    lens_ = scalar_lens(func, lens, "; use it once per class for marginal")
+    lens_ = scalar_lens(func, lens)
     binning_ = make_binning(func, binning, bins, closed)
     _uniform_only_with_weights(func, binning_, weights)
     return Request(func, "reliability", func, prob, label, by, weights, nulls, lens_, binning_)
