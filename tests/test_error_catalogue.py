@@ -154,6 +154,24 @@ def test_dropped_nulls_warn_alike_on_every_frame_type() -> None:
     assert re.search(r"dropped 2 rows\b.*\b4 rows remain", seen["polars"]), seen["polars"]
 
 
+_LENS_FRAME = pl.DataFrame({"prob": [0.1, 0.9, 0.3, 0.6], "label": [0, 1, 0, 1], "v": [1.0, 2.0, 3.0, 4.0]})
+SCALAR_LENS_ONLY = {
+    "summary": {}, "reliability": {}, "vece_rank": {"variables": ["v"]}, "vce_curve": {"variable": "v"},
+    "lce": {"features": ["v"]}, "mlce": {"features": ["v"]},
+}
+
+
+@pytest.mark.parametrize("func", list(SCALAR_LENS_ONLY))
+def test_the_marginal_lens_is_refused_alike(func: str) -> None:
+    """Every figure that needs one scalar per row refuses lens='marginal' with one message (reliability alone said
+    what to do instead)."""
+    with pytest.raises(calframe.ParameterError) as info:
+        getattr(calframe, func)(_LENS_FRAME, lens="marginal", **SCALAR_LENS_ONLY[func])
+    assert info.value.param == "lens"
+    assert str(info.value) == (f"The 'lens' parameter of {func} must be a scalar lens ('top1' or 'class:<c>'); "
+                               "use it once per class for marginal. Got 'marginal' instead.")
+
+
 # --------------------------------------------------------------------------- each message written once
 
 PACKAGE = pathlib.Path(calframe.__file__).parent
