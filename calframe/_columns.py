@@ -21,15 +21,8 @@ import pyarrow.compute as pc
 from ._kernels import groups as GK
 from ._kernels import validate as V
 from ._names import fresh_name
-from ._errors import (
-    ColumnNotFoundError,
-    ColumnTypeError,
-    EmptyInputError,
-    InvalidValueError,
-    bad_param,
-    rows,
-    warn,
-)
+from . import _errors as E
+from ._errors import ColumnNotFoundError, ColumnTypeError, bad_param, rows
 
 PROB_CANDIDATES = ("prob", "proba", "y_prob", "probs")
 LABEL_CANDIDATES = ("label", "y", "y_true", "target")
@@ -275,7 +268,7 @@ def resolve(
         vals = [pval] if not isinstance(pval, (list, tuple)) else list(pval)
         bad = [v for v in vals if v is not None and not isinstance(v, str)]
         if bad:
-            raise ColumnNotFoundError(f"{func}: {pname}={bad[0]!r}: column names must be strings.{non_string_hint(frame)}")
+            raise E.names_not_strings(func, pname, bad[0], non_string_hint(frame))
     if isinstance(frame, pd.DataFrame) and frame.columns.duplicated().any():
         dups = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
         raise ColumnNotFoundError(
@@ -300,23 +293,19 @@ def resolve(
     for c in by_cols:
         check_key_dtype(func, c, df[c].dtype)
     if df.height == 0:
-        raise EmptyInputError(f"{func}: the frame has no rows; there is nothing to evaluate.")
+        raise E.no_rows(func)
 
     # Nulls: in probability, label, weight and variable columns (a null or NaN group key is its own group).
     checked = prob_cols + [label_col] + weight_cols + extra_cols
     null_counts = {c: df[c].null_count() for c in dict.fromkeys(checked)}
     if any(null_counts.values()):
         if nulls == "raise":
-            detail = ", ".join(f"{c!r}: {rows(k)}" for c, k in null_counts.items() if k)
-            raise InvalidValueError(
-                f"{func}: null values in {detail}. Clean them, or pass nulls='drop' to drop those rows."
-            )
+            raise E.null_values(func, null_counts)
         before = df.height
         df = df.drop_nulls(subset=list(null_counts))
-        dropped = before - df.height
-        warn(f"{func}: dropped {rows(dropped)} with null values (nulls='drop'); {rows(df.height)} remain.")
+        E.warn_nulls_dropped(func, before - df.height, df.height)
         if df.height == 0:
-            raise EmptyInputError(f"{func}: every row has a null value; nothing is left to evaluate.")
+            raise E.all_rows_null(func)
 
     probs = _probabilities(df, prob_cols, multi_cols, func)
     k = 2 if probs.ndim == 1 else probs.shape[1]
@@ -390,28 +379,25 @@ def _float_column(s: pl.Series, func: str, what: str) -> np.ndarray:
     dt = s.dtype
     if dt.is_float() or dt.is_integer():
         return np.asarray(s.to_numpy(), dtype=np.float64)
-    raise ColumnTypeError(
-        f"{func}: column {s.name!r} ({what}) has dtype {dt}; it must be numeric (float). "
-        f"Cast it, e.g. pl.col({s.name!r}).cast(pl.Float64)."
-    )
+    raise E.not_numeric(func, s.name, what, dt)
 
 
 def _probabilities(df: pl.DataFrame, cols: list[str], multi_cols: bool, func: str) -> np.ndarray:
     if multi_cols:
         mats = [_float_column(df[c], func, "class probability") for c in cols]
         p = np.ascontiguousarray(np.column_stack(mats))
-        name = f"{cols}"
+        name: str | list[str] = cols
     else:
         s = df[cols[0]]
-        name = repr(cols[0])
+        name = cols[0]
         dt = s.dtype
         if isinstance(dt, pl.List):
             lens = s.list.len()
             k = int(lens.max())  # type: ignore[arg-type]
             bad = int((lens != k).sum())
             if bad:
-                raise InvalidValueError(
-                    f"{func}: column {name} is a List column whose rows have different lengths "
+                raise E.InvalidValueError(
+                    f"{func}: column {name!r} is a List column whose rows have different lengths "
                     f"({rows(bad)} differ from the longest, {k}); every row needs one probability per class."
                 )
             s = s.list.to_array(k)
@@ -419,14 +405,14 @@ def _probabilities(df: pl.DataFrame, cols: list[str], multi_cols: bool, func: st
         if isinstance(dt, pl.Array):
             inner = dt.inner
             if not (inner.is_float() or inner.is_integer()):  # type: ignore[union-attr]
-                raise ColumnTypeError(f"{func}: column {name} holds {inner}; class probabilities must be floats.")
+                raise E.class_probabilities_not_numbers(func, name, inner)
             p = np.ascontiguousarray(s.to_numpy(), dtype=np.float64)
             if p.ndim != 2:
-                raise ColumnTypeError(f"{func}: column {name} must be a 1-level Array of class probabilities.")
+                raise ColumnTypeError(f"{func}: column {name!r} must be a 1-level Array of class probabilities.")
         else:
             p = _float_column(s, func, "probability")
     if p.ndim == 2 and p.shape[1] < 2:
-        raise InvalidValueError(f"{func}: column {name} has {p.shape[1]} class; multiclass input needs K >= 2.")
+        raise E.too_few_classes(func, name, p.shape[1])
     # one pass: values outside [0, 1] (NaN included) and, for class probabilities, row sums
     not_unit, bad_sums = V.count_bad_rows(p, SUM_TOLERANCE) if p.ndim == 2 else (V.count_not_unit(p), 0)
     if not_unit:
@@ -434,25 +420,13 @@ def _probabilities(df: pl.DataFrame, cols: list[str], multi_cols: bool, func: st
         finite = np.isfinite(p)
         nonfinite = int(per_row(~finite).sum())
         outside = int(per_row(finite & ((p < 0.0) | (p > 1.0))).sum())
-        problems = []
-        if nonfinite:
-            problems.append(f"NaN or infinite probabilities in {rows(nonfinite)}")
-        if outside:
-            lo, hi = np.min(p[finite]), np.max(p[finite])
-            problems.append(f"probabilities outside [0, 1] in {rows(outside)} (min {lo:.6g}, max {hi:.6g})")
-        raise InvalidValueError(
-            f"{func}: column {name} has " + " and ".join(problems) + ". "
-            + ("Remove those rows first (nulls='drop' only drops nulls, not NaN). " if nonfinite else "")
-            + ("Pass probabilities, not logits or scores." if outside else "")
-        )
+        lo, hi = (np.min(p[finite]), np.max(p[finite])) if outside else (0.0, 1.0)
+        raise E.not_probabilities(func, name, nonfinite, outside, lo, hi)
     if bad_sums:
         sums = p.sum(axis=1)
         off = np.abs(sums - 1.0) > SUM_TOLERANCE
         worst = float(sums[off][np.argmax(np.abs(sums[off] - 1.0))])
-        raise InvalidValueError(
-            f"{func}: class probabilities in {name} do not sum to 1 (tolerance {SUM_TOLERANCE}) "
-            f"in {rows(int(off.sum()))}; the worst sums to {worst:.6g}. Normalise them (e.g. softmax)."
-        )
+        raise E.sums_not_one(func, name, int(off.sum()), worst, SUM_TOLERANCE)
     return p
 
 
@@ -461,10 +435,7 @@ def _labels(s: pl.Series, k: int, binary: bool, func: str) -> np.ndarray:
     name = s.name
     if dt == pl.Boolean:
         if not binary:
-            raise ColumnTypeError(
-                f"{func}: label column {name!r} is Boolean but the probabilities have {k} classes; "
-                "multiclass labels must be integers in [0, K)."
-            )
+            raise E.boolean_multiclass_labels(func, name, k)
         return s.to_numpy().astype(np.uint8)
     if dt.is_integer():
         y = np.asarray(s.to_numpy())
@@ -474,37 +445,19 @@ def _labels(s: pl.Series, k: int, binary: bool, func: str) -> np.ndarray:
         y = np.asarray(s.to_numpy(), dtype=np.float64)
         frac = ~np.isfinite(y) | (y != np.floor(np.where(np.isfinite(y), y, 0)))
         if frac.any():
-            raise InvalidValueError(
-                f"{func}: label column {name!r} has {rows(int(frac.sum()))} that are not whole numbers "
-                f"(labels are class indices: {'0/1' if binary else f'0..{k - 1}'})."
-            )
+            raise E.labels_not_whole(func, name, int(frac.sum()), binary, k)
     else:
-        raise ColumnTypeError(
-            f"{func}: label column {name!r} has dtype {dt}; labels must be integers "
-            f"({'0/1 or Boolean' if binary else f'class indices 0..{k - 1}'}). Encode them first, "
-            f"e.g. pl.col({name!r}).cast(pl.Categorical).to_physical() or (pl.col({name!r}) == 'yes')."
-        )
+        raise E.label_dtype(func, name, dt, binary, k)
     if V.count_outside(y, k):
         outside = (y < 0) | (y >= k)
-        raise InvalidValueError(
-            f"{func}: label column {name!r} has {rows(int(outside.sum()))} outside the classes "
-            f"{'{0, 1}' if binary else f'0..{k - 1}'} (found values {np.unique(y[outside])[:5].tolist()})."
-            + ("" if binary else " Is the number of probability columns right?")
-        )
+        raise E.labels_outside(func, name, int(outside.sum()), binary, k, np.unique(y[outside])[:5].tolist())
     return y.astype(np.uint8 if binary else np.int32)
-
-
-def not_finite_variable(func: str, name: str, n_bad: int) -> InvalidValueError:
-    """The error for a numeric variable holding NaN or infinite values."""
-    return InvalidValueError(
-        f"{func}: variable {name!r} has NaN or infinite values in {rows(n_bad)}. Remove or impute them first."
-    )
 
 
 def check_finite_variable(values: np.ndarray, name: str, func: str) -> None:
     n_bad = int(values.shape[0] - np.count_nonzero(np.isfinite(values)))
     if n_bad:
-        raise not_finite_variable(func, name, n_bad)
+        raise E.variable_not_finite(func, name, n_bad)
 
 
 def _variable(s: pl.Series, func: str, check_finite: bool = True) -> tuple[np.ndarray, str]:
@@ -519,9 +472,7 @@ def _variable(s: pl.Series, func: str, check_finite: bool = True) -> tuple[np.nd
         codes, _ = _encode(s)
         v, kind = codes.astype(np.int32), "categorical"
     else:
-        raise ColumnTypeError(
-            f"{func}: variable {s.name!r} has dtype {dt}; variables must be numeric, Boolean, String or Categorical."
-        )
+        raise E.variable_dtype(func, s.name, dt)
     return v, kind
 
 
@@ -530,9 +481,7 @@ def _weights(s: pl.Series, func: str, check_total: bool = True) -> np.ndarray:
     w = _float_column(s, func, "weights")
     bad = ~np.isfinite(w) | (w < 0)
     if bad.any():
-        raise InvalidValueError(
-            f"{func}: weights column {s.name!r} has {rows(int(bad.sum()))} that are negative, NaN or infinite."
-        )
+        raise E.bad_weights(func, s.name, int(bad.sum()))
     if check_total:
         check_group_weights(func, s.name, [w.max()], [w.size], None)  # max > 0 exactly when the sum is (no overflow)
     return w
@@ -586,16 +535,10 @@ def check_group_weights(func: str, weights: str, totals: np.ndarray, counts: np.
     if zero.size == 0:
         return
     if keys is None:
-        raise InvalidValueError(f"{func}: weights column {weights!r} sums to 0; nothing is left to evaluate.")
+        raise E.zero_weights(func, weights)
     shown = [", ".join(f"{c}={v!r}" for c, v in zip(keys.columns, keys.row(int(g)))) + f" ({rows(int(counts[g]))})"
              for g in zero[:5]]
-    which = f"group {shown[0]}" if zero.size == 1 else f"{zero.size} groups: " + "; ".join(shown) + (
-        f"; and {zero.size - 5} more" if zero.size > 5 else "")
-    raise InvalidValueError(
-        f"{func}: weights column {weights!r} is 0 in every row of {which}, so the group has no weight to average "
-        "(its figures would be 0/0). Give some of its rows a positive weight, or leave the group out of the frame "
-        "(filter its rows) before the call."
-    )
+    raise E.zero_weights(func, weights, shown, zero.size)
 
 
 # --------------------------------------------------------------------------- groups

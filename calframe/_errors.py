@@ -75,3 +75,247 @@ def warn(message: str) -> None:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg + os.sep):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, CalframeWarning, stacklevel=level)
+
+
+# --------------------------------------------------------------------------- the message catalogue
+#
+# One function per message that more than one place raises (the eager path, LazyFrame streaming, Dask, SQL,
+# the recalibrators): each wording exists here only, so every engine says the same thing for the same problem.
+# A function returns the exception (the caller writes ``raise``); ``column`` is a column name, or the list of
+# class-probability columns (shown as a list).
+
+
+def _classes(binary: bool, k: int) -> str:
+    return "0/1" if binary else f"0..{k - 1}"
+
+
+# ----------------------------------------------------------------- parameters (through bad_param's template)
+
+
+def bad_p(func: str, p: Any) -> ParameterError:
+    """The norm ``p`` of a calibration error."""
+    return bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+
+
+def bad_estimator(func: str, estimator: Any) -> ParameterError:
+    """The ``estimator`` of a calibration error."""
+    return bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
+
+
+def bad_variables(func: str, variable: Any) -> ParameterError:
+    """The ``variable`` of vece / vmce: one column name or a non-empty list of them."""
+    return bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
+
+
+def not_scalar_lens(func: str, lens: Any) -> ParameterError:
+    """The marginal lens where the figure needs one scalar output per row."""
+    return bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>'); use it once per class for marginal", lens)
+
+
+def bad_distance(func: str, problem: object) -> ParameterError:
+    """A ``distance`` refused (``problem``: why, e.g. the error of the distance's constructor)."""
+    return ParameterError(f"The 'distance' parameter of {func}: {problem}", "distance")
+
+
+# ----------------------------------------------------------------- frames and rows
+
+
+def names_not_strings(func: str, param: str, value: Any, hint: str = "") -> ColumnNotFoundError:
+    """A column parameter holds something other than a string (``hint``: the pandas non-string label advice)."""
+    return ColumnNotFoundError(f"{func}: {param}={value!r}: column names must be strings.{hint}")
+
+
+def no_rows(func: str) -> EmptyInputError:
+    """The frame has no rows at all."""
+    return EmptyInputError(f"{func}: the frame has no rows; there is nothing to evaluate.")
+
+
+def null_values(func: str, counts: dict[str, int]) -> InvalidValueError:
+    """Null values (``counts``: column -> rows holding a null) under ``nulls='raise'``."""
+    detail = ", ".join(f"{c!r}: {rows(k)}" for c, k in counts.items() if k)
+    return InvalidValueError(f"{func}: null values in {detail}. Clean them, or pass nulls='drop' to drop those rows.")
+
+
+def warn_nulls_dropped(func: str, dropped: int, remaining: int) -> None:
+    """Warn that ``nulls='drop'`` dropped ``dropped`` rows (nothing when 0)."""
+    if dropped:
+        warn(f"{func}: dropped {rows(dropped)} with null values (nulls='drop'); {rows(remaining)} remain.")
+
+
+def nothing_selected(func: str, selection: str) -> EmptyInputError:
+    """A row selection (``selection``: its parameters, e.g. ``"labels_in=[3]"``) that keeps no rows."""
+    return EmptyInputError(f"{func}: the selection ({selection}) keeps no rows; there is nothing to evaluate.")
+
+
+def all_rows_null(func: str) -> EmptyInputError:
+    """``nulls='drop'`` dropped every row."""
+    return EmptyInputError(f"{func}: every row has a null value; nothing is left to evaluate.")
+
+
+# ----------------------------------------------------------------- probabilities
+
+
+def not_numeric(func: str, column: str, what: str, dtype: Any) -> ColumnTypeError:
+    """A probability / class probability / weights column (``what``) whose dtype is not a number."""
+    return ColumnTypeError(
+        f"{func}: column {column!r} ({what}) has dtype {dtype}; it must be numeric (float). "
+        f"Cast it, e.g. pl.col({column!r}).cast(pl.Float64)."
+    )
+
+
+def class_probabilities_not_numbers(func: str, column: str, inner: Any) -> ColumnTypeError:
+    """An Array probability column whose items (``inner``) are not numbers."""
+    return ColumnTypeError(f"{func}: column {column!r} holds {inner}; class probabilities must be floats.")
+
+
+def too_few_classes(func: str, column: str, k: int) -> InvalidValueError:
+    """An Array probability column of fewer than 2 classes."""
+    return InvalidValueError(f"{func}: column {column!r} has {k} class; multiclass input needs K >= 2.")
+
+
+def not_probabilities(func: str, column: str | list[str], nonfinite: int, outside: int, lo: float = 0.0,
+                      hi: float = 1.0) -> InvalidValueError:
+    """Rows with NaN / infinite probabilities (``nonfinite``) or finite ones outside [0, 1] (``outside``; ``lo``,
+    ``hi``: the smallest and largest finite probability)."""
+    problems = []
+    if nonfinite:
+        problems.append(f"NaN or infinite probabilities in {rows(nonfinite)}")
+    if outside:
+        problems.append(f"probabilities outside [0, 1] in {rows(outside)} (min {lo:.6g}, max {hi:.6g})")
+    return InvalidValueError(
+        f"{func}: column {column!r} has " + " and ".join(problems) + ". "
+        + ("Remove those rows first (nulls='drop' only drops nulls, not NaN). " if nonfinite else "")
+        + ("Pass probabilities, not logits or scores." if outside else "")
+    )
+
+
+def sums_not_one(func: str, column: str | list[str], n_bad: int, worst: float, tolerance: float) -> InvalidValueError:
+    """Class probabilities whose row sums are off 1 by more than ``tolerance`` in ``n_bad`` rows."""
+    return InvalidValueError(
+        f"{func}: class probabilities in {column!r} do not sum to 1 (tolerance {tolerance}) "
+        f"in {rows(n_bad)}; the worst sums to {worst:.6g}. Normalise them (e.g. softmax)."
+    )
+
+
+# ----------------------------------------------------------------- labels
+
+
+def boolean_multiclass_labels(func: str, column: str, k: int) -> ColumnTypeError:
+    """A Boolean label column beside probabilities of ``k`` > 2 classes."""
+    return ColumnTypeError(
+        f"{func}: label column {column!r} is Boolean but the probabilities have {k} classes; "
+        "multiclass labels must be integers in [0, K)."
+    )
+
+
+def label_dtype(func: str, column: str, dtype: Any, binary: bool, k: int) -> ColumnTypeError:
+    """A label column whose dtype is neither integer, float nor (binary) Boolean."""
+    return ColumnTypeError(
+        f"{func}: label column {column!r} has dtype {dtype}; labels must be integers "
+        f"({'0/1 or Boolean' if binary else f'class indices {_classes(binary, k)}'}). Encode them first, "
+        f"e.g. pl.col({column!r}).cast(pl.Categorical).to_physical() or (pl.col({column!r}) == 'yes')."
+    )
+
+
+def labels_not_whole(func: str, column: str, n_bad: int, binary: bool, k: int) -> InvalidValueError:
+    """Float labels that are not whole numbers (NaN included) in ``n_bad`` rows."""
+    return InvalidValueError(
+        f"{func}: label column {column!r} has {rows(n_bad)} that are not whole numbers "
+        f"(labels are class indices: {_classes(binary, k)})."
+    )
+
+
+def labels_outside(func: str, column: str, n_bad: int, binary: bool, k: int, found: list[Any]) -> InvalidValueError:
+    """Labels outside the classes in ``n_bad`` rows (``found``: the first few such values, sorted)."""
+    return InvalidValueError(
+        f"{func}: label column {column!r} has {rows(n_bad)} outside the classes "
+        f"{'{0, 1}' if binary else f'0..{k - 1}'} (found values {list(found)})."
+        + ("" if binary else " Is the number of probability columns right?")
+    )
+
+
+# ----------------------------------------------------------------- weights
+
+
+def bad_weights(func: str, column: str, n_bad: int) -> InvalidValueError:
+    """Weights that are negative, NaN or infinite in ``n_bad`` rows."""
+    return InvalidValueError(f"{func}: weights column {column!r} has {rows(n_bad)} that are negative, NaN or infinite.")
+
+
+def zero_weights(func: str, column: str, groups: list[str] | None = None, n_groups: int = 0) -> InvalidValueError:
+    """Weights that are all 0: in the whole frame (``groups`` None), or in ``n_groups`` groups (``groups``: the first
+    few described, e.g. ``"g='a' (2 rows)"``)."""
+    if groups is None:
+        return InvalidValueError(f"{func}: weights column {column!r} sums to 0; nothing is left to evaluate.")
+    which = f"group {groups[0]}" if n_groups == 1 else f"{n_groups} groups: " + "; ".join(groups) + (
+        f"; and {n_groups - len(groups)} more" if n_groups > len(groups) else "")
+    return InvalidValueError(
+        f"{func}: weights column {column!r} is 0 in every row of {which}, so the group has no weight to average "
+        "(its figures would be 0/0). Give some of its rows a positive weight, or leave the group out of the frame "
+        "(filter its rows) before the call."
+    )
+
+
+def weights_need_uniform_bins(func: str) -> ParameterError:
+    """``weights=`` with data-dependent (quantile / equal-mass) bins."""
+    return ParameterError(
+        f"{func}: weights are supported with binning='uniform' only (data-dependent bins would need "
+        "weighted quantiles). Drop weights= or use uniform bins."
+    )
+
+
+def weights_need_variable_edges(func: str) -> ParameterError:
+    """``weights=`` with a variable binned without explicit edges."""
+    return ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
+
+
+# ----------------------------------------------------------------- variables
+
+
+def variable_dtype(func: str, variable: str, dtype: Any) -> ColumnTypeError:
+    """A variable column of a dtype that is neither numeric nor categorical."""
+    return ColumnTypeError(
+        f"{func}: variable {variable!r} has dtype {dtype}; variables must be numeric, Boolean, String or Categorical."
+    )
+
+
+def variable_not_finite(func: str, variable: str, n_bad: int) -> InvalidValueError:
+    """A numeric variable holding NaN or infinite values in ``n_bad`` rows."""
+    return InvalidValueError(
+        f"{func}: variable {variable!r} has NaN or infinite values in {rows(n_bad)}. Remove or impute them first."
+    )
+
+
+def single_value_variable(func: str, variable: str) -> InvalidValueError:
+    """A variable that takes one value only."""
+    return InvalidValueError(
+        f"{func}: variable {variable!r} has a single distinct value; calibration along it is the "
+        "overall calibration. Choose a variable that varies."
+    )
+
+
+def edges_need_numeric_variable(func: str, variable: str) -> ParameterError:
+    """Explicit bin edges for a categorical variable."""
+    return ParameterError(f"{func}: explicit bin edges need a numeric variable; {variable!r} is categorical.")
+
+
+def outside_edges(func: str, variable: str, n_bad: int, low: float, high: float) -> InvalidValueError:
+    """A variable with ``n_bad`` values outside the explicit edges [``low``, ``high``]."""
+    return InvalidValueError(
+        f"{func}: variable {variable!r} has {n_bad} value(s) outside the given edges [{low}, {high}]. Widen the edges."
+    )
+
+
+# ----------------------------------------------------------------- recalibration
+
+
+def no_rows_to_fit(func: str) -> InvalidValueError:
+    """A recalibrator's fit on no rows."""
+    return InvalidValueError(f"{func}: no rows to fit on.")
+
+
+def not_a_recalibrator(func: str, got: Any) -> ColumnTypeError:
+    """``apply`` given something other than a fitted recalibrator."""
+    return ColumnTypeError(
+        f"{func}: expected a fitted recalibrator (from calframe.fit or calframe.load); got {type(got).__name__}."
+    )

@@ -67,14 +67,13 @@ from ._columns import (
     columns_of,
     non_string_hint,
     normalised_keys,
-    not_finite_variable,
     resolve,
 )
+from . import _errors as E
 from ._errors import (
     CalframeError,
     ColumnNotFoundError,
     ColumnTypeError,
-    EmptyInputError,
     InvalidValueError,
     ParameterError,
     bad_param,
@@ -725,19 +724,13 @@ def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binn
     def binner(scored: Scored, conf: np.ndarray) -> Bins:
         v = scored.extra[variable]
         if (v == v[0]).all():
-            raise InvalidValueError(
-                f"{func}: variable {variable!r} has a single distinct value; calibration along it is the "
-                "overall calibration. Choose a variable that varies."
-            )
+            raise E.single_value_variable(func, variable)
         if binning.edges is not None:
             if scored.extra_kind[variable] != "numeric":
-                raise ParameterError(f"{func}: explicit bin edges need a numeric variable; {variable!r} is categorical.")
+                raise E.edges_need_numeric_variable(func, variable)
             outside = int(((v < binning.edges[0]) | (v > binning.edges[-1])).sum())
             if outside:
-                raise InvalidValueError(
-                    f"{func}: variable {variable!r} has {outside} value(s) outside the given edges "
-                    f"[{binning.edges[0]}, {binning.edges[-1]}]. Widen the edges."
-                )
+                raise E.outside_edges(func, variable, outside, binning.edges[0], binning.edges[-1])
         return inner(scored, conf)
 
     return binner
@@ -824,10 +817,8 @@ def vece_rank(
     if not variables:
         raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
                              "variables")
-    lens_ = L.parse_lens(func, lens)
+    lens_ = R.scalar_lens(func, lens)
     binning_ = R.variable_binning(func, binning, bins, "left")
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
     check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()), frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False,
                      check_finite=False)
@@ -919,7 +910,7 @@ def _qcut_vece_many(
         results = list(pool.map(one, numeric))
     for v, (_, _, _, n_bad) in zip(numeric, results):  # the first bad one, as the row-by-row check reports
         if n_bad:
-            raise not_finite_variable(func, v, n_bad)
+            raise E.variable_not_finite(func, v, n_bad)
     out: dict[str, tuple[float, float] | None] = {}
     for v, (counts, sums, n_bins, _) in zip(numeric, results):
         if n_bins == 0:
@@ -1023,9 +1014,7 @@ def vce_curve(
     from ._kernels.loess import evaluation_grid, loess_fit
 
     func = "vce_curve"
-    lens_ = L.parse_lens(func, lens)
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
+    lens_ = R.scalar_lens(func, lens)
     if not (isinstance(span, (int, float)) and span > 0):
         raise bad_param(func, "span", "a number > 0", span)
     if degree not in (0, 1, 2):
@@ -1190,8 +1179,7 @@ def _select_rows(scored: Scored, func: str, labels_in: Sequence[int] | None, out
     if mask.all():
         return scored
     if not mask.any():
-        raise EmptyInputError(f"{func}: the selection (labels_in={labels_in}, output_between={output_between}) "
-                              "keeps no rows; there is nothing to evaluate.")
+        raise E.nothing_selected(func, f"labels_in={labels_in}, output_between={output_between}")
     return scored.subset(mask)
 
 
@@ -1348,13 +1336,12 @@ def _gece_distance(func: str, distance: Any) -> Any:
         try:
             return G.mahalanobis(distance[1])
         except ValueError as exc:
-            raise ParameterError(f"The 'distance' parameter of {func}: {exc}") from None
+            raise E.bad_distance(func, exc) from None
     if isinstance(distance, tuple) and distance and distance[0] == "interval" and len(distance) == 3:
-        lo, hi = float(distance[1]), float(distance[2])
-        if not (0.0 <= lo <= hi <= 1.0):
-            raise ParameterError(f"The 'distance' parameter of {func}: interval bounds must satisfy "
-                                 f"0 <= low <= high <= 1. Got low={lo}, high={hi}.")
-        return G.interval(lo, hi)
+        try:
+            return G.interval(float(distance[1]), float(distance[2]))
+        except ParameterError as exc:
+            raise E.bad_distance(func, exc) from None
     if isinstance(distance, G.VectorDistance):
         return distance
     raise bad_param(func, "distance", "'tvd', 'l2', ('mahalanobis', M) or ('interval', l, h)", distance)
@@ -1459,9 +1446,7 @@ def lce(
     """
     func = "lce"
     g = check_positive_float(func, "gamma", gamma)
-    lens_ = L.parse_lens(func, lens)
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
+    lens_ = R.scalar_lens(func, lens)
     binning_ = make_binning(func, "uniform", bins, "left")
     cols, _ = _features(frame, features, func, nulls)
     scored = resolve(frame, func=func, prob=prob, label=label, nulls=nulls, extra=cols)
@@ -1524,9 +1509,7 @@ def mlce(
     """
     func = "mlce"
     g = check_positive_float(func, "gamma", gamma)
-    lens_ = L.parse_lens(func, lens)
-    if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')", lens)
+    lens_ = R.scalar_lens(func, lens)
     binning_ = make_binning(func, "uniform", bins, "left")
     cols, _ = _features(frame, features, func, nulls)
     check_by_names(func, by, MLCE_COLUMNS, frame)
@@ -1749,8 +1732,7 @@ def apply(
     """
     R = _rec_module()
     if not isinstance(recalibrator, R.Recalibrator):
-        raise ColumnTypeError(f"apply: expected a fitted recalibrator (from calframe.fit or calframe.load); "
-                              f"got {type(recalibrator).__name__}.")
+        raise E.not_a_recalibrator("apply", recalibrator)
     if unknown not in ("raise", "keep"):
         raise bad_param("apply", "unknown", "'raise' or 'keep'", unknown)
     meta = recalibrator.meta

@@ -651,7 +651,8 @@ def gece(
     ``binning``: ("uniform", B) or ("adaptive", gamma) (or ("adaptive_median", gamma)).
     ``bound``: a bound on every |g'| the caller guarantees (see ``adaptive_sums``).
     """
-    if not (isinstance(binning, tuple) and len(binning) == 2):
+    schemes = ("uniform", "adaptive", "adaptive_median")
+    if not (isinstance(binning, tuple) and len(binning) == 2 and isinstance(binning[0], str) and binning[0] in schemes):
         raise ParameterError(f"binning must be ('uniform', B) or ('adaptive', gamma). Got {binning!r}.")
     scheme, param = binning
     y = np.asarray(yp)
@@ -660,9 +661,7 @@ def gece(
         return gece_from_sums(adaptive_sums(gp, y, param, groups, n_groups, bound), p, distance)  # type: ignore[arg-type]
     if scheme == "uniform":
         ids, n_bins = uniform_grid(gp, param, groups, n_groups)  # type: ignore[arg-type]
-    elif scheme in ("adaptive", "adaptive_median"):
-        ids, n_bins = adaptive(gp, param, groups, n_groups, "median" if scheme == "adaptive_median" else "mean")
     else:
-        raise ParameterError(f"binning must be ('uniform', B) or ('adaptive', gamma). Got {binning!r}.")
+        ids, n_bins = adaptive(gp, param, groups, n_groups, "median" if scheme == "adaptive_median" else "mean")
     sums = accumulate(gp, yp, ids, n_bins, groups, n_groups, weights)
     return gece_from_sums(sums, p, distance)

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import _errors as E
 from ._errors import InvalidValueError, ParameterError, bad_param
-from .generalized import mahalanobis
+from .generalized import interval, mahalanobis
 
 Estimator = Literal["plugin", "debiased"]
 
@@ -48,24 +49,20 @@ def parse_distance(func: str, distance: "str | Distance | tuple") -> Distance:
     if isinstance(distance, tuple) and distance and distance[0] == "interval":
         if len(distance) != 3:
             raise bad_param(func, "distance", "('interval', low, high)", distance)
-        low, high = float(distance[1]), float(distance[2])
-        if not (0.0 <= low <= high <= 1.0):
-            raise ParameterError(
-                f"The 'distance' parameter of {func}: interval bounds must satisfy 0 <= low <= high <= 1. "
-                f"Got low={low}, high={high}."
-            )
-        return Distance("interval", low, high)
+        try:
+            d = interval(float(distance[1]), float(distance[2]))
+        except ParameterError as exc:
+            raise E.bad_distance(func, exc) from None
+        return Distance("interval", d.low, d.high)
     if isinstance(distance, tuple) and distance and distance[0] == "mahalanobis":
         m = np.asarray(distance[1], dtype=np.float64)
         if m.shape != (2, 2):
-            raise ParameterError(
-                f"The 'distance' parameter of {func}: a Mahalanobis matrix on a scalar lens must be 2x2 "
-                f"(the lens output is [conf, 1 - conf]). Got shape {m.shape}."
-            )
+            raise E.bad_distance(func, "a Mahalanobis matrix on a scalar lens must be 2x2 "
+                                 f"(the lens output is [conf, 1 - conf]). Got shape {m.shape}.")
         try:  # finite, symmetric, positive semi-definite: the checks of gece's vector distance
             m = mahalanobis(m).matrix
         except ParameterError as exc:
-            raise ParameterError(f"The 'distance' parameter of {func}: {exc}") from None
+            raise E.bad_distance(func, exc) from None
         return Distance("mahalanobis", matrix=((m[0, 0], m[0, 1]), (m[1, 0], m[1, 1])))
     raise bad_param(func, "distance", "'tvd', 'l2', ('interval', l, h) or ('mahalanobis', M)", distance)
 

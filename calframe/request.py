@@ -20,6 +20,7 @@ from typing import Any, Union
 import numpy as np
 
 from . import lenses as L
+from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._params import check_int_range
 from .binning import Binning, make_binning
@@ -90,11 +91,11 @@ class Request:
 def p_value(func: str, p: Any) -> float:
     """``p``: 1, 2 or inf (also ``"inf"``)."""
     if isinstance(p, bool):
-        raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+        raise E.bad_p(func, p)
     if p in (1, 2) or p == "inf" or (isinstance(p, float) and (p == np.inf or p in (1.0, 2.0))):
         return float("inf") if p == "inf" else float(p)
     # -inf (a min over bins, not a norm) is refused like any other order, not read as +inf
-    raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+    raise E.bad_p(func, p)
 
 
 def check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
@@ -107,15 +108,16 @@ def check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
 
 def estimator_value(func: str, estimator: Any) -> str:
     if estimator not in ("plugin", "debiased"):
-        raise bad_param(func, "estimator", "'plugin' or 'debiased'", estimator)
+        raise E.bad_estimator(func, estimator)
     return estimator
 
 
-def scalar_lens(func: str, lens: Any, advice: str = "") -> L.Lens:
-    """A lens that is not ``marginal`` (figures of one binned output: reliability, summary)."""
+def scalar_lens(func: str, lens: Any) -> L.Lens:
+    """A lens that is not ``marginal`` (figures of one binned output: reliability, summary, vece_rank, vce_curve,
+    lce, mlce)."""
     lens_ = L.parse_lens(func, lens)
     if lens_.kind == "marginal":
-        raise bad_param(func, "lens", "a scalar lens ('top1' or 'class:<c>')" + advice, lens)
+        raise E.not_scalar_lens(func, lens)
     return lens_
 
 
@@ -134,9 +136,9 @@ def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", clo
     return make_binning(func, binning, bins, closed)
 
 
-def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None, detail: str = "") -> None:
+def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None) -> None:
     if weights is not None and binning.scheme != "uniform":
-        raise ParameterError(f"{func}: weights are supported with binning='uniform' only{detail}.")
+        raise E.weights_need_uniform_bins(func)
 
 
 # --------------------------------------------------------------------------- one parser per family
@@ -187,8 +189,7 @@ def ce(
     if binning is None:
         binning = "equal_mass" if estimator == "debiased" else "uniform"
     binning_ = make_binning(func, binning, bins, closed)
-    _uniform_only_with_weights(func, binning_, weights, " (data-dependent bins would need weighted quantiles). "
-                               "Drop weights= or use uniform bins")
+    _uniform_only_with_weights(func, binning_, weights)
     check_ci(func, ci, n_boot, seed)
     return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
                    bool(squared), int(n_resamples), ci=ci, n_boot=n_boot, seed=seed)
@@ -218,12 +219,12 @@ def vece(
     """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result)."""
     variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
     if not variables:
-        raise bad_param(func, "variable", "a column name or a non-empty list of column names", variable)
+        raise E.bad_variables(func, variable)
     pv, dist = _ce_params(func, p, estimator, distance)
     lens_ = L.parse_lens(func, lens)
     binning_ = variable_binning(func, binning, bins, closed)
     if weights is not None and binning_.edges is None:
-        raise ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
+        raise E.weights_need_variable_edges(func)
     check_ci(func, ci, n_boot, seed)
     return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
                    variables=tuple(variables), several=not isinstance(variable, str), ci=ci, n_boot=n_boot,
@@ -244,7 +245,7 @@ def reliability(
     closed: Any = "left",
 ) -> Request:
     """The reliability table: a scalar lens, one binning."""
-    lens_ = scalar_lens(func, lens, "; use it once per class for marginal")
+    lens_ = scalar_lens(func, lens)
     binning_ = make_binning(func, binning, bins, closed)
     _uniform_only_with_weights(func, binning_, weights)
     return Request(func, "reliability", func, prob, label, by, weights, nulls, lens_, binning_)

@@ -77,6 +77,7 @@ from typing import Any, Literal, Union
 
 import numpy as np
 
+from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._names import PREFIX, fresh_prefix
 from .binning import lerp, linear_quantile, qcut_quantiles, uniform_edges
@@ -472,7 +473,7 @@ def _finalize(func: str, ctes: list[tuple[str, str]], keys: list[str], final: st
     elif p == "inf" or (isinstance(p, float) and math.isinf(p) and p > 0):
         p = math.inf
     else:
-        raise bad_param(func, "p", "1, 2 or float('inf') (also 'inf')", p)
+        raise E.bad_p(func, p)
     k = "".join(f"{c}, " for c in keys)
     gap = f"SELECT {k}\"n\", ABS(\"sum_conf\" / \"n\" - \"sum_acc\" / \"n\") AS __cf_d FROM __cf_sums"
     if p == 1:

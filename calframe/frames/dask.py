@@ -62,15 +62,8 @@ from .. import lenses as L
 from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default, _select, check_group_weights,
                         group_codes, resolve)
 from .._names import key_names
-from .._errors import (
-    CalframeError,
-    ColumnTypeError,
-    EmptyInputError,
-    InvalidValueError,
-    ParameterError,
-    rows,
-    warn,
-)
+from .. import _errors as E
+from .._errors import CalframeError, ColumnTypeError, EmptyInputError
 from .._kernels import accumulate as K
 from .._limits import check_cells
 from ..binning import Binning, Bins, edge_table, make_binning, pack_edges, take_each, uniform_edges
@@ -459,10 +452,7 @@ def _checked_edges_binner(spec: _Spec, var: str, v: np.ndarray):
     edges = spec.binning.edges
     outside = int(((v < edges[0]) | (v > edges[-1])).sum())
     if outside:
-        raise InvalidValueError(
-            f"{spec.func}: variable {var!r} has {outside} value(s) outside the given edges "
-            f"[{edges[0]}, {edges[-1]}]. Widen the edges."
-        )
+        raise E.outside_edges(spec.func, var, outside, edges[0], edges[-1])
     return api.variable_binner(var, spec.binning)
 
 
@@ -491,14 +481,7 @@ def _split_markers(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def _raise_empty(func: str, dropped: int) -> None:
-    if dropped:
-        raise EmptyInputError(f"{func}: every row has a null value; nothing is left to evaluate.")
-    raise EmptyInputError(f"{func}: the frame has no rows; there is nothing to evaluate.")
-
-
-def _warn_dropped(func: str, dropped: int, remaining: int) -> None:
-    if dropped:
-        warn(f"{func}: dropped {rows(dropped)} with null values (nulls='drop'); {rows(remaining)} remain.")
+    raise E.all_rows_null(func) if dropped else E.no_rows(func)
 
 
 @dataclass
@@ -599,7 +582,7 @@ class _Runner:
             if spec.variables:
                 sel = hist[FIG].to_numpy() == f
                 if hist.loc[sel, VMIN].min() == hist.loc[sel, VMAX].max():
-                    raise _single_value(spec.func, spec.variables[f])
+                    raise E.single_value_variable(spec.func, spec.variables[f])
         hist["src"] = _source_index(hist, sources) * groups.n + hist["g"].to_numpy()
         # binning's edge rule for every (source, group) segment at once: one round of histogram passes
         counts = np.bincount(hist["src"], weights=hist[CNT], minlength=len(sources) * groups.n).astype(np.int64)
@@ -775,13 +758,6 @@ def _source_index(frame: pd.DataFrame, sources: list[tuple[int, int]]) -> np.nda
     return lut[f, c]
 
 
-def _single_value(func: str, variable: str) -> InvalidValueError:
-    return InvalidValueError(
-        f"{func}: variable {variable!r} has a single distinct value; calibration along it is the "
-        "overall calibration. Choose a variable that varies."
-    )
-
-
 def _sums_array(frame: pd.DataFrame, g: np.ndarray, n_groups: int, n_bins: int, b: np.ndarray):
     """(sums (n_groups, n_bins, 3), row counts (n_groups, n_bins)) from merged rows."""
     check_cells(n_groups, n_bins)
@@ -852,7 +828,7 @@ def _binned(ddf: Any, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, d
     g = groups.codes(frame, spec.by)
     first = (frame[FIG].to_numpy() == 0) & (frame[CLS].to_numpy() == 0)
     counts = np.bincount(g[first], weights=frame.loc[first, ROWS].to_numpy(), minlength=groups.n).astype(np.int64)
-    _warn_dropped(spec.func, dropped, int(counts.sum()))
+    E.warn_nulls_dropped(spec.func, dropped, int(counts.sum()))
     scale = _rescale(frame, g, groups.n)
     if spec.weights:  # the eager rule on the totals over every partition
         totals = np.bincount(g[first], weights=frame.loc[first, N].to_numpy(), minlength=groups.n)
@@ -868,7 +844,7 @@ def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarra
     if mode == "cat":
         first = part.groupby(CAT, sort=False)[FIRST].min().sort_values(kind="stable")
         if len(first) == 1 and spec.variables:
-            raise _single_value(spec.func, spec.variables[f])
+            raise E.single_value_variable(spec.func, spec.variables[f])
         rank = pd.Series(np.arange(len(first)), index=first.index)
         b = rank.loc[part[CAT]].to_numpy()
         bins = Bins(None, len(first), np.empty(0), None, spec.binning)
@@ -877,7 +853,7 @@ def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarra
         b = part[BIN].to_numpy()
     else:
         if spec.variables and part[VMIN].min() == part[VMAX].max():
-            raise _single_value(spec.func, spec.variables[f])
+            raise E.single_value_variable(spec.func, spec.variables[f])
         edges = np.asarray(spec.binning.edges) if spec.binning.edges is not None else uniform_edges(
             spec.binning.bins, spec.binning.closed)
         bins = Bins(None, spec.binning.bins, edges, None, spec.binning)
@@ -903,7 +879,7 @@ def _modes(ddf: Any, req: Request) -> tuple[str, ...]:
     if req.binning.edges is not None and "cat" in modes:
         cat = req.variables[modes.index("cat")]
         _spec(ddf, req)  # column errors first
-        raise ParameterError(f"{req.func}: explicit bin edges need a numeric variable; {cat!r} is categorical.")
+        raise E.edges_need_numeric_variable(req.func, cat)
     return tuple(modes)
 
 

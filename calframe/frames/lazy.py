@@ -81,17 +81,8 @@ import polars as pl
 from .. import lenses as L
 from .._columns import (PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights, check_key_dtype, key_expr,
                         resolve_names, weight_exponents)
-from .._errors import (
-    CalframeError,
-    ColumnNotFoundError,
-    ColumnTypeError,
-    EmptyInputError,
-    InvalidValueError,
-    ParameterError,
-    bad_param,
-    rows,
-    warn,
-)
+from .. import _errors as E
+from .._errors import CalframeError, bad_param
 from .._limits import check_cells
 from .._names import PREFIX, key_names
 from ..binning import Binning, edge_table, pack_edges, take_each, uniform_edges
@@ -175,8 +166,8 @@ class _Plan:
         return list(dict.fromkeys(self.prob_cols + [self.label_col] + w + extra))
 
     @property
-    def prob_name(self) -> str:
-        return f"{self.prob_cols}" if self.multi_cols else repr(self.prob_cols[0])
+    def prob_name(self) -> str | list[str]:
+        return self.prob_cols if self.multi_cols else self.prob_cols[0]
 
     @property
     def data_binned(self) -> bool:
@@ -211,7 +202,7 @@ def _plan(
         vals = [pval] if not isinstance(pval, (list, tuple)) else list(pval)
         bad = [v for v in vals if v is not None and not isinstance(v, str)]
         if bad:
-            raise ColumnNotFoundError(f"{func}: {pname}={bad[0]!r}: column names must be strings.")
+            raise E.names_not_strings(func, pname, bad[0])
     schema = dict(lf.collect_schema())
     names = list(schema)
     prob_cols, multi_cols, label_col, by_cols, _, _ = resolve_names(names, func, prob, label, by, weights, extra)
@@ -226,7 +217,7 @@ def _plan(
         plan.k = len(prob_cols)
         for c in prob_cols:
             if not _is_num(schema[c]):
-                err["prob_dtype"] = _float_type_error(func, c, schema[c], "class probability")
+                err["prob_dtype"] = E.not_numeric(func, c, "class probability", schema[c])
                 break
     else:
         c = prob_cols[0]
@@ -237,15 +228,13 @@ def _plan(
             plan.array = True
             inner = dt.inner
             if not _is_num(inner):  # type: ignore[arg-type]
-                err["prob_dtype"] = ColumnTypeError(f"{func}: column {c!r} holds {inner}; class probabilities must be floats.")
+                err["prob_dtype"] = E.class_probabilities_not_numbers(func, c, inner)
             else:
                 plan.k = int(dt.size)
                 if plan.k < 2:
-                    err["prob_dtype"] = InvalidValueError(
-                        f"{func}: column {c!r} has {plan.k} class; multiclass input needs K >= 2."
-                    )
+                    err["prob_dtype"] = E.too_few_classes(func, c, plan.k)
         elif not _is_num(dt):
-            err["prob_dtype"] = _float_type_error(func, c, dt, "probability")
+            err["prob_dtype"] = E.not_numeric(func, c, "probability", dt)
     plan.prob_ok = "prob_dtype" not in err
     binary, k = plan.binary, plan.k
     lens_ = plan.lens = L.resolve_lens(lens_, binary)  # the default lens, now that the shape is known
@@ -256,24 +245,17 @@ def _plan(
         if binary:
             plan.label_kind = "bool"
         else:
-            err["label_dtype"] = ColumnTypeError(
-                f"{func}: label column {label_col!r} is Boolean but the probabilities have {k} classes; "
-                "multiclass labels must be integers in [0, K)."
-            )
+            err["label_dtype"] = E.boolean_multiclass_labels(func, label_col, k)
     elif dt.is_integer():
         plan.label_kind = "int"
     elif dt.is_float():
         plan.label_kind = "float"
     else:
-        err["label_dtype"] = ColumnTypeError(
-            f"{func}: label column {label_col!r} has dtype {dt}; labels must be integers "
-            f"({'0/1 or Boolean' if binary else f'class indices 0..{k - 1}'}). Encode them first, "
-            f"e.g. pl.col({label_col!r}).cast(pl.Categorical).to_physical() or (pl.col({label_col!r}) == 'yes')."
-        )
+        err["label_dtype"] = E.label_dtype(func, label_col, dt, binary, k)
 
     # weights (eager: _weights)
     if weights is not None and not _is_num(schema[weights]):
-        err["weights_dtype"] = _float_type_error(func, weights, schema[weights], "weights")
+        err["weights_dtype"] = E.not_numeric(func, weights, "weights", schema[weights])
         plan.weights_ok = False
 
     # variable (eager: _variable)
@@ -284,9 +266,7 @@ def _plan(
         elif vdt == pl.Boolean or vdt in (pl.String, pl.Categorical, pl.Enum) or isinstance(vdt, (pl.Categorical, pl.Enum)):
             plan.var_kind = "categorical"
         else:
-            err["var_dtype"] = ColumnTypeError(
-                f"{func}: variable {variable!r} has dtype {vdt}; variables must be numeric, Boolean, String or Categorical."
-            )
+            err["var_dtype"] = E.variable_dtype(func, variable, vdt)
 
     # after resolve: the lens's class range (api._ce_figure), then the variable binner's checks
     if lens_.kind == "marginal":
@@ -297,17 +277,8 @@ def _plan(
         except CalframeError as e:
             err["lens_class"] = e
     if variable is not None and binning.edges is not None and plan.var_kind == "categorical":
-        err["var_edges_cat"] = ParameterError(
-            f"{func}: explicit bin edges need a numeric variable; {variable!r} is categorical."
-        )
+        err["var_edges_cat"] = E.edges_need_numeric_variable(func, variable)
     return plan
-
-
-def _float_type_error(func: str, name: str, dt: Any, what: str) -> ColumnTypeError:
-    return ColumnTypeError(
-        f"{func}: column {name!r} ({what}) has dtype {dt}; it must be numeric (float). "
-        f"Cast it, e.g. pl.col({name!r}).cast(pl.Float64)."
-    )
 
 
 # --------------------------------------------------------------------------- expressions
@@ -729,89 +700,54 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
     """
     func = plan.func
     if not st.get("n_total"):
-        raise EmptyInputError(f"{func}: the frame has no rows; there is nothing to evaluate.")
+        raise E.no_rows(func)
     null_counts = st.get("nulls") or {}
     if plan.nulls == "raise":
         if any(null_counts.values()):
-            detail = ", ".join(f"{c!r}: {rows(k)}" for c, k in null_counts.items() if k)
-            raise InvalidValueError(
-                f"{func}: null values in {detail}. Clean them, or pass nulls='drop' to drop those rows."
-            )
+            raise E.null_values(func, null_counts)
     else:
-        dropped = int(st["n_total"]) - int(st["n_kept"])
-        if dropped:
-            warn(f"{func}: dropped {rows(dropped)} with null values (nulls='drop'); {rows(int(st['n_kept']))} remain.")
-            if int(st["n_kept"]) == 0:
-                raise EmptyInputError(f"{func}: every row has a null value; nothing is left to evaluate.")
+        E.warn_nulls_dropped(func, int(st["n_total"]) - int(st["n_kept"]), int(st["n_kept"]))
+        if int(st["n_kept"]) == 0:
+            raise E.all_rows_null(func)
     err = plan.schema_errors
     if "prob_dtype" in err:
         raise err["prob_dtype"]
     nonfinite, outside = int(st.get("prob_nonfinite") or 0), int(st.get("prob_outside") or 0)
     if nonfinite or outside:
-        problems = []
-        if nonfinite:
-            problems.append(f"NaN or infinite probabilities in {rows(nonfinite)}")
-        if outside:
-            lo, hi = float(st["prob_lo"]), float(st["prob_hi"])
-            problems.append(f"probabilities outside [0, 1] in {rows(outside)} (min {lo:.6g}, max {hi:.6g})")
-        raise InvalidValueError(
-            f"{func}: column {plan.prob_name} has " + " and ".join(problems) + ". "
-            + ("Remove those rows first (nulls='drop' only drops nulls, not NaN). " if nonfinite else "")
-            + ("Pass probabilities, not logits or scores." if outside else "")
-        )
+        lo, hi = (float(st["prob_lo"]), float(st["prob_hi"])) if outside else (0.0, 1.0)
+        raise E.not_probabilities(func, plan.prob_name, nonfinite, outside, lo, hi)
     if st.get("sum_bad"):
-        worst = float(st["sum_worst"])
-        raise InvalidValueError(
-            f"{func}: class probabilities in {plan.prob_name} do not sum to 1 (tolerance {SUM_TOLERANCE}) "
-            f"in {rows(int(st['sum_bad']))}; the worst sums to {worst:.6g}. Normalise them (e.g. softmax)."
-        )
+        raise E.sums_not_one(func, plan.prob_name, int(st["sum_bad"]), float(st["sum_worst"]), SUM_TOLERANCE)
     if "label_dtype" in err:
         raise err["label_dtype"]
     binary, k, name = plan.binary, plan.k, plan.label_col
     if st.get("label_nonwhole"):
-        raise InvalidValueError(
-            f"{func}: label column {name!r} has {rows(int(st['label_nonwhole']))} that are not whole numbers "
-            f"(labels are class indices: {'0/1' if binary else f'0..{k - 1}'})."
-        )
+        raise E.labels_not_whole(func, name, int(st["label_nonwhole"]), binary, k)
     if st.get("label_outside"):
-        raise InvalidValueError(
-            f"{func}: label column {name!r} has {rows(int(st['label_outside']))} outside the classes "
-            f"{'{0, 1}' if binary else f'0..{k - 1}'} (found values {st.get('outside_labels') or _outside_labels(plan, lf)})."
-            + ("" if binary else " Is the number of probability columns right?")
-        )
+        raise E.labels_outside(func, name, int(st["label_outside"]), binary, k,
+                               st.get("outside_labels") or _outside_labels(plan, lf))
     if "weights_dtype" in err:
         raise err["weights_dtype"]
     if plan.weight_col is not None:
         if st.get("w_bad"):
-            raise InvalidValueError(
-                f"{func}: weights column {plan.weight_col!r} has {rows(int(st['w_bad']))} that are negative, NaN or infinite."
-            )
+            raise E.bad_weights(func, plan.weight_col, int(st["w_bad"]))
         if not (st.get("w_sum") or 0.0) > 0.0:
-            raise InvalidValueError(f"{func}: weights column {plan.weight_col!r} sums to 0; nothing is left to evaluate.")
+            raise E.zero_weights(func, plan.weight_col)
     if "var_dtype" in err:
         raise err["var_dtype"]
     if st.get("var_nonfinite"):
-        raise InvalidValueError(
-            f"{func}: variable {plan.var_col!r} has NaN or infinite values in {rows(int(st['var_nonfinite']))}. "
-            "Remove or impute them first."
-        )
+        raise E.variable_not_finite(func, plan.var_col, int(st["var_nonfinite"]))
     if "lens_class" in err:
         raise err["lens_class"]
     if plan.var_col is not None:
         single = (st.get("var_unique") == 1) if plan.var_kind == "categorical" else (st.get("var_min") == st.get("var_max"))
         if single:
-            raise InvalidValueError(
-                f"{func}: variable {plan.var_col!r} has a single distinct value; calibration along it is the "
-                "overall calibration. Choose a variable that varies."
-            )
+            raise E.single_value_variable(func, plan.var_col)
         if "var_edges_cat" in err:
             raise err["var_edges_cat"]
         if st.get("var_outside"):
             e = plan.binning.edges
-            raise InvalidValueError(
-                f"{func}: variable {plan.var_col!r} has {st['var_outside']} value(s) outside the given edges "
-                f"[{e[0]}, {e[-1]}]. Widen the edges."  # type: ignore[index]
-            )
+            raise E.outside_edges(func, plan.var_col, st["var_outside"], e[0], e[-1])  # type: ignore[index]
 
 
 # --------------------------------------------------------------------------- public

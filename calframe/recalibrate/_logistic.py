@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _errors as E
 from .._errors import InvalidValueError, rows
 from .._kernels import logistic as LK
 
@@ -49,7 +50,7 @@ def logistic_fit(
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     n, m = X.shape
     if n == 0:
-        raise InvalidValueError(f"{func}: no rows to fit on.")
+        raise E.no_rows_to_fit(func)
     if fit_intercept and (np.all(y == y[0])):
         raise InvalidValueError(
             f"{func}: the labels hold one class only ({int(y[0])}) in {rows(n)}; a logistic fit needs both classes."

@@ -7,6 +7,7 @@ from functools import partial
 import numpy as np
 from scipy.optimize import isotonic_regression
 
+from .. import _errors as E
 from .._errors import InvalidValueError
 from .._params import check_bool, check_int_range
 from ..metrics import check_seed
@@ -137,7 +138,7 @@ class Isotonic(ScalarRecalibrator):
     @classmethod
     def _fit_scores(cls, s, t, *, n):
         if n == 0:
-            raise InvalidValueError("isotonic.fit: no rows to fit on.")
+            raise E.no_rows_to_fit("isotonic.fit")
         ux, inv = np.unique(s, return_inverse=True)
         inv = inv.reshape(-1)
         w = np.bincount(inv, minlength=len(ux)).astype(np.float64)

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 
-from .._errors import InvalidValueError
+from .. import _errors as E
 from .._params import check_bool, check_choice, check_int_range, check_positive_float
 from ._inputs import Probs, as_labels, as_probs, as_variable
 from ._logistic import logistic_fit
@@ -137,7 +137,7 @@ class Temperature(Recalibrator):
     @classmethod
     def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str = "probs", *, meta=None) -> "Temperature":
         if pr.n == 0:
-            raise InvalidValueError("temperature.fit: no rows to fit on.")
+            raise E.no_rows_to_fit("temperature.fit")
         z = _log_probs(pr.P)
         zy = z[np.arange(pr.n), y]
 
