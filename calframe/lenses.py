@@ -32,6 +32,7 @@ import polars as pl
 
 from ._columns import Scored
 from ._errors import ParameterError, bad_param
+from ._render import Sql, where
 
 LENS_NAMES = ("top1", "class:<c>", "marginal")
 
@@ -132,13 +133,28 @@ def lens_used(frame: Any, prob: "str | Sequence[str] | None" = None, lens: "str 
     return str(resolve_lens(lens_, binary_dtype(dtype)))
 
 
+def binary_rule(lens: Lens, p: Any, y: Any) -> tuple[Any, Any]:
+    """The lens on binary input, written once for every language (:mod:`calframe._render`).
+
+    ``p`` is the positive-class probability and ``y`` the label as a 0/1 number
+    (numpy arrays, Polars expressions or :class:`~calframe._render.Sql`);
+    ``lens`` is resolved (``top1`` or ``class:0`` / ``class:1``). ``top1``
+    predicts class 1 only when ``p > 0.5`` (a tie at 0.5 goes to class 0, the
+    lowest index, as on class probabilities).
+    """
+    if lens.kind == "top1":
+        pred = p > 0.5
+        return where(pred, p, 1.0 - p), where(pred, y, 1 - y)
+    if lens.c == 1:
+        return p, y
+    return 1.0 - p, 1 - y
+
+
 def top1(scored: Scored) -> tuple[np.ndarray, np.ndarray]:
-    """(conf float64, correct uint8) of the top-1 lens."""
+    """(conf float64, correct uint8) of the top-1 lens: the first maximum is the predicted class."""
     p, y = scored.probs, scored.labels
     if scored.binary:
-        pred = p > 0.5
-        conf = np.where(pred, p, 1.0 - p)
-        return conf, (pred == (y == 1)).astype(np.uint8)
+        return binary_rule(Lens("top1"), p, y)
     pred = np.argmax(p, axis=1)
     conf = p[np.arange(p.shape[0]), pred]
     return conf, (pred == y).astype(np.uint8)
@@ -148,9 +164,7 @@ def class_lens(scored: Scored, c: int) -> tuple[np.ndarray, np.ndarray]:
     """(g_c float64, [y == c] uint8)."""
     p, y = scored.probs, scored.labels
     if scored.binary:
-        if c == 1:
-            return p, y
-        return 1.0 - p, (1 - y).astype(np.uint8)
+        return binary_rule(Lens("class", c), p, y)
     return np.ascontiguousarray(p[:, c]), (y == c).astype(np.uint8)
 
 
@@ -164,3 +178,72 @@ def scalar(scored: Scored, lens: Lens, func: str = "calframe") -> tuple[np.ndarr
         parse_lens(func, lens, scored.n_classes)  # raises the class-range error
         return class_lens(scored, lens.c)
     raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+
+
+# --------------------------------------------------------------------------- the lens in Polars and SQL
+
+
+def label_is(label: pl.Expr, c: int, label_kind: str = "int") -> pl.Expr:
+    """``label == c`` in the label's own dtype (``label_kind``: "bool", "int" or "float")."""
+    if label_kind == "bool":
+        return label if c == 1 else ~label
+    return label == (float(c) if label_kind == "float" else c)
+
+
+def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr, *, k: int | None = None,
+               label_kind: str = "int", func: str = "calframe") -> tuple[pl.Expr, pl.Expr]:
+    """(conf, acc) Float64 Polars expressions of a scalar lens, the same numbers as :func:`scalar`.
+
+    ``probs`` is one Float64 expression (binary input: the positive-class
+    probability), a sequence of the K class probabilities as Float64
+    expressions, or, with ``k=K``, one ``Array(Float64, K)`` expression.
+    ``label`` is the label column, of ``label_kind`` "bool", "int" or "float"
+    (valid labels: 0/1 or Boolean on binary input, 0..K-1 otherwise; what
+    other rows give is unspecified, the caller checks them). The default lens
+    is resolved here; a class past K is the ParameterError of
+    :func:`parse_lens` naming ``func``.
+
+    >>> conf, acc = lens_exprs(Lens("top1"), pl.col("p"), pl.col("y"))
+    >>> pl.DataFrame({"p": [0.2, 0.5, 0.9], "y": [0, 1, 1]}).select(conf, acc.alias("acc")).rows()
+    [(0.8, 1.0), (0.5, 0.0), (0.9, 1.0)]
+    """
+    binary = isinstance(probs, pl.Expr) and k is None
+    lens = resolve_lens(lens, binary)
+    if lens.kind == "marginal":
+        raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+    if binary:
+        if lens.kind == "class":
+            parse_lens(func, lens, 2)
+        return binary_rule(lens, probs, label.cast(pl.Float64))
+    if isinstance(probs, pl.Expr):
+        assert k is not None
+        classes = [probs.arr.get(j) for j in range(k)]
+    else:
+        classes, k = list(probs), len(probs)
+    if lens.kind == "class":
+        parse_lens(func, lens, k)
+        return classes[lens.c], label_is(label, lens.c, label_kind).cast(pl.Float64)
+    if isinstance(probs, pl.Expr):
+        conf, pred = probs.arr.max(), probs.arr.arg_max()  # arg_max: ties to the lowest index, as numpy.argmax
+    else:
+        conf = pl.max_horizontal(classes)
+        if k <= 16:
+            chain = pl.when(classes[0] == conf).then(pl.lit(0, pl.Int64))
+            for j in range(1, k - 1):
+                chain = chain.when(classes[j] == conf).then(pl.lit(j, pl.Int64))
+            pred = chain.otherwise(pl.lit(k - 1, pl.Int64))  # the first maximum wins
+        else:
+            pred = pl.concat_arr(classes).arr.arg_max()
+    correct = (pred.cast(pl.Float64) == label) if label_kind == "float" else (pred.cast(pl.Int64) == label)
+    return conf, correct.cast(pl.Float64)
+
+
+def lens_sql(lens: Lens, p: str, y: str) -> tuple[str, str]:
+    """(conf, acc) SQL text of a binary lens over DOUBLE expressions ``p`` (positive-class probability) and
+    ``y`` (0/1 label): :func:`binary_rule` written out (the default lens is class:1).
+
+    >>> lens_sql(Lens("top1"), "p", "y")
+    ('CASE WHEN (p > 0.5e0) THEN p ELSE (1.0e0 - p) END', 'CASE WHEN (p > 0.5e0) THEN y ELSE (1 - y) END')
+    """
+    conf, acc = binary_rule(resolve_lens(lens, True), Sql(p), Sql(y))
+    return str(conf), str(acc)

@@ -18,7 +18,7 @@ import calframe
 from calframe import CalframeError, CalframeWarning
 from calframe._kernels import accumulate as _K
 from calframe.request import variable_binning as _variable_binning
-from calframe.binning import make_binning, uniform_edges
+from calframe.binning import make_binning, uniform_bin_expr, uniform_edges
 from calframe.frames import lazy as LZ
 from calframe.metrics import Distance, ce_from_sums
 
@@ -209,7 +209,7 @@ def test_uniform_bin_expression_exact_for_many_bin_counts():
         for closed in ("left", "right"):
             e = uniform_edges(bins, closed)
             want = np.searchsorted(e[1:-1], x, side="right" if closed == "left" else "left")
-            got = pl.DataFrame({"x": x}).with_columns(b=LZ._uniform_bin(pl.col("x"), bins, closed))["b"].to_numpy()
+            got = pl.DataFrame({"x": x}).with_columns(b=uniform_bin_expr(pl.col("x"), bins, closed))["b"].to_numpy()
             np.testing.assert_array_equal(got, want, err_msg=f"bins={bins} closed={closed}")
 
 

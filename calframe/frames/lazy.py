@@ -30,19 +30,9 @@ counted (for the warning) and ignored.
 
 Bins (SPEC §1.3), exact on every edge
 -------------------------------------
-The bin of a value is the number of inner edges ``<=`` it (``closed="left"``)
-or ``<`` it (``closed="right"``). Explicit edges are embedded as float64
-literals: up to 32 inner edges the count is a sum of comparisons, which the
-engine vectorises; beyond that a ``search_sorted`` over the literals. Uniform
-bins (edges ``numpy.linspace(0, 1, B + 1)`` / ``i / B``) take
-``k0 = clip(floor(conf * B), 0, B - 1)``, which is within one bin, and
-correct it by comparing with the two neighbouring edges, computed in the
-query as ``k * (1 / B)`` (numpy.linspace's own float64 operation) when that
-is checked, bit for bit, to reproduce every literal edge; otherwise (i / B
-edges for B = 5, 10, ...) by the sum of comparisons with the literals. Exact
-on every edge either way; ``floor(conf * B)`` alone puts values on edges in
-the wrong bin. (Polars divides a column by a scalar as a product with the
-reciprocal, so ``k / B`` in a query is not i / B.) A categorical VECE
+The lens and the bin of a value are the Polars renderings of their one
+definition (:func:`calframe.lenses.lens_exprs`, :func:`calframe.binning.edge_bins_expr`
+and :func:`calframe.binning.uniform_bin_expr`), exact on every edge. A categorical VECE
 variable is its own bin key (one bin per category).
 
 Quantile / equal-mass bins are exact, in streaming passes:
@@ -85,14 +75,12 @@ from .. import _errors as E
 from .._errors import CalframeError, bad_param
 from .._limits import check_cells
 from .._names import PREFIX, key_names
-from ..binning import Binning, edge_table, pack_edges, take_each, uniform_edges
+from ..binning import Binning, edge_bins_expr, edge_table, pack_edges, take_each, uniform_bin_expr, uniform_k0_expr
 
 __all__ = ["lazy_sums", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
 
 #: the engine every query here runs on
 ENGINE = "streaming"
-#: up to this many inner edges, a bin is a sum of comparisons; beyond, a search_sorted
-_MAX_COMPARE_EDGES = 32
 #: quantile / equal-mass bins: refine the histogram while the values to collect exceed this
 COLLECT_BUDGET = 4_000_000
 #: quantile / equal-mass bins: cells per node (at most) in one histogram pass
@@ -450,102 +438,11 @@ def _row_ok(plan: _Plan) -> pl.Expr:
     return pl.all_horizontal(parts)
 
 
-def _label_is(plan: _Plan, c: int) -> pl.Expr:
-    """label == c, compared in the label's own dtype."""
-    y = pl.col(plan.label_col)
-    if plan.label_kind == "bool":
-        return y if c == 1 else ~y
-    return y == (float(c) if plan.label_kind == "float" else c)
-
-
 def _lensed(plan: _Plan) -> tuple[pl.Expr, pl.Expr]:
-    """(conf, acc) float64 expressions of the scalar lens (lenses.top1 / lenses.class_lens)."""
-    lens = plan.lens
-    if plan.binary:
-        p = _binary_prob(plan)
-        if lens.kind == "top1":
-            pred = p > 0.5
-            return pl.when(pred).then(p).otherwise(1.0 - p), (pred == _label_is(plan, 1)).cast(pl.Float64)
-        if lens.c == 1:
-            return p, _label_is(plan, 1).cast(pl.Float64)
-        return 1.0 - p, _label_is(plan, 0).cast(pl.Float64)
-    if lens.kind == "class":
-        return _class_probs(plan)[lens.c], _label_is(plan, lens.c).cast(pl.Float64)
-    if plan.array:
-        a = _array(plan)
-        conf, pred = a.arr.max(), a.arr.arg_max()  # arg_max: ties to the lowest index, as numpy.argmax
-    else:
-        ps = _class_probs(plan)
-        conf = pl.max_horizontal(ps)
-        if plan.k <= 16:
-            chain = pl.when(ps[0] == conf).then(pl.lit(0, pl.Int64))
-            for j in range(1, plan.k - 1):
-                chain = chain.when(ps[j] == conf).then(pl.lit(j, pl.Int64))
-            pred = chain.otherwise(pl.lit(plan.k - 1, pl.Int64))  # the first maximum wins
-        else:
-            pred = pl.concat_arr(ps).arr.arg_max()
-    y = pl.col(plan.label_col)
-    correct = (pred.cast(pl.Float64) == y) if plan.label_kind == "float" else (pred.cast(pl.Int64) == y)
-    return conf, correct.cast(pl.Float64)
-
-
-def _count_edges(x: pl.Expr, inner: Sequence[float], strict: bool) -> pl.Expr:
-    """Number of ``inner`` (sorted) edges ``<= x`` (``< x`` if ``strict``), against float64 literals."""
-    if len(inner) == 0:
-        return pl.lit(0, pl.Int32)
-    if len(inner) <= _MAX_COMPARE_EDGES:
-        terms = [(x > float(e)) if strict else (x >= float(e)) for e in inner]
-        return pl.sum_horizontal(terms).cast(pl.Int32)
-    edges = pl.lit(pl.Series(np.asarray(inner, dtype=np.float64)))
-    return edges.search_sorted(x, side="left" if strict else "right").cast(pl.Int32)
-
-
-def _uniform_bin(x: pl.Expr, bins: int, closed: str, k0: pl.Expr | None = None) -> pl.Expr:
-    """Bin of x on uniform(bins): the count of inner edges <= x (``< x`` right-closed), exactly.
-
-    ``k0 = clip(floor(x * B), 0, B - 1)`` is within one bin of the answer
-    (relative rounding errors of ~3 ulp cannot move it further); one
-    comparison with each neighbouring edge fixes it. The neighbouring edges
-    are computed in the query as ``k * (1 / B)``, numpy.linspace's own float64
-    operation, and checked bit for bit against the literal edges here; where
-    any differs (right-closed ``i / B`` edges for B = 5, 10, ...), the bin is
-    the sum of comparisons with the literals instead. (Measured on 1e8 rows: 14 comparisons cost ~1 s of CPU more than
-    this; floor(x * B) alone would put values on edges in the wrong bin.)
-    """
-    edges = uniform_edges(bins, closed)
-    if bins == 1:
-        return pl.lit(0, pl.Int32)
-    if not _uniform_edges_computable(bins, closed):
-        return _count_edges(x, [float(e) for e in edges[1:-1]], closed == "right")
-    inv = 1.0 / bins
-    if k0 is None:
-        k0 = _uniform_k0(x, bins)
-    k1 = k0 + 1.0
-    if closed == "left":
-        down = (k0 >= 1.0) & (k0 * inv > x)
-        up = (k1 <= bins - 1.0) & (k1 * inv <= x)
-    else:
-        down = (k0 >= 1.0) & (k0 * inv >= x)
-        up = (k1 <= bins - 1.0) & (k1 * inv < x)
-    # NaN (a bad row, reported by the checks) gives a null bin instead of a failed cast
-    return (k0 - down.cast(pl.Float64) + up.cast(pl.Float64)).cast(pl.Int32, strict=False)
-
-
-def _uniform_edges_computable(bins: int, closed: str) -> bool:
-    """Whether ``k * (1 / B)`` reproduces every edge bit for bit.
-
-    Polars divides a column by a scalar as a product with the reciprocal (``k / 5``
-    gives ``3 * 0.2 = 0.6000000000000001``, not 0.6), so edges are only ever built
-    as ``k * (1 / B)``: numpy.linspace's own operation; ``i / B`` edges agree with
-    it for some B only (not 5, 10, ...).
-    """
-    computed = np.arange(bins + 1, dtype=np.float64) * (1.0 / bins)
-    return bool(np.array_equal(computed[:bins], uniform_edges(bins, closed)[:bins]))
-
-
-def _uniform_k0(x: pl.Expr, bins: int) -> pl.Expr:
-    """clip(floor(x * B), 0, B - 1) as float64: within one bin of the exact one."""
-    return (x * float(bins)).floor().clip(0.0, bins - 1.0)
+    """(conf, acc) float64 expressions of the plan's scalar lens (:func:`calframe.lenses.lens_exprs`)."""
+    probs = _binary_prob(plan) if plan.binary else _array(plan) if plan.array else _class_probs(plan)
+    return L.lens_exprs(plan.lens, probs, pl.col(plan.label_col), k=plan.k if plan.array else None,
+                        label_kind=plan.label_kind or "int", func=plan.func)
 
 
 def _bin_stages(plan: _Plan, conf_col: str) -> list[dict[str, pl.Expr]]:
@@ -563,11 +460,12 @@ def _bin_stages(plan: _Plan, conf_col: str) -> list[dict[str, pl.Expr]]:
     else:
         x = pl.col(conf_col)
     if b.edges is not None:
-        return [{_BIN: _count_edges(x, [float(e) for e in b.edges[1:-1]], b.closed == "right")}]
-    if b.bins > 1 and _uniform_edges_computable(b.bins, b.closed):
-        k0 = f"{_P}k0"
-        return [{k0: _uniform_k0(x, b.bins)}, {_BIN: _uniform_bin(x, b.bins, b.closed, pl.col(k0))}]
-    return [{_BIN: _uniform_bin(x, b.bins, b.closed)}]
+        return [{_BIN: edge_bins_expr(x, [float(e) for e in b.edges[1:-1]], b.closed)}]
+    k0 = uniform_k0_expr(x, b.bins, b.closed)
+    if k0 is not None:
+        name = f"{_P}k0"
+        return [{name: k0}, {_BIN: uniform_bin_expr(x, b.bins, b.closed, pl.col(name))}]
+    return [{_BIN: uniform_bin_expr(x, b.bins, b.closed)}]
 
 
 # --------------------------------------------------------------------------- the passes

@@ -1,0 +1,130 @@
+"""One rule, several languages: the few operations the rules of :mod:`calframe.lenses` and
+:mod:`calframe.binning` are written with, for numpy arrays, Polars expressions and SQL text.
+
+A rule is a plain Python function over its inputs using ``+ - * /``, comparisons,
+``&`` and :func:`where` / :func:`flag`; given numpy arrays it computes, given
+``pl.Expr`` it builds an expression, given :class:`Sql` it writes SQL. So the
+rule is written once and every engine runs that same text.
+
+>>> x = Sql("x")
+>>> str(where(x > 0.5, x, 1.0 - x))
+'CASE WHEN (x > 0.5e0) THEN x ELSE (1.0e0 - x) END'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ._errors import ParameterError
+
+
+def lit(x: float) -> str:
+    """A float literal that parses back to exactly ``x`` as a DOUBLE in Polars SQL and DuckDB.
+
+    ``repr`` is the shortest round-tripping form; an exponent is added when it
+    has none, because DuckDB reads ``0.1`` as DECIMAL but ``0.1e0`` as DOUBLE.
+    """
+    x = float(x)
+    if not math.isfinite(x):
+        raise ParameterError(f"Cannot write the non-finite value {x!r} as a SQL literal.")
+    s = repr(x)
+    return s if ("e" in s or "E" in s) else s + "e0"
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, Sql):
+        return v.text
+    if isinstance(v, (bool, np.bool_)):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return lit(v)
+
+
+class Sql:
+    """SQL text of a scalar expression that composes with Python operators (each operation parenthesised)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Sql({self.text!r})"
+
+    def _op(self, op: str, other: Any, swap: bool = False) -> "Sql":
+        a, b = self.text, _text(other)
+        return Sql(f"({b} {op} {a})" if swap else f"({a} {op} {b})")
+
+    def __add__(self, o: Any) -> "Sql":
+        return self._op("+", o)
+
+    def __radd__(self, o: Any) -> "Sql":
+        return self._op("+", o, True)
+
+    def __sub__(self, o: Any) -> "Sql":
+        return self._op("-", o)
+
+    def __rsub__(self, o: Any) -> "Sql":
+        return self._op("-", o, True)
+
+    def __mul__(self, o: Any) -> "Sql":
+        return self._op("*", o)
+
+    def __rmul__(self, o: Any) -> "Sql":
+        return self._op("*", o, True)
+
+    def __truediv__(self, o: Any) -> "Sql":
+        return self._op("/", o)
+
+    def __rtruediv__(self, o: Any) -> "Sql":
+        return self._op("/", o, True)
+
+    def __gt__(self, o: Any) -> "Sql":  # type: ignore[override]
+        return self._op(">", o)
+
+    def __ge__(self, o: Any) -> "Sql":  # type: ignore[override]
+        return self._op(">=", o)
+
+    def __lt__(self, o: Any) -> "Sql":  # type: ignore[override]
+        return self._op("<", o)
+
+    def __le__(self, o: Any) -> "Sql":  # type: ignore[override]
+        return self._op("<=", o)
+
+    def __and__(self, o: Any) -> "Sql":
+        return self._op("AND", o)
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``cond`` holds, else ``b``: numpy.where / pl.when / CASE WHEN."""
+    if isinstance(cond, pl.Expr):
+        return pl.when(cond).then(a).otherwise(b)
+    if isinstance(cond, Sql):
+        return Sql(f"CASE WHEN {cond.text} THEN {_text(a)} ELSE {_text(b)} END")
+    return np.where(cond, a, b)
+
+
+def flag(cond: Any) -> Any:
+    """1 where ``cond`` holds, else 0 (a float64 for Polars, whose null stays null; an integer in SQL)."""
+    if isinstance(cond, pl.Expr):
+        return cond.cast(pl.Float64)
+    if isinstance(cond, Sql):
+        return Sql(f"CASE WHEN {cond.text} THEN 1 ELSE 0 END")
+    return np.asarray(cond).astype(np.int64)
+
+
+def floor_clip(v: Any, hi: Any) -> Any:
+    """``clip(floor(v), 0, hi)``: a float64 for numpy and Polars (NaN / null stay), a BIGINT in SQL."""
+    if isinstance(v, pl.Expr):
+        return v.floor().clip(0.0, hi)
+    if isinstance(v, Sql):
+        return Sql(f"LEAST(GREATEST(CAST(FLOOR({v.text}) AS BIGINT), 0), {_text(hi)})")
+    return np.clip(np.floor(v), 0.0, hi)
