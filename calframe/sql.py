@@ -80,8 +80,11 @@ import numpy as np
 from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._names import PREFIX, fresh_prefix
-from .binning import lerp, linear_quantile, qcut_quantiles, uniform_edges
-from .lenses import AUTO, resolve_lens
+from ._render import Sql
+from ._render import lit as _lit
+from .binning import (edge_bins_sql, lerp, linear_quantile, qcut_quantiles, uniform_bin_sql, uniform_edges,
+                      uniform_k0)
+from .lenses import AUTO, lens_sql, parse_lens, resolve_lens
 
 __all__ = [
     "quote_ident",
@@ -130,19 +133,6 @@ def _table_ref(func: str, table: Table) -> str:
     raise bad_param(func, "table", "a table name, or a sequence of name parts such as ('schema', 'table')", table)
 
 
-def _lit(x: float) -> str:
-    """A float literal that parses back to exactly ``x`` as a DOUBLE in Polars SQL and DuckDB.
-
-    ``repr`` is the shortest round-tripping form; an exponent is added when it
-    has none, because DuckDB reads ``0.1`` as DECIMAL but ``0.1e0`` as DOUBLE.
-    """
-    x = float(x)
-    if not math.isfinite(x):
-        raise ParameterError(f"Cannot write the non-finite value {x!r} as a SQL literal.")
-    s = repr(x)
-    return s if ("e" in s or "E" in s) else s + "e0"
-
-
 def _column(func: str, what: str, name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise bad_param(func, what, "a column name (a non-empty string)", name)
@@ -185,24 +175,6 @@ def _check_edges(func: str, name: str, edges: Any, cover_unit: bool) -> list[flo
     return [float(v) for v in e]
 
 
-def _count_edges(x: str, inner: Sequence[float], strict: bool) -> str:
-    """SQL for the number of ``inner`` (sorted) edges ``<= x`` (``< x`` if ``strict``): a nested CASE binary search.
-
-    Equals ``numpy.searchsorted(inner, x, side="right" if not strict else "left")``
-    for every non-NULL ``x``; the text grows linearly and the depth
-    logarithmically with the number of edges.
-    """
-    op = ">" if strict else ">="
-
-    def rec(lo: int, hi: int) -> str:
-        if lo == hi:
-            return str(lo)
-        mid = (lo + hi + 1) // 2
-        return f"CASE WHEN {x} {op} {_lit(inner[mid - 1])} THEN {rec(mid, hi)} ELSE {rec(lo, mid - 1)} END"
-
-    return rec(0, len(inner))
-
-
 def _with(ctes: Sequence[tuple[str, str]], final: str) -> str:
     body = ",\n".join(f"{name} AS (\n  {sql}\n)" for name, sql in ctes)
     return _own_names(f"WITH {body}\n{final}")
@@ -225,20 +197,10 @@ def _own_names(query: str) -> str:
 
 
 def _lens_exprs(func: str, lens: Any) -> tuple[str, str]:
-    """(conf, acc) SQL over the DOUBLE columns __cf_p (probability) and __cf_y (0/1 label)."""
-    if lens is None or lens == "auto":
-        lens = _DEFAULT_LENS
-    if lens == "top1":
-        # SPEC §1.2: class 1 is predicted only when p > 0.5
-        return (
-            "CASE WHEN __cf_p > 0.5e0 THEN __cf_p ELSE 1e0 - __cf_p END",
-            "CASE WHEN __cf_p > 0.5e0 THEN __cf_y ELSE 1e0 - __cf_y END",
-        )
-    if lens == "class:1":
-        return "__cf_p", "__cf_y"
-    if lens == "class:0":
-        return "1e0 - __cf_p", "1e0 - __cf_y"
-    raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
+    """(conf, acc) SQL over the DOUBLE columns __cf_p (probability) and __cf_y (0/1 label): :func:`calframe.lenses.lens_sql`."""
+    if lens is not None and lens not in ("auto", *_LENSES):
+        raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
+    return lens_sql(parse_lens(func, lens), "__cf_p", "__cf_y")
 
 
 class _Sql:
@@ -373,7 +335,7 @@ def _sums_parts(
         rows = f"SELECT {k}CAST({p_col} AS DOUBLE) AS __cf_p, CAST({y_col} AS DOUBLE) AS __cf_y FROM {src} WHERE {not_null}"
         lensed = f"SELECT {k}{conf} AS __cf_conf, {acc} AS __cf_acc FROM __cf_rows"
         binned = (
-            f"SELECT {k}{_count_edges('__cf_conf', inner, closed == 'right')} AS __cf_bin, __cf_conf, __cf_acc "
+            f"SELECT {k}{edge_bins_sql('__cf_conf', inner, closed)} AS __cf_bin, __cf_conf, __cf_acc "
             "FROM __cf_lensed"
         )
         ctes = [("__cf_rows", rows), ("__cf_lensed", lensed), ("__cf_binned", binned)]
@@ -394,7 +356,7 @@ def _sums_parts(
             ctes.append(("__cf_binned", f"SELECT {k}__cf_v AS __cf_bin, __cf_conf, __cf_acc FROM __cf_lensed"))
         elif variable_edges is not None:
             inner = _check_edges(func, "variable_edges", variable_edges, cover_unit=False)[1:-1]
-            expr = _count_edges("__cf_v", inner, closed == "right")
+            expr = edge_bins_sql("__cf_v", inner, closed)
             ctes.append(("__cf_binned", f"SELECT {k}{expr} AS __cf_bin, __cf_conf, __cf_acc FROM __cf_lensed"))
         else:
             nb = _check_bins(func, "variable_bins", 10 if variable_bins is None else variable_bins)
@@ -606,36 +568,22 @@ def quantile_edges_query(table: Table, variable: str, *, bins: int = 10, by: Col
 
 
 def _macro_lens(prefix: str) -> tuple[str, str]:
+    """(conf, acc) of the run-time ``lens`` parameter: a CASE over the binary lenses of :func:`calframe.lenses.lens_sql`."""
     err = f"error('{prefix}: lens must be ''auto'', ''top1'', ''class:1'' or ''class:0''')"
-    positive = f"lens IN ('{_DEFAULT_LENS}', 'auto')"
-    conf = (
-        "CASE WHEN lens = 'top1' THEN (CASE WHEN __cf_p > 0.5e0 THEN __cf_p ELSE 1e0 - __cf_p END) "
-        f"WHEN {positive} THEN __cf_p WHEN lens = 'class:0' THEN 1e0 - __cf_p ELSE {err} END"
-    )
-    acc = (
-        "CASE WHEN lens = 'top1' THEN (CASE WHEN __cf_p > 0.5e0 THEN __cf_y ELSE 1e0 - __cf_y END) "
-        f"WHEN {positive} THEN __cf_y ELSE 1e0 - __cf_y END"
-    )
-    return conf, acc
+    conf, acc = [], []
+    for name in _LENSES:
+        c, a = lens_sql(parse_lens(prefix, name), "__cf_p", "__cf_y")
+        test = f"lens IN ('{name}', 'auto')" if name == _DEFAULT_LENS else f"lens = '{name}'"
+        conf.append(f"WHEN {test} THEN {c}")
+        acc.append(f"WHEN {test} THEN {a}")
+    return f"CASE {' '.join(conf)} ELSE {err} END", f"CASE {' '.join(acc)} END"
 
 
-def _macro_uniform_bin(prefix: str) -> str:
-    """Exact uniform bin of __cf_conf for a bin count known only at run time.
-
-    ``k0 = clip(floor(conf * B), 0, B - 1)`` is within one bin of the answer;
-    one comparison with each neighbouring edge corrects it. Left-closed edges
-    are ``i * (1 / B)`` (numpy.linspace's arithmetic), right-closed ``i / B``.
-    """
-    k0 = "LEAST(GREATEST(CAST(FLOOR(__cf_conf * bins) AS BIGINT), 0), bins - 1)"
-    left = (
-        f"__cf_k0 - CASE WHEN __cf_k0 >= 1 AND CAST(__cf_k0 AS DOUBLE) * (1e0 / bins) > __cf_conf THEN 1 ELSE 0 END "
-        f"+ CASE WHEN __cf_k0 + 1 <= bins - 1 AND CAST(__cf_k0 + 1 AS DOUBLE) * (1e0 / bins) <= __cf_conf "
-        "THEN 1 ELSE 0 END"
-    )
-    right = (
-        f"__cf_k0 - CASE WHEN __cf_k0 >= 1 AND CAST(__cf_k0 AS DOUBLE) / bins >= __cf_conf THEN 1 ELSE 0 END "
-        f"+ CASE WHEN __cf_k0 + 1 <= bins - 1 AND CAST(__cf_k0 + 1 AS DOUBLE) / bins < __cf_conf THEN 1 ELSE 0 END"
-    )
+def _macro_uniform_bin(prefix: str) -> tuple[str, str]:
+    """(k0, bin) of __cf_conf for a bin count known only at run time: :func:`calframe.binning.uniform_k0`
+    (held in the column __cf_k0) corrected by :func:`calframe.binning.uniform_bin_sql`."""
+    k0 = str(uniform_k0(Sql("__cf_conf"), Sql("bins")))
+    left, right = (uniform_bin_sql("__cf_conf", "__cf_k0", "bins", c) for c in ("left", "right"))
     return k0, (
         f"CASE WHEN closed = 'left' THEN {left} WHEN closed = 'right' THEN {right} "
         f"ELSE error('{prefix}: closed must be ''left'' or ''right''') END"
