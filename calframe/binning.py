@@ -156,8 +156,8 @@ def uniform_nudge(x: Any, k0: Any, bins: Any, closed: str, edge: Callable[[Any],
 
 def edge_bins_expr(x: pl.Expr, inner: Sequence[float], closed: str) -> pl.Expr:
     """:func:`edge_bins` as a Polars Int32 expression, against float64 literals of ``inner``."""
-    if len(inner) == 0:
-        return pl.lit(0, pl.Int32)
+    if len(inner) == 0:  # one bin: 0 on every row (a literal would be one row, not a column)
+        return pl.when(x.is_not_null()).then(pl.lit(0, pl.Int32))
     if len(inner) <= MAX_COMPARE_EDGES:
         terms = [(x > float(e)) if closed == "right" else (x >= float(e)) for e in inner]
         return pl.sum_horizontal(terms).cast(pl.Int32)
