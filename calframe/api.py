@@ -1401,11 +1401,11 @@ def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_componen
 def _lce_values(scored: Scored, cols: list[str], gamma: float, lens: L.Lens, bins: int, prepare: str,
                 n_components: int | None, func: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from ._kernels import local as LK
-    from .binning import uniform_edges
+    from .binning import uniform_bins
 
     x = prepare_features(_feature_matrix(scored, cols, func), func, prepare, n_components, cols)
     conf, acc = L.scalar(scored, lens, func)
-    ids = np.searchsorted(uniform_edges(bins, "left")[1:-1], conf, side="right").astype(np.int64)
+    ids = uniform_bins(conf, bins, "left").astype(np.int64)
     return LK.lce(x, conf, acc.astype(np.float64), ids, gamma), conf, acc, ids
 
 

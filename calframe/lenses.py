@@ -133,31 +133,45 @@ def lens_used(frame: Any, prob: "str | Sequence[str] | None" = None, lens: "str 
     return str(resolve_lens(lens_, binary_dtype(dtype)))
 
 
+def binary_top1(p: Any) -> tuple[Any, Any]:
+    """(conf, predicted class 1?) of the top-1 lens on binary input, in any language (:mod:`calframe._render`):
+    class 1 is predicted only when ``p > 0.5`` (a tie at 0.5 goes to class 0, the lowest index, as on class
+    probabilities), and conf is the predicted class's probability."""
+    pred = p > 0.5
+    return where(pred, p, 1.0 - p), pred
+
+
 def binary_rule(lens: Lens, p: Any, y: Any) -> tuple[Any, Any]:
     """The lens on binary input, written once for every language (:mod:`calframe._render`).
 
     ``p`` is the positive-class probability and ``y`` the label as a 0/1 number
     (numpy arrays, Polars expressions or :class:`~calframe._render.Sql`);
-    ``lens`` is resolved (``top1`` or ``class:0`` / ``class:1``). ``top1``
-    predicts class 1 only when ``p > 0.5`` (a tie at 0.5 goes to class 0, the
-    lowest index, as on class probabilities).
+    ``lens`` is resolved (``top1`` or ``class:0`` / ``class:1``).
     """
     if lens.kind == "top1":
-        pred = p > 0.5
-        return where(pred, p, 1.0 - p), where(pred, y, 1 - y)
+        conf, pred = binary_top1(p)
+        return conf, where(pred, y, 1 - y)
     if lens.c == 1:
         return p, y
     return 1.0 - p, 1 - y
 
 
+def predicted(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(conf float64, predicted class int64) of the top-1 lens on numpy probabilities, (n,) binary or (n, K):
+    the first maximum (numpy.argmax) is the predicted class."""
+    if probs.ndim == 1:
+        conf, pred = binary_top1(probs)
+        return conf, pred.astype(np.int64)
+    pred = np.argmax(probs, axis=1)
+    return probs[np.arange(probs.shape[0]), pred], pred
+
+
 def top1(scored: Scored) -> tuple[np.ndarray, np.ndarray]:
-    """(conf float64, correct uint8) of the top-1 lens: the first maximum is the predicted class."""
-    p, y = scored.probs, scored.labels
+    """(conf float64, correct uint8) of the top-1 lens."""
     if scored.binary:
-        return binary_rule(Lens("top1"), p, y)
-    pred = np.argmax(p, axis=1)
-    conf = p[np.arange(p.shape[0]), pred]
-    return conf, (pred == y).astype(np.uint8)
+        return binary_rule(Lens("top1"), scored.probs, scored.labels)
+    conf, pred = predicted(scored.probs)
+    return conf, (pred == scored.labels).astype(np.uint8)
 
 
 def class_lens(scored: Scored, c: int) -> tuple[np.ndarray, np.ndarray]:

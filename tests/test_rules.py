@@ -17,10 +17,13 @@ from hypothesis import strategies as st
 from calframe._columns import resolve
 from calframe._kernels import accumulate as K
 from calframe._kernels import vector as VK
+from calframe import generalized as G
 from calframe._render import Sql
 from calframe.binning import (edge_bins, edge_bins_expr, edge_bins_sql, uniform_bin_expr, uniform_bin_sql,
                               uniform_bins, uniform_edges, uniform_k0)
-from calframe.lenses import Lens, class_lens, lens_exprs, lens_sql, top1
+from calframe.lenses import Lens, class_lens, lens_exprs, lens_sql, predicted, top1
+from calframe.recalibrate._inputs import as_probs
+from calframe.recalibrate._inputs import top1 as recal_top1
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -260,3 +263,21 @@ def test_multiclass_lens_numpy_and_polars(k, label_kind):
             got = df.select(c.alias("c"), a.alias("a"))
             np.testing.assert_array_equal(got["c"].to_numpy(), want_conf, err_msg=f"{lens} k={kk}")
             np.testing.assert_array_equal(got["a"].to_numpy(), want_acc, err_msg=f"{lens} k={kk}")
+
+
+@pytest.mark.parametrize("k", [1, 3, 17])  # 1: binary input, one probability per row
+def test_top1_numba_and_recalibration_forms(k):
+    """GECE's top1 vector lens (numba, first argmax) and the recalibrators' top1 give the lens's conf and class."""
+    if k == 1:
+        p = np.repeat(np.array(HALF), 2)
+        y = np.tile([0, 1], len(HALF))
+    else:
+        p = tied_probs(k, 300, k)
+        y = np.random.default_rng(k + 1).integers(0, k, p.shape[0])
+    want_conf, want_acc = ref_lens(p, y, "top1")
+    gp, yp = G.top1(p, y)
+    np.testing.assert_array_equal(gp[:, 0], want_conf)
+    np.testing.assert_array_equal(yp[:, 0], want_acc)
+    for conf, cls in (predicted(p), recal_top1(as_probs(p, "t"))):
+        np.testing.assert_array_equal(conf, want_conf)
+        np.testing.assert_array_equal((cls == y).astype(np.float64), want_acc)

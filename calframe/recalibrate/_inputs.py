@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InvalidValueError, ParameterError, bad_param, rows
+from ..lenses import predicted
 from .._params import is_int
 
 
@@ -131,12 +132,8 @@ def parse_lens(lens: str | None, K: int, func: str) -> str:
 
 
 def top1(pr: Probs) -> tuple[np.ndarray, np.ndarray]:
-    """(conf, predicted class) of the top1 lens."""
-    if pr.p is not None:
-        p = pr.p
-        return np.maximum(p, 1.0 - p), (p > 0.5).astype(np.int64)
-    cls = np.argmax(pr.P, axis=1)
-    return pr.P[np.arange(pr.n), cls], cls.astype(np.int64)
+    """(conf, predicted class) of the top1 lens (:func:`calframe.lenses.predicted`)."""
+    return predicted(pr.p if pr.p is not None else pr.P)
 
 
 def lens_score(pr: Probs, lens: str) -> np.ndarray:

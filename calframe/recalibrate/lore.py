@@ -10,6 +10,7 @@ from .._errors import InvalidValueError, ParameterError, rows
 from .._kernels.local import lore_apply
 from .._limits import check_cells
 from .._params import check_bool, check_choice, check_positive_float
+from ..binning import uniform_bins
 from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, parse_lens
 from .binned import check_n_bins
 from .base import Recalibrator, Schema, register
@@ -36,8 +37,7 @@ def _features(features, n: int, func: str, d: int | None = None) -> np.ndarray:
 
 def conf_bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
     """uniform(B) bins of [0, 1], left-closed (SPEC section 1): the number of inner edges <= conf."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    return np.digitize(conf, edges[1:-1]).astype(np.int64)
+    return uniform_bins(conf, n_bins, "left").astype(np.int64)
 
 
 @register
