@@ -55,7 +55,10 @@ def accumulate(groups, bins, conf, acc, weights, edges, right, n_groups, n_bins)
 
 @njit(inline="always")
 def _uniform_bin(x, edges, n_bins, right):
-    """Bin of x for edges e[0..B]: left-closed (numpy.digitize on inner edges) or right-closed."""
+    """Bin of x for edges e[0..B]: left-closed (numpy.digitize on inner edges) or right-closed.
+
+    The hot-loop form of the one rule, ``calframe.binning.uniform_bins``, tested against it on and
+    next to every edge (tests/test_rules.py)."""
     k = int(x * n_bins)
     if k > n_bins - 1:
         k = n_bins - 1
