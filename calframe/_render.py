@@ -45,6 +45,14 @@ def _text(v: Any) -> str:
     return lit(v)
 
 
+def _binop(op: str, swap: bool = False) -> Any:
+    """The method ``a <op> b`` (``b <op> a`` if ``swap``) of :class:`Sql`, parenthesised."""
+    def method(self: "Sql", other: Any) -> "Sql":
+        a, b = self.text, _text(other)
+        return Sql(f"({b} {op} {a})" if swap else f"({a} {op} {b})")
+    return method
+
+
 class Sql:
     """SQL text of a scalar expression that composes with Python operators (each operation parenthesised)."""
 
@@ -59,48 +67,12 @@ class Sql:
     def __repr__(self) -> str:
         return f"Sql({self.text!r})"
 
-    def _op(self, op: str, other: Any, swap: bool = False) -> "Sql":
-        a, b = self.text, _text(other)
-        return Sql(f"({b} {op} {a})" if swap else f"({a} {op} {b})")
-
-    def __add__(self, o: Any) -> "Sql":
-        return self._op("+", o)
-
-    def __radd__(self, o: Any) -> "Sql":
-        return self._op("+", o, True)
-
-    def __sub__(self, o: Any) -> "Sql":
-        return self._op("-", o)
-
-    def __rsub__(self, o: Any) -> "Sql":
-        return self._op("-", o, True)
-
-    def __mul__(self, o: Any) -> "Sql":
-        return self._op("*", o)
-
-    def __rmul__(self, o: Any) -> "Sql":
-        return self._op("*", o, True)
-
-    def __truediv__(self, o: Any) -> "Sql":
-        return self._op("/", o)
-
-    def __rtruediv__(self, o: Any) -> "Sql":
-        return self._op("/", o, True)
-
-    def __gt__(self, o: Any) -> "Sql":  # type: ignore[override]
-        return self._op(">", o)
-
-    def __ge__(self, o: Any) -> "Sql":  # type: ignore[override]
-        return self._op(">=", o)
-
-    def __lt__(self, o: Any) -> "Sql":  # type: ignore[override]
-        return self._op("<", o)
-
-    def __le__(self, o: Any) -> "Sql":  # type: ignore[override]
-        return self._op("<=", o)
-
-    def __and__(self, o: Any) -> "Sql":
-        return self._op("AND", o)
+    __add__, __radd__ = _binop("+"), _binop("+", True)
+    __sub__, __rsub__ = _binop("-"), _binop("-", True)
+    __mul__, __rmul__ = _binop("*"), _binop("*", True)
+    __truediv__, __rtruediv__ = _binop("/"), _binop("/", True)
+    __gt__, __ge__, __lt__, __le__ = _binop(">"), _binop(">="), _binop("<"), _binop("<=")  # type: ignore[assignment]
+    __and__ = _binop("AND")
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:
