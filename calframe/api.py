@@ -1802,7 +1802,7 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
         pred = rec.predict(scored.probs, **kw)
     if scored.binary and rec.output == "top1":
         # binary input gets a probability back: the reset confidence of the unchanged predicted class
-        pred = np.where(scored.probs > 0.5, pred, 1.0 - pred)
+        pred = np.where(L.predicted(scored.probs)[1] == 1, pred, 1.0 - pred)
     elif scored.binary and rec.output == "class:0":
         pred = 1.0 - pred
     cols = _output_columns(name, pred, scored)

@@ -111,6 +111,7 @@ from ._limits import check_cells
 from ._kernels import adaptive as AK
 from ._kernels import validate as VV
 from ._kernels import vector as VK
+from .binning import uniform_edges
 
 __all__ = [
     "as_probs",
@@ -345,7 +346,7 @@ def uniform_grid(gp: Any, bins: int = 15, groups: Any = None, n_groups: int = 1)
     bins = int(bins)
     n, m = g.shape
     codes = _group_codes(groups, n, n_groups, "uniform_grid")
-    digits = VK.digitize_uniform(g, m - 1, np.linspace(0.0, 1.0, bins + 1))
+    digits = VK.digitize_uniform(g, m - 1, uniform_edges(bins, "left"))
     if n == 0:
         return np.zeros(0, dtype=np.int32), 1
     if m - 1 == 0 or bins == 1:

@@ -281,3 +281,18 @@ def test_top1_numba_and_recalibration_forms(k):
     for conf, cls in (predicted(p), recal_top1(as_probs(p, "t"))):
         np.testing.assert_array_equal(conf, want_conf)
         np.testing.assert_array_equal((cls == y).astype(np.float64), want_acc)
+
+
+def test_apply_top1_recalibrator_on_binary_input_returns_the_predicted_class_back():
+    """A top-1 recalibrator on one probability column: the new confidence belongs to the predicted class, class 1
+    only when p > 0.5 (so p = 0.5 and the float below it get 1 - confidence, the float above it the confidence)."""
+    import calframe
+
+    rng = np.random.default_rng(0)
+    p = rng.random(400)
+    p[:9] = HALF
+    df = pl.DataFrame({"prob": p, "label": (rng.random(400) < p).astype(int)})
+    rec = calframe.fit(df, "histogram", lens="top1")
+    r = rec.predict(p)
+    want = np.array([r[i] if p[i] > 0.5 else 1.0 - r[i] for i in range(p.shape[0])])
+    np.testing.assert_array_equal(calframe.apply(df, rec)["p_histogram"].to_numpy(), want)
