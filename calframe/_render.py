@@ -2,9 +2,12 @@
 :mod:`calframe.binning` are written with, for numpy arrays, Polars expressions and SQL text.
 
 A rule is a plain Python function over its inputs using ``+ - * /``, comparisons,
-``&`` and :func:`where` / :func:`flag`; given numpy arrays it computes, given
-``pl.Expr`` it builds an expression, given :class:`Sql` it writes SQL. So the
-rule is written once and every engine runs that same text.
+``&`` and the functions here (:func:`where`, :func:`floor`, :func:`minimum`,
+:func:`flag`, :func:`floor_clip`; this module is also the ``xp`` argument of
+:func:`calframe.binning.linear_quantile` and :func:`calframe.binning.lerp`);
+given numpy arrays it computes, given ``pl.Expr`` it builds an expression, given
+:class:`Sql` it writes SQL. So the rule is written once and every engine runs
+that same text.
 
 >>> x = Sql("x")
 >>> str(where(x > 0.5, x, 1.0 - x))
@@ -82,6 +85,24 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     if isinstance(cond, Sql):
         return Sql(f"CASE WHEN {cond.text} THEN {_text(a)} ELSE {_text(b)} END")
     return np.where(cond, a, b)
+
+
+def floor(x: Any) -> Any:
+    """numpy.floor / ``Expr.floor`` / FLOOR (a float in every language)."""
+    if isinstance(x, pl.Expr):
+        return x.floor()
+    if isinstance(x, Sql):
+        return Sql(f"FLOOR({x.text})")
+    return np.floor(x)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    """numpy.minimum / ``pl.min_horizontal`` / LEAST."""
+    if isinstance(a, Sql) or isinstance(b, Sql):
+        return Sql(f"LEAST({_text(a)}, {_text(b)})")
+    if isinstance(a, pl.Expr) or isinstance(b, pl.Expr):
+        return pl.min_horizontal(a, b)
+    return np.minimum(a, b)
 
 
 def flag(cond: Any) -> Any:

@@ -80,6 +80,7 @@ import numpy as np
 from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._names import PREFIX, fresh_prefix
+from . import _render as R
 from ._render import Sql
 from ._render import lit as _lit
 from .binning import (edge_bins_sql, lerp, linear_quantile, qcut_quantiles, uniform_bin_sql, uniform_edges,
@@ -203,60 +204,6 @@ def _lens_exprs(func: str, lens: Any) -> tuple[str, str]:
     return lens_sql(parse_lens(func, lens), "__cf_p", "__cf_y")
 
 
-class _Sql:
-    """SQL text of a DOUBLE expression that combines with Python's operators (numbers become exact literals).
-
-    With :data:`_SQL_MATH` as ``xp``, binning's edge rules (:func:`calframe.binning.linear_quantile`,
-    :func:`calframe.binning.lerp`) write their own formula as SQL: one definition for every engine.
-    """
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _op(self, op: str, other: Any, swap: bool = False) -> "_Sql":
-        o = other.text if isinstance(other, _Sql) else _lit(other)
-        return _Sql(f"({o} {op} {self.text})" if swap else f"({self.text} {op} {o})")
-
-    def __add__(self, other: Any) -> "_Sql":
-        return self._op("+", other)
-
-    def __sub__(self, other: Any) -> "_Sql":
-        return self._op("-", other)
-
-    def __rsub__(self, other: Any) -> "_Sql":
-        return self._op("-", other, swap=True)
-
-    def __mul__(self, other: Any) -> "_Sql":
-        return self._op("*", other)
-
-    def __ge__(self, other: Any) -> "_Sql":  # type: ignore[override]
-        return self._op(">=", other)
-
-
-class _SqlMath:
-    """The ``xp`` functions binning's rules call, as SQL."""
-
-    @staticmethod
-    def floor(x: _Sql) -> _Sql:
-        return _Sql(f"FLOOR({x})")
-
-    @staticmethod
-    def minimum(a: _Sql, b: _Sql) -> _Sql:
-        return _Sql(f"LEAST({a}, {b})")
-
-    @staticmethod
-    def where(cond: _Sql, a: _Sql, b: _Sql) -> _Sql:
-        return _Sql(f"CASE WHEN {cond} THEN {a} ELSE {b} END")
-
-
-_SQL_MATH = _SqlMath()
-
-
 def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
     """CTEs binning __cf_v of __cf_lensed by pandas.qcut(bins) per group, with numpy's interpolation.
 
@@ -276,13 +223,13 @@ def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[
     )
     ends = []
     for i, level in enumerate(q):
-        prev, nxt, gamma = linear_quantile(_Sql("__cf_last"), level, _SQL_MATH)
+        prev, nxt, gamma = linear_quantile(Sql("__cf_last"), level, R)
         ends.append(f"{gamma} AS __cf_g{i}")
         ends.append(f"MAX(CASE WHEN __cf_r = {prev} THEN __cf_v END) OVER ({part}) AS __cf_a{i}")
         ends.append(f"MAX(CASE WHEN __cf_r = {nxt} THEN __cf_v END) OVER ({part}) AS __cf_b{i}")
     ends_sql = f"SELECT {k}{carry}, {', '.join(ends)} FROM __cf_ranked"
     lerps = ", ".join(
-        f"{lerp(_Sql(f'__cf_a{i}'), _Sql(f'__cf_b{i}'), _Sql(f'__cf_g{i}'), _SQL_MATH)} AS __cf_e{i}"
+        f"{lerp(Sql(f'__cf_a{i}'), Sql(f'__cf_b{i}'), Sql(f'__cf_g{i}'), R)} AS __cf_e{i}"
         for i in range(len(q))
     )
     edges_sql = f"SELECT {k}{carry}, {lerps} FROM __cf_ends"
