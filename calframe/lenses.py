@@ -18,6 +18,13 @@ under-confidence cancel inside a bin) and ``top1`` for class probabilities
 
 ``"marginal"`` is not a lens but the class-averaged form of the ``class:c``
 metrics, each class binned on its own (Kumar et al. Def. 2.4).
+
+This module is the one place the lens is defined; every engine calls it:
+:func:`binary_rule` (one probability column, written once over numpy, Polars
+and SQL), :func:`predicted` / :func:`top1` / :func:`class_lens` (numpy),
+:func:`lens_exprs` (Polars expressions), :func:`lens_sql` (SQL text).
+tests/test_rules.py holds them (and GECE's numba vector lens) to a by-hand
+reference on ties and on p = 0.5 and its neighbouring floats.
 """
 
 from __future__ import annotations
