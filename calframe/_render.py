@@ -121,3 +121,40 @@ def floor_clip(v: Any, hi: Any) -> Any:
     if isinstance(v, Sql):
         return Sql(f"LEAST(GREATEST(CAST(FLOOR({v.text}) AS BIGINT), 0), {_text(hi)})")
     return np.clip(np.floor(v), 0.0, hi)
+
+
+def absolute(x: Any) -> Any:
+    """numpy.abs / ``Expr.abs`` / ABS."""
+    if isinstance(x, pl.Expr):
+        return x.abs()
+    if isinstance(x, Sql):
+        return Sql(f"ABS({x.text})")
+    return np.abs(x)
+
+
+def sqrt(x: Any) -> Any:
+    """numpy.sqrt / ``Expr.sqrt`` / SQRT."""
+    if isinstance(x, pl.Expr):
+        return x.sqrt()
+    if isinstance(x, Sql):
+        return Sql(f"SQRT({x.text})")
+    return np.sqrt(x)
+
+
+def bin_sum(x: Any) -> Any:
+    """The sum over a group's bins: numpy over the last axis (groups x bins), ``Expr.sum`` in a group_by,
+    SUM in a GROUP BY query."""
+    if isinstance(x, pl.Expr):
+        return x.sum()
+    if isinstance(x, Sql):
+        return Sql(f"SUM({x.text})")
+    return np.sum(x, axis=-1)
+
+
+def bin_max(x: Any) -> Any:
+    """The largest value over a group's bins (numpy: over the last axis; MAX in SQL)."""
+    if isinstance(x, pl.Expr):
+        return x.max()
+    if isinstance(x, Sql):
+        return Sql(f"MAX({x.text})")
+    return np.max(x, axis=-1)

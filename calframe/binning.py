@@ -46,8 +46,9 @@ class Binning:
         return f"{self.scheme}({self.bins})"
 
 
-def make_binning(func: str, binning: str, bins: "int | Sequence[float]", closed: str) -> Binning:
-    """Validate a binning request. ``bins`` is a count, or explicit edges for ``binning="uniform"``.
+def make_binning(func: str, binning: str, bins: "int | Sequence[float]", closed: str, param: str = "bins") -> Binning:
+    """Validate a binning request. ``bins`` is a count, or explicit edges for ``binning="uniform"`` (``param``: its
+    name in messages).
 
     Explicit edges must increase strictly and cover [0, 1] (e.g.
     ``numpy.linspace(0, 1, 11)`` with ``closed="right"`` is scikit-learn's
@@ -60,12 +61,12 @@ def make_binning(func: str, binning: str, bins: "int | Sequence[float]", closed:
     if isinstance(bins, (list, tuple, np.ndarray)):
         e = np.asarray(bins, dtype=np.float64)
         if binning != "uniform":
-            raise bad_param(func, "bins", f"an int >= 1 with binning={binning!r} (explicit edges go with 'uniform')", bins)
+            raise bad_param(func, param, f"an int >= 1 with binning={binning!r} (explicit edges go with 'uniform')", bins)
         if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0) or e[0] > 0 or e[-1] < 1:
-            raise bad_param(func, "bins", "an int >= 1, or strictly increasing finite edges from <= 0 to >= 1", bins)
+            raise bad_param(func, param, "an int >= 1, or strictly increasing finite edges from <= 0 to >= 1", bins)
         return Binning("uniform", int(e.size - 1), closed, tuple(float(v) for v in e))  # type: ignore[arg-type]
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise bad_param(func, "bins", "an int >= 1 or a sequence of edges", bins)
+        raise bad_param(func, param, "an int >= 1 or a sequence of edges", bins)
     return Binning(binning, int(bins), closed)  # type: ignore[arg-type]
 
 

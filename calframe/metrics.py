@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from . import _errors as E
+from . import _render as R
 from ._errors import InvalidValueError, ParameterError, bad_param
 from .generalized import interval, mahalanobis
 
@@ -106,6 +108,20 @@ def bin_means(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return n, conf, acc, total
 
 
+def plugin_ce(n: Any, d: Any, p: float, xp: Any, squared: bool = False) -> Any:
+    """The plugin CE_p of a group from its bins' weights ``n`` and distances ``d`` (SPEC §1.5): the n-weighted
+    mean of d^p to the power 1/p, the largest d for p = inf (``d`` of an empty bin: 0, or -inf for the max).
+
+    The one definition: ``xp`` is :mod:`calframe._render` (numpy arrays of shape groups x bins, Polars
+    expressions or SQL text; ``bin_sum`` / ``bin_max`` aggregate a group's bins), so the eager finalize and
+    :mod:`calframe.sql`'s queries run this same text.
+    """
+    if math.isinf(p):
+        return xp.bin_max(d)
+    e = xp.bin_sum(n * (d if p == 1 else d * d)) / xp.bin_sum(n)
+    return e if p == 1 or squared else xp.sqrt(e)
+
+
 def ce_from_sums(
     sums: np.ndarray,
     p: float,
@@ -118,7 +134,7 @@ def ce_from_sums(
 ) -> np.ndarray:
     """CE_p per group from per (group, bin) sums.
 
-    plugin: ``(sum_b w_b d_b^p)^(1/p)``, ``max_b d_b`` for p = inf.
+    plugin: :func:`plugin_ce`, ``(sum_b n_b d_b^p / sum_b n_b)^(1/p)``, ``max_b d_b`` for p = inf.
     debiased, p = 2: Kumar's unbiased squared error ``sum_b w_b [(s_b - y_b)^2 - y_b(1 - y_b)/(n_b - 1)]``
     (bins with n_b < 2 contribute 0); reported as ``sqrt(max(E2, 0))``, or E2 if ``squared``.
     debiased, other p: Kumar's Gaussian resampling, ``2 * plugin - mean(resampled)``, every
@@ -139,11 +155,9 @@ def ce_from_sums(
         w = n / total[:, None]
     d = np.where(nonempty, distance(np.nan_to_num(conf), np.nan_to_num(acc)), 0.0)
     empty_group = total <= 0
-    if np.isinf(p):
-        out = np.where(nonempty, d, -np.inf).max(axis=1)
-    elif estimator == "plugin":
-        e = (w * d**p).sum(axis=1)
-        out = e if (squared and p == 2) else e ** (1.0 / p)
+    if estimator == "plugin" or np.isinf(p):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = plugin_ce(n, np.where(nonempty, d, -np.inf) if np.isinf(p) else d, p, R, squared)
     elif p == 2:
         ybar = np.nan_to_num(acc)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # rows past float64: var 0

@@ -121,8 +121,10 @@ def scalar_lens(func: str, lens: Any) -> L.Lens:
     return lens_
 
 
-def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", closed: str) -> Binning:
-    """Bins of a variable: a count (quantile / equal-mass) or explicit edges (any finite range)."""
+def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", closed: str,
+                     param: str = "bins") -> Binning:
+    """Bins of a variable: a count (quantile / equal-mass) or explicit edges (any finite range); ``param``: the
+    name of ``bins`` in messages."""
     if binning == "uniform" and not isinstance(bins, (list, tuple, np.ndarray)):
         raise bad_param(
             func, "binning", "'quantile' (default), 'equal_mass', or 'uniform' with explicit edges in bins=[...] "
@@ -131,9 +133,9 @@ def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", clo
     if isinstance(bins, (list, tuple, np.ndarray)):
         e = np.asarray(bins, dtype=np.float64)
         if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
-            raise bad_param(func, "bins", "an int >= 1 or strictly increasing finite edges", bins)
+            raise bad_param(func, param, "an int >= 1 or strictly increasing finite edges", bins)
         return Binning("uniform", int(e.size - 1), closed, tuple(float(v) for v in e))  # type: ignore[arg-type]
-    return make_binning(func, binning, bins, closed)
+    return make_binning(func, binning, bins, closed, param)
 
 
 def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None) -> None:
@@ -142,6 +144,13 @@ def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None)
 
 
 # --------------------------------------------------------------------------- one parser per family
+
+
+def _figure_name(func: str, name: Any) -> str:
+    """The figure's column name in grouped output."""
+    if not isinstance(name, str) or not name or name == "n":
+        raise bad_param(func, "name", "a non-empty column name other than 'n'", name)
+    return name
 
 
 def _ce_params(func: str, p: Any, estimator: Any, distance: Any) -> tuple[float, Distance]:
@@ -182,6 +191,7 @@ def ce(
 ) -> Request:
     """CE_p (ECE, MCE, RMSCE): checks in the documented order (p, estimator, distance, n_resamples, lens,
     binning, weights, then ci / n_boot / seed). ``binning=None``: uniform, equal-mass for ``debiased``."""
+    _figure_name(func, name)
     pv, dist = _ce_params(func, p, estimator, distance)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise bad_param(func, "n_resamples", "an int >= 1", n_resamples)
@@ -215,14 +225,17 @@ def vece(
     ci: Any = None,
     n_boot: Any = 1000,
     seed: Any = 0,
+    bins_param: str = "bins",
 ) -> Request:
-    """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result)."""
+    """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result). ``bins_param``: the
+    name of ``bins`` in messages."""
     variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
     if not variables:
         raise E.bad_variables(func, variable)
+    _figure_name(func, name)
     pv, dist = _ce_params(func, p, estimator, distance)
     lens_ = L.parse_lens(func, lens)
-    binning_ = variable_binning(func, binning, bins, closed)
+    binning_ = variable_binning(func, binning, bins, closed, bins_param)
     if weights is not None and binning_.edges is None:
         raise E.weights_need_variable_edges(func)
     check_ci(func, ci, n_boot, seed)

@@ -70,22 +70,23 @@ DuckDB table macros doing the same work are installed by
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any, Literal, Union
 
 import numpy as np
 
-from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._names import PREFIX, fresh_prefix
 from . import _render as R
 from ._render import Sql
-from ._render import lit as _lit
 from .binning import (edge_bins_sql, lerp, linear_quantile, qcut_quantiles, uniform_bin_sql, uniform_edges,
                       uniform_k0)
 from .lenses import AUTO, lens_sql, parse_lens, resolve_lens
+from .metrics import plugin_ce
+from .request import Request
+from .request import ce as ce_request
+from .request import vece as vece_request
 
 __all__ = [
     "quote_ident",
@@ -163,19 +164,6 @@ def _check_bins(func: str, name: str, bins: Any) -> int:
     return int(bins)
 
 
-def _check_edges(func: str, name: str, edges: Any, cover_unit: bool) -> list[float]:
-    if isinstance(edges, (str, bytes)) or not isinstance(edges, (list, tuple, np.ndarray)):
-        raise bad_param(func, name, "a sequence of strictly increasing finite edges", edges)
-    e = np.asarray(edges, dtype=np.float64)
-    ok = e.ndim == 1 and e.size >= 2 and bool(np.all(np.isfinite(e))) and bool(np.all(np.diff(e) > 0))
-    if ok and cover_unit:
-        ok = e[0] <= 0 and e[-1] >= 1
-    if not ok:
-        want = "strictly increasing finite edges" + (" from <= 0 to >= 1" if cover_unit else "") + " (at least 2)"
-        raise bad_param(func, name, want, edges)
-    return [float(v) for v in e]
-
-
 def _with(ctes: Sequence[tuple[str, str]], final: str) -> str:
     body = ",\n".join(f"{name} AS (\n  {sql}\n)" for name, sql in ctes)
     return _own_names(f"WITH {body}\n{final}")
@@ -195,13 +183,6 @@ def _own_names(query: str) -> str:
 
 
 # --------------------------------------------------------------------------- the pipeline
-
-
-def _lens_exprs(func: str, lens: Any) -> tuple[str, str]:
-    """(conf, acc) SQL over the DOUBLE columns __cf_p (probability) and __cf_y (0/1 label): :func:`calframe.lenses.lens_sql`."""
-    if lens is not None and lens not in ("auto", *_LENSES):
-        raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
-    return lens_sql(parse_lens(func, lens), "__cf_p", "__cf_y")
 
 
 def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
@@ -242,55 +223,50 @@ def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[
     return ctes, bin_expr
 
 
-def _sums_parts(
-    func: str,
-    table: Table,
-    *,
-    prob: str,
-    label: str,
-    by: Columns,
-    bins: Edges,
-    closed: str,
-    lens: str,
-    variable: str | None,
-    variable_edges: Sequence[float] | None,
-    variable_bins: int | None,
-    categorical: bool,
-    reserved: Sequence[str],
-) -> tuple[list[tuple[str, str]], list[str], str]:
-    """(CTEs, quoted group keys, final SELECT of per (group, bin) sums without ORDER BY)."""
+def _request(func: str, name: str, *, prob: Any, label: Any, by: Columns, bins: Any, closed: Any, lens: Any,
+             p: Any = 1, variable: Any = None, variable_edges: Any = None, variable_bins: Any = None,
+             edges_param: str = "variable_edges", bins_param: str = "variable_bins") -> Request:
+    """The call parsed by calframe's own parsers (:func:`calframe.request.ce` / :func:`~calframe.request.vece`):
+    the query is generated from this Request. SQL needs the column names (no defaults) and binary input."""
+    _column(func, "prob", prob)
+    _column(func, "label", label)
+    if lens is not None and lens not in ("auto", *_LENSES):
+        raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
+    if variable is None:
+        return ce_request(func, name, prob=prob, label=label, by=by, p=p, lens=lens, bins=bins, closed=closed)
+    _column(func, "variable", variable)
+    if variable_edges is not None:
+        return vece_request(func, name, variable, prob=prob, label=label, by=by, p=p, lens=lens, binning="uniform",
+                      bins=variable_edges, closed=closed, bins_param=edges_param)
+    return vece_request(func, name, variable, prob=prob, label=label, by=by, p=p, lens=lens,
+                  bins=10 if variable_bins is None else variable_bins, closed=closed, bins_param=bins_param)
+
+
+def _sums_parts(req: Request, table: Table, reserved: Sequence[str], categorical: bool = False
+                ) -> tuple[list[tuple[str, str]], list[str], str]:
+    """(CTEs, quoted group keys, final SELECT of per (group, bin) sums without ORDER BY) of a parsed request:
+    its lens, its bins (of the lensed confidence, or of its variable: explicit edges, quantile bins, or one bin
+    per distinct value with ``categorical``)."""
+    func = req.func
     src = _table_ref(func, table)
-    p_col, y_col = _column(func, "prob", prob), _column(func, "label", label)
-    keys = _by_columns(func, by, reserved)
-    if closed not in ("left", "right"):
-        raise bad_param(func, "closed", "'left' or 'right'", closed)
-    conf, acc = _lens_exprs(func, lens)
-    if not isinstance(categorical, bool):
-        raise bad_param(func, "categorical", "True or False", categorical)
+    p_col, y_col = quote_ident(req.prob), quote_ident(req.label)
+    keys = _by_columns(func, req.by, reserved)
+    conf, acc = lens_sql(req.lens, "__cf_p", "__cf_y")
     k = "".join(f"{c}, " for c in keys)
     not_null = f"{p_col} IS NOT NULL AND {y_col} IS NOT NULL"
-
-    if variable is None:
-        if variable_edges is not None or variable_bins is not None or categorical:
-            raise ParameterError(
-                f"{func}: variable_edges, variable_bins and categorical bin a variable; pass variable= as well."
-            )
-        if isinstance(bins, (list, tuple, np.ndarray)):
-            inner = _check_edges(func, "bins", bins, cover_unit=True)[1:-1]
-        else:
-            inner = [float(e) for e in uniform_edges(_check_bins(func, "bins", bins), closed)[1:-1]]
+    binning = req.binning
+    if req.variable is None:
+        edges = binning.edges if binning.edges is not None else uniform_edges(binning.bins, binning.closed)
+        inner = [float(e) for e in edges[1:-1]]
         rows = f"SELECT {k}CAST({p_col} AS DOUBLE) AS __cf_p, CAST({y_col} AS DOUBLE) AS __cf_y FROM {src} WHERE {not_null}"
         lensed = f"SELECT {k}{conf} AS __cf_conf, {acc} AS __cf_acc FROM __cf_rows"
         binned = (
-            f"SELECT {k}{edge_bins_sql('__cf_conf', inner, closed)} AS __cf_bin, __cf_conf, __cf_acc "
+            f"SELECT {k}{edge_bins_sql('__cf_conf', inner, binning.closed)} AS __cf_bin, __cf_conf, __cf_acc "
             "FROM __cf_lensed"
         )
         ctes = [("__cf_rows", rows), ("__cf_lensed", lensed), ("__cf_binned", binned)]
     else:
-        v_col = _column(func, "variable", variable)
-        modes = (variable_edges is not None) + (variable_bins is not None) + bool(categorical)
-        if modes > 1:
-            raise ParameterError(f"{func}: pass at most one of variable_edges, variable_bins and categorical=True.")
+        v_col = quote_ident(req.variable)
         v_sql = v_col if categorical else f"CAST({v_col} AS DOUBLE)"
         where = f"{not_null} AND {v_col} IS NOT NULL"
         rows = (
@@ -301,13 +277,11 @@ def _sums_parts(
         ctes = [("__cf_rows", rows), ("__cf_lensed", lensed)]
         if categorical:
             ctes.append(("__cf_binned", f"SELECT {k}__cf_v AS __cf_bin, __cf_conf, __cf_acc FROM __cf_lensed"))
-        elif variable_edges is not None:
-            inner = _check_edges(func, "variable_edges", variable_edges, cover_unit=False)[1:-1]
-            expr = edge_bins_sql("__cf_v", inner, closed)
+        elif binning.edges is not None:
+            expr = edge_bins_sql("__cf_v", [float(e) for e in binning.edges[1:-1]], binning.closed)
             ctes.append(("__cf_binned", f"SELECT {k}{expr} AS __cf_bin, __cf_conf, __cf_acc FROM __cf_lensed"))
         else:
-            nb = _check_bins(func, "variable_bins", 10 if variable_bins is None else variable_bins)
-            qctes, expr = _quantile_ctes(keys, nb, ["__cf_conf", "__cf_acc"])
+            qctes, expr = _quantile_ctes(keys, binning.bins, ["__cf_conf", "__cf_acc"])
             ctes += qctes
             ctes.append(("__cf_binned", f"SELECT {k}{expr} AS __cf_bin, __cf_conf, __cf_acc FROM __cf_qedges"))
     group = ", ".join(keys + ["__cf_bin"])
@@ -316,6 +290,18 @@ def _sums_parts(
         f"SUM(__cf_acc) AS \"sum_acc\" FROM __cf_binned GROUP BY {group}"
     )
     return ctes, keys, final
+
+
+def _variable_modes(func: str, variable: Any, variable_edges: Any, variable_bins: Any, categorical: Any) -> None:
+    """The SQL-only parameters binning a variable: at most one of them, and only with a variable."""
+    if not isinstance(categorical, bool):
+        raise bad_param(func, "categorical", "True or False", categorical)
+    if variable is None and (variable_edges is not None or variable_bins is not None or categorical):
+        raise ParameterError(
+            f"{func}: variable_edges, variable_bins and categorical bin a variable; pass variable= as well."
+        )
+    if (variable_edges is not None) + (variable_bins is not None) + bool(categorical) > 1:
+        raise ParameterError(f"{func}: pass at most one of variable_edges, variable_bins and categorical=True.")
 
 
 def _order(keys: Sequence[str], extra: Sequence[str] = ()) -> str:
@@ -368,39 +354,24 @@ def sums_query(
         (pandas.qcut, the default with 10 bins), or one bin per distinct
         value with ``categorical=True``.
     """
-    ctes, keys, final = _sums_parts(
-        "sums_query", table, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens,
-        variable=variable, variable_edges=variable_edges, variable_bins=variable_bins, categorical=categorical,
-        reserved=_SUM_COLUMNS,
-    )
+    func = "sums_query"
+    _variable_modes(func, variable, variable_edges, variable_bins, categorical)
+    req = _request(func, "sums", prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens,
+                   variable=variable, variable_edges=variable_edges, variable_bins=variable_bins)
+    ctes, keys, final = _sums_parts(req, table, _SUM_COLUMNS, categorical)
     return _with(ctes, final + _order(keys, ['"bin"']))
 
 
-def _finalize(func: str, ctes: list[tuple[str, str]], keys: list[str], final: str, p: Any, name: str) -> str:
-    if p in (1, 2) and not isinstance(p, bool):
-        p = int(p)
-    elif p == "inf" or (isinstance(p, float) and math.isinf(p) and p > 0):
-        p = math.inf
-    else:
-        raise E.bad_p(func, p)
+def _finalize(req: Request, ctes: list[tuple[str, str]], keys: list[str], final: str) -> str:
+    """CE_p per group from the per (group, bin) sums: :func:`calframe.metrics.plugin_ce`, written as SQL."""
     k = "".join(f"{c}, " for c in keys)
-    gap = f"SELECT {k}\"n\", ABS(\"sum_conf\" / \"n\" - \"sum_acc\" / \"n\") AS __cf_d FROM __cf_sums"
-    if p == 1:
-        fig = 'SUM("n" * __cf_d) / SUM("n")'
-    elif p == 2:
-        fig = 'SQRT(SUM("n" * (__cf_d * __cf_d)) / SUM("n"))'
-    else:
-        fig = "MAX(__cf_d)"
+    n, sum_conf, sum_acc = Sql('"n"'), Sql('"sum_conf"'), Sql('"sum_acc"')
+    gap = f"SELECT {k}\"n\", {R.absolute(sum_conf / n - sum_acc / n)} AS __cf_d FROM __cf_sums"
+    fig = plugin_ce(n, Sql("__cf_d"), req.p, R)
     group = f" GROUP BY {', '.join(keys)}" if keys else ""
-    out = f'SELECT {k}CAST(SUM("n") AS BIGINT) AS "n", {fig} AS {quote_ident(name)} FROM __cf_gap{group}{_order(keys)}'
+    out = (f'SELECT {k}CAST(SUM("n") AS BIGINT) AS "n", {fig} AS {quote_ident(req.name)} FROM __cf_gap'
+           f"{group}{_order(keys)}")
     return _with([*ctes, ("__cf_sums", final), ("__cf_gap", gap)], out)
-
-
-def _figure_name(func: str, name: Any, default: str) -> str:
-    name = default if name is None else name
-    if not isinstance(name, str) or not name or name == "n":
-        raise bad_param(func, "name", "a non-empty column name other than 'n'", name)
-    return name
 
 
 def ce_query(
@@ -422,12 +393,9 @@ def ce_query(
     NULLs last. Matches ``calframe.ce(frame, prob, label, p=p, ...)``; ``lens``
     as :func:`sums_query` (default the positive class, ``"class:1"``).
     """
-    name = _figure_name("ce_query", name, "ce")
-    ctes, keys, final = _sums_parts(
-        "ce_query", table, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens, variable=None,
-        variable_edges=None, variable_bins=None, categorical=False, reserved=("n", name),
-    )
-    return _finalize("ce_query", ctes, keys, final, p, name)
+    req = _request("ce_query", "ce" if name is None else name, prob=prob, label=label, by=by, bins=bins,
+                   closed=closed, lens=lens, p=p)
+    return _finalize(req, *_sums_parts(req, table, ("n", req.name)))
 
 
 def ece_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
@@ -476,14 +444,14 @@ def vece_query(
     Categorical / Boolean variables). ``p="inf"`` gives VMCE. ``lens`` as
     :func:`sums_query` (default the positive class, ``"class:1"``).
     """
-    name = _figure_name("vece_query", name, "vece")
+    func = "vece_query"
     if variable is None:
-        raise bad_param("vece_query", "variable", "a column name", variable)
-    ctes, keys, final = _sums_parts(
-        "vece_query", table, prob=prob, label=label, by=by, bins=15, closed=closed, lens=lens, variable=variable,
-        variable_edges=edges, variable_bins=bins, categorical=categorical, reserved=("n", name),
-    )
-    return _finalize("vece_query", ctes, keys, final, p, name)
+        raise bad_param(func, "variable", "a column name", variable)
+    _variable_modes(func, variable, edges, bins, categorical)
+    req = _request(func, "vece" if name is None else name, prob=prob, label=label, by=by, bins=15, closed=closed,
+                   lens=lens, p=p, variable=variable, variable_edges=edges, variable_bins=bins, edges_param="edges",
+                   bins_param="bins")
+    return _finalize(req, *_sums_parts(req, table, ("n", req.name), categorical))
 
 
 def quantile_edges_query(table: Table, variable: str, *, bins: int = 10, by: Columns = None) -> str:

@@ -307,7 +307,7 @@ def test_identifier_quoting(engine, df):
 
 def test_literals_round_trip():
     for x in [0.1, 1 / 3, 1e-300, 5e-324, 2.0**-40, 1 - 2**-53, 0.0, 1.0, 7 / 15, 1e16]:
-        s = sql._lit(x)
+        s = calframe._render.lit(x)
         assert "e" in s and float(s) == x
 
 
