@@ -174,13 +174,13 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
             lensed = L.class_lens(scored, c) if req.lens.kind == "marginal" else L.scalar(scored, req.lens, req.func)
             return binned_sums(*lensed, scored, binning)[0]
 
-        return F.ce(req, sums_of, scored.n_classes, scored.weight_scale)
+        return F.binned(req, sums_of, scored.n_classes, scored.weight_scale)
 
     return figure
 
 
-def _run_ce(req: R.Request, frame: Frame, figures: dict[str, Figure] | None = None) -> Result:
-    """A CE_p request on any frame: the Dask engine, streamed sums for a LazyFrame that can stream, else the
+def _run_binned(req: R.Request, frame: Frame, figures: dict[str, Figure] | None = None) -> Result:
+    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the Dask engine, streamed sums for a LazyFrame that can stream, else the
     eager engine."""
     if is_dask_frame(frame):
         return _dask().run(frame, req)
@@ -190,7 +190,7 @@ def _run_ce(req: R.Request, frame: Frame, figures: dict[str, Figure] | None = No
                            weights=req.weights, nulls=req.nulls, lens=req.lens, binning=req.binning, ci=req.ci)
         if streamed is not None:
             sums, keys, counts, scale = streamed
-            return _streamed_result(F.ce(req, lambda c: sums, 1, scale), keys, counts, req.name, req.func)
+            return _streamed_result(F.binned(req, lambda c: sums, 1, scale), keys, counts, req.name, req.func)
     return _evaluate(req, frame, figures or {req.name: _ce_figure(req)})
 
 
@@ -358,7 +358,7 @@ def ce(
     req = R.ce(func, name or "ce", prob=prob, label=label, by=by, weights=weights, nulls=nulls, p=p, lens=lens,
                distance=distance, estimator=estimator, squared=squared, binning=binning, bins=bins, closed=closed,
                n_resamples=n_resamples, ci=ci, n_boot=n_boot, seed=seed)
-    return _run_ce(req, frame)
+    return _run_binned(req, frame)
 
 
 def _stream(frame: Frame, func: str, *, variable: str | None = None, **kw: Any):
@@ -715,7 +715,7 @@ def vece(
     figures = {v: _ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
     if req.lens.kind == "marginal" and not is_dask_frame(frame):
         return _evaluate(req, frame, figures if req.several else {name: figures[req.variables[0]]})
-    return _run_ce(req, frame, figures if req.several else {name: figures[req.variables[0]]})
+    return _run_binned(req, frame, figures if req.several else {name: figures[req.variables[0]]})
 
 
 def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binner:

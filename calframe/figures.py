@@ -51,6 +51,17 @@ def ce(req: Request, sums_of: Callable[[int], np.ndarray], n_classes: int,
     return combine_marginal(per_class, req.p, req.estimator, np.full(n_classes, 1.0 / n_classes))
 
 
+#: the figures computed from per (group, bin) sums, by Request.kind: ``(request, sums_of, n_classes, count_scale)``
+#: -> one value per group (``sums_of(c)``: the sums of class c's lens for the marginal lens, else of the lens)
+BINNED: dict[str, Callable[..., np.ndarray]] = {"ce": ce}
+
+
+def binned(req: Request, sums_of: Callable[[int], np.ndarray], n_classes: int,
+           count_scale: float | np.ndarray = 1.0) -> np.ndarray:
+    """The request's figure from its per (group, bin) sums: what every engine calls once its sums are in."""
+    return BINNED[req.kind](req, sums_of, n_classes, count_scale)
+
+
 def companion(sums: np.ndarray) -> np.ndarray:
     """A companion figure (Brier score, log loss, accuracy): the weighted mean of its row values per group,
     from one-bin sums ``[sum w, sum w*value, .]``."""
