@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from conftest import as_flavour, signed_zero_keys_frame
 from polars.testing import assert_frame_equal as assert_polars_equal
 
 dask = pytest.importorskip("dask", reason="dask is not installed (pip install 'calframe[dask]')")
@@ -342,21 +343,7 @@ def test_apply_bad_input(data):
 # --------------------------------------------------------------------------- float keys: -0.0 is 0.0, NaN is null
 
 
-def _signed_zero_keys(n: int = 240, seed: int = 7) -> "pl.DataFrame":
-    """A string key (with null and "") beside a float key holding 0.0, -0.0, NaN and null, both signs of zero in
-    every partition and string group, in different orders (spec section 8: -0.0 is 0.0, NaN is the null key)."""
-    rng = np.random.default_rng(seed)
-    probs = rng.dirichlet(np.ones(3), n)
-    return pl.DataFrame({
-        "p0": probs[:, 0], "p1": probs[:, 1], "p2": probs[:, 2], "cls": rng.integers(0, 3, n),
-        "v": rng.normal(0, 1, n),
-        "s": pl.Series(rng.choice(np.array(["a", "", "b", None], dtype=object), n).tolist(), dtype=pl.String),
-        "x": pl.Series(rng.choice(np.array([0.0, -0.0, 1.5, np.nan, None], dtype=object), n).tolist(),
-                       dtype=pl.Float64),
-    })
-
-
-@pytest.mark.parametrize("arrow", [True, False], ids=["arrow", "numpy"])
+@pytest.mark.parametrize("flavour", ["pandas[pyarrow]", "pandas", "pandas[nullable]"])
 @pytest.mark.parametrize("func, kw", [
     ("ece", {}),                                                     # fixed bins: the sums pass alone
     ("ece", {"binning": "quantile", "lens": "class:2"}),             # exact edges: the histogram passes
@@ -364,12 +351,11 @@ def _signed_zero_keys(n: int = 240, seed: int = 7) -> "pl.DataFrame":
     ("reliability", {"binning": "equal_mass"}),
     ("brier", {}), ("log_loss", {}), ("accuracy", {}),
 ], ids=["ece", "ece-quantile", "vece", "reliability", "brier", "log_loss", "accuracy"])
-def test_signed_zero_and_nan_float_keys(client, func, kw, arrow):
+def test_signed_zero_and_nan_float_keys(client, func, kw, flavour):
     # Arrow-backed pandas groups 0.0 and -0.0 apart, and a Dask merge of partitions whose key levels held both
     # signs raised pandas' "cannot reindex on an axis with duplicate labels"
-    df = _signed_zero_keys()
-    pdf = df.to_pandas(use_pyarrow_extension_array=arrow)
-    ddf = dd.from_pandas(pdf, npartitions=3, sort=False)
+    df = signed_zero_keys_frame()
+    ddf = dd.from_pandas(as_flavour(df, flavour), npartitions=3, sort=False)
     args = {**MULTI, "by": ["s", "x"], **kw}
     got, want = getattr(ddf.calib, func)(**args), getattr(calframe, func)(df, **args)
     assert isinstance(got, pd.DataFrame)
