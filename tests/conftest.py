@@ -27,6 +27,7 @@ from typing import Any
 from pathlib import Path
 
 import numba
+import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
@@ -118,6 +119,21 @@ def as_flavour(df: pl.DataFrame, flavour: str) -> Any:
 
         return dd.from_pandas(df.to_pandas(), npartitions=2)
     raise AssertionError(flavour)
+
+
+def signed_zero_keys_frame(n: int = 240, seed: int = 7) -> pl.DataFrame:
+    """Three-class scores grouped by a String key (with null and "") and a Float64 key holding 0.0, -0.0, 1.5,
+    NaN and null in random order, so every run of rows meets both zeros under several String keys (spec
+    section 8: -0.0 is 0.0, NaN is the null key). Columns p0, p1, p2, cls (label), v (a numeric variable), s, x."""
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(3), n)
+    return pl.DataFrame({
+        "p0": probs[:, 0], "p1": probs[:, 1], "p2": probs[:, 2], "cls": rng.integers(0, 3, n),
+        "v": rng.normal(0, 1, n),
+        "s": pl.Series(rng.choice(np.array(["a", "", "b", None], dtype=object), n).tolist(), dtype=pl.String),
+        "x": pl.Series(rng.choice(np.array([0.0, -0.0, 1.5, np.nan, None], dtype=object), n).tolist(),
+                       dtype=pl.Float64),
+    })
 
 
 CONSTRUCTORS: dict[str, Constructor] = {

@@ -10,7 +10,10 @@ import os
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pytest
+from conftest import as_flavour, signed_zero_keys_frame
+from polars.testing import assert_frame_equal as assert_polars_equal
 
 dask = pytest.importorskip("dask", reason="dask is not installed (pip install 'calframe[dask]')")
 dd = pytest.importorskip("dask.dataframe", reason="dask[dataframe] is not installed (pip install 'calframe[dask]')")
@@ -335,3 +338,32 @@ def test_apply_bad_input(data):
     rec_v = calframe.fit(df, "tree", **BINARY, variable="age", max_depth=2)
     with pytest.raises(calframe.ColumnNotFoundError):
         ddf[["prob", "label"]].calib.apply(rec_v)
+
+
+# --------------------------------------------------------------------------- float keys: -0.0 is 0.0, NaN is null
+
+
+@pytest.mark.parametrize("flavour", ["pandas[pyarrow]", "pandas", "pandas[nullable]"])
+@pytest.mark.parametrize("func, kw", [
+    ("ece", {}),                                                     # fixed bins: the sums pass alone
+    ("ece", {"binning": "quantile", "lens": "class:2"}),             # exact edges: the histogram passes
+    ("vece", {"variable": "v", "bins": 12, "lens": "class:2"}),
+    ("reliability", {"binning": "equal_mass"}),
+    ("brier", {}), ("log_loss", {}), ("accuracy", {}),
+], ids=["ece", "ece-quantile", "vece", "reliability", "brier", "log_loss", "accuracy"])
+def test_signed_zero_and_nan_float_keys(client, func, kw, flavour):
+    # Arrow-backed pandas groups 0.0 and -0.0 apart, and a Dask merge of partitions whose key levels held both
+    # signs raised pandas' "cannot reindex on an axis with duplicate labels"
+    df = signed_zero_keys_frame()
+    ddf = dd.from_pandas(as_flavour(df, flavour), npartitions=3, sort=False)
+    args = {**MULTI, "by": ["s", "x"], **kw}
+    got, want = getattr(ddf.calib, func)(**args), getattr(calframe, func)(df, **args)
+    assert isinstance(got, pd.DataFrame)
+    assert_polars_equal(pl.from_pandas(got), want, check_dtypes=False, abs_tol=TOL, rel_tol=0)
+    # the groups by hand: -0.0 is 0.0 (shown as 0.0), NaN and null one missing key; one row each (reliability: per bin)
+    x = df["x"].fill_nan(None).to_numpy() + 0.0  # IEEE: -0.0 + 0.0 == +0.0
+    keys = {(s, None if v != v else float(v)) for s, v in zip(df["s"].to_list(), x)}
+    got_keys = [tuple(None if pd.isna(v) else v for v in row) for row in zip(got["s"].tolist(), got["x"].tolist())]
+    assert set(got_keys) == keys
+    assert len(got_keys) == len(keys) or func == "reliability"
+    assert not np.signbit(got["x"].to_numpy(dtype=np.float64, na_value=np.nan)).any()

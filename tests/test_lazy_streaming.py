@@ -21,6 +21,7 @@ from calframe.request import variable_binning as _variable_binning
 from calframe.binning import make_binning, uniform_bin_expr, uniform_edges
 from calframe.frames import lazy as LZ
 from calframe.metrics import Distance, ce_from_sums
+from conftest import signed_zero_keys_frame
 
 B = 5
 K3 = ["p0", "p1", "p2"]
@@ -248,6 +249,25 @@ def test_keys_keep_dtypes_and_sort_nulls_last(scan):
     })
     for by in ("k8", "u", "c", "flag", ["k8", "u"], ["flag", "c"]):
         assert_same(streamed("ece", scan(df), by=by), eager("ece", df, by=by))
+
+
+@pytest.mark.parametrize("func, kw", [
+    ("ece", {"lens": "class:2"}),
+    ("ece", {"binning": "quantile", "bins": 6}),
+    ("vece", {"variable": "v", "bins": 12, "lens": "class:2"}),
+], ids=["ece", "ece-quantile", "vece"])
+def test_signed_zero_and_nan_float_keys(scan, no_kernels, func, kw):
+    """A float key with 0.0, -0.0, NaN and null beside a String key with null and "": -0.0 is 0.0 (shown as
+    0.0), NaN is the null key, in the streaming queries as on the eager path (the keys that broke Dask)."""
+    df = signed_zero_keys_frame()
+    kw = dict(kw, prob=K3, label="cls", by=["s", "x"])
+    lf = scan(df)
+    install, undo = no_kernels
+    install()
+    got = streamed(func, lf, **kw)
+    undo()
+    assert_same(got, eager(func, df, **kw))
+    assert not np.signbit(got["x"].drop_nulls().to_numpy()).any() and not got["x"].is_nan().any()
 
 
 def test_array_argmax_ties_lowest_index():

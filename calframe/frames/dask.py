@@ -180,18 +180,23 @@ def _first_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return seen.to_numpy()[order], seen.index.to_numpy()[order]
 
 
-def _keys_of(frame: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
-    """The ``by`` columns of a user's frame under their positional internal names (key_names).
+def _keys_of(frame: pd.DataFrame, by: tuple[str, ...], rows: Any = slice(None)) -> pd.DataFrame:
+    """The ``by`` columns of ``frame``'s ``rows`` under their positional internal names (key_names), index 0..n-1.
 
     An Arrow dictionary column (a Polars Categorical converted to Arrow-backed pandas) becomes its values'
     Arrow type: Dask's merge cannot concatenate dictionary columns holding nulls. (The key table gets the
-    eager path's Categorical back from ``_Spec.key_types``.)
+    eager path's Categorical back from ``_Spec.key_types``.) A float key takes calframe's one key value
+    (``_columns.key_expr``): -0.0 is 0.0 and NaN is missing. Arrow-backed pandas groups 0.0 and -0.0 (and NaN
+    and null) apart, and Dask's merge of partitions whose keys held both zeros failed in pandas' index union.
     """
-    keys = frame[list(by)].set_axis(key_names(len(by)), axis=1)
+    keys = frame[list(by)].iloc[rows].set_axis(key_names(len(by)), axis=1).reset_index(drop=True)
     for c in keys.columns:
         dt = keys[c].dtype
         if isinstance(dt, pd.ArrowDtype) and pa.types.is_dictionary(dt.pyarrow_dtype):
             keys[c] = keys[c].astype(pd.ArrowDtype(dt.pyarrow_dtype.value_type))
+        elif pd.api.types.is_float_dtype(dt):
+            v = keys[c].to_numpy(dtype=np.float64, na_value=np.nan)
+            keys[c] = keys[c].where(v != 0, 0.0).where(~np.isnan(v), None)
     return keys
 
 
@@ -212,7 +217,7 @@ def _local_keys(pdf: pd.DataFrame, scored: Scored, by: tuple[str, ...]) -> tuple
     if not by:
         return None, [()]
     codes, first = _first_rows(scored.groups)  # group codes are 0..n_groups - 1, all present
-    keys = _keys_of(pdf, by).iloc[first].reset_index(drop=True)
+    keys = _keys_of(pdf, by, first)
     return keys, _key_tuples(keys)
 
 
@@ -240,7 +245,7 @@ def _marker(pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, dropped: int) ->
     """A row carrying the partition's count of null-dropped rows (fig = -1; keys of its first row for valid dtypes)."""
     if not dropped:
         return []
-    keys = _keys_of(pdf, spec.by).iloc[:1].reset_index(drop=True) if spec.by else None
+    keys = _keys_of(pdf, spec.by, slice(0, 1)) if spec.by else None
     return [_frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -1, DROP: dropped})]
 
 
