@@ -911,7 +911,7 @@ def run(ddf: Any, req: Request) -> Any:
     frame, groups, counts, info = _binned(ddf, spec)
     n_classes = int(frame[CLS].max()) + 1
     values = {
-        name: F.ce(req, lambda c, f=f: _figure_sums(spec, frame, groups, info["g"], info["bins"], f, c)[0],
+        name: F.binned(req, lambda c, f=f: _figure_sums(spec, frame, groups, info["g"], info["bins"], f, c)[0],
                    n_classes, info["weight_scale"])
         for f, name in enumerate(req.figure_names)
     }
