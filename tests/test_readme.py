@@ -1,29 +1,385 @@
-"""The README's quickstart and the pages whose examples are complete programs run as written."""
+"""Every code block of README.md and docs/*.md runs in the test suite, as written.
+
+``test_page`` runs one page: its code blocks in document order, with a fresh
+temporary directory as the working directory (examples write only there).
+
+- ```python blocks run in one namespace per page: a page reads as one session,
+  later blocks use what earlier ones defined. An expression whose trailing
+  comment is a number, or starts with one and a colon
+  (``calframe.ece(df)   # 0.0114: ...``), is checked: its value, rounded to
+  that many decimals, must be that number.
+- ```bash, ```sh and ```console blocks (and indented blocks whose first word is a
+  command below): one command per line (``\\`` continues a line, ``#`` starts a
+  comment; in ```console only ``$ `` lines are commands, the rest is output).
+  ``calframe ...`` runs as ``python -m calframe ...`` would, in this process
+  (``runpy``: no interpreter start-up per command), and must exit 0; ``calframe
+  demo``, which reads nothing, runs once per session. Commands that install,
+  build or change the checkout are checked instead of run: ``make T`` (T is a
+  Makefile target), ``pip install`` (each ``[extra]`` of calframe is in
+  pyproject.toml's optional dependencies), ``git S`` (S is a git command),
+  ``python`` / ``.venv/bin/python path.py [--opt]`` (the script exists and
+  names each option). Any other command fails: give it a rule here first.
+- A fenced block needs a language (python, a shell above, or text).
+- ```text blocks are output or diagrams. Output in a section that names a
+  script ``docs/examples/X.py`` above the block is compared, row by row, with
+  what the script prints (``test_example_output``); the Adult examples need
+  ../shared/data and skip without it, as tests/test_oracles.py.
+- Pages that import a test extra (dask, duckdb, matplotlib) load it with
+  ``pytest.importorskip``: ``--require-extras`` (``make test``) turns a missing
+  one into a failure. A block importing a module no extra provides (pyspark)
+  runs only where that module is installed (``test_block_needing``), after the
+  blocks before it; ``test_page`` runs the rest of the page without it.
+"""
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import importlib.util
+import io
+import os
 import re
+import runpy
+import shlex
+import subprocess
+import sys
+import tokenize
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import polars as pl
 import pytest
 
+import calframe
+
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
-#: docs pages whose python blocks run as written (each block on its own; they write only to temporary directories)
-RUNNABLE_DOCS = [ROOT / "docs" / "expressions.md"]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+EXAMPLES = ROOT / "docs" / "examples"
+ADULT = ROOT.parent / "shared" / "data" / "variable-wise-calibration" / "adult_out.csv"
+#: examples that read the Adult outputs of ../shared (no licence to redistribute them)
+NEEDS_ADULT = {"adult_variable", "adult_local"}
+#: modules a page may import that come with a test extra (pytest.importorskip), by the module imported
+EXTRA_MODULES = {"dask": "dask", "distributed": "distributed", "duckdb": "duckdb", "matplotlib": "matplotlib",
+                 "calframe.plot": "matplotlib", "calframe.frames.dask": "dask"}
+#: modules no extra provides: their blocks run only where they are installed
+NOT_INSTALLED = {"pyspark": "no Spark in the test environment (not a calframe extra)"}
+SHELL = {"bash", "sh", "shell", "console"}
+COMMANDS = {"calframe", "make", "pip", "git", "python", "python3", ".venv/bin/python"}
+#: `calframe demo` command lines already run in this session
+DEMOS_RUN: set[tuple[str, ...]] = set()
 
 
-def run_blocks(path: Path) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
-    assert blocks, f"{path.name} has no python block"
-    for block in blocks:
-        exec(compile(block, str(path), "exec"), {})
+@dataclass(frozen=True)
+class Block:
+    lang: str     # "python", "bash", "text", ...; "indented" for an indented block of commands
+    line: int     # line of the block's first line of code in the page (1-based)
+    code: str
+    script: str | None = None  # a text block: the docs/examples script whose output it shows
 
 
-def test_readme_quickstart_runs():
-    run_blocks(README)
+def blocks(path: Path) -> list[Block]:
+    """The fenced blocks of a page, and its indented blocks that start with a command."""
+    lines = path.read_text().splitlines()
+    out: list[Block] = []
+    script = None  # the last docs/examples/X.py named in the current section
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = re.match(r"( *)```\s*(\w*)", line)
+        if fence:
+            indent, lang = len(fence.group(1)), fence.group(2).lower()
+            j = i + 1
+            while j < len(lines) and not re.match(r" *```\s*$", lines[j]):
+                j += 1
+            assert j < len(lines), f"{path.name}:{i + 1}: unclosed code fence"
+            code = "\n".join(text[indent:] for text in lines[i + 1:j]) + "\n"
+            out.append(Block(lang, i + 2, code, script if lang == "text" else None))
+            i = j + 1
+            continue
+        if line.startswith("#"):
+            script = None
+        script = ([*re.findall(r"docs/examples/(\w+)\.py", line)] or [script])[-1]
+        if line.startswith("    ") and line.strip() and (i == 0 or not lines[i - 1].strip()):
+            j = i
+            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                j += 1
+            code = "\n".join(text[4:] for text in lines[i:j]).strip("\n") + "\n"
+            try:
+                words = _split(code.splitlines()[0])
+            except ValueError:  # prose with an apostrophe
+                words = []
+            if words and words[0] in COMMANDS:
+                out.append(Block("indented", i + 1, code))
+            i = j
+            continue
+        i += 1
+    return out
 
 
-@pytest.mark.parametrize("page", RUNNABLE_DOCS, ids=lambda p: p.name)
-def test_docs_examples_run(page):
-    run_blocks(page)
+def _split(line: str) -> list[str]:
+    return shlex.split(line, comments=True)
+
+
+def imported(block: Block) -> set[str]:
+    """Every module a python block imports, with its parent packages."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(block.code)):
+        if isinstance(node, ast.Import):
+            mods = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            mods = [node.module]
+        else:
+            continue
+        for mod in mods:
+            parts = mod.split(".")
+            names.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+    return names
+
+
+def missing_module(block: Block) -> str | None:
+    """Why ``block`` cannot run here (it imports a module no extra provides, and it is absent), else None."""
+    if block.lang != "python":
+        return None
+    for mod in sorted(imported(block) & set(NOT_INSTALLED)):
+        if importlib.util.find_spec(mod) is None:
+            return f"{mod}: {NOT_INSTALLED[mod]}"
+    return None
+
+
+# ---------------------------------------------------------------- python
+
+
+def quoted_numbers(code: str) -> dict[int, str]:
+    """Line -> the number a trailing comment is, or starts with before a colon (``x  # 0.0114: ...``)."""
+    out = {}
+    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        if tok.type == tokenize.COMMENT:
+            m = re.match(r"#\s*(-?\d+\.\d+)\s*(?::|$)", tok.string)
+            if m:
+                out[tok.start[0]] = m.group(1)
+    return out
+
+
+def run_python(path: Path, block: Block, namespace: dict) -> None:
+    source = "\n" * (block.line - 1) + block.code  # tracebacks point at the page's own lines
+    numbers = quoted_numbers(source)
+    for stmt in ast.parse(source, str(path)).body:
+        expected = numbers.get(stmt.end_lineno)
+        if expected is None:
+            exec(compile(ast.Module([stmt], []), str(path), "exec"), namespace)
+            continue
+        assert isinstance(stmt, ast.Expr), f"{path.name}:{stmt.lineno}: a quoted number follows an expression"
+        value = eval(compile(ast.Expression(stmt.value), str(path), "eval"), namespace)
+        decimals = len(expected.split(".")[1])
+        assert round(float(value), decimals) == float(expected), (
+            f"{path.name}:{stmt.lineno}: {ast.unparse(stmt)} is {value!r}, the page says {expected}")
+
+
+# ---------------------------------------------------------------- commands
+
+
+def commands(block: Block) -> list[tuple[int, str]]:
+    """(line, command) of a shell block."""
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for k, text in enumerate(block.code.splitlines()):
+        if block.lang == "console" and not pending:
+            if not text.startswith("$ "):
+                continue  # output
+            text = text[2:]
+        if not pending:
+            start = block.line + k
+        if text.rstrip().endswith("\\"):
+            pending += text.rstrip()[:-1] + " "
+            continue
+        line, pending = pending + text, ""
+        if _split(line):
+            out.append((start, line))
+    return out
+
+
+def makefile_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return {m for m in re.findall(r"^([A-Za-z0-9_-]+)\s*:(?!=)", text, flags=re.M)}
+
+
+def extras() -> set[str]:
+    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+
+
+def check_script(where: str, args: list[str]) -> None:
+    """``python path.py [--opt ...]``: the script exists and names each option."""
+    assert args and args[0].endswith(".py"), f"{where}: python runs a script here: {args}"
+    script = ROOT / args[0]
+    assert script.is_file(), f"{where}: {args[0]} does not exist"
+    source = script.read_text()
+    for opt in re.findall(r"--[\w-]+", " ".join(args[1:])):
+        assert f'"{opt}"' in source or f"'{opt}'" in source, f"{where}: {args[0]} has no option {opt}"
+
+
+def run_main(target: str, args: list[str], runner) -> tuple[int, str, str]:
+    """Run a module (``runpy.run_module``) or script (``runpy.run_path``) as ``python`` runs it (``__main__``,
+    ``sys.argv``), in this process (no interpreter start-up, kernels already loaded): (exit code, stdout, stderr)."""
+    out, err, argv = io.StringIO(), io.StringIO(), sys.argv
+    sys.argv = [target, *args]
+    try:
+        with pl.Config(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            runner(target, run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = argv
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_command(where: str, line: str) -> None:
+    words = _split(line)
+    cmd, args = words[0], words[1:]
+    if cmd == "calframe":
+        if args[:1] == ["demo"] and tuple(args) in DEMOS_RUN:
+            return  # reads nothing, seeded: the same demo twice tests nothing new
+        code, out, err = run_main("calframe", args, runpy.run_module)
+        assert code == 0, f"{where}: `{line}` exited {code}:\n{err}"
+        if args[:1] == ["demo"]:
+            DEMOS_RUN.add(tuple(args))
+    elif cmd == "make":
+        targets = [a for a in args if not a.startswith("-") and "=" not in a]
+        assert targets and set(targets) <= makefile_targets(), f"{where}: `{line}`: not a Makefile target"
+    elif cmd == "pip":
+        assert args[:1] == ["install"], f"{where}: `{line}`: only pip install is documented"
+        for spec in args[1:]:
+            m = re.fullmatch(r"(calframe|\.)\[([\w,-]+)\]", spec)
+            if m:
+                unknown = set(m.group(2).split(",")) - extras()
+                assert not unknown, f"{where}: `{line}`: calframe has no extra {sorted(unknown)}"
+    elif cmd == "git":
+        res = subprocess.run(["git", args[0], "-h"], capture_output=True, text=True)
+        assert "is not a git command" not in res.stderr, f"{where}: `{line}`: not a git command"
+    elif cmd in {"python", "python3", ".venv/bin/python"}:
+        check_script(where, args)
+    else:
+        pytest.fail(f"{where}: `{line}`: no rule for {cmd!r} commands in tests/test_readme.py")
+
+
+# ---------------------------------------------------------------- pages
+
+
+def run_page(path: Path, skip: set[int], stop: int | None = None) -> dict:
+    """Run the page's blocks (but those at the lines in ``skip``) up to the line ``stop``; the namespace."""
+    page = blocks(path)
+    for mod in sorted({EXTRA_MODULES[m] for b in page if b.lang == "python" for m in imported(b) & set(EXTRA_MODULES)}):
+        pytest.importorskip(mod)
+    namespace: dict = {"__name__": "__main__"}
+    with pl.Config():  # a page's pl.Config settings end with it
+        for block in page:
+            if stop is not None and block.line > stop:
+                break
+            if block.line in skip:
+                continue
+            if block.lang == "python":
+                run_python(path, block, namespace)
+            elif block.lang in SHELL | {"indented"}:
+                for line, command in commands(block):
+                    run_command(f"{path.name}:{line}", command)
+            else:
+                assert block.lang == "text", f"{path.name}:{block.line}: a code block without a rule: ```{block.lang}"
+    return namespace
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CALIB_KEY", "a secret shared by who saves and who loads")  # recalibration.md signs with it
+    yield tmp_path
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_page(path, in_tmp):
+    skip = {b.line for b in blocks(path) if missing_module(b)}
+    namespace = run_page(path, skip)
+    if path.name in AFTER:
+        AFTER[path.name](namespace)
+
+
+NEEDING = [(p, b) for p in PAGES for b in blocks(p) if b.lang == "python" and imported(b) & set(NOT_INSTALLED)]
+
+
+@pytest.mark.parametrize("path,block", NEEDING, ids=[f"{p.name}:{b.line}" for p, b in NEEDING])
+def test_block_needing(path, block, in_tmp):
+    reason = missing_module(block)
+    if reason:
+        pytest.skip(reason)
+    run_page(path, set(), stop=block.line)
+
+
+def test_every_block_is_run():
+    """No block is left out: each fenced block has a language the runner knows, and each example script is checked."""
+    shown = set()
+    for path in PAGES:
+        for block in blocks(path):
+            assert block.lang in {"python", "text", "indented"} | SHELL, (
+                f"{path.name}:{block.line}: ```{block.lang or '(no language)'}: give the block python, bash or text")
+            shown.add(block.script)
+    assert {p.stem for p in EXAMPLES.glob("*.py")} <= shown, "a docs/examples script whose output no page shows"
+
+
+# ---------------------------------------------------------------- example scripts
+
+
+def numeric_rows(text: str) -> list[tuple[str, ...]]:
+    """The numbers with 4 decimals of each line that has some (a table's figures, as printed)."""
+    rows = [tuple(re.findall(r"(?<![\w.])-?\d+\.\d{4}(?![\d])", line)) for line in text.splitlines()]
+    return [r for r in rows if r]
+
+
+def shown_outputs(script: str) -> list[tuple[Path, Block]]:
+    return [(p, b) for p in PAGES for b in blocks(p) if b.script == script]
+
+
+@pytest.mark.parametrize("script", sorted(p.stem for p in EXAMPLES.glob("*.py")))
+def test_example_output(script, monkeypatch):
+    """Each table a page shows under ``docs/examples/X.py`` is what X.py prints: each row's figures, in order."""
+    if script in NEEDS_ADULT and not ADULT.exists():
+        pytest.skip(f"needs the Adult outputs in {ADULT} (../shared, not redistributed)")
+    script_path = str(EXAMPLES / f"{script}.py")
+    monkeypatch.chdir(ROOT)  # the scripts read tests/data and ../shared from the repository root
+    code, out, err = run_main(script_path, [], runpy.run_path)
+    assert code == 0, err
+    printed = numeric_rows(out)
+    for path, block in shown_outputs(script):
+        pos = 0
+        for row in numeric_rows(block.code):
+            found = next((k for k in range(pos, len(printed)) if _contains(printed[k], row)), None)
+            assert found is not None, (f"{path.name}:{block.line}: the row with {row} is not what "
+                                       f"docs/examples/{script}.py prints (in order):\n{out}")
+            pos = found + 1
+
+
+def _contains(printed: tuple[str, ...], row: tuple[str, ...]) -> bool:
+    return any(printed[k:k + len(row)] == row for k in range(len(printed) - len(row) + 1))
+
+
+# ---------------------------------------------------------------- page-specific checks
+
+
+def check_spark_recipe(ns: dict) -> None:
+    """The calframe half of the PySpark recipe, with pyarrow batches and a pandas group-by standing in for Spark."""
+    import pyarrow as pa
+
+    df = calframe.datasets.grouped_miscalibration(n=3_000, seed=5)
+    batches = pa.Table.from_pandas(df.to_pandas()).to_batches(max_chunksize=700)  # five "partitions"
+    parts = pd.concat([b.to_pandas() for b in ns["partition_sums"](iter(batches))])
+    sums = parts.groupby(["region", "bin"], as_index=False)[["n", "sum_conf", "sum_acc"]].sum()
+    got = ns["finalize"](sums)
+    want = calframe.ece(df, by="region").to_pandas()
+    assert got["region"].tolist() == want["region"].tolist()
+    np.testing.assert_allclose(got["ece"], want["ece"], rtol=1e-12)
+
+
+AFTER = {"scaling-out-dask.md": check_spark_recipe}
