@@ -1248,33 +1248,11 @@ def gece(
     True
     """
     G = _gece_module()
-    func = "gece"
-    pv = R.p_value(func, p)
-    if binning not in ("uniform", "adaptive"):
-        raise bad_param(func, "binning", "'uniform' or 'adaptive'", binning)
-    if binning == "uniform" and (isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1):
-        raise bad_param(func, "bins", "an int >= 1", bins)
-    if binning == "adaptive" and (isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma > 0):
-        raise bad_param(func, "gamma", "a number > 0 (the smallest bin as a fraction of the rows)", gamma)
-    if output_between is not None:
-        if not (isinstance(output_between, (tuple, list)) and len(output_between) == 2):
-            raise bad_param(func, "output_between", "a pair (low, high)", output_between)
-        if output_between[0] > output_between[1]:
-            raise ParameterError(f"The 'output_between' parameter of {func} must have low <= high. "
-                                 f"Got {tuple(output_between)}.")
-    lens_name = lens if lens in ("top1", "topk", "full", "grouping", "marginal") else None
-    scalar_lens = None  # class:c or the default, resolved per input by lenses.resolve_lens
-    if lens_name is None:
-        scalar_lens = L.parse_lens(func, lens)
-        if scalar_lens.kind not in ("class", "auto"):
-            raise bad_param(func, "lens", "None, 'top1', 'class:<c>', 'topk', 'full', 'grouping' or 'marginal'",
-                            lens)
-    if lens == "topk" and k is None:
-        raise ParameterError(f"The 'lens' parameter of {func}: lens='topk' needs k=<number of classes to keep>.")
-    if lens == "grouping" and groups is None:
-        raise ParameterError(f"The 'lens' parameter of {func}: lens='grouping' needs groups=[[...], [...]].")
-    dist = _gece_distance(func, distance)
-    binning_ = ("uniform", int(bins)) if binning == "uniform" else ("adaptive", float(gamma))
+    req = R.gece(prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens, k=k, groups=groups,
+                 distance=distance, p=p, binning=binning, bins=bins, gamma=gamma, output_between=output_between,
+                 ci=ci, n_boot=n_boot, seed=seed)
+    func, o = req.func, req.options
+    pv, dist, binning_, scalar_lens = req.p, o.distance, o.binning, o.scalar_lens
 
     def lensed(scored: Scored, c: int | None = None):
         if c is not None:
@@ -1315,8 +1293,6 @@ def gece(
         return _select_rows(scored, func, labels_in, output, output_between)
 
     frame = _where(frame, where, func)
-    R.check_ci(func, ci, n_boot, seed)
-    req = R.Request(func, "gece", "gece", prob, label, by, weights, nulls, ci=ci, n_boot=n_boot, seed=seed)
     return _evaluate(req, frame, {"gece": figure}, prepare=select)
 
 
@@ -1325,26 +1301,6 @@ def _gece_module():
     from . import generalized
 
     return generalized
-
-
-def _gece_distance(func: str, distance: Any) -> Any:
-    G = _gece_module()
-
-    if distance in ("tvd", "l2"):
-        return distance
-    if isinstance(distance, tuple) and distance and distance[0] == "mahalanobis" and len(distance) == 2:
-        try:
-            return G.mahalanobis(distance[1])
-        except ValueError as exc:
-            raise E.bad_distance(func, exc) from None
-    if isinstance(distance, tuple) and distance and distance[0] == "interval" and len(distance) == 3:
-        try:
-            return G.interval(float(distance[1]), float(distance[2]))
-        except ParameterError as exc:
-            raise E.bad_distance(func, exc) from None
-    if isinstance(distance, G.VectorDistance):
-        return distance
-    raise bad_param(func, "distance", "'tvd', 'l2', ('mahalanobis', M) or ('interval', l, h)", distance)
 
 
 # --------------------------------------------------------------------------- local calibration (Luo et al.)

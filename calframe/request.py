@@ -63,6 +63,8 @@ class Request:
     ci: float | None = None
     n_boot: int = 1000
     seed: int | None = 0
+    #: a family's own settings (e.g. :class:`GeceOptions`)
+    options: Any = None
 
     @property
     def variable(self) -> str | None:
@@ -316,3 +318,101 @@ def summary_parts(req: Request) -> dict[str, Request]:
         "rmsce": replace(req, kind="ce", p=2.0),
         "ce_debiased": replace(req, kind="ce", p=2.0, estimator="debiased", binning=debiased_bins),
     }
+
+
+# --------------------------------------------------------------------------- generalized ECE (vector lenses)
+
+
+@dataclass(frozen=True)
+class GeceOptions:
+    """gece's own settings: a vector lens (``top1``, ``topk``, ``full``, ``grouping``, ``marginal``) or, for
+    ``class:c`` and the default, ``scalar_lens``; the distance between vectors; ``binning``: ``("uniform", bins)``
+    or ``("adaptive", gamma)``."""
+
+    lens: str | None
+    scalar_lens: L.Lens | None
+    k: int | None
+    groups: Any
+    distance: Any
+    binning: tuple[str, float]
+    output_between: tuple[float, float] | None
+
+
+VECTOR_LENSES = ("top1", "topk", "full", "grouping", "marginal")
+
+
+def gece_distance(func: str, distance: Any) -> Any:
+    """``'tvd'``, ``'l2'``, ``('mahalanobis', M)``, ``('interval', l, h)`` or a vector distance."""
+    from . import generalized as G
+
+    if distance in ("tvd", "l2"):
+        return distance
+    if isinstance(distance, tuple) and distance and distance[0] == "mahalanobis" and len(distance) == 2:
+        try:
+            return G.mahalanobis(distance[1])
+        except ValueError as exc:
+            raise E.bad_distance(func, exc) from None
+    if isinstance(distance, tuple) and distance and distance[0] == "interval" and len(distance) == 3:
+        try:
+            return G.interval(float(distance[1]), float(distance[2]))
+        except ParameterError as exc:
+            raise E.bad_distance(func, exc) from None
+    if isinstance(distance, G.VectorDistance):
+        return distance
+    raise bad_param(func, "distance", "'tvd', 'l2', ('mahalanobis', M) or ('interval', l, h)", distance)
+
+
+def gece(
+    *,
+    prob: Columns = None,
+    label: str | None = None,
+    by: Columns = None,
+    weights: str | None = None,
+    nulls: str = "raise",
+    lens: Any = None,
+    k: Any = None,
+    groups: Any = None,
+    distance: Any = "tvd",
+    p: Any = 1,
+    binning: Any = "uniform",
+    bins: Any = 15,
+    gamma: Any = 0.1,
+    output_between: Any = None,
+    ci: Any = None,
+    n_boot: Any = 1000,
+    seed: Any = 0,
+) -> Request:
+    """The generalized ECE: p, binning (uniform bins or adaptive gamma), the output range, the lens (vector lenses
+    and their k / groups), the distance, then ci / n_boot / seed."""
+    func = "gece"
+    pv = p_value(func, p)
+    if binning not in ("uniform", "adaptive"):
+        raise bad_param(func, "binning", "'uniform' or 'adaptive'", binning)
+    if binning == "uniform" and (isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1):
+        raise bad_param(func, "bins", "an int >= 1", bins)
+    if binning == "adaptive" and (isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma > 0):
+        raise bad_param(func, "gamma", "a number > 0 (the smallest bin as a fraction of the rows)", gamma)
+    if output_between is not None:
+        if not (isinstance(output_between, (tuple, list)) and len(output_between) == 2):
+            raise bad_param(func, "output_between", "a pair (low, high)", output_between)
+        if output_between[0] > output_between[1]:
+            raise ParameterError(f"The 'output_between' parameter of {func} must have low <= high. "
+                                 f"Got {tuple(output_between)}.")
+    lens_name = lens if lens in VECTOR_LENSES else None
+    scalar = None  # class:c or the default, resolved per input by lenses.resolve_lens
+    if lens_name is None:
+        scalar = L.parse_lens(func, lens)
+        if scalar.kind not in ("class", "auto"):
+            raise bad_param(func, "lens", "None, 'top1', 'class:<c>', 'topk', 'full', 'grouping' or 'marginal'",
+                            lens)
+    if lens == "topk" and k is None:
+        raise ParameterError(f"The 'lens' parameter of {func}: lens='topk' needs k=<number of classes to keep>.")
+    if lens == "grouping" and groups is None:
+        raise ParameterError(f"The 'lens' parameter of {func}: lens='grouping' needs groups=[[...], [...]].")
+    dist = gece_distance(func, distance)
+    binning_ = ("uniform", int(bins)) if binning == "uniform" else ("adaptive", float(gamma))
+    check_ci(func, ci, n_boot, seed)
+    options = GeceOptions(lens_name, scalar, k, groups, dist, binning_,
+                          None if output_between is None else tuple(output_between))
+    return Request(func, "gece", func, prob, label, by, weights, nulls, p=pv, ci=ci, n_boot=n_boot, seed=seed,
+                   options=options)
