@@ -186,11 +186,9 @@ def _run_binned(req: R.Request, frame: Frame, figures: dict[str, Figure] | None 
         return _dask().run(frame, req)
     if req.variable is not None or not req.variables:
         check_by_names(req.func, req.by, F.result_columns(req), frame)
-        streamed = _stream(frame, req.func, variable=req.variable, prob=req.prob, label=req.label, by=req.by,
-                           weights=req.weights, nulls=req.nulls, lens=req.lens, binning=req.binning, ci=req.ci)
+        streamed = _stream(frame, req)
         if streamed is not None:
-            sums, keys, counts, scale = streamed
-            return _streamed_result(F.binned(req, lambda c: sums, 1, scale), keys, counts, req.name, req.func)
+            return streamed
     return _evaluate(req, frame, figures or {req.name: _ce_figure(req)})
 
 
@@ -220,7 +218,8 @@ def _evaluate(
     scalar: bool = True,
     prepare: Callable[[Scored], Scored] | None = None,
 ) -> Result:
-    """The eager engine: resolve -> figures (-> bootstrap) -> :func:`figures.shape`."""
+    """The eager engine: resolve -> figures (-> bootstrap) -> :func:`figures.shape`. A LazyFrame is collected
+    (its needed columns) and the result returned as a LazyFrame (one row, ``n`` and the figure, for a float)."""
     check_by_names(req.func, req.by, output_columns(list(figures), req.ci, req.long), frame)
     scored = resolve(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
                      nulls=req.nulls, extra=list(req.variables))
@@ -231,7 +230,9 @@ def _evaluate(
             check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
     values = {name: f(scored) for name, f in figures.items()}
     bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed) if req.ci is not None else {}
-    return F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar)
+    lazy = isinstance(frame, pl.LazyFrame)  # collected for these figures: the result is a LazyFrame again
+    out = F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
+    return out.lazy() if lazy else out
 
 
 #: rows processed per batch of bootstrap replicates
@@ -345,7 +346,9 @@ def ce(
 
     Returns
     -------
-    float, or a frame with one row per group (``by``) or with ``ci`` bounds.
+    float, or a frame with one row per group (``by``) or with ``ci`` bounds. A ``pl.LazyFrame`` input gives a
+    ``pl.LazyFrame`` (spec section 8, "Lazy in, lazy out"): streamed when collected, one row (``n`` and the
+    figure) without ``by``; with ``ci``, the marginal lens or List probabilities the frame is collected first.
 
     Examples
     --------
@@ -361,27 +364,33 @@ def ce(
     return _run_binned(req, frame)
 
 
-def _stream(frame: Frame, func: str, *, variable: str | None = None, **kw: Any):
-    """Per (group, bin) sums of a LazyFrame by Polars' streaming engine, or None when the call needs the rows.
+def _stream(frame: Frame, req: R.Request) -> pl.LazyFrame | None:
+    """A LazyFrame's figure as a LazyFrame (spec section 8, "Lazy in, lazy out"), or None when the call needs the
+    rows in memory.
 
-    (frames/lazy.py: uniform, explicit-edge, quantile and equal-mass bins, scalar lenses, one
-    variable, no bootstrap; bad input raises the eager path's errors.)
+    The plan is read from the schema now (a missing column raises here, as the parameters already have); when
+    the result is collected, Polars' streaming engine computes the per (group, bin) sums (frames/lazy.py:
+    uniform, explicit-edge, quantile and equal-mass bins, scalar lenses, one variable, no bootstrap; bad data
+    raises the eager path's errors there) and :func:`figures.binned` finalizes them. The result has the group
+    columns (with ``by``), ``n`` and the figure: one row without ``by``.
     """
-    if not isinstance(frame, pl.LazyFrame) or kw.get("ci") is not None:
+    if not isinstance(frame, pl.LazyFrame) or req.ci is not None:
         return None
     from .frames import lazy as LZ
 
-    if not LZ.supports(frame, variable=variable, **kw):
+    kw = dict(prob=req.prob, label=req.label, by=req.by, weights=req.weights, nulls=req.nulls, lens=req.lens,
+              binning=req.binning)
+    if not LZ.supports(frame, variable=req.variable, **kw):
         return None
-    kw.pop("ci", None)
-    return LZ.lazy_sums(frame, func=func, variable=variable, **kw)
+    plan = LZ.make_plan(frame, func=req.func, variable=req.variable, **kw)
+    schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
 
+    def run() -> pl.DataFrame:
+        sums, keys, counts, scale = LZ.lazy_sums(frame, func=req.func, variable=req.variable, **kw)
+        return F.shape(req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys, "polars",
+                       scalar=False)
 
-def _streamed_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, name: str,
-                     func: str) -> Result:
-    if keys is None:
-        return float(values[0])
-    return with_keys(func, keys, pl.DataFrame({"n": counts.astype(np.int64), name: values}))
+    return pl.defer(run, schema=schema)
 
 
 def ece(
@@ -537,6 +546,13 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray]) -> Callable[...,
     return metric
 
 
+#: the companions' docstrings end with this
+_COLLECTS = """
+A ``pl.LazyFrame`` is collected (its needed columns) and the result returned as a ``pl.LazyFrame`` (one row,
+``n`` and the figure, without ``by``).
+"""
+
+
 brier = _companion("brier", _brier_rows)
 brier.__doc__ = """Brier score: mean (p_1 - y)^2 for two classes (scikit-learn's brier_score_loss),
 mean over rows of sum_k (g_k - y_k)^2 for K > 2 (SPEC §7).
@@ -547,7 +563,7 @@ Examples
 >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
 >>> round(calframe.brier(df), 6)
 0.225
-"""
+""" + _COLLECTS
 
 log_loss = _companion("log_loss", _log_loss_rows)
 log_loss.__doc__ = """Log loss: mean of -ln g_y, probabilities clipped to [eps, 1 - eps] with
@@ -559,7 +575,7 @@ Examples
 >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
 >>> round(calframe.log_loss(df), 6)
 0.645575
-"""
+""" + _COLLECTS
 
 accuracy = _companion("accuracy", lambda s: L.top1(s)[1].astype(np.float64))
 accuracy.__doc__ = """Accuracy of the top-1 prediction (ties to the lowest class; binary: class 1 iff p > 0.5).
@@ -570,7 +586,7 @@ Examples
 >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
 >>> calframe.accuracy(df)
 0.75
-"""
+""" + _COLLECTS
 
 
 def summary(
@@ -595,7 +611,8 @@ def summary(
     ``weights`` are given), all four under ``lens``: by default ``class:1``
     (the positive class) for a single probability column and ``top1`` for
     class probabilities; then ``brier``, ``log_loss``; with ``ci``,
-    ``_lo``/``_hi`` bounds for each.
+    ``_lo``/``_hi`` bounds for each. A ``pl.LazyFrame`` is collected (its
+    needed columns) and the result returned as a ``pl.LazyFrame``.
 
     Examples
     --------
@@ -636,7 +653,8 @@ def reliability(
     label: accuracy for top1, frequency for ``class:c``) and ``gap`` =
     ``conf - acc`` (positive = over-confident). ``lens`` defaults to
     ``class:1`` (the positive class) for a single probability column and to
-    ``top1`` for class probabilities.
+    ``top1`` for class probabilities. A ``pl.LazyFrame`` is collected (its
+    needed columns) and the table returned as a ``pl.LazyFrame``.
 
     Examples
     --------
@@ -656,7 +674,8 @@ def reliability(
     counts = sums
     if scored.weights is not None:  # row counts beside the weighted sums
         counts, _ = binned_sums(conf, acc, replace(scored, weights=None), req.binning)
-    return F.to_flavor(F.reliability_table(sums, counts[..., 0], bins_, scored.keys), scored.flavor)
+    table = F.to_flavor(F.reliability_table(sums, counts[..., 0], bins_, scored.keys), scored.flavor)
+    return table.lazy() if isinstance(frame, pl.LazyFrame) else table  # collected: a LazyFrame again
 
 
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
@@ -696,6 +715,9 @@ def vece(
 
     ``variable`` may be a list: the result then has one row per (group,
     variable) with the variable's name in column ``variable``.
+
+    A ``pl.LazyFrame`` input gives a ``pl.LazyFrame``, streamed when collected for one variable with a scalar
+    lens and no ``ci`` (else the frame is collected first): see :func:`ce`.
 
     Examples
     --------

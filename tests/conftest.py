@@ -176,3 +176,18 @@ def adult_split() -> tuple[pd.DataFrame, pd.DataFrame]:
     df = pd.read_csv(ADULT, index_col=0)
     cal = df.sample(n=2500, replace=False, random_state=0)
     return cal, df.drop(cal.index)
+
+
+def collected(result: Any) -> Any:
+    """A call's result with a LazyFrame collected (a LazyFrame in gives a LazyFrame out; errors in its data are
+    raised when it is collected: docs/spec.md section 8, "Lazy in, lazy out")."""
+    return result.collect() if isinstance(result, pl.LazyFrame) else result
+
+
+def figure(result: Any) -> Any:
+    """The float of a call without ``by``: a LazyFrame's one-row result (``n`` and the figure) read back."""
+    if not isinstance(result, pl.LazyFrame):
+        return result
+    df = result.collect()
+    assert df.height == 1 and df.columns[0] == "n", df
+    return df.item(0, df.width - 1)

@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 import calframe
-from conftest import as_flavour
+from conftest import as_flavour, collected
 from calframe import (
     CalframeError,
     CalframeWarning,
@@ -126,7 +126,7 @@ def check_raises(
     assert issubclass(exc, CalframeError)
     before = snapshot(frame)
     with pytest.raises(exc, match=_all_parts(*parts)) as excinfo:
-        call(frame)
+        collected(call(frame))
     assert isinstance(excinfo.value, CalframeError)
     assert_no_numba(excinfo)
     assert_unchanged(frame, before)
@@ -413,15 +413,13 @@ def test_nulls_drop_warns_and_equals_dropping_by_hand(
     frame = as_flavour(dirty, flavour)
     before = snapshot(frame)
     with pytest.warns(CalframeWarning, match=r"\b7 rows\b.*null") as record:
-        got = func(frame, nulls="drop", **kwargs)
+        got = collected(func(frame, nulls="drop", **kwargs))
     assert len([w for w in record if issubclass(w.category, CalframeWarning)]) == 1
     assert_unchanged(frame, before)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CalframeWarning)  # nothing to drop: no warning
-        expected = func(as_flavour(clean, flavour), **kwargs)
-    # Polars' streaming engine (LazyFrame input) sums in an order that depends on the layout of the
-    # rows, so the dropped and the hand-cleaned frames agree to rounding there, bit for bit elsewhere
-    rel = 1e-12 if flavour == "lazy" else 0.0
+        expected = collected(func(as_flavour(clean, flavour), **kwargs))
+    rel = 0.0  # bit for bit, LazyFrames too (their sums are exact: spec section 8, "Exact sums")
     if isinstance(got, float):
         assert isinstance(expected, float)
         assert got == pytest.approx(expected, rel=rel, abs=0)

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 
 import calframe
+from conftest import figure
 from calframe import sql
 
 
@@ -58,16 +59,16 @@ def test_vece_default_is_the_positive_class_on_every_frame(aged, constructor):
     top = qcut_vece(*top1_binary(p, y), age)
     assert ref > 0.1 > 10 * top  # the top-label lens hides the age effect: the reason for the default
     frame = constructor(aged.to_dict(as_series=False))
-    assert calframe.vece(frame, "age") == pytest.approx(ref, rel=1e-12)
-    assert calframe.calib(frame).vece("age") == pytest.approx(ref, rel=1e-12)
-    assert calframe.vece(frame, "age", lens="top1") == pytest.approx(top, rel=1e-12)
+    assert figure(calframe.vece(frame, "age")) == pytest.approx(ref, rel=1e-12)
+    assert figure(calframe.calib(frame).vece("age")) == pytest.approx(ref, rel=1e-12)
+    assert figure(calframe.vece(frame, "age", lens="top1")) == pytest.approx(top, rel=1e-12)
 
 
 def test_ece_default_is_the_positive_class_on_every_frame(aged, constructor):
     p, y = aged["prob"].to_numpy(), aged["label"].to_numpy()
     frame = constructor(aged.to_dict(as_series=False))
-    assert calframe.ece(frame) == pytest.approx(uniform_ece(p, y.astype(float)), rel=1e-12)
-    assert calframe.ece(frame, lens="top1") == pytest.approx(uniform_ece(*top1_binary(p, y)), rel=1e-12)
+    assert figure(calframe.ece(frame)) == pytest.approx(uniform_ece(p, y.astype(float)), rel=1e-12)
+    assert figure(calframe.ece(frame, lens="top1")) == pytest.approx(uniform_ece(*top1_binary(p, y)), rel=1e-12)
 
 
 def test_binary_default_matches_the_positive_class_peers(aged):
@@ -171,7 +172,7 @@ def test_class_probabilities_keep_top1(constructor):
         (constructor(two.to_dict(as_series=False)), ["p0", "p1"],
          uniform_ece(*top1_binary(two["p1"].to_numpy(), two["label"].to_numpy()))),
     ):
-        assert calframe.ece(frame, prob=prob) == pytest.approx(ref, rel=1e-12)
+        assert figure(calframe.ece(frame, prob=prob)) == pytest.approx(ref, rel=1e-12)
         assert lens_used(frame, prob) == "top1"
     assert calframe.ece(mc, closed="right") == pytest.approx(calibration.get_ece(P, y, num_bins=15), rel=1e-12)
     assert calframe.gece(mc) == pytest.approx(uniform_ece(conf, acc), rel=1e-12)

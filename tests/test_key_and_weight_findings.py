@@ -24,6 +24,7 @@ import polars.testing
 import pytest
 
 import calframe
+from conftest import collected
 from test_zero_weights import CALLS as ZERO_WEIGHT_CALLS
 
 N_PER = 20
@@ -98,7 +99,7 @@ def _per_group(ref: Callable[..., float], d: dict[str, Any], **kw: Any) -> list[
 def test_the_issue_example_gives_the_group_its_own_value(constructor):
     """brier of group b (weight 1e-300 beside 1e300 in group a) is its value alone: (0.5 - 1)^2 = 0.25."""
     df = {"p": [0.5, 0.0], "y": [1, 0], "g": ["b", "a"], "w": [1e-300, 1e300]}
-    out = calframe.brier(constructor(df), **KW, by="g")
+    out = collected(calframe.brier(constructor(df), **KW, by="g"))
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     assert out["g"].to_list() == ["a", "b"]
     assert out["brier"].to_list() == [0.0, 0.25]
@@ -107,7 +108,7 @@ def test_the_issue_example_gives_the_group_its_own_value(constructor):
 @pytest.mark.parametrize("func, ref", [("ece", _ref_ece), ("brier", _ref_brier)])
 def test_groups_far_apart_in_weight_keep_their_values(constructor, func, ref):
     d = _data()
-    out = getattr(calframe, func)(constructor(_spread(d)), **KW, by="g")
+    out = collected(getattr(calframe, func)(constructor(_spread(d)), **KW, by="g"))
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     np.testing.assert_allclose(out[func].to_numpy(), _per_group(ref, d), rtol=1e-12)
 
@@ -175,7 +176,7 @@ def test_debiased_counts_rows_in_the_callers_units_per_group(dd):
     assert want[1] > 0 and want[2] == 0.0
     kw = dict(**KW, estimator="debiased", binning="uniform", bins=5, by="g")
     for frame in (pl.DataFrame(_spread(d, factors)), pl.LazyFrame(_spread(d, factors))):
-        np.testing.assert_allclose(calframe.rmsce(frame, **kw)["rmsce"].to_numpy(), want, rtol=1e-9)
+        np.testing.assert_allclose(collected(calframe.rmsce(frame, **kw))["rmsce"].to_numpy(), want, rtol=1e-9)
     got = _dask_frame(dd, _spread(d, factors)).calib.rmsce(**kw)
     np.testing.assert_allclose(got["rmsce"].to_numpy(), want, rtol=1e-9)
 
@@ -256,7 +257,7 @@ def _check_days(out: Any, d: dict[str, Any], column: str = "ece") -> None:
 @pytest.mark.parametrize("kind", list(_date_frames()))
 def test_date_keys_come_back_as_dates(kind):
     d = _dated()
-    out = calframe.ece(_date_frames()[kind](d), "p", "y", by="day")
+    out = collected(calframe.ece(_date_frames()[kind](d), "p", "y", by="day"))
     _check_days(out, d)
 
 

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 import calframe
+from conftest import collected
 from calframe import ColumnNotFoundError, ColumnTypeError, InvalidValueError, ParameterError
 
 N = 600
@@ -148,7 +149,7 @@ def _check_groups(res, expected) -> None:
 
 def test_signed_zero_keys_are_one_group(constructor) -> None:
     d = _signed_zero_data()
-    res = calframe.ece(constructor(d), lens="class:1", by="g")
+    res = collected(calframe.ece(constructor(d), lens="class:1", by="g"))
     _check_groups(res, _expected_by_g(d))
 
 
@@ -197,7 +198,7 @@ def test_nan_key_is_the_missing_key(flavour) -> None:
     if flavour != "pandas":
         df = df.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(None).otherwise(pl.col("g")).alias("g"))
     frame = {"polars": df, "lazy": df.lazy(), "pandas": df.to_pandas()}[flavour]
-    res = calframe.ece(frame, lens="class:1", by="g")
+    res = collected(calframe.ece(frame, lens="class:1", by="g"))
     res = pl.from_pandas(res) if isinstance(res, pd.DataFrame) else res
     missing = np.isnan(g) | (np.arange(N) == 0 if flavour != "pandas" else False)
     assert res["g"].to_list()[:2] == [1.0, 2.0] and res["g"][2] is None and res.height == 3
@@ -284,7 +285,7 @@ NESTED = {
 def test_nested_keys_group_by_value(kind, lazy) -> None:
     p, y, k = _key_data()
     df = pl.DataFrame({"prob": p, "label": y}).with_columns(NESTED[kind](k))
-    res = calframe.ece(df.lazy() if lazy else df, lens="class:1", by="k")
+    res = collected(calframe.ece(df.lazy() if lazy else df, lens="class:1", by="k"))
     assert res.height == 3
     assert res["n"].to_list() == [int((k == v).sum()) for v in range(3)]  # sorted by key: 0, 1, 2
     assert res["ece"].to_list() == pytest.approx([ece_hand(p[k == v], y[k == v]) for v in range(3)], rel=1e-12)

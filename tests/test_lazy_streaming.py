@@ -463,3 +463,144 @@ def test_bad_input_same_error(scan, case):
     assert type(e_lazy.value) is type(e_eager.value)
     assert str(e_lazy.value) == str(e_eager.value)
     assert [str(w.message) for w in w_lazy] == [str(w.message) for w in w_eager]
+
+
+# --------------------------------------------------------------------------- determinism (exact sums)
+
+_RUN = """
+import sys
+import polars as pl, calframe
+lf = pl.scan_parquet(sys.argv[1])
+calls = [calframe.ece(lf), calframe.ece(lf, by="g"), calframe.rmsce(lf, by="g", weights="w"),
+         calframe.ce(lf, p=2, estimator="debiased", by="g"), calframe.vece(lf, "v", bins=[0.0, 0.3, 0.7, 1.0]),
+         calframe.ece(lf, binning="quantile", bins=10)]
+for r in calls:
+    r = r.collect() if isinstance(r, pl.LazyFrame) else r
+    print(*[float(v).hex() for v in (r.to_series(r.width - 1) if isinstance(r, pl.DataFrame) else [r])])
+"""
+
+
+def _deterministic_frame(n: int = 400_000) -> pl.DataFrame:
+    """Many rows per (group, bin) cell, in many row groups (morsels the engine merges in varying order)."""
+    rng = np.random.default_rng(12)
+    p = rng.random(n)
+    return pl.DataFrame({"prob": p, "label": (rng.random(n) < p ** 1.3).astype(np.int64),
+                         "g": rng.integers(0, 3, n), "w": rng.random(n) * 7.0, "v": rng.random(n)})
+
+
+def test_streaming_bits_same_for_every_run_and_thread_count(tmp_path):
+    """The same LazyFrame gives the same bits in fresh processes with 1, 2 and 4 Polars threads, twice each
+    (Polars' own float sums differed by up to 3e-15), and the eager numbers to 1e-15."""
+    import os
+    import subprocess
+    import sys
+
+    df = _deterministic_frame()
+    path = tmp_path / "det.parquet"
+    df.write_parquet(path, row_group_size=5_000)
+    outs = set()
+    for threads in (1, 2, 4, 1, 2, 4):
+        env = dict(os.environ, POLARS_MAX_THREADS=str(threads))
+        outs.add(subprocess.run([sys.executable, "-c", _RUN, str(path)], env=env, check=True, capture_output=True,
+                                text=True).stdout)
+    assert len(outs) == 1, outs
+    lines = outs.pop().splitlines()
+    eager = [calframe.ece(df), calframe.ece(df, by="g")["ece"], calframe.rmsce(df, by="g", weights="w")["rmsce"],
+             calframe.ce(df, p=2, estimator="debiased", by="g")["ce"],
+             calframe.vece(df, "v", bins=[0.0, 0.3, 0.7, 1.0]), calframe.ece(df, binning="quantile", bins=10)]
+    for line, want in zip(lines, eager):
+        got = [float.fromhex(v) for v in line.split()]
+        np.testing.assert_allclose(got, want.to_list() if isinstance(want, pl.Series) else [want], rtol=0, atol=1e-15)
+
+
+def _exact(values: np.ndarray, cells: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
+    """Each cell's exact sum of float64 values (Python Fractions), rounded once."""
+    from fractions import Fraction
+
+    tot: dict[tuple[int, int], Fraction] = {}
+    for c, v in zip(cells, values):
+        tot[c] = tot.get(c, Fraction(0)) + Fraction(float(v))
+    return {c: float(t) for c, t in tot.items()}
+
+
+def test_streamed_sums_are_exact_for_any_weight_range():
+    """The streamed per (group, bin) sums are the exact sums (to 2^-54 of each row's weight, its bucket's
+    fixed point), weights from 1e-300 to 1e300 in one group included, against Python Fractions; the figure
+    equals the eager one to 1e-15 (a bin of only tiny weights is not empty: MCE sees it)."""
+    rng = np.random.default_rng(13)
+    n = 3000
+    conf = np.concatenate([rng.random(n - 30), rng.random(10) * 1e-30, np.ones(10), np.zeros(10)])
+    label = (rng.random(n) < conf).astype(np.int64)
+    groups = rng.integers(0, 3, n)
+    w = rng.random(n) * 5.0
+    w[groups == 1] *= 1e-300
+    w[(groups == 2) & (conf < 0.2)] *= 1e-200  # one group's low bins hold only tiny weights
+    w[np.flatnonzero(groups == 2)[:3]] = 1e300
+    lf = pl.LazyFrame({"prob": conf, "label": label, "g": groups, "w": w})
+    binning = make_binning("ece", "uniform", B, "left")
+    bins = np.searchsorted(uniform_edges(B, "left")[1:-1], conf, side="right")
+    for weights in (None, "w"):
+        got, _, counts, scale = LZ.lazy_sums(lf, func="ece", by="g", weights=weights, lens="class:1",
+                                             binning=binning)
+        scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (3,))
+        ww = np.ones(n) if weights is None else np.ldexp(w, -np.frexp(scale)[1][groups] + 1)
+        cells = list(zip(groups.tolist(), bins.tolist()))
+        for q, vals in enumerate([ww, ww * conf, ww * label]):
+            for (g, b), want in _exact(vals, cells).items():
+                assert got[g, b, q] == pytest.approx(want, rel=2.0**-52, abs=0), (weights, q, g, b)
+        for func in ("ece", "mce"):
+            eager = getattr(calframe, func)(lf.collect(), by="g", weights=weights, lens="class:1", bins=B)
+            lazy = getattr(calframe, func)(lf, by="g", weights=weights, lens="class:1", bins=B).collect()
+            np.testing.assert_allclose(lazy[func].to_numpy(), eager[func].to_numpy(), rtol=0, atol=1e-15)
+
+
+def test_fixed_to_float_rounds_correctly():
+    """Integers past 2^53 (ties, sticky bits, carries across the 2^64 limb) round as Python's exact int -> float."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(14)
+    vals = [int(rng.integers(0, 2**62)) * 2 ** int(rng.integers(0, 64)) + int(rng.integers(0, 2**63)) for _ in range(3000)]
+    vals += [2**k + d for k in range(126) for d in (-1, 0, 1)] + [(2**53 + 1) * 2**j for j in range(70)]
+    vals = [v for v in vals if 0 <= v < 2**127]
+    hi = np.array([v >> 64 for v in vals], dtype=np.int64)
+    lo = np.array([v & (2**64 - 1) for v in vals], dtype=np.uint64)
+    want = np.array([float(Fraction(v, 2**84)) for v in vals])
+    np.testing.assert_array_equal(_K.fixed_to_floats(hi, lo, np.full(len(vals), -84)), want)
+
+
+def test_ci_on_a_lazyframe_collects_and_stays_lazy(scan):
+    """ci= does not stream (spec section 8, "Lazy in, lazy out": a Poisson bootstrap would give other bounds than
+    the eager one): the LazyFrame is collected, the eager bootstrap runs, the result comes back as a LazyFrame
+    with the eager numbers, bit for bit."""
+    df = frame("binary", seed=15)
+    lf = scan(df)
+    for kw in ({}, {"by": "g"}):
+        got = calframe.ece(lf, ci=0.9, n_boot=30, **kw)
+        assert isinstance(got, pl.LazyFrame)
+        want = calframe.ece(df, ci=0.9, n_boot=30, **kw)
+        assert got.collect().equals(want)
+
+
+def test_lazy_result_composes_and_raises_at_collect(scan, tmp_path):
+    """A LazyFrame in gives a LazyFrame out: joined, sorted, sunk to Parquet; without by= one row (n, figure).
+    A bad parameter or a missing column raises at the call; bad data at collect, with calframe's class."""
+    df = frame("binary", seed=16)
+    lf = scan(df)
+    per = calframe.ece(lf, by="g")
+    assert isinstance(per, pl.LazyFrame)
+    joined = per.join(lf.group_by("g").agg(pl.len().alias("rows")), on="g", how="left", nulls_equal=True).sort("g", nulls_last=True).collect()
+    want = calframe.ece(df, by="g")
+    np.testing.assert_array_equal(joined["n"].to_numpy(), joined["rows"].to_numpy())
+    np.testing.assert_allclose(joined["ece"].to_numpy(), want["ece"].to_numpy(), rtol=0, atol=1e-15)
+    per.sink_parquet(tmp_path / "ece.parquet")
+    assert pl.read_parquet(tmp_path / "ece.parquet").columns == ["g", "n", "ece"]
+    one = calframe.vmce(lf, "age", bins=[0.0, 30.0, 60.0, 200.0]).collect(engine="streaming")
+    assert one.columns == ["n", "vmce"] and one["n"].to_list() == [df.height]
+    assert one["vmce"][0] == pytest.approx(calframe.vmce(df, "age", bins=[0.0, 30.0, 60.0, 200.0]), abs=1e-15)
+    with pytest.raises(calframe.ColumnNotFoundError):
+        calframe.ece(lf, prob="nope")
+    with pytest.raises(calframe.ParameterError):
+        calframe.ece(lf, bins=0)
+    bad = calframe.ece(pl.LazyFrame({"prob": [0.2, 1.5], "label": [0, 1]}))
+    with pytest.raises(calframe.InvalidValueError, match="outside"):
+        bad.collect()

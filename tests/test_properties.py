@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import calframe
+from conftest import collected, figure
 
 EPS = np.finfo(np.float64).eps
 TOL = 1e-12
@@ -503,10 +504,10 @@ def test_same_numbers_for_every_frame_flavour(constructor, data, case: str, gdat
     call, ref = CASES[case]
     cols, kw = to_dict(p, y, g=g)
     frame = constructor(cols)
-    got = call(frame, **kw)
+    got = figure(call(frame, **kw))
     assert isinstance(got, float)
     assert close(got, ref(p, y)), (got, ref(p, y))
-    grouped = call(frame, by="g", **kw)
+    grouped = collected(call(frame, by="g", **kw))
     is_polars = isinstance(frame, (pl.DataFrame, pl.LazyFrame))
     assert isinstance(grouped, pl.DataFrame if is_polars else pd.DataFrame)
     table = grouped if is_polars else pl.from_pandas(grouped)
@@ -531,7 +532,7 @@ def test_accessor_forwards(constructor, method: str) -> None:
         "log_loss": lambda: ref_log_loss(p, y),
         "accuracy": lambda: ref_accuracy(p, y),
     }[method]()
-    assert close(getattr(frame.calib, method)(), ref)
+    assert close(figure(getattr(frame.calib, method)()), ref)
 
 
 def test_array_and_list_columns_equal_class_columns() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 import calframe
 from calframe._errors import CalframeError, ParameterError
-from conftest import as_flavour
+from conftest import as_flavour, collected
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
@@ -106,7 +106,7 @@ def test_vce_curve_by_column_named_like_a_curve_column():
 def test_renamed_by_column_gives_the_groups(surface):
     """The advice works: by='n_key' gives one row per group, ECE by hand (15 uniform bins, one row per bin here)."""
     df = _frame().rename({"g": "n_key"})
-    out = calframe.ece(as_flavour(df, surface), by="n_key")
+    out = collected(calframe.ece(as_flavour(df, surface), by="n_key"))
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     assert out.columns == ["n_key", "n", "ece"]
     # group a: p .2 .7 .4, y 0 1 1 -> each row alone in its bin: mean |p - y| = (.2 + .3 + .6) / 3

@@ -71,6 +71,8 @@ def call(frame: object, fn: str, kwargs: dict) -> object:
     res = method(variable, **kw) if variable is not None else method(**kw)
     if hasattr(res, "compute"):
         res = res.compute()
+    if isinstance(res, pl.LazyFrame):  # lazy in, lazy out (spec section 8): its numbers are compared collected
+        res = res.collect()
     return res
 
 
@@ -87,6 +89,9 @@ def test_same_numbers_on_every_surface(data, surf, name):
     expected = call(data["df"], fn, kwargs)
     got = as_polars(call(surface(surf, data), fn, kwargs))
     if isinstance(expected, float):
+        if surf == "lazy":  # a one-row frame: n and the figure
+            assert isinstance(got, pl.DataFrame) and got.height == 1 and got.columns[0] == "n"
+            got = got.item(0, 1)
         assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
         return
     assert isinstance(got, pl.DataFrame)

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 
 import calframe
+from conftest import collected, figure
 from calframe import InvalidValueError
 
 N_PER = 20
@@ -53,7 +54,7 @@ CALLS: dict[str, Callable[..., Any]] = {
 @pytest.mark.parametrize("call", list(CALLS))
 def test_a_group_of_zero_weights_is_an_error(constructor, call):
     with pytest.raises(InvalidValueError) as info:
-        CALLS[call](constructor(_frame()), by="g")
+        collected(CALLS[call](constructor(_frame()), by="g"))
     msg = str(info.value)
     assert "weights column 'w'" in msg and "g='b' (20 rows)" in msg and "positive weight" in msg, msg
 
@@ -62,7 +63,7 @@ def test_every_zero_group_is_listed_with_all_its_keys(constructor):
     d = _frame()
     d["w"] = np.where((GROUPS == "a") | ((GROUPS == "c") & (d["h"] == 2)), 0.0, 1.0)
     with pytest.raises(InvalidValueError) as info:
-        calframe.ece(constructor(d), **KW, by=["g", "h"])
+        collected(calframe.ece(constructor(d), **KW, by=["g", "h"]))
     msg = str(info.value)
     assert "2 groups: g='a', h=1 (10 rows); g='a', h=2 (10 rows)" in msg or \
         "3 groups: g='a', h=1 (10 rows); g='a', h=2 (10 rows); g='c', h=2 (10 rows)" in msg, msg
@@ -171,10 +172,10 @@ def test_lazy_and_dask_scale_weights_as_eager(dd, scale, by):
     ref = [_ref_ece(d["p"][GROUPS == k], d["y"][GROUPS == k], m[GROUPS == k]) for k in "abc"] if by else \
         [_ref_ece(d["p"], d["y"], m)]
     want = calframe.ece(pl.DataFrame(d), **KW, by=by)
-    lazy = calframe.ece(pl.LazyFrame(d), **KW, by=by)
+    lazy = calframe.ece(pl.LazyFrame(d), **KW, by=by).collect()
     dask = _ddf(dd, d).calib.ece(**KW, by=by)
     if by is None:
-        want, lazy, dask = [want], [lazy], [dask]
+        want, lazy, dask = [want], lazy["ece"].to_list(), [dask]
     else:
         want, lazy, dask = want["ece"].to_list(), lazy["ece"].to_list(), dask["ece"].to_list()
     np.testing.assert_allclose(want, ref, rtol=1e-12)
@@ -190,5 +191,5 @@ def test_debiased_rows_stay_in_the_callers_units(dd):
     kw = dict(**KW, estimator="debiased", binning="uniform", bins=5)
     want = calframe.rmsce(pl.DataFrame(d), **kw)
     assert want > 0
-    assert calframe.rmsce(pl.LazyFrame(d), **kw) == pytest.approx(want, rel=1e-12)
+    assert figure(calframe.rmsce(pl.LazyFrame(d), **kw)) == pytest.approx(want, rel=1e-12)
     assert _ddf(dd, d).calib.rmsce(**kw) == pytest.approx(want, rel=1e-12)

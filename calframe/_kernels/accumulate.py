@@ -10,6 +10,8 @@ chunk order. The result is bit-identical for any number of threads.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import prange
 
@@ -373,3 +375,35 @@ def select_1d(values: np.ndarray, ranks: np.ndarray, n_cells: int = 1 << 14) -> 
         buf[slot_start[j] : slot_start[j] + sizes[j]].sort()
     out = buf[slot_start[wanted[cell]] + (r - cum[cell])]
     return out.reshape(ranks.shape)
+
+
+@njit(cache=True)
+def fixed_to_float(a, b, c, exp):
+    """(a * 2^64 + b * 2^32 + c) * 2^exp correctly rounded to float64 (limbs b, c >= 0 carry into the limb
+    above; a >= 0): how the LazyFrame engine's exact Int128 sums become float64 (frames/lazy.py).
+
+    The integer's top 64 bits, with a sticky bit for any lower one, convert with one rounding
+    (to nearest even), then scale by a power of two.
+    """
+    b += c >> 32
+    a += b >> 32
+    m = (np.uint64(b & 0xFFFFFFFF) << np.uint64(32)) | np.uint64(c & 0xFFFFFFFF)
+    if a == 0:
+        return math.ldexp(float(m), exp)
+    k = math.frexp(float(a))[1]  # the bit length of a, or one more when float(a) rounded up to 2^k
+    if (a >> (k - 1)) == 0:
+        k -= 1
+    top = (np.uint64(a) << np.uint64(64 - k)) | (m >> np.uint64(k))
+    if (m & ((np.uint64(1) << np.uint64(k)) - np.uint64(1))) != np.uint64(0):
+        top |= np.uint64(1)
+    return math.ldexp(float(top), exp + k)
+
+
+@njit(cache=True)
+def fixed_to_floats(hi, lo, exp):
+    """fixed_to_float of each integer hi * 2^64 + lo (int64 hi >= 0, uint64 lo), times 2^exp[i]."""
+    out = np.empty(hi.shape[0])
+    for i in range(hi.shape[0]):
+        m = lo[i]
+        out[i] = fixed_to_float(hi[i], np.int64(m >> np.uint64(32)), np.int64(m & np.uint64(0xFFFFFFFF)), exp[i])
+    return out

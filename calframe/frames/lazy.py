@@ -8,6 +8,12 @@ and returns the same ``(n_groups, n_bins, 3)`` array the eager pipeline
 per-group row counts. :func:`calframe.metrics.ce_from_sums` finalizes it. The
 frame is never collected.
 
+The sums are exact integers (``_fixed_sum``: fixed point, summed as Int128), so
+the same query gives the same bits on every run and thread count (docs/spec.md
+section 8, "Exact sums"); :func:`make_plan` reads the plan from the schema
+alone, which the API does at call time before it defers the sums to collect
+(``calframe.api._stream``, "Lazy in, lazy out").
+
 Validation (the same errors as the eager path)
 ----------------------------------------------
 In the same pass, every row gets a validity flag, false or null for: a null
@@ -73,11 +79,12 @@ from .._columns import (PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights, che
                         resolve_names, weight_exponents)
 from .. import _errors as E
 from .._errors import CalframeError, bad_param
+from .._kernels.accumulate import fixed_to_floats
 from .._limits import check_cells
 from .._names import PREFIX, key_names
 from ..binning import Binning, edge_bins_expr, edge_table, pack_edges, take_each, uniform_bin_expr, uniform_k0_expr
 
-__all__ = ["lazy_sums", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
+__all__ = ["lazy_sums", "make_plan", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
 
 #: the engine every query here runs on
 ENGINE = "streaming"
@@ -94,6 +101,9 @@ HIST_CELLS = 1 << 16
 # (_Plan.keys: __cf_key0, ...) and the key table gets the user's names back at the end, so a
 # user column can never meet an internal one, whatever its name (docs/spec.md section 8).
 _P = PREFIX
+#: exact sums (``_fixed_sum``): a row's value x counts as the integer trunc(x * 2^FIXED_BITS) without weights, and
+#: trunc(x * 2^(WEIGHTED_BITS + BUCKET_BITS * k)) with them, k its weight's bucket; 2^64 splits an Int128 in two
+FIXED_BITS, WEIGHTED_BITS, BUCKET_BITS, _MAX_BUCKET, _TWO64 = 62, 60, 8, 134, 2**64
 _BIN, _LEN, _W, _SC, _SA, _BAD, _VMIN, _VMAX = (
     f"{_P}bin", f"{_P}len", f"{_P}w", f"{_P}sc", f"{_P}sa", f"{_P}bad", f"{_P}vmin", f"{_P}vmax"
 )
@@ -475,6 +485,60 @@ def _collect(q: pl.LazyFrame) -> pl.DataFrame:
     return q.collect(engine=ENGINE)
 
 
+def _fixed_sum(x: pl.Expr, bucket: pl.Expr | None) -> pl.Expr:
+    """The exact sum of the integers trunc(x * 2^62) (no weights: x in [0, 1]) or, with ``bucket`` k (the
+    row's weight bucket), trunc(x * 2^(60 + 8 k)) of the rows, as Int128 (``_exact_floats`` converts it).
+
+    Integers add up exactly in any order: the same sum, hence the same bits, for any thread count or
+    morsel layout (Polars' float sums are merged in an order that varies from run to run). Each integer fits
+    an Int64 (a weighted value is below twice its weight, which is below 2^(1 - 8 k)), whose sum as Int128
+    costs ~1.2x a float sum (a float cast straight to Int128 costs ~1.6x); 2^65 rows fit. The bucket's power
+    of two is applied as two equal factors (each finite, the product exact). NaN, infinite and out-of-range
+    values (bad rows, which the checks report) count as null.
+    """
+    if bucket is None:
+        scaled = x * 2.0**FIXED_BITS
+    else:
+        f = pl.lit(2.0).pow(bucket * (BUCKET_BITS // 2) + WEIGHTED_BITS // 2)
+        scaled = x * f * f
+    return scaled.cast(pl.Int64, strict=False).cast(pl.Int128).sum()
+
+
+def _weight_bucket(w: pl.Expr) -> pl.Expr:
+    """k = floor(-log2(w) / 8) in [0, 134]: weights spanning any range keep 52 bits each in their bucket's
+    fixed point (a scaled weight is below 2; a 0 weight adds 0 in any bucket)."""
+    return (-w.log(2.0) / float(BUCKET_BITS)).floor().clip(0.0, float(_MAX_BUCKET)).cast(pl.Int32, strict=False)
+
+
+def _sum_aggs(plan: _Plan) -> list[pl.Expr]:
+    """Per cell: rows, and the exact sums of w, w*conf and w*acc (unweighted: conf and acc; n is the rows).
+    Weighted rows are grouped by their weight bucket too (``_EB``). Unweighted acc is 0 or 1: its float sum is
+    an exact integer in any order already."""
+    aggs = [pl.len().alias(_LEN)]
+    if plan.weight_col is None:
+        return aggs + [_fixed_sum(pl.col(_CONF), None).alias(_SC), pl.col(_ACC).sum().alias(_SA)]
+    w, k = pl.col(_WT), pl.col(_EB)
+    return aggs + [_fixed_sum(w, k).alias(_W), _fixed_sum(w * pl.col(_CONF), k).alias(_SC),
+                   _fixed_sum(w * pl.col(_ACC), k).alias(_SA)]
+
+
+def _exact_floats(res: pl.DataFrame) -> pl.DataFrame:
+    """``res`` with its Int128 sums as float64, each correctly rounded (``fixed_to_float``). Weighted: the
+    buckets of a cell are then one row each, smallest weights first, so that adding them up
+    (``_assemble``) goes in one order."""
+    ints = [c for c, dt in res.schema.items() if dt == pl.Int128]
+    if _EB in res.columns:
+        exp = (-WEIGHTED_BITS - BUCKET_BITS * res[_EB].fill_null(0).to_numpy()).astype(np.int64)
+    else:
+        exp = np.full(res.height, -FIXED_BITS, dtype=np.int64)
+    parts = res.select([pl.col(c).floordiv(_TWO64).cast(pl.Int64).alias(f"{c}hi") for c in ints]
+                       + [(pl.col(c) % _TWO64).cast(pl.UInt64).alias(f"{c}lo") for c in ints])
+    out = res.with_columns(
+        pl.Series(c, fixed_to_floats(parts[f"{c}hi"].to_numpy(), parts[f"{c}lo"].to_numpy(), exp)) for c in ints
+    )
+    return out.sort(_EB, descending=True, maintain_order=True) if _EB in res.columns else out
+
+
 _OK, _CATV = f"{_P}ok", f"{_P}catv"
 
 
@@ -494,13 +558,10 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
     cols += [conf.alias(_CONF), acc.alias(_ACC), _row_ok(plan).alias(_OK)]
     if keep is not None:
         cols.append(keep.alias(_KEEP))
-    aggs = [pl.len().alias(_LEN)]
     if plan.weight_col is not None:
         cols.append(_weights_expr(plan).alias(_WT))
-        w = pl.col(_WT)
-        aggs += [w.sum().alias(_W), (w * pl.col(_CONF)).sum().alias(_SC), (w * pl.col(_ACC)).sum().alias(_SA)]
-    else:
-        aggs += [pl.col(_CONF).sum().alias(_SC), pl.col(_ACC).sum().alias(_SA)]
+    aggs = _sum_aggs(plan)
+    cell = plan.keys + [_BIN] + ([_EB] if plan.weight_col is not None else [])
     aggs.append(pl.col(_OK).sum().alias(_OK))  # a null (bad) flag is not counted
     if plan.var_col is not None:
         if plan.var_kind == "numeric":
@@ -509,13 +570,15 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
         else:
             cols.append(pl.col(plan.var_col).alias(_CATV))
     q = _with_scales(plan, lf).select(cols)
+    if plan.weight_col is not None:
+        q = q.with_columns(_weight_bucket(pl.col(_WT)).alias(_EB))
     stages = _bin_stages(plan, _CONF)
     for stage in stages:
         q = q.with_columns(**stage)
     if keep is not None:
         dropped = pl.lit(None) if plan.var_kind == "categorical" else pl.lit(-1, pl.Int32)
         q = q.with_columns(pl.when(pl.col(_KEEP)).then(pl.col(_BIN)).otherwise(dropped).alias(_BIN))
-    return q.group_by(plan.keys + [_BIN]).agg(aggs)
+    return q.group_by(cell).agg(aggs)
 
 
 def _detail_stats(plan: _Plan, lf: pl.LazyFrame) -> dict[str, Any]:
@@ -700,6 +763,14 @@ def supports(
     return True
 
 
+def make_plan(lf: pl.LazyFrame, *, func: str, variable: str | Sequence[str] | None = None, **kw: Any) -> _Plan:
+    """What :func:`lazy_sums` will compute, from the schema alone (no data read): raises now for a missing
+    column or a bad parameter; the data's errors are raised when the sums are computed."""
+    if isinstance(variable, (list, tuple)):
+        variable = variable[0] if len(variable) == 1 else variable  # type: ignore[assignment]
+    return _plan(lf, func=func, variable=variable, **kw)  # type: ignore[arg-type]
+
+
 def lazy_sums(
     lf: pl.LazyFrame,
     *,
@@ -727,10 +798,8 @@ def lazy_sums(
     they neither overflow nor lose bits as subnormals; ``scale`` is that power of two (one per
     group with ``by``; 1.0 without weights), what ``ce_from_sums``' ``count_scale`` takes.
     """
-    if isinstance(variable, (list, tuple)):
-        variable = variable[0] if len(variable) == 1 else variable  # type: ignore[assignment]
-    plan = _plan(lf, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens,
-                 binning=binning, variable=variable)
+    plan = make_plan(lf, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens,
+                     binning=binning, variable=variable)
     if plan.schema_errors:
         _run_checks(plan, _detail_stats(plan, lf), lf)
         raise AssertionError(f"{func}: a schema error was not raised")  # pragma: no cover
@@ -740,7 +809,7 @@ def lazy_sums(
         out = _data_binned_sums(plan, lf)
     else:
         conf, acc = _lensed(plan)
-        res = _collect(_main_query(plan, lf, conf, acc))
+        res = _exact_floats(_collect(_main_query(plan, lf, conf, acc)))
         st = _light_stats(plan, res)
         if st["bad"]:
             _run_checks(plan, _detail_stats(plan, lf), lf)
@@ -821,7 +890,7 @@ def _assemble(plan: _Plan, res: pl.DataFrame, bin_codes: np.ndarray | None = Non
 # --------------------------------------------------------------------------- quantile / equal-mass bins
 
 _ONE, _X, _CONF, _ACC, _KEEP, _WT = f"{_P}one", f"{_P}x", f"{_P}conf", f"{_P}acc", f"{_P}keep", f"{_P}wt"
-_F1, _F2, _SCALE = f"{_P}f1", f"{_P}f2", f"{_P}scale"
+_F1, _F2, _SCALE, _EB = f"{_P}f1", f"{_P}f2", f"{_P}scale", f"{_P}eb"
 _NODE, _CNT, _MIN, _MAX = f"{_P}node", f"{_P}cnt", f"{_P}min", f"{_P}max"
 #: at most this many refinement levels of the histogram
 _MAX_LEVELS = 8
@@ -900,19 +969,14 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
         bin_expr = pl.max_horizontal(below, pl.lit(1, pl.Int32)) - 1
     else:
         bin_expr = pl.min_horizontal(below, pl.col(f"{_P}ne") - 1)
-    aggs = [pl.len().alias(_LEN)]
-    if plan.weight_col is not None:
-        w = pl.col(_WT)
-        aggs += [w.sum().alias(_W), (w * pl.col(_CONF)).sum().alias(_SC), (w * pl.col(_ACC)).sum().alias(_SA)]
-    else:
-        aggs += [pl.col(_CONF).sum().alias(_SC), pl.col(_ACC).sum().alias(_SA)]
+    aggs = _sum_aggs(plan)
     q = (
         rows_.join(etab.lazy(), on=gk, how="inner", nulls_equal=True)
         .with_columns(bin_expr.alias(_BIN))
         .group_by(gk + [_BIN])
         .agg(aggs)
     )
-    cells = _collect(q)
+    cells = _exact_floats(_collect(q))
     gidx = groups.select(gk).with_row_index(f"{_P}g")
     g = (
         cells.select(gk).with_row_index(f"{_P}row").join(gidx, on=gk, how="left", nulls_equal=True)
