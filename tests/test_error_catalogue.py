@@ -122,6 +122,8 @@ def _raised(frame: Any, func: str, kwargs: dict) -> BaseException:
             out = _call(frame, func, **kwargs)
             if hasattr(out, "compute"):
                 out.compute()
+            if isinstance(out, pl.LazyFrame):  # lazy in, lazy out: data errors are raised at collect
+                out.collect()
         except Exception as exc:  # noqa: BLE001 (the test compares what each engine raises)
             return exc
     raise AssertionError(f"{func}{kwargs} raised nothing")
@@ -147,6 +149,8 @@ def test_dropped_nulls_warn_alike_on_every_frame_type() -> None:
             out = _call(_frame(df, fl), "ece", nulls="drop")
             if hasattr(out, "compute"):
                 out.compute()
+            if isinstance(out, pl.LazyFrame):
+                out.collect()
         msgs = [str(w.message) for w in record if issubclass(w.category, calframe.CalframeWarning)]
         assert len(msgs) == 1, (fl, msgs)
         seen[fl] = msgs[0]

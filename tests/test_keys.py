@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import calframe
-from conftest import collected
+from conftest import collected, figure
 from calframe import ColumnNotFoundError, ColumnTypeError, InvalidValueError, ParameterError
 
 N = 600
@@ -67,7 +67,7 @@ def test_where_keeps_the_same_rows_on_every_frame_type(constructor, case) -> Non
     keep = numpy_mask(d)
     assert 0 < keep.sum() < N
     expected = top1_ece_hand(_probs(d)[keep], d["label"][keep])
-    got = calframe.gece(constructor(d), prob=P3, where=where)
+    got = figure(calframe.gece(constructor(d), prob=P3, where=where))
     assert got == pytest.approx(expected, rel=1e-12)
 
 
@@ -76,7 +76,7 @@ def test_where_boolean_mask_is_positional(constructor) -> None:
     keep = d["x"] > 0.3
     expected = top1_ece_hand(_probs(d)[keep], d["label"][keep])
     for mask in (keep, keep.tolist(), pl.Series(keep), pd.Series(keep, index=np.arange(N)[::-1])):
-        assert calframe.gece(constructor(d), prob=P3, where=mask) == pytest.approx(expected, rel=1e-12)
+        assert figure(calframe.gece(constructor(d), prob=P3, where=mask)) == pytest.approx(expected, rel=1e-12)
 
 
 def test_where_pandas_nan_is_missing_as_in_sql() -> None:

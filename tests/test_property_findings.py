@@ -14,7 +14,7 @@ import pytest
 
 import calframe
 from calframe._errors import CalframeError, ParameterError
-from conftest import as_flavour, collected
+from conftest import as_flavour, collected, figure
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
@@ -185,9 +185,9 @@ def test_gece_where_keeps_the_same_rows_on_a_lazyframe(surface):
     """where= on a LazyFrame is now evaluated eagerly: the kept rows (and a scalar True) are unchanged.
     Group a (rows 0-2, p .2 .7 .4, y 0 1 1), each row alone in its bin under class:1: (.2 + .3 + .6) / 3."""
     frame = as_flavour(_frame(), surface)
-    assert calframe.gece(frame, where=pl.col("g") == "a") == pytest.approx(1.1 / 3, rel=1e-12)
+    assert figure(calframe.gece(frame, where=pl.col("g") == "a")) == pytest.approx(1.1 / 3, rel=1e-12)
     # every row: |p - y| = .2 .3 .6 .1 .35 .6, one per bin
-    assert calframe.gece(frame, where=pl.lit(True)) == pytest.approx(2.15 / 6, rel=1e-12)
+    assert figure(calframe.gece(frame, where=pl.lit(True))) == pytest.approx(2.15 / 6, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- 5. ci= on a group a selection empties
@@ -200,7 +200,7 @@ def test_bootstrap_of_a_group_emptied_by_labels_in_is_nan_without_a_warning(surf
     df = _frame().with_columns(label=pl.Series([0, 1, 1, 1, 1, 1]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = calframe.gece(as_flavour(df, surface), by="g", labels_in=[0], ci=0.9, n_boot=3)
+        out = collected(calframe.gece(as_flavour(df, surface), by="g", labels_in=[0], ci=0.9, n_boot=3))
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     assert out["g"].to_list() == ["a", "b"] and out["n"].to_list() == [1, 0]
     for col in ("gece", "gece_lo", "gece_hi"):
