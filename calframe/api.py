@@ -1037,6 +1037,7 @@ def _select_rows(scored: Scored, func: str, labels_in: Sequence[int] | None, out
     return scored.subset(mask)
 
 
+@R.keywords(R.Sample)
 def gece(
     frame: Frame,
     prob: Columns = None,
@@ -1054,12 +1055,7 @@ def gece(
     output_between: tuple[float, float] | None = None,
     output_class: int | None = None,
     where: Any = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
+    **options: Unpack[R.Sample],
 ) -> Result:
     """Generalized ECE (Kirchenbauer et al.; SPEC §1-§2): lens -> bins -> distance between mean output and label.
 
@@ -1102,9 +1098,8 @@ def gece(
     True
     """
     G = _gece_module()
-    req = R.gece(prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens, k=k, groups=groups,
-                 distance=distance, p=p, binning=binning, bins=bins, gamma=gamma, output_between=output_between,
-                 ci=ci, n_boot=n_boot, seed=seed)
+    req = R.gece(prob, label, lens=lens, k=k, groups=groups, distance=distance, p=p, binning=binning, bins=bins,
+                 gamma=gamma, output_between=output_between, **options)
     func, o = req.func, req.options
     pv, dist, binning_, scalar_lens = req.p, o.distance, o.binning, o.scalar_lens
 

@@ -459,29 +459,13 @@ def gece_distance(func: str, distance: Any) -> Any:
     raise bad_param(func, "distance", "'tvd', 'l2', ('mahalanobis', M) or ('interval', l, h)", distance)
 
 
-def gece(
-    *,
-    prob: Columns = None,
-    label: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    lens: Any = None,
-    k: Any = None,
-    groups: Any = None,
-    distance: Any = "tvd",
-    p: Any = 1,
-    binning: Any = "uniform",
-    bins: Any = 15,
-    gamma: Any = 0.1,
-    output_between: Any = None,
-    ci: Any = None,
-    n_boot: Any = 1000,
-    seed: Any = 0,
-) -> Request:
+def gece(prob: Columns, label: str | None, *, lens: Any, k: Any, groups: Any, distance: Any, p: Any, binning: Any,
+         bins: Any, gamma: Any, output_between: Any, **call: Any) -> Request:
     """The generalized ECE: p, binning (uniform bins or adaptive gamma), the output range, the lens (vector lenses
-    and their k / groups), the distance, then ci / n_boot / seed."""
+    and their k / groups), the distance, then the rows' and the interval's (:class:`Sample`: ci / n_boot / seed
+    checked last). Its own parameters come from :func:`calframe.gece`'s signature."""
     func = "gece"
+    o = _options(call)
     pv = p_value(func, p)
     if binning not in ("uniform", "adaptive"):
         raise bad_param(func, "binning", "'uniform' or 'adaptive'", binning)
@@ -508,8 +492,7 @@ def gece(
         raise ParameterError(f"The 'lens' parameter of {func}: lens='grouping' needs groups=[[...], [...]].")
     dist = gece_distance(func, distance)
     binning_ = ("uniform", int(bins)) if binning == "uniform" else ("adaptive", float(gamma))
-    check_ci(func, ci, n_boot, seed)
     options = GeceOptions(lens_name, scalar, k, groups, dist, binning_,
                           None if output_between is None else tuple(output_between))
-    return Request(func, "gece", func, prob, label, by, weights, nulls, p=pv, ci=ci, n_boot=n_boot, seed=seed,
-                   options=options)
+    return _checked_ci(func, o, Request(func, "gece", func, prob, label, o["by"], o["weights"], o["nulls"], p=pv,
+                                        options=options))
