@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, Unpack
 
 import numba
 import numpy as np
@@ -87,7 +87,7 @@ from .frames.dispatch import is_dask_frame
 from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
 from ._limits import TableTooLargeError, check_cells
 from ._params import check_positive_float
-from .metrics import Distance, Estimator, ce_from_sums
+from .metrics import ce_from_sums
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
 Columns = Union[str, Sequence[str], None]
@@ -292,28 +292,9 @@ def _bootstrap(
 # --------------------------------------------------------------------------- CE family
 
 
-def ce(
-    frame: Frame,
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    p: float | str = 1,
-    lens: str | None = None,
-    distance: str | tuple | Distance = "tvd",
-    estimator: Estimator = "plugin",
-    squared: bool = False,
-    binning: str | None = None,
-    bins: "int | Sequence[float]" = 15,
-    closed: Literal["left", "right"] = "left",
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
-    n_resamples: int = 1000,
-    name: str | None = None,
-) -> Result:
+@R.keywords(R.CE, binning=None)
+def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: str | None = None,
+       **options: Unpack[R.CE]) -> Result:
     """Binned calibration error CE_p (SPEC §1-§3): ECE (p=1), RMSCE (p=2), MCE (p=inf).
 
     Parameters
@@ -358,10 +339,7 @@ def ce(
     0.474342
     """
     func = name if name in ("ece", "mce", "rmsce") else "ce"
-    req = R.ce(func, name or "ce", prob=prob, label=label, by=by, weights=weights, nulls=nulls, p=p, lens=lens,
-               distance=distance, estimator=estimator, squared=squared, binning=binning, bins=bins, closed=closed,
-               n_resamples=n_resamples, ci=ci, n_boot=n_boot, seed=seed)
-    return _run_binned(req, frame)
+    return _run_binned(R.ce(func, name or "ce", prob, label, **options), frame)
 
 
 def _stream(frame: Frame, req: R.Request) -> pl.LazyFrame | None:
@@ -393,22 +371,8 @@ def _stream(frame: Frame, req: R.Request) -> pl.LazyFrame | None:
     return pl.defer(run, schema=schema)
 
 
-def ece(
-    frame: Frame,
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    bins: "int | Sequence[float]" = 15,
-    binning: str = "uniform",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
-) -> Result:
+@R.keywords(R.ECE)
+def ece(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Expected calibration error: bin-weighted mean of |mean confidence - accuracy| (CE_1, plugin).
 
     See :func:`ce` for every option; this is ``ce(p=1, estimator="plugin")``.
@@ -432,73 +396,43 @@ def ece(
     │ 1   ┆ 2   ┆ 0.35 │
     └─────┴─────┴──────┘
     """
-    return ce(frame, prob, label, p=1, lens=lens, binning=binning, bins=bins, closed=closed, by=by,
-              weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed, name="ece")
+    return ce(frame, prob, label, p=1, name="ece", **options)
 
 
-def mce(
-    frame: Frame,
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    bins: "int | Sequence[float]" = 15,
-    binning: str = "uniform",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
-) -> Result:
+@R.keywords(R.ECE)
+def mce(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Maximum calibration error: the largest |mean confidence - accuracy| over non-empty bins (CE_inf).
 
-    Options as :func:`ce`; ``lens`` defaults to ``class:1`` (the positive
-    class) for a single probability column and to ``top1`` for class probabilities.
+    ``ce(p="inf")``, with the options of :func:`ece` (``lens`` defaults to
+    ``class:1``, the positive class, for a single probability column and to
+    ``top1`` for class probabilities).
 
     Examples
     --------
     >>> import polars as pl, calframe
     >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
-    >>> round(calframe.mce(df), 6)
-    0.8
+    >>> calframe.mce(df), calframe.mce(df, bins=2)  # the worst of 15 bins, of 2
+    (0.8, 0.3)
     """
-    return ce(frame, prob, label, p="inf", lens=lens, binning=binning, bins=bins, closed=closed, by=by,
-              weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed, name="mce")
+    return ce(frame, prob, label, p="inf", name="mce", **options)
 
 
-def rmsce(
-    frame: Frame,
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    bins: "int | Sequence[float]" = 15,
-    binning: str = "uniform",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    estimator: Estimator = "plugin",
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
-) -> Result:
+@R.keywords(R.RMSCE)
+def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.RMSCE]) -> Result:
     """Root-mean-square calibration error (Kumar et al.'s l2 CE, CE_2).
 
-    Options as :func:`ce`; ``lens`` defaults to ``class:1`` (the positive
-    class) for a single probability column and to ``top1`` for class probabilities.
+    ``ce(p=2)``: the options of :func:`ece`, and ``estimator``
+    (``"debiased"``: Kumar et al.'s debiased estimator, here on uniform bins
+    unless ``binning`` says otherwise). The default ``lens`` is :func:`ece`'s.
 
     Examples
     --------
     >>> import polars as pl, calframe
     >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
-    >>> round(calframe.rmsce(df), 6)
-    0.474342
+    >>> round(calframe.rmsce(df), 6), round(calframe.rmsce(df, bins=2), 6)  # 15 bins, 2 bins
+    (0.474342, 0.173205)
     """
-    return ce(frame, prob, label, p=2, lens=lens, binning=binning, bins=bins, closed=closed, by=by,
-              estimator=estimator, weights=weights, nulls=nulls, ci=ci, n_boot=n_boot, seed=seed, name="rmsce")
+    return ce(frame, prob, label, p=2, name="rmsce", **options)
 
 
 # --------------------------------------------------------------------------- companions
@@ -523,86 +457,47 @@ def _log_loss_rows(scored: Scored) -> np.ndarray:
     return -np.log(np.clip(p[np.arange(p.shape[0]), y], eps, 1 - eps))
 
 
-def _companion(func: str, rows: Callable[[Scored], np.ndarray]) -> Callable[..., Result]:
-    def metric(
-        frame: Frame,
-        prob: Columns = None,
-        label: str | None = None,
-        *,
-        by: Columns = None,
-        weights: str | None = None,
-        nulls: Literal["raise", "drop"] = "raise",
-        ci: float | None = None,
-        n_boot: int = 1000,
-        seed: int | None = 0,
-    ) -> Result:
-        req = R.companion(func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, ci=ci, n_boot=n_boot,
-                          seed=seed)
+#: the companions' docstrings end with this
+_COLLECTS = """A ``pl.LazyFrame`` is collected (its needed columns) and the result returned as a ``pl.LazyFrame`` (one
+    row, ``n`` and the figure, without ``by``)."""
+
+
+def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, example: str) -> Callable[..., Result]:
+    """The public function ``func``: the group means of ``rows``; ``doc`` and ``example`` (its value on the
+    example frame) make its docstring."""
+
+    def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
+        req = R.companion(func, prob, label, **options)
         if is_dask_frame(frame):
             return _dask().run(frame, req)
         return _evaluate(req, frame, {func: lambda s: group_means(rows(s), s)})
 
     metric.__name__ = metric.__qualname__ = func
-    return metric
+    metric.__doc__ = f"""{doc}
+
+    {_COLLECTS}
+
+    Examples
+    --------
+    >>> import polars as pl, calframe
+    >>> df = pl.DataFrame({{"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]}})
+    >>> round(calframe.{func}(df), 6)
+    {example}
+    """
+    return R.keywords(R.Sample)(metric)
 
 
-#: the companions' docstrings end with this
-_COLLECTS = """
-A ``pl.LazyFrame`` is collected (its needed columns) and the result returned as a ``pl.LazyFrame`` (one row,
-``n`` and the figure, without ``by``).
-"""
+brier = _companion("brier", _brier_rows, """Brier score: mean (p_1 - y)^2 for two classes (scikit-learn's
+    brier_score_loss), mean over rows of sum_k (g_k - y_k)^2 for K > 2 (SPEC §7).""", "0.225")
+log_loss = _companion("log_loss", _log_loss_rows, """Log loss: mean of -ln g_y, probabilities clipped to
+    [eps, 1 - eps] with eps = float64 machine epsilon (scikit-learn's log_loss).""", "0.645575")
+accuracy = _companion("accuracy", lambda s: L.top1(s)[1].astype(np.float64), """Accuracy of the top-1 prediction
+    (ties to the lowest class; binary: class 1 iff p > 0.5).""", "0.75")
 
 
-brier = _companion("brier", _brier_rows)
-brier.__doc__ = """Brier score: mean (p_1 - y)^2 for two classes (scikit-learn's brier_score_loss),
-mean over rows of sum_k (g_k - y_k)^2 for K > 2 (SPEC §7).
-
-Examples
---------
->>> import polars as pl, calframe
->>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
->>> round(calframe.brier(df), 6)
-0.225
-""" + _COLLECTS
-
-log_loss = _companion("log_loss", _log_loss_rows)
-log_loss.__doc__ = """Log loss: mean of -ln g_y, probabilities clipped to [eps, 1 - eps] with
-eps = float64 machine epsilon (scikit-learn's log_loss).
-
-Examples
---------
->>> import polars as pl, calframe
->>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
->>> round(calframe.log_loss(df), 6)
-0.645575
-""" + _COLLECTS
-
-accuracy = _companion("accuracy", lambda s: L.top1(s)[1].astype(np.float64))
-accuracy.__doc__ = """Accuracy of the top-1 prediction (ties to the lowest class; binary: class 1 iff p > 0.5).
-
-Examples
---------
->>> import polars as pl, calframe
->>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
->>> calframe.accuracy(df)
-0.75
-""" + _COLLECTS
-
-
-def summary(
-    frame: Frame,
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    lens: str | None = None,
-    bins: "int | Sequence[float]" = 15,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
-) -> pl.DataFrame | pd.DataFrame:
+@R.keywords(R.Sample)
+def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, lens: str | None = None,
+            bins: int = 15, **options: Unpack[R.Sample]) -> pl.DataFrame | pd.DataFrame:
     """Every headline figure in one frame, one row per group.
 
     Columns: ``n``, ``accuracy`` (top-label correctness, whatever the lens),
@@ -621,8 +516,7 @@ def summary(
     >>> calframe.summary(df, by="region").columns[:4]
     ['region', 'n', 'accuracy', 'ece']
     """
-    req = R.summary(prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens, bins=bins, ci=ci,
-                    n_boot=n_boot, seed=seed)
+    req = R.summary(prob, label, lens=lens, bins=bins, **options)
     figures: dict[str, Figure] = {
         "accuracy": lambda s: group_means(L.top1(s)[1].astype(np.float64), s),
         **{name: _ce_figure(sub) for name, sub in R.summary_parts(req).items()},
@@ -632,19 +526,9 @@ def summary(
     return _evaluate(req, frame, figures, scalar=False)  # type: ignore[return-value]
 
 
-def reliability(
-    frame: Frame,
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    bins: "int | Sequence[float]" = 15,
-    binning: str = "uniform",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> pl.DataFrame | pd.DataFrame:
+@R.keywords(R.Table)
+def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
+                **options: Unpack[R.Table]) -> pl.DataFrame | pd.DataFrame:
     """The per (group, bin) table a reliability diagram is drawn from.
 
     One row per non-empty bin: the group columns, ``bin`` (0-based id),
@@ -663,12 +547,11 @@ def reliability(
     >>> calframe.reliability(df, bins=2, lens="class:1")["n"].to_list()
     [1, 3]
     """
-    req = R.reliability("reliability", prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens,
-                        binning=binning, bins=bins, closed=closed)
+    req = R.reliability("reliability", prob, label, **options)
     if is_dask_frame(frame):
         return _dask().run(frame, req)
-    check_by_names(req.func, by, F.RELIABILITY_COLUMNS, frame)
-    scored = resolve(frame, func=req.func, prob=prob, label=label, by=by, weights=weights, nulls=nulls)
+    check_by_names(req.func, req.by, F.RELIABILITY_COLUMNS, frame)
+    scored = resolve(frame, func=req.func, prob=prob, label=label, by=req.by, weights=req.weights, nulls=req.nulls)
     conf, acc = L.scalar(scored, req.lens, req.func)
     sums, bins_ = binned_sums(conf, acc, scored, req.binning)
     counts = sums
@@ -681,27 +564,9 @@ def reliability(
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
 
 
-def vece(
-    frame: Frame,
-    variable: str | Sequence[str],
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    bins: "int | Sequence[float]" = 10,
-    binning: str = "quantile",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    p: float | str = 1,
-    distance: str | tuple | Distance = "tvd",
-    estimator: Estimator = "plugin",
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
-    name: str = "vece",
-) -> Result:
+@R.keywords(R.VECE, bins=10, binning="quantile")
+def vece(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
+         name: str = "vece", **options: Unpack[R.VECE]) -> Result:
     """Variable-based ECE (Kelly & Smyth §4): bin-weighted |accuracy - confidence| over bins of a variable.
 
     The ECE pipeline with the bin key swapped: rows are binned on ``variable``
@@ -731,9 +596,7 @@ def vece(
     ['age', 'region']
     """
     func = name if name in ("vece", "vmce") else "vece"
-    req = R.vece(func, name, variable, prob=prob, label=label, by=by, weights=weights, nulls=nulls, p=p, lens=lens,
-                 distance=distance, estimator=estimator, binning=binning, bins=bins, closed=closed, ci=ci,
-                 n_boot=n_boot, seed=seed)
+    req = R.vece(func, name, variable, prob, label, **options)
     figures = {v: _ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
     if req.lens.kind == "marginal" and not is_dask_frame(frame):
         return _evaluate(req, frame, figures if req.several else {name: figures[req.variables[0]]})
@@ -758,7 +621,9 @@ def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binn
     return binner
 
 
-def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, **kwargs: Any) -> Result:
+@R.keywords(R.VMCE, bins=10, binning="quantile")
+def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
+         name: str = "vmce", **options: Unpack[R.VMCE]) -> Result:
     """Variable-based maximum calibration error: the largest |accuracy - confidence| over the variable's bins.
 
     Same options as :func:`vece` (``p`` is fixed to inf; ``lens`` defaults
@@ -771,9 +636,7 @@ def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     >>> calframe.vmce(df, "region") >= calframe.vece(df, "region")
     True
     """
-    kwargs.pop("p", None)
-    kwargs.setdefault("name", "vmce")
-    return vece(frame, variable, prob, label, p="inf", **kwargs)
+    return vece(frame, variable, prob, label, p="inf", name=name, **options)
 
 
 def vece_rank(
@@ -995,22 +858,11 @@ VCE_CURVE_COLUMNS = ("v", "acc", "acc_lo", "acc_hi", "conf", "conf_lo", "conf_hi
 VCE_SUMMARY_COLUMNS = ("n", "v_star", "vce")
 
 
-def vce_curve(
-    frame: Frame,
-    variable: str,
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    lens: str | None = None,
-    span: float = 0.9,
-    degree: int = 2,
-    family: Literal["gaussian", "symmetric"] = "gaussian",
-    n_points: int = 500,
-    quantiles: tuple[float, float] = (0.05, 0.95),
-    level: float = 0.95,
-    by: Columns = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> VCECurve:
+@R.keywords(R.Curve)
+def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | None = None, *, span: float = 0.9,
+              degree: int = 2, family: Literal["gaussian", "symmetric"] = "gaussian", n_points: int = 500,
+              quantiles: tuple[float, float] = (0.05, 0.95), level: float = 0.95,
+              **options: Unpack[R.Curve]) -> VCECurve:
     """VCE(v*) and the variable calibration curves (SPEC §4, Kelly & Smyth §6).
 
     Accuracy (the lensed label) and confidence are each smoothed over the
@@ -1036,7 +888,8 @@ def vce_curve(
     from ._kernels.loess import evaluation_grid, loess_fit
 
     func = "vce_curve"
-    lens_ = R.scalar_lens(func, lens)
+    lens_ = R.scalar_lens(func, options["lens"])
+    by = options["by"]
     if not (isinstance(span, (int, float)) and span > 0):
         raise bad_param(func, "span", "a number > 0", span)
     if degree not in (0, 1, 2):
@@ -1050,7 +903,8 @@ def vce_curve(
     if not (0 < level < 1):
         raise bad_param(func, "level", "a confidence level in (0, 1)", level)
     check_by_names(func, by, VCE_CURVE_COLUMNS + VCE_SUMMARY_COLUMNS, frame)
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=[variable], allow_weights=False)
+    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=options["nulls"], extra=[variable],
+                     allow_weights=False)
     if scored.extra_kind[variable] != "numeric":
         raise ParameterError(f"{func}: variable {variable!r} is categorical; a LOESS curve needs a numeric variable "
                              "(use vece() for categories).")
@@ -1205,6 +1059,7 @@ def _select_rows(scored: Scored, func: str, labels_in: Sequence[int] | None, out
     return scored.subset(mask)
 
 
+@R.keywords(R.Sample)
 def gece(
     frame: Frame,
     prob: Columns = None,
@@ -1222,12 +1077,7 @@ def gece(
     output_between: tuple[float, float] | None = None,
     output_class: int | None = None,
     where: Any = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    ci: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
+    **options: Unpack[R.Sample],
 ) -> Result:
     """Generalized ECE (Kirchenbauer et al.; SPEC §1-§2): lens -> bins -> distance between mean output and label.
 
@@ -1274,9 +1124,8 @@ def gece(
     True
     """
     G = _gece_module()
-    req = R.gece(prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens, k=k, groups=groups,
-                 distance=distance, p=p, binning=binning, bins=bins, gamma=gamma, output_between=output_between,
-                 ci=ci, n_boot=n_boot, seed=seed)
+    req = R.gece(prob, label, lens=lens, k=k, groups=groups, distance=distance, p=p, binning=binning, bins=bins,
+                 gamma=gamma, output_between=output_between, **options)
     func, o = req.func, req.options
     pv, dist, binning_, scalar_lens = req.p, o.distance, o.binning, o.scalar_lens
 
@@ -1391,20 +1240,9 @@ def _lce_values(scored: Scored, cols: list[str], gamma: float, lens: L.Lens, bin
     return LK.lce(x, conf, acc.astype(np.float64), ids, gamma), conf, acc, ids
 
 
-def lce(
-    frame: Frame,
-    features: str | Sequence[str],
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    gamma: float = 0.2,
-    bins: int = 15,
-    lens: str | None = None,
-    prepare: Literal["none", "standardize", "pca"] = "none",
-    n_components: int | None = None,
-    name: str = "lce",
-    nulls: Literal["raise", "drop"] = "raise",
-) -> pl.DataFrame | pd.DataFrame:
+@R.keywords(R.Kernel)
+def lce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
+        name: str = "lce", **options: Unpack[R.Kernel]) -> pl.DataFrame | pd.DataFrame:
     """Local calibration error of every row (Luo et al. §3; SPEC §5), as a new column ``name``.
 
     LCE(x) = |sum_i (g'_i - y'_i) k(x, x_i)| / sum_i k(x, x_i) over the rows
@@ -1426,14 +1264,21 @@ def lce(
     >>> out.columns[-1], bool((out["lce"] >= 0).all())
     ('lce', True)
     """
-    func = "lce"
-    g = check_positive_float(func, "gamma", gamma)
-    lens_ = R.scalar_lens(func, lens)
-    binning_ = make_binning(func, "uniform", bins, "left")
-    cols, _ = _features(frame, features, func, nulls)
-    scored = resolve(frame, func=func, prob=prob, label=label, nulls=nulls, extra=cols)
-    values = _lce_values(scored, cols, g, lens_, binning_.bins, prepare, n_components, func)[0]
-    return _with_column(frame, name, values, scored, nulls, func, prob, label, cols)
+    scored, cols, values = _lce("lce", frame, features, prob, label, options)
+    return _with_column(frame, name, values, scored, options["nulls"], "lce", prob, label, cols)
+
+
+def _lce(func: str, frame: Frame, features: str | Sequence[str], prob: Columns, label: str | None,
+         o: dict[str, Any], by: Columns = None) -> tuple[Scored, list[str], np.ndarray]:
+    """lce and mlce: their parameters checked, the rows resolved, and the LCE of every row: (scored rows,
+    feature columns, LCE)."""
+    g = check_positive_float(func, "gamma", o["gamma"])
+    lens_ = R.scalar_lens(func, o["lens"])
+    binning_ = make_binning(func, "uniform", o["bins"], "left")
+    cols, _ = _features(frame, features, func, o["nulls"])
+    check_by_names(func, by, MLCE_COLUMNS, frame)
+    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=o["nulls"], extra=cols)
+    return scored, cols, _lce_values(scored, cols, g, lens_, binning_.bins, o["prepare"], o["n_components"], func)[0]
 
 
 def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nulls: str, func: str,
@@ -1460,20 +1305,9 @@ def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nu
 MLCE_COLUMNS = ("n", "mlce", "mean_lce")
 
 
-def mlce(
-    frame: Frame,
-    features: str | Sequence[str],
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    gamma: float = 0.2,
-    bins: int = 15,
-    lens: str | None = None,
-    prepare: Literal["none", "standardize", "pca"] = "none",
-    n_components: int | None = None,
-    by: Columns = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> Result:
+@R.keywords(R.Kernel)
+def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
+         by: Columns = None, **options: Unpack[R.Kernel]) -> Result:
     """Maximum (and mean) local calibration error (Luo et al.): ``max_x LCE_gamma(x)``.
 
     LCE is computed over the whole frame (neighbourhoods are defined by the
@@ -1490,13 +1324,7 @@ def mlce(
     True
     """
     func = "mlce"
-    g = check_positive_float(func, "gamma", gamma)
-    lens_ = R.scalar_lens(func, lens)
-    binning_ = make_binning(func, "uniform", bins, "left")
-    cols, _ = _features(frame, features, func, nulls)
-    check_by_names(func, by, MLCE_COLUMNS, frame)
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=cols)
-    values = _lce_values(scored, cols, g, lens_, binning_.bins, prepare, n_components, func)[0]
+    scored, _, values = _lce(func, frame, features, prob, label, options, by)
     codes = scored.group_codes
     mx = np.full(scored.n_groups, -np.inf)
     np.maximum.at(mx, codes, values)
@@ -1508,19 +1336,9 @@ def mlce(
     return F.to_flavor(with_keys(func, scored.keys, out), scored.flavor)
 
 
-def mlce_curve(
-    frame: Frame,
-    features: str | Sequence[str],
-    prob: Columns = None,
-    label: str | None = None,
-    *,
-    gammas: Sequence[float] | None = None,
-    bins: int = 15,
-    lens: str | None = None,
-    prepare: Literal["none", "standardize", "pca"] = "none",
-    n_components: int | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> pl.DataFrame | pd.DataFrame:
+@R.keywords(R.Local)
+def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
+               gammas: Sequence[float] | None = None, **options: Unpack[R.Local]) -> pl.DataFrame | pd.DataFrame:
     """MLCE as a function of gamma (Luo et al. Fig. 1), with MCE (the gamma -> inf limit, Lemma 1) beside it.
 
     ``gammas`` defaults to ``numpy.logspace(-2, 2, 25)``. Columns: ``gamma``,
@@ -1538,16 +1356,17 @@ def mlce_curve(
     gs = np.logspace(-2, 2, 25) if gammas is None else np.asarray(list(gammas), dtype=np.float64)
     for gv in gs:
         check_positive_float(func, "gamma", float(gv))
-    lens_ = L.parse_lens(func, lens)
-    binning_ = make_binning(func, "uniform", bins, "left")
-    cols, _ = _features(frame, features, func, nulls)
-    scored = resolve(frame, func=func, prob=prob, label=label, nulls=nulls, extra=cols)
+    o = options
+    lens_ = L.parse_lens(func, o["lens"])
+    binning_ = make_binning(func, "uniform", o["bins"], "left")
+    cols, _ = _features(frame, features, func, o["nulls"])
+    scored = resolve(frame, func=func, prob=prob, label=label, nulls=o["nulls"], extra=cols)
     conf, acc = L.scalar(scored, lens_, func)
     sums, _ = binned_sums(conf, acc, scored, binning_)
     mce_value = float(ce_from_sums(sums, float("inf"))[0])
     mx, mean = [], []
     for gv in gs:
-        v = _lce_values(scored, cols, float(gv), lens_, binning_.bins, prepare, n_components, func)[0]
+        v = _lce_values(scored, cols, float(gv), lens_, binning_.bins, o["prepare"], o["n_components"], func)[0]
         mx.append(float(v.max()))
         mean.append(float(v.mean()))
     out = pl.DataFrame({"gamma": gs, "mlce": mx, "mean_lce": mean, "mce": [mce_value] * len(gs)})

@@ -41,15 +41,17 @@ Rules of the expressions (tested in tests/test_expr.py)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Union, Unpack
+
+import inspect
 
 import numpy as np
 import polars as pl
 
 from . import api
+from . import request as R
 from ._errors import EmptyInputError, InvalidValueError, bad_param
 from ._names import fresh_name
-from .metrics import Distance, Estimator
 
 __all__ = ["ce", "ece", "mce", "rmsce", "brier", "log_loss", "accuracy", "vece", "vmce", "ExprCalib"]
 
@@ -57,6 +59,29 @@ __all__ = ["ce", "ece", "mce", "rmsce", "brier", "log_loss", "accuracy", "vece",
 IntoExpr = Union[str, pl.Expr]
 #: the probabilities: one column (binary, or an Array / List of class probabilities), or K class columns
 Probs = Union[IntoExpr, Sequence[IntoExpr]]
+
+
+# the keyword parameters (request.py's groups; the row weights are a column or an expression here)
+
+
+class Weighted(R.Nulls, total=False):
+    weights: IntoExpr | None
+
+
+class ECE(R.Bins, R.Lensed, Weighted, total=False):
+    """ece, mce, vmce."""
+
+
+class RMSCE(ECE, R.Debias, total=False):
+    """rmsce: and ``estimator``."""
+
+
+class VECE(ECE, R.Powered, R.Seeded, total=False):
+    """vece: ``p``, the distance and the estimator too, and the seed of its resampling."""
+
+
+class CE(ECE, R.Resampled, R.Seeded, total=False):
+    """ce: every option of calframe.ce but the rows' and the interval's."""
 
 
 # --------------------------------------------------------------------------- the one mechanism
@@ -158,23 +183,8 @@ def _per_group(func: str, fn: Callable[..., Any], roles: list[str], params: dict
 # --------------------------------------------------------------------------- the figures
 
 
-def ce(
-    prob: Probs,
-    label: IntoExpr,
-    *,
-    p: float | str = 1,
-    lens: str | None = None,
-    distance: str | tuple | Distance = "tvd",
-    estimator: Estimator = "plugin",
-    squared: bool = False,
-    binning: str | None = None,
-    bins: "int | Sequence[float]" = 15,
-    closed: Literal["left", "right"] = "left",
-    weights: IntoExpr | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    seed: int | None = 0,
-    n_resamples: int = 1000,
-) -> pl.Expr:
+@R.keywords(CE, binning=None)
+def ce(prob: Probs, label: IntoExpr, **options: Unpack[CE]) -> pl.Expr:
     """Binned calibration error CE_p per group, as an expression named ``"ce"`` (:func:`calframe.ce`).
 
     ``prob``: a column name or expression (binary: the positive-class
@@ -197,22 +207,11 @@ def ce(
     │ 1   ┆ 0.353553 ┆ 2   │
     └─────┴──────────┴─────┘
     """
-    return _figure("ce", prob, label, weights, p=p, lens=lens, distance=distance, estimator=estimator,
-                   squared=squared, binning=binning, bins=bins, closed=closed, nulls=nulls, seed=seed,
-                   n_resamples=n_resamples)
+    return _figure("ce", prob, label, **options)
 
 
-def ece(
-    prob: Probs,
-    label: IntoExpr,
-    *,
-    bins: "int | Sequence[float]" = 15,
-    binning: str = "uniform",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    weights: IntoExpr | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> pl.Expr:
+@R.keywords(ECE)
+def ece(prob: Probs, label: IntoExpr, **options: Unpack[ECE]) -> pl.Expr:
     """Expected calibration error per group, as an expression named ``"ece"`` (:func:`calframe.ece`).
 
     ``prob``: a column name or expression (binary: the positive-class
@@ -244,48 +243,35 @@ def ece(
     │ 0.4 │
     └─────┘
     """
-    return _figure("ece", prob, label, weights, bins=bins, binning=binning, closed=closed, lens=lens,
-                   nulls=nulls)
+    return _figure("ece", prob, label, **options)
 
 
-def mce(
-    prob: Probs,
-    label: IntoExpr,
-    *,
-    bins: "int | Sequence[float]" = 15,
-    binning: str = "uniform",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    weights: IntoExpr | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> pl.Expr:
+@R.keywords(ECE)
+def mce(prob: Probs, label: IntoExpr, **options: Unpack[ECE]) -> pl.Expr:
     """Maximum calibration error per group, as an expression named ``"mce"`` (:func:`calframe.mce`).
 
-    Columns as :func:`ece`; the other parameters are :func:`calframe.mce`'s.
+    Columns as :func:`ece`; the other parameters are :func:`calframe.mce`'s. Two of them in one ``select``
+    need two names (``.alias()``).
 
     Examples
     --------
     >>> import polars as pl, calframe
     >>> df = pl.DataFrame({"p": [0.9, 0.8, 0.3, 0.6], "y": [1, 0, 0, 1]})
-    >>> df.select(calframe.expr.mce("p", "y")).item()
-    0.8
+    >>> df.select(calframe.expr.mce("p", "y"), calframe.expr.mce("p", "y", bins=2).alias("mce_2"))
+    shape: (1, 2)
+    ┌─────┬───────┐
+    │ mce ┆ mce_2 │
+    │ --- ┆ ---   │
+    │ f64 ┆ f64   │
+    ╞═════╪═══════╡
+    │ 0.8 ┆ 0.3   │
+    └─────┴───────┘
     """
-    return _figure("mce", prob, label, weights, bins=bins, binning=binning, closed=closed, lens=lens,
-                   nulls=nulls)
+    return _figure("mce", prob, label, **options)
 
 
-def rmsce(
-    prob: Probs,
-    label: IntoExpr,
-    *,
-    bins: "int | Sequence[float]" = 15,
-    binning: str = "uniform",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    estimator: Estimator = "plugin",
-    weights: IntoExpr | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> pl.Expr:
+@R.keywords(RMSCE)
+def rmsce(prob: Probs, label: IntoExpr, **options: Unpack[RMSCE]) -> pl.Expr:
     """Root-mean-square calibration error per group, as an expression named ``"rmsce"`` (:func:`calframe.rmsce`).
 
     Columns as :func:`ece`; the other parameters are :func:`calframe.rmsce`'s.
@@ -297,14 +283,12 @@ def rmsce(
     >>> round(df.select(calframe.expr.rmsce("p", "y")).item(), 6)
     0.474342
     """
-    return _figure("rmsce", prob, label, weights, bins=bins, binning=binning, closed=closed, lens=lens,
-                   estimator=estimator, nulls=nulls)
+    return _figure("rmsce", prob, label, **options)
 
 
 def _companion(func: str, example: str) -> Callable[..., pl.Expr]:
-    def figure(prob: Probs, label: IntoExpr, *, weights: IntoExpr | None = None,
-               nulls: Literal["raise", "drop"] = "raise") -> pl.Expr:
-        return _figure(func, prob, label, weights, nulls=nulls)
+    def figure(prob: Probs, label: IntoExpr, **options: Unpack[Weighted]) -> pl.Expr:
+        return _figure(func, prob, label, **options)
 
     figure.__name__ = figure.__qualname__ = func
     figure.__doc__ = f"""{getattr(api, func).__doc__.splitlines()[0]}
@@ -318,7 +302,7 @@ def _companion(func: str, example: str) -> Callable[..., pl.Expr]:
     >>> round(df.select(calframe.expr.{func}("p", "y")).item(), 6)
     {example}
     """
-    return figure
+    return R.keywords(Weighted)(figure)
 
 
 brier = _companion("brier", "0.225")
@@ -326,22 +310,8 @@ log_loss = _companion("log_loss", "0.645575")
 accuracy = _companion("accuracy", "0.75")
 
 
-def vece(
-    variable: IntoExpr,
-    prob: Probs,
-    label: IntoExpr,
-    *,
-    bins: "int | Sequence[float]" = 10,
-    binning: str = "quantile",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    p: float | str = 1,
-    distance: str | tuple | Distance = "tvd",
-    estimator: Estimator = "plugin",
-    weights: IntoExpr | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-    seed: int | None = 0,
-) -> pl.Expr:
+@R.keywords(VECE, bins=10, binning="quantile")
+def vece(variable: IntoExpr, prob: Probs, label: IntoExpr, **options: Unpack[VECE]) -> pl.Expr:
     """Variable-based ECE per group, as an expression named ``"vece"`` (:func:`calframe.vece`): rows binned on
     ``variable`` (a column name or expression; one variable), each group's own bins.
 
@@ -354,22 +324,11 @@ def vece(
     >>> round(df.select(calframe.expr.vece("age", "prob", "label")).item(), 4)
     0.1235
     """
-    return _figure("vece", prob, label, weights, variable, bins=bins, binning=binning, closed=closed,
-                   lens=lens, p=p, distance=distance, estimator=estimator, nulls=nulls, seed=seed)
+    return _figure("vece", prob, label, variable=variable, **options)
 
 
-def vmce(
-    variable: IntoExpr,
-    prob: Probs,
-    label: IntoExpr,
-    *,
-    bins: "int | Sequence[float]" = 10,
-    binning: str = "quantile",
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    weights: IntoExpr | None = None,
-    nulls: Literal["raise", "drop"] = "raise",
-) -> pl.Expr:
+@R.keywords(ECE, bins=10, binning="quantile")
+def vmce(variable: IntoExpr, prob: Probs, label: IntoExpr, **options: Unpack[ECE]) -> pl.Expr:
     """Variable-based MCE per group, as an expression named ``"vmce"`` (:func:`calframe.vmce`).
 
     Columns as :func:`vece`; the other parameters are :func:`calframe.vmce`'s.
@@ -381,8 +340,7 @@ def vmce(
     >>> df.select(calframe.expr.vmce("region", "prob", "label") >= calframe.expr.vece("region", "prob", "label")).item()
     True
     """
-    return _figure("vmce", prob, label, weights, variable, bins=bins, binning=binning, closed=closed,
-                   lens=lens, nulls=nulls)
+    return _figure("vmce", prob, label, variable=variable, **options)
 
 
 # --------------------------------------------------------------------------- pl.col("p").calib
@@ -400,35 +358,28 @@ class ExprCalib:
     def __init__(self, expr: pl.Expr) -> None:
         self._expr = expr
 
-    def ce(self, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return ce(self._expr, label, **kwargs)
 
-    def ece(self, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return ece(self._expr, label, **kwargs)
+def _method(fn: Callable[..., pl.Expr]) -> Callable[..., pl.Expr]:
+    """``ExprCalib.<name>``: ``fn`` with the namespace's expression as ``prob`` (same docstring and the other
+    parameters)."""
+    sig = inspect.signature(fn)
+    params = [q for n, q in sig.parameters.items() if n != "prob"]
+    rest = sig.replace(parameters=params)
 
-    def mce(self, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return mce(self._expr, label, **kwargs)
+    def method(self: ExprCalib, *args: Any, **kwargs: Any) -> pl.Expr:
+        try:
+            bound = rest.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{fn.__name__}() {exc}") from None
+        return fn(prob=self._expr, **bound.arguments)
 
-    def rmsce(self, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return rmsce(self._expr, label, **kwargs)
-
-    def brier(self, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return brier(self._expr, label, **kwargs)
-
-    def log_loss(self, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return log_loss(self._expr, label, **kwargs)
-
-    def accuracy(self, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return accuracy(self._expr, label, **kwargs)
-
-    def vece(self, variable: IntoExpr, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return vece(variable, self._expr, label, **kwargs)
-
-    def vmce(self, variable: IntoExpr, label: IntoExpr, **kwargs: Any) -> pl.Expr:
-        return vmce(variable, self._expr, label, **kwargs)
+    self_ = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = rest.replace(parameters=[self_, *params])  # type: ignore[attr-defined]
+    method.__name__, method.__qualname__, method.__doc__ = fn.__name__, f"ExprCalib.{fn.__name__}", fn.__doc__
+    return method
 
 
-for _name in ("ce", "ece", "mce", "rmsce", "brier", "log_loss", "accuracy", "vece", "vmce"):
-    getattr(ExprCalib, _name).__doc__ = globals()[_name].__doc__
+for _name in __all__[:-1]:  # the figures (ExprCalib last)
+    setattr(ExprCalib, _name, _method(globals()[_name]))
 
 pl.api.register_expr_namespace("calib")(ExprCalib)

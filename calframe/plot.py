@@ -179,6 +179,34 @@ def _panel_grid(n: int, ncols: int | None, panel: tuple[float, float], below: bo
     return fig, mains, lows
 
 
+def _axes(ax: Any, n: int, what: str, ncols: int | None, panel: tuple[float, float], below: bool = False,
+          sharey: bool = True) -> tuple[Any, list[Any], list[Any]]:
+    """(figure, the n panels, the small panel below each when ``below``): a new :func:`_panel_grid` when ``ax``
+    is None, else the user's Axes (:func:`_user_axes`) with a panel appended below each."""
+    if ax is None:
+        return _panel_grid(n, ncols, panel, below, sharey=sharey)
+    mains = _user_axes(ax, n, what)
+    return mains[0].figure, mains, [_below(a) for a in mains] if below else []
+
+
+def _finish(disp: Any, fig: Any, ax: Any, grouped: bool, head: str, mains: list[Any], **artists: Any) -> Any:
+    """The end of a display's ``plot``: a new grid of group panels gets the title ``head`` (after the display's
+    name); ``ax_``, ``figure_`` and each of ``artists`` (a list, or None) are set, a list as one item without
+    groups, an object array with one item per group with them (:func:`_pack`). Returns the display."""
+    if grouped and ax is None:
+        fig.suptitle(head if disp.name is None else f"{disp.name}: {head}", fontsize=12)
+    disp.ax_ = _pack(mains, grouped)
+    for attr, items in artists.items():
+        setattr(disp, attr, None if items is None else _pack(items, grouped))
+    disp.figure_ = fig
+    return disp
+
+
+def _by_list(by: str | Sequence[str] | None) -> list[str]:
+    """The group columns of a from_frame call as a list (none without ``by``)."""
+    return [] if by is None else [by] if isinstance(by, str) else list(by)
+
+
 def _below(ax: Any) -> Any:
     """A small panel appended below a user-given Axes (sharing its x axis)."""
     from mpl_toolkits.axes_grid1 import make_axes_locatable
@@ -270,8 +298,6 @@ class ReliabilityDisplay:
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import calframe
     >>> from calframe.plot import ReliabilityDisplay
     >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
@@ -282,7 +308,6 @@ class ReliabilityDisplay:
     >>> len(grid.ax_), grid.groups_[0]
     (4, 'region = east')
     >>> grid.figure_.savefig(__import__("io").BytesIO(), format="png")
-    >>> import matplotlib.pyplot as plt; plt.close("all")
     """
 
     def __init__(self, table: Any, *, by: str | Sequence[str] | None = None, ece: float | dict | None = None,
@@ -337,12 +362,7 @@ class ReliabilityDisplay:
             raise ParameterError(f"ReliabilityDisplay.plot: kind must be 'bars' or 'points'; got {kind!r}.")
         parts = _split(self.table, self.by)
         grouped = bool(self.by)
-        if ax is None:
-            fig, mains, lows = _panel_grid(len(parts), ncols, (3.8, 4.6), hist)
-        else:
-            mains = _user_axes(ax, len(parts), "ReliabilityDisplay.plot")
-            fig = mains[0].figure
-            lows = [_below(a) for a in mains] if hist else []
+        fig, mains, lows = _axes(ax, len(parts), "ReliabilityDisplay.plot", ncols, (3.8, 4.6), hist)
         xlabel, ylabel = _lens_labels(self.lens)
         artists = []
         for i, (label, part) in enumerate(parts):
@@ -396,14 +416,8 @@ class ReliabilityDisplay:
                 low.set_axisbelow(True)
             else:
                 main.set_xlabel(xlabel)
-        if grouped and ax is None:
-            head = "Reliability diagrams by " + ", ".join(self.by)
-            fig.suptitle(head if self.name is None else f"{self.name}: {head}", fontsize=12)
-        self.ax_ = _pack(mains, grouped)
-        self.hist_ax_ = _pack(lows, grouped) if hist else None
-        self.bars_ = _pack(artists, grouped)
-        self.figure_ = fig
-        return self
+        return _finish(self, fig, ax, grouped, "Reliability diagrams by " + ", ".join(self.by), mains,
+                       hist_ax_=lows if hist else None, bars_=artists)
 
     @classmethod
     def from_frame(
@@ -436,14 +450,11 @@ class ReliabilityDisplay:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
         >>> import calframe, calframe.plot
         >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
         >>> disp = calframe.plot.ReliabilityDisplay.from_frame(df.to_pandas(), kind="points")
         >>> disp.ax_.get_xlabel(), disp.hist_ax_.get_xlabel()
         ('', 'Mean predicted probability of class 1')
-        >>> import matplotlib.pyplot as plt; plt.close("all")
         """
         from . import api
         from .lenses import lens_used
@@ -451,8 +462,7 @@ class ReliabilityDisplay:
         table = api.reliability(frame, prob, label, bins=bins, binning=binning, closed=closed, lens=lens,  # type: ignore[arg-type]
                                 by=by, weights=weights, nulls=nulls)  # type: ignore[arg-type]
         lens = lens_used(frame, prob, lens, func="reliability")
-        by_cols = None if by is None else ([by] if isinstance(by, str) else list(by))
-        disp = cls(table, by=by_cols or [], lens=lens, name=name)
+        disp = cls(table, by=_by_list(by), lens=lens, name=name)
         return disp.plot(ax=ax, kind=kind, hist=hist, ncols=ncols, **kwargs)
 
 
@@ -505,8 +515,6 @@ class VariableCurveDisplay:
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import calframe
     >>> from calframe.plot import VariableCurveDisplay
     >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
@@ -514,7 +522,6 @@ class VariableCurveDisplay:
     >>> disp = VariableCurveDisplay(res).plot()
     >>> f"VCE = {res.vce:.4f}" in disp.ax_.get_title()
     True
-    >>> import matplotlib.pyplot as plt; plt.close("all")
     """
 
     def __init__(self, curve: "VCECurve | Any", summary: Any = None, *, variable: str | None = None,
@@ -548,18 +555,14 @@ class VariableCurveDisplay:
 
     def plot(self, ax: Any = None, *, bands: bool = True, mark_v_star: bool = True, ncols: int | None = None,
              **kwargs: Any) -> "VariableCurveDisplay":
-        """Draw the curves.
+        """Draw the curves (``ax`` and ``ncols`` as :meth:`ReliabilityDisplay.plot`).
 
         Parameters
         ----------
-        ax : matplotlib Axes or array of Axes, optional
-            One Axes, or one per group. Default: a new figure.
         bands : bool
             Shade the pointwise confidence bands.
         mark_v_star : bool
             Mark v* and the gap there.
-        ncols : int, optional
-            Columns of the panel grid with groups (default: up to 3).
         **kwargs
             Passed to ``Axes.plot`` for both curves (e.g. ``linewidth``).
 
@@ -569,11 +572,8 @@ class VariableCurveDisplay:
         """
         grouped = bool(self.by)
         parts = _split(self.curve, self.by)
-        if ax is None:
-            fig, mains, _ = _panel_grid(len(parts), ncols, (5.2, 3.8) if not grouped else (4.4, 3.5), False)
-        else:
-            mains = _user_axes(ax, len(parts), "VariableCurveDisplay.plot")
-            fig = mains[0].figure
+        fig, mains, _ = _axes(ax, len(parts), "VariableCurveDisplay.plot", ncols,
+                              (5.2, 3.8) if not grouped else (4.4, 3.5))
         band = "band" if self.level is None else f"{self.level:.0%} band"
         acc_name, conf_name, ylabel = _curve_labels(self.lens)
         acc_lines, conf_lines = [], []
@@ -614,14 +614,8 @@ class VariableCurveDisplay:
         if ax is None:  # below the panels, where it hides no curve
             handles, labels = mains[0].get_legend_handles_labels()
             fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
-        if grouped and ax is None:
-            head = f"Calibration along {self.variable or 'the variable'} by " + ", ".join(self.by)
-            fig.suptitle(head if self.name is None else f"{self.name}: {head}", fontsize=12)
-        self.ax_ = _pack(mains, grouped)
-        self.acc_line_ = _pack(acc_lines, grouped)
-        self.conf_line_ = _pack(conf_lines, grouped)
-        self.figure_ = fig
-        return self
+        return _finish(self, fig, ax, grouped, f"Calibration along {self.variable or 'the variable'} by "
+                       + ", ".join(self.by), mains, acc_line_=acc_lines, conf_line_=conf_lines)
 
     @classmethod
     def from_frame(
@@ -648,14 +642,11 @@ class VariableCurveDisplay:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
         >>> import calframe, calframe.plot
         >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
         >>> disp = calframe.plot.VariableCurveDisplay.from_frame(df, "age", by="region", n_points=40)
         >>> len(disp.ax_), sorted(disp.vce_) == sorted(disp.groups_)
         (4, True)
-        >>> import matplotlib.pyplot as plt; plt.close("all")
         """
         from . import api
 
@@ -696,15 +687,12 @@ class VeceRankDisplay:
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import calframe
     >>> from calframe.plot import VeceRankDisplay
     >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
     >>> disp = VeceRankDisplay(calframe.vece_rank(df, lens="top1")).plot()
     >>> [t.get_text() for t in disp.ax_.get_yticklabels()]
     ['region', 'age', 'device']
-    >>> import matplotlib.pyplot as plt; plt.close("all")
     """
 
     def __init__(self, table: Any, *, by: str | Sequence[str] | None = None, name: str | None = None):
@@ -721,7 +709,7 @@ class VeceRankDisplay:
         Parameters
         ----------
         ax : matplotlib Axes or array of Axes, optional
-            One Axes, or one per group. Default: a new figure.
+            As :meth:`ReliabilityDisplay.plot`.
         values : bool
             Print each VECE at the end of its bar.
         vmce : bool
@@ -738,12 +726,8 @@ class VeceRankDisplay:
         grouped = bool(self.by)
         parts = _split(self.table, self.by)
         n_vars = max(p.height for _, p in parts)
-        if ax is None:
-            nc = ncols if ncols is not None else (1 if len(parts) <= 4 else 2)  # stacked: x values line up
-            fig, mains, _ = _panel_grid(len(parts), nc, (6.0, 0.42 * n_vars + 1.3), False, sharey=False)
-        else:
-            mains = _user_axes(ax, len(parts), "VeceRankDisplay.plot")
-            fig = mains[0].figure
+        nc = ncols if ncols is not None else (1 if len(parts) <= 4 else 2)  # stacked: x values line up
+        fig, mains, _ = _axes(ax, len(parts), "VeceRankDisplay.plot", nc, (6.0, 0.42 * n_vars + 1.3), sharey=False)
         bars, markers = [], []
         xmax = float(self.table.select(pl.max_horizontal(pl.col("vece").max(), pl.col("vmce").max())).item() or 0)
         for i, (label, part) in enumerate(parts):
@@ -788,14 +772,8 @@ class VeceRankDisplay:
                                frameon=False)
                 else:
                     a.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
-        if grouped and ax is None:
-            head = "VECE by variable and " + ", ".join(self.by)
-            fig.suptitle(head if self.name is None else f"{self.name}: {head}", fontsize=12)
-        self.ax_ = _pack(mains, grouped)
-        self.bars_ = _pack(bars, grouped)
-        self.markers_ = _pack(markers, grouped) if vmce else None
-        self.figure_ = fig
-        return self
+        return _finish(self, fig, ax, grouped, "VECE by variable and " + ", ".join(self.by), mains, bars_=bars,
+                       markers_=markers if vmce else None)
 
     @classmethod
     def from_frame(
@@ -819,20 +797,16 @@ class VeceRankDisplay:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
         >>> import calframe, calframe.plot
         >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
         >>> disp = calframe.plot.VeceRankDisplay.from_frame(df, ["age", "device"], by="region")
         >>> len(disp.ax_)
         4
-        >>> import matplotlib.pyplot as plt; plt.close("all")
         """
         from . import api
 
         table = api.vece_rank(frame, variables, prob, label, by=by, **kwargs)
-        by_cols = None if by is None else ([by] if isinstance(by, str) else list(by))
-        disp = cls(table, by=by_cols or [], name=name)
+        disp = cls(table, by=_by_list(by), name=name)
         return disp.plot(ax=ax, ncols=ncols, **(plot_kws or {}))
 
 
@@ -871,13 +845,10 @@ class MLCECurveDisplay:
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from calframe.plot import MLCECurveDisplay
     >>> disp = MLCECurveDisplay([0.05, 0.1, 0.2, 0.4, 1.0], [0.31, 0.24, 0.19, 0.16, 0.15], mce=0.14).plot()
     >>> disp.ax_.get_xscale(), disp.ax_.get_ylabel()
     ('log', 'MLCE')
-    >>> import matplotlib.pyplot as plt; plt.close("all")
     """
 
     def __init__(self, gamma: Any, mlce: Any, mce: Any = None, *, group: Any = None, name: str | None = None):
@@ -1020,15 +991,12 @@ def reliability_diagram(frame: Frame, prob: str | Sequence[str] | None = None, l
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import calframe, calframe.plot
     >>> df = calframe.datasets.grouped_miscalibration(n=1000, seed=0)
     >>> calframe.plot.reliability_diagram(df, bins=10).figure_.get_axes()[0].get_ylabel()  # one probability column
     'Frequency of class 1'
     >>> calframe.plot.reliability_diagram(df, bins=10, lens="top1").figure_.get_axes()[0].get_ylabel()
     'Accuracy'
-    >>> import matplotlib.pyplot as plt; plt.close("all")
     """
     return ReliabilityDisplay.from_frame(frame, prob, label, **kwargs)
 

@@ -13,9 +13,11 @@ figure's parameters go.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any, Literal, TypedDict, TypeVar, Union
 
 import numpy as np
 
@@ -24,9 +26,10 @@ from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._params import check_int_range
 from .binning import Binning, make_binning
-from .metrics import Distance, check_seed, parse_distance
+from .metrics import Distance, Estimator, check_seed, parse_distance
 
 Columns = Union[str, Sequence[str], None]
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: the families a Request can be
 KINDS = ("ce", "companion", "reliability", "summary", "gece")
@@ -85,6 +88,168 @@ class Request:
     def sq(self) -> bool:
         """Whether the per-class values are squared errors (combined before the root)."""
         return self.squared or (self.lens.kind == "marginal" and self.estimator == "debiased" and self.p == 2)
+
+
+# --------------------------------------------------------------------------- the public keyword parameters
+#
+# The keyword parameters the public functions share are declared once: their types in these groups (a
+# function takes ``**options: Unpack[group]``, PEP 692, which type checkers read), their defaults in
+# DEFAULTS. :func:`keywords` writes them into the function's signature (inspect.signature, help(), the
+# df.calib methods) and passes them with their defaults; the parsers below read the same table.
+
+
+class Bins(TypedDict, total=False):
+    """The bins of the lensed output (or of a variable)."""
+
+    bins: int | Sequence[float]
+    binning: str | None
+    closed: Literal["left", "right"]
+
+
+class Lensed(TypedDict, total=False):
+    lens: str | None
+
+
+class Grouped(TypedDict, total=False):
+    by: Columns
+
+
+class Rows(Grouped, total=False):
+    weights: str | None
+
+
+class Nulls(TypedDict, total=False):
+    nulls: Literal["raise", "drop"]
+
+
+class Interval(TypedDict, total=False):
+    """A percentile bootstrap interval."""
+
+    ci: float | None
+    n_boot: int
+
+
+class Seeded(TypedDict, total=False):
+    seed: int | None
+
+
+class Sample(Rows, Nulls, Interval, Seeded, total=False):
+    """The rows (groups, weights, nulls), a bootstrap interval, and the seed of any resampling."""
+
+
+class Debias(TypedDict, total=False):
+    estimator: Estimator
+
+
+class Distanced(Debias, total=False):
+    distance: str | tuple | Distance
+
+
+class Powered(Distanced, total=False):
+    p: float | str
+
+
+class Resampled(Powered, total=False):
+    """CE_p's options: also its squared output, and the draws of the Gaussian debiasing."""
+
+    squared: bool
+    n_resamples: int
+
+
+class Local(Lensed, Nulls, total=False):
+    """The local calibration figures' (lce, mlce, mlce_curve): uniform confidence bins, the features'
+    preparation."""
+
+    bins: int
+    prepare: Literal["none", "standardize", "pca"]
+    n_components: int | None
+
+
+class Kernel(Local, total=False):
+    gamma: float
+
+
+# the options of each public function (in api.py; calframe.expr builds its own from the same groups)
+
+
+class Curve(Lensed, Grouped, Nulls, total=False):
+    """vce_curve (beside its smoothing parameters)."""
+
+
+class Table(Bins, Lensed, Rows, Nulls, total=False):
+    """reliability."""
+
+
+class ECE(Bins, Lensed, Sample, total=False):
+    """ece, mce; the base of every CE_p figure's."""
+
+
+class RMSCE(ECE, Debias, total=False):
+    """rmsce: ECE's and ``estimator``."""
+
+
+class VMCE(ECE, Distanced, total=False):
+    """vmce (``bins`` and ``binning`` default to a variable's)."""
+
+
+class VECE(ECE, Powered, total=False):
+    """vece, as vmce's with ``p``."""
+
+
+class CE(ECE, Resampled, total=False):
+    """ce: all of them."""
+
+
+#: the default of every keyword parameter above (a function may give its own: :func:`keywords`)
+DEFAULTS: dict[str, Any] = dict(bins=15, binning="uniform", closed="left", lens=None, nulls="raise", by=None,
+                                weights=None, ci=None, n_boot=1000, seed=0, p=1, distance="tvd", estimator="plugin",
+                                squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2)
+
+
+def keywords(options: type, **defaults: Any) -> Callable[[F], F]:
+    """``fn(<own parameters>, **options: Unpack[options])`` with the keys of the TypedDict ``options`` as
+    keyword-only parameters, defaults from :data:`DEFAULTS` (or ``defaults``): in its signature, and passed to
+    ``fn`` with their defaults on every call. An unknown keyword is a TypeError, as for any function.
+
+    Examples
+    --------
+    >>> from calframe.request import Bins, keywords
+    >>> @keywords(Bins, bins=10)
+    ... def f(x, **options):
+    ...     return options["bins"], options["closed"]
+    >>> f(1), f(1, bins=3)
+    ((10, 'left'), (3, 'left'))
+    >>> str(inspect.signature(f))[:32]
+    "(x, *, bins: 'int | Sequence[flo"
+    """
+    table = {**DEFAULTS, **defaults}
+
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+        own = [q for q in sig.parameters.values() if q.kind is not q.VAR_KEYWORD]
+        full = sig.replace(parameters=own + [
+            inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=table[k],
+                              annotation=getattr(t, "__forward_arg__", t))
+            for k, t in options.__annotations__.items()])
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                bound = full.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{fn.__name__}() {exc}") from None
+            bound.apply_defaults()
+            return fn(**bound.arguments)
+
+        call.__signature__ = full  # type: ignore[attr-defined]
+        return call  # type: ignore[return-value]
+
+    return wrap
+
+
+def _options(call: dict[str, Any], **defaults: Any) -> dict[str, Any]:
+    """A parser's parameters: the call's, the others' defaults (:data:`DEFAULTS`, or ``defaults``)."""
+    return {**DEFAULTS, **defaults, **call}
 
 
 # --------------------------------------------------------------------------- single parameters
@@ -169,142 +334,74 @@ def _ce_params(func: str, p: Any, estimator: Any, distance: Any) -> tuple[float,
     return pv, dist
 
 
-def ce(
-    func: str,
-    name: str,
-    *,
-    prob: Columns = None,
-    label: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    p: Any = 1,
-    lens: Any = None,
-    distance: Any = "tvd",
-    estimator: Any = "plugin",
-    squared: bool = False,
-    binning: Any = None,
-    bins: Any = 15,
-    closed: Any = "left",
-    n_resamples: Any = 1000,
-    ci: Any = None,
-    n_boot: Any = 1000,
-    seed: Any = 0,
-) -> Request:
-    """CE_p (ECE, MCE, RMSCE): checks in the documented order (p, estimator, distance, n_resamples, lens,
-    binning, weights, then ci / n_boot / seed). ``binning=None``: uniform, equal-mass for ``debiased``."""
+def ce(func: str, name: str, prob: Columns = None, label: str | None = None, **call: Any) -> Request:
+    """CE_p (ECE, MCE, RMSCE): checks in the documented order (name, p, estimator, distance, n_resamples, lens,
+    binning, weights, then ci / n_boot / seed). ``binning=None`` (the default): uniform, equal-mass for
+    ``debiased``."""
+    o = _options(call, binning=None)
     _figure_name(func, name)
-    pv, dist = _ce_params(func, p, estimator, distance)
+    pv, dist = _ce_params(func, o["p"], o["estimator"], o["distance"])
+    n_resamples = o["n_resamples"]
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise bad_param(func, "n_resamples", "an int >= 1", n_resamples)
-    lens_ = L.parse_lens(func, lens)
-    if binning is None:
-        binning = "equal_mass" if estimator == "debiased" else "uniform"
-    binning_ = make_binning(func, binning, bins, closed)
-    _uniform_only_with_weights(func, binning_, weights)
-    check_ci(func, ci, n_boot, seed)
-    return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
-                   bool(squared), int(n_resamples), ci=ci, n_boot=n_boot, seed=seed)
+    lens_ = L.parse_lens(func, o["lens"])
+    binning = o["binning"] if o["binning"] is not None else "equal_mass" if o["estimator"] == "debiased" else "uniform"
+    binning_ = make_binning(func, binning, o["bins"], o["closed"])
+    _uniform_only_with_weights(func, binning_, o["weights"])
+    return _checked_ci(func, o, Request(func, "ce", name, prob, label, o["by"], o["weights"], o["nulls"], lens_,
+                                        binning_, pv, dist, o["estimator"], bool(o["squared"]), int(n_resamples)))
 
 
-def vece(
-    func: str,
-    name: str,
-    variable: Any,
-    *,
-    prob: Columns = None,
-    label: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    p: Any = 1,
-    lens: Any = None,
-    distance: Any = "tvd",
-    estimator: Any = "plugin",
-    binning: Any = "quantile",
-    bins: Any = 10,
-    closed: Any = "left",
-    ci: Any = None,
-    n_boot: Any = 1000,
-    seed: Any = 0,
-    bins_param: str = "bins",
-) -> Request:
+def vece(func: str, name: str, variable: Any, prob: Columns = None, label: str | None = None,
+         bins_param: str = "bins", **call: Any) -> Request:
     """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result). ``bins_param``: the
     name of ``bins`` in messages."""
+    o = _options(call, bins=10, binning="quantile")
     variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
     if not variables:
         raise E.bad_variables(func, variable)
     _figure_name(func, name)
-    pv, dist = _ce_params(func, p, estimator, distance)
-    lens_ = L.parse_lens(func, lens)
-    binning_ = variable_binning(func, binning, bins, closed, bins_param)
-    if weights is not None and binning_.edges is None:
+    pv, dist = _ce_params(func, o["p"], o["estimator"], o["distance"])
+    lens_ = L.parse_lens(func, o["lens"])
+    binning_ = variable_binning(func, o["binning"], o["bins"], o["closed"], bins_param)
+    if o["weights"] is not None and binning_.edges is None:
         raise E.weights_need_variable_edges(func)
-    check_ci(func, ci, n_boot, seed)
-    return Request(func, "ce", name, prob, label, by, weights, nulls, lens_, binning_, pv, dist, estimator,
-                   variables=tuple(variables), several=not isinstance(variable, str), ci=ci, n_boot=n_boot,
-                   seed=seed)
+    return _checked_ci(func, o, Request(func, "ce", name, prob, label, o["by"], o["weights"], o["nulls"], lens_,
+                                        binning_, pv, dist, o["estimator"], variables=tuple(variables),
+                                        several=not isinstance(variable, str)))
 
 
-def reliability(
-    func: str,
-    *,
-    prob: Columns = None,
-    label: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    lens: Any = None,
-    binning: Any = "uniform",
-    bins: Any = 15,
-    closed: Any = "left",
-) -> Request:
+def reliability(func: str, prob: Columns = None, label: str | None = None, **call: Any) -> Request:
     """The reliability table: a scalar lens, one binning."""
-    lens_ = scalar_lens(func, lens)
-    binning_ = make_binning(func, binning, bins, closed)
-    _uniform_only_with_weights(func, binning_, weights)
-    return Request(func, "reliability", func, prob, label, by, weights, nulls, lens_, binning_)
+    o = _options(call)
+    lens_ = scalar_lens(func, o["lens"])
+    binning_ = make_binning(func, o["binning"], o["bins"], o["closed"])
+    _uniform_only_with_weights(func, binning_, o["weights"])
+    return Request(func, "reliability", func, prob, label, o["by"], o["weights"], o["nulls"], lens_, binning_)
 
 
-def companion(
-    func: str,
-    *,
-    prob: Columns = None,
-    label: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    ci: Any = None,
-    n_boot: Any = 1000,
-    seed: Any = 0,
-) -> Request:
+def companion(func: str, prob: Columns = None, label: str | None = None, **call: Any) -> Request:
     """Brier score, log loss, accuracy: group means of a per-row value."""
-    check_ci(func, ci, n_boot, seed)
-    return Request(func, "companion", func, prob, label, by, weights, nulls, ci=ci, n_boot=n_boot, seed=seed)
+    o = _options(call)
+    return _checked_ci(func, o, Request(func, "companion", func, prob, label, o["by"], o["weights"], o["nulls"]))
 
 
-def summary(
-    *,
-    prob: Columns = None,
-    label: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    lens: Any = None,
-    bins: Any = 15,
-    ci: Any = None,
-    n_boot: Any = 1000,
-    seed: Any = 0,
-) -> Request:
+def summary(prob: Columns = None, label: str | None = None, **call: Any) -> Request:
     """The headline figures in one frame: a scalar lens, ``bins`` for every binned figure."""
     func = "summary"
-    lens_ = scalar_lens(func, lens)
-    uniform = make_binning(func, "uniform", bins, "left")
-    if weights is None:
-        make_binning(func, "equal_mass", bins, "left")  # the debiased figure's bins (summary_parts)
-    check_ci(func, ci, n_boot, seed)
-    return Request(func, "summary", func, prob, label, by, weights, nulls, lens_, uniform, ci=ci, n_boot=n_boot,
-                   seed=seed)
+    o = _options(call)
+    lens_ = scalar_lens(func, o["lens"])
+    uniform = make_binning(func, "uniform", o["bins"], "left")
+    if o["weights"] is None:
+        make_binning(func, "equal_mass", o["bins"], "left")  # the debiased figure's bins (summary_parts)
+    return _checked_ci(func, o, Request(func, "summary", func, prob, label, o["by"], o["weights"], o["nulls"],
+                                        lens_, uniform))
+
+
+def _checked_ci(func: str, o: dict[str, Any], req: Request) -> Request:
+    """``req`` with the call's ci, n_boot and seed, checked last (:func:`check_ci`)."""
+    check_ci(func, o["ci"], o["n_boot"], o["seed"])
+    return replace(req, ci=o["ci"], n_boot=o["n_boot"], seed=o["seed"])
 
 
 def summary_parts(req: Request) -> dict[str, Request]:
@@ -362,29 +459,13 @@ def gece_distance(func: str, distance: Any) -> Any:
     raise bad_param(func, "distance", "'tvd', 'l2', ('mahalanobis', M) or ('interval', l, h)", distance)
 
 
-def gece(
-    *,
-    prob: Columns = None,
-    label: str | None = None,
-    by: Columns = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    lens: Any = None,
-    k: Any = None,
-    groups: Any = None,
-    distance: Any = "tvd",
-    p: Any = 1,
-    binning: Any = "uniform",
-    bins: Any = 15,
-    gamma: Any = 0.1,
-    output_between: Any = None,
-    ci: Any = None,
-    n_boot: Any = 1000,
-    seed: Any = 0,
-) -> Request:
+def gece(prob: Columns, label: str | None, *, lens: Any, k: Any, groups: Any, distance: Any, p: Any, binning: Any,
+         bins: Any, gamma: Any, output_between: Any, **call: Any) -> Request:
     """The generalized ECE: p, binning (uniform bins or adaptive gamma), the output range, the lens (vector lenses
-    and their k / groups), the distance, then ci / n_boot / seed."""
+    and their k / groups), the distance, then the rows' and the interval's (:class:`Sample`: ci / n_boot / seed
+    checked last). Its own parameters come from :func:`calframe.gece`'s signature."""
     func = "gece"
+    o = _options(call)
     pv = p_value(func, p)
     if binning not in ("uniform", "adaptive"):
         raise bad_param(func, "binning", "'uniform' or 'adaptive'", binning)
@@ -411,8 +492,7 @@ def gece(
         raise ParameterError(f"The 'lens' parameter of {func}: lens='grouping' needs groups=[[...], [...]].")
     dist = gece_distance(func, distance)
     binning_ = ("uniform", int(bins)) if binning == "uniform" else ("adaptive", float(gamma))
-    check_ci(func, ci, n_boot, seed)
     options = GeceOptions(lens_name, scalar, k, groups, dist, binning_,
                           None if output_between is None else tuple(output_between))
-    return Request(func, "gece", func, prob, label, by, weights, nulls, p=pv, ci=ci, n_boot=n_boot, seed=seed,
-                   options=options)
+    return _checked_ci(func, o, Request(func, "gece", func, prob, label, o["by"], o["weights"], o["nulls"], p=pv,
+                                        options=options))

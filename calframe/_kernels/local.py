@@ -387,6 +387,119 @@ def _sweep_visit(k, kind2, ax, side, A2, V2, SL, SR, M):
                 SL[c] += a * V2[k, c]
 
 
+@njit(inline="always", cache=True)
+def _items(rX, qX, self_mode, d):
+    """The first d coordinates of the items of a divide and conquer: the reference rows, then (unless in
+    self mode, where row k is also query k) the queries. Returns (n rows, n queries, N items, coordinates)."""
+    n = rX.shape[0]
+    nq = n if self_mode else qX.shape[0]
+    N = n if self_mode else n + nq
+    Xa = np.empty((N, d))
+    for k in range(n):
+        for j in range(d):
+            Xa[k, j] = rX[k, j]
+    if not self_mode:
+        for k in range(nq):
+            for j in range(d):
+                Xa[n + k, j] = qX[k, j]
+    return n, nq, N, Xa
+
+
+@njit(inline="always", cache=True)
+def _x_order(x, n, N, self_mode):
+    """Item order: the rows and the queries (each ascending in x) merged by x; in self mode, as they are."""
+    ox = np.empty(N, np.int64)
+    if self_mode:
+        for k in range(N):
+            ox[k] = k
+        return ox
+    i = 0
+    j = n
+    for k in range(N):
+        if j >= N or (i < n and x[i] <= x[j]):
+            ox[k] = i
+            i += 1
+        else:
+            ox[k] = j
+            j += 1
+    return ox
+
+
+@njit(inline="always", cache=True)
+def _records(N, head, M):
+    """N zeroed records: ``head`` columns, values (M), accumulators (M), query id. Returns (aV, aA, aQ, R): the
+    first column of the values, of the accumulators, the query id's column, the records."""
+    aV = head
+    aA = head + M
+    aQ = head + 2 * M
+    return aV, aA, aQ, np.zeros((N, aQ + 1))
+
+
+@njit(inline="always", cache=True)
+def _merge_block(R, R2, side, b0, w, N):
+    """Merge (by column 0) the blocks [b0, b0 + w) and [b0 + w, b0 + 2 w) of R (clipped to N) into R2; returns
+    the second block's bounds (m0, b1), empty when m0 >= b1."""
+    m0 = min(b0 + w, N)
+    b1 = min(b0 + 2 * w, N)
+    _merge_records(R, R2, side, b0, m0, b1, 0)
+    return m0, b1
+
+
+@njit(inline="always", cache=True)
+def _add_pair(R, q, i, w, aA, aV, M):
+    """Query record q accumulates w times the values of record i."""
+    for c in range(M):
+        R[q, aA + c] += w * R[i, aV + c]
+
+
+@njit(inline="always", cache=True)
+def _leaves(R, R2, N, aA, aV, M, three):
+    """Leaves of LEAF records (consecutive in x): every pair directly (the kernel of _cdq2d_fast_group's
+    records, or with ``three`` of _cdq3d_fast_group's), then each leaf sorted by y into R2. Returns the
+    scratch index array (LEAF entries)."""
+    idx = np.empty(LEAF, np.int64)
+    for b0 in range(0, N, LEAF):
+        b1 = min(b0 + LEAF, N)
+        for q in range(b0, b1):
+            for i in range(b0, b1):
+                if i != q:
+                    _add_pair(R, q, i, _pair3(R, i, q) if three else _pair2(R, i, q), aA, aV, M)
+        _sort_records(R, R2, b0, b1, 0, idx)
+    return idx
+
+
+@njit(inline="always", cache=True)
+def _pair2(R, i, q):
+    """The kernel of rows i != q of _cdq2d_fast_group's records (x_i <= x_q when i < q)."""
+    if i < q:
+        return min(R[i, 1] * R[q, 4], R[i, 3] * R[q, 2])
+    return min(R[i, 2] * R[q, 3], R[i, 4] * R[q, 1])
+
+
+@njit(inline="always", cache=True)
+def _pair3(R, i, q):
+    """The kernel of rows i != q of _cdq3d_fast_group's records: the smallest of the four (y, z) sign
+    choices, the x one fixed by the order."""
+    bx = 0 if i < q else 1
+    wmin = np.inf
+    for t in range(4):
+        by = t & 1
+        bz = t >> 1
+        v = R[i, 2 + bx + 2 * by + 4 * bz] * R[q, 2 + (1 - bx) + 2 * (1 - by) + 4 * (1 - bz)]
+        wmin = min(wmin, v)
+    return wmin
+
+
+@njit(inline="always", cache=True)
+def _write_out(R, aA, aQ, M, out):
+    """out[query id] = the accumulators of each record holding a query."""
+    for k in range(R.shape[0]):
+        q = int(R[k, aQ])
+        if q >= 0:
+            for c in range(M):
+                out[q, c] = R[k, aA + c]
+
+
 @njit(cache=True)
 def _cdq2d_group(rX, rV, qX, self_mode, h, out):
     """Unshifted exact 2-d kernel sums (one bin) by divide and conquer on x.
@@ -400,19 +513,11 @@ def _cdq2d_group(rX, rV, qX, self_mode, h, out):
     (step factors exp(-(y_k - y_{k-1})/h) <= 1).  Every pair meets at
     exactly one merge; all factors are <= 1.  2 exp per item per level.
     """
-    n = rX.shape[0]
     M = rV.shape[1]
     inv_h = 1.0 / h
-    nq = n if self_mode else qX.shape[0]
-    N = n if self_mode else n + nq
-    # items in x order
-    xa = np.empty(N)
-    for k in range(n):
-        xa[k] = rX[k, 0]
-    if not self_mode:
-        for k in range(nq):
-            xa[n + k] = qX[k, 0]
-    ox = np.argsort(xa)
+    n, nq, N, Xa = _items(rX, qX, self_mode, 1)
+    xa = Xa[:, 0]
+    ox = np.argsort(xa)  # items in x order
     xs = np.empty(N)  # static: x of the k-th item in x order
     X = np.empty(N)
     Y = np.empty(N)
@@ -531,20 +636,11 @@ def _cdq2d_fast_group(rX, rV, qX, self_mode, h, out):
     centred coordinates in units of h (<= 1200 ulps by construction).
     Returns False (and does nothing) when the bin is too wide.
     """
-    n = rX.shape[0]
     M = rV.shape[1]
     inv_h = 1.0 / h
-    nq = n if self_mode else qX.shape[0]
-    N = n if self_mode else n + nq
-    xa = np.empty(N)
-    ya = np.empty(N)
-    for k in range(n):
-        xa[k] = rX[k, 0]
-        ya[k] = rX[k, 1]
-    if not self_mode:
-        for k in range(nq):
-            xa[n + k] = qX[k, 0]
-            ya[n + k] = qX[k, 1]
+    n, nq, N, Xa = _items(rX, qX, self_mode, 2)
+    xa = Xa[:, 0]
+    ya = Xa[:, 1]
     x0 = xa.min()
     x1 = xa.max()
     y0 = ya.min()
@@ -553,29 +649,11 @@ def _cdq2d_fast_group(rX, rV, qX, self_mode, h, out):
         return False
     cx = 0.5 * (x0 + x1)
     cy = 0.5 * (y0 + y1)
-    # item order: rows and queries (each ascending in x) merged by x
-    ox = np.empty(N, np.int64)
-    if self_mode:
-        for k in range(N):
-            ox[k] = k
-    else:
-        i = 0
-        j = n
-        for k in range(N):
-            if j >= N or (i < n and xa[i] <= xa[j]):
-                ox[k] = i
-                i += 1
-            else:
-                ox[k] = j
-                j += 1
+    ox = _x_order(xa, n, N, self_mode)
     # one record per item: y, ex ey, exi ey, ex eyi, exi eyi, values (M),
     # accumulators (M), query id (-1: none).  Records move with the merges, so
     # every pass over them is sequential.
-    aV = 5
-    aA = 5 + M
-    aQ = 5 + 2 * M
-    W = aQ + 1
-    R = np.zeros((N, W))
+    aV, aA, aQ, R = _records(N, 5, M)
     for k in range(N):
         o = ox[k]
         zx = (xa[o] - cx) * inv_h
@@ -590,68 +668,45 @@ def _cdq2d_fast_group(rX, rV, qX, self_mode, h, out):
         R[k, 3] = ex * eyi
         R[k, 4] = exi * eyi
         _record_payload(R, k, o, n, rV, self_mode, aV, aA, aQ)
-    R2 = np.empty((N, W))
+    R2 = np.empty_like(R)
     side = np.empty(N, np.int64)
-    # leaves of LEAF items (consecutive in x): all pairs directly, then y-sorted
-    B = LEAF
-    idx = np.empty(B, np.int64)
-    for b0 in range(0, N, B):
-        b1 = min(b0 + B, N)
-        for q in range(b0, b1):
-            for i in range(b0, b1):
-                if i < q:  # x_i <= x_q
-                    w = min(R[i, 1] * R[q, 4], R[i, 3] * R[q, 2])
-                elif i > q:
-                    w = min(R[i, 2] * R[q, 3], R[i, 4] * R[q, 1])
-                else:
-                    continue
-                for c in range(M):
-                    R[q, aA + c] += w * R[i, aV + c]
-        _sort_records(R, R2, b0, b1, 0, idx)  # then by y
+    _leaves(R, R2, N, aA, aV, M, False)
     R, R2 = R2, R
     S = np.empty((2, M))
-    w = B
+    w = LEAF
     while w < N:
         for b0 in range(0, N, 2 * w):
-            m0 = min(b0 + w, N)
-            b1 = min(b0 + 2 * w, N)
-            _merge_records(R, R2, side, b0, m0, b1, 0)  # by y, moving records
-            if m0 >= b1:
-                continue
-            # S[0]: rows of the left block seen so far, S[1]: of the right block;
-            # a left item (r = 0) reads S[1], a right one S[0].
-            # forward (rows before k in y order): row weights left ex ey,
-            # right exi ey; query factors left ex eyi, right exi eyi
-            for c in range(M):
-                S[0, c] = 0.0
-                S[1, c] = 0.0
-            for k in range(b0, b1):
-                r = side[k]
-                f = R2[k, 3 + r]
-                g = R2[k, 1 + r]
-                for c in range(M):
-                    R2[k, aA + c] += f * S[1 - r, c]
-                    S[r, c] += g * R2[k, aV + c]
-            # backward (rows after k): row weights left ex eyi, right exi eyi;
-            # query factors left ex ey, right exi ey
-            for c in range(M):
-                S[0, c] = 0.0
-                S[1, c] = 0.0
-            for k in range(b1 - 1, b0 - 1, -1):
-                r = side[k]
-                f = R2[k, 1 + r]
-                g = R2[k, 3 + r]
-                for c in range(M):
-                    R2[k, aA + c] += f * S[1 - r, c]
-                    S[r, c] += g * R2[k, aV + c]
+            m0, b1 = _merge_block(R, R2, side, b0, w, N)  # by y, moving records
+            if m0 < b1:
+                # S[0]: rows of the left block seen so far, S[1]: of the right block;
+                # a left item (r = 0) reads S[1], a right one S[0].
+                # forward (rows before k in y order): row weights left ex ey,
+                # right exi ey; query factors left ex eyi, right exi eyi
+                _sweep2d_fast(R2, side, S, b0, b1, 1, 3, 1, aA, aV, M)
+                # backward (rows after k): row weights left ex eyi, right exi eyi;
+                # query factors left ex ey, right exi ey
+                _sweep2d_fast(R2, side, S, b1 - 1, b0 - 1, -1, 1, 3, aA, aV, M)
         R, R2 = R2, R
         w *= 2
-    for k in range(N):
-        q = int(R[k, aQ])
-        if q >= 0:
-            for c in range(M):
-                out[q, c] = R[k, aA + c]
+    _write_out(R, aA, aQ, M, out)
     return True
+
+
+@njit(inline="always", cache=True)
+def _sweep2d_fast(R2, side, S, start, stop, step, fq, fr, aA, aV, M):
+    """One sweep of _cdq2d_fast_group's merge over R2[start:stop:step]: each item takes the running sums of
+    the other block times its query factor (column fq + side), then adds its values times its row factor
+    (column fr + side) to its own block's."""
+    for c in range(M):
+        S[0, c] = 0.0
+        S[1, c] = 0.0
+    for k in range(start, stop, step):
+        r = side[k]
+        f = R2[k, fq + r]
+        g = R2[k, fr + r]
+        for c in range(M):
+            R2[k, aA + c] += f * S[1 - r, c]
+            S[r, c] += g * R2[k, aV + c]
 
 
 @njit(cache=True)
@@ -690,18 +745,19 @@ def _merge_records(R, R2, side, b0, m0, b1, key):
         j += tj
         i += 1 - tj
         k += 1
-    while i < m0:
-        for c in range(W):
-            R2[k, c] = R[i, c]
-        side[k] = 0
-        i += 1
+    k = _copy_records(R, R2, side, i, m0, k, 0)  # the rest of the run not exhausted
+    _copy_records(R, R2, side, j, b1, k, 1)
+
+
+@njit(inline="always", cache=True)
+def _copy_records(R, R2, side, s0, s1, k, tag):
+    """R2[k:] = R[s0:s1] with side = tag; returns the next k."""
+    for src in range(s0, s1):
+        for c in range(R.shape[1]):
+            R2[k, c] = R[src, c]
+        side[k] = tag
         k += 1
-    while j < b1:
-        for c in range(W):
-            R2[k, c] = R[j, c]
-        side[k] = 1
-        j += 1
-        k += 1
+    return k
 
 
 @njit(cache=True)
@@ -761,51 +817,43 @@ def _cdq3d_inner(Ro, b0, b1, color, M, I, I2, iside, idx, S):
                     w = min(I[i, 1] * I[q, 4], I[i, 3] * I[q, 2])
                 else:
                     w = min(I[i, 2] * I[q, 3], I[i, 4] * I[q, 1])
-                for u in range(M):
-                    I[q, aA + u] += w * I[i, aV + u]
+                _add_pair(I, q, i, w, aA, aV, M)
         _sort_records(I, I2, l0, l1, 0, idx)
     I, I2 = I2, I
     w = B
     while w < n:
         for l0 in range(0, n, 2 * w):
-            m0 = min(l0 + w, n)
-            l1 = min(l0 + 2 * w, n)
-            _merge_records(I, I2, iside, l0, m0, l1, 0)
-            if m0 >= l1:
-                continue
-            # S[2 c + r]: rows of colour c in inner block r seen so far
-            for g in range(4):
-                for u in range(M):
-                    S[g, u] = 0.0
-            for k in range(l0, l1):  # forward: rows before k in z (row bz = 0)
-                c = int(I2[k, aC])
-                r = iside[k]
-                f = I2[k, 1 + r + 2]
-                gw = I2[k, 1 + r]
-                src = 2 * (1 - c) + (1 - r)
-                dst = 2 * c + r
-                for u in range(M):
-                    I2[k, aA + u] += f * S[src, u]
-                    S[dst, u] += gw * I2[k, aV + u]
-            for g in range(4):
-                for u in range(M):
-                    S[g, u] = 0.0
-            for k in range(l1 - 1, l0 - 1, -1):  # backward: rows after k (row bz = 1)
-                c = int(I2[k, aC])
-                r = iside[k]
-                f = I2[k, 1 + r]
-                gw = I2[k, 1 + r + 2]
-                src = 2 * (1 - c) + (1 - r)
-                dst = 2 * c + r
-                for u in range(M):
-                    I2[k, aA + u] += f * S[src, u]
-                    S[dst, u] += gw * I2[k, aV + u]
+            m0, l1 = _merge_block(I, I2, iside, l0, w, n)
+            if m0 < l1:
+                # S[2 c + r]: rows of colour c in inner block r seen so far
+                _sweep3d_inner(I2, iside, S, l0, l1, 1, 3, 1, aA, aV, aC, M)  # forward: rows before k in z (bz = 0)
+                _sweep3d_inner(I2, iside, S, l1 - 1, l0 - 1, -1, 1, 3, aA, aV, aC, M)  # backward: after k (bz = 1)
         I, I2 = I2, I
         w *= 2
     for k in range(n):
         pos = int(I[k, aP])
         for u in range(M):
             Ro[pos, oA + u] += I[k, aA + u]
+
+
+@njit(inline="always", cache=True)
+def _sweep3d_inner(I2, iside, S, start, stop, step, fq, fr, aA, aV, aC, M):
+    """One sweep of _cdq3d_inner's merge over I2[start:stop:step]: each item takes the running sums of the rows
+    of the other colour in the other block times its query factor (column fq + side), then adds its values
+    times its row factor (column fr + side) to its own colour and block's."""
+    for g in range(4):
+        for u in range(M):
+            S[g, u] = 0.0
+    for k in range(start, stop, step):
+        c = int(I2[k, aC])
+        r = iside[k]
+        f = I2[k, fq + r]
+        gw = I2[k, fr + r]
+        src = 2 * (1 - c) + (1 - r)
+        dst = 2 * c + r
+        for u in range(M):
+            I2[k, aA + u] += f * S[src, u]
+            S[dst, u] += gw * I2[k, aV + u]
 
 
 @njit(cache=True)
@@ -820,19 +868,9 @@ def _cdq3d_fast_group(rX, rV, qX, self_mode, h, out):
     bit k set for the larger of the two in coordinate k.
     Rows and queries must each be in ascending x.
     """
-    n = rX.shape[0]
     M = rV.shape[1]
     inv_h = 1.0 / h
-    nq = n if self_mode else qX.shape[0]
-    N = n if self_mode else n + nq
-    Xa = np.empty((N, 3))
-    for k in range(n):
-        for j in range(3):
-            Xa[k, j] = rX[k, j]
-    if not self_mode:
-        for k in range(nq):
-            for j in range(3):
-                Xa[n + k, j] = qX[k, j]
+    n, nq, N, Xa = _items(rX, qX, self_mode, 3)
     cen = np.empty(3)
     for j in range(3):
         lo = Xa[:, j].min()
@@ -840,26 +878,9 @@ def _cdq3d_fast_group(rX, rV, qX, self_mode, h, out):
         if not (hi - lo <= FAST_RANGE3 * h):
             return False
         cen[j] = 0.5 * (lo + hi)
-    ox = np.empty(N, np.int64)
-    if self_mode:
-        for k in range(N):
-            ox[k] = k
-    else:
-        i = 0
-        j = n
-        for k in range(N):
-            if j >= N or (i < n and Xa[i, 0] <= Xa[j, 0]):
-                ox[k] = i
-                i += 1
-            else:
-                ox[k] = j
-                j += 1
+    ox = _x_order(Xa[:, 0], n, N, self_mode)
     # outer records: y, z, P[8], values (M), accumulators (M), query id
-    aV = 10
-    aA = 10 + M
-    aQ = 10 + 2 * M
-    W = aQ + 1
-    R = np.zeros((N, W))
+    aV, aA, aQ, R = _records(N, 10, M)
     e = np.empty((3, 2))
     for k in range(N):
         o = ox[k]
@@ -872,48 +893,24 @@ def _cdq3d_fast_group(rX, rV, qX, self_mode, h, out):
         for b in range(8):
             R[k, 2 + b] = e[0, b & 1] * e[1, (b >> 1) & 1] * e[2, b >> 2]
         _record_payload(R, k, o, n, rV, self_mode, aV, aA, aQ)
-    R2 = np.empty((N, W))
+    R2 = np.empty_like(R)
     side = np.empty(N, np.int64)
-    B = LEAF
-    idx = np.empty(B, np.int64)
-    # outer leaves (consecutive in x): all pairs directly, then y-sorted
-    for b0 in range(0, N, B):
-        b1 = min(b0 + B, N)
-        for q in range(b0, b1):
-            for i in range(b0, b1):
-                if i == q:
-                    continue
-                bx = 0 if i < q else 1
-                wmin = np.inf
-                for t in range(4):
-                    by = t & 1
-                    bz = t >> 1
-                    v = R[i, 2 + bx + 2 * by + 4 * bz] * R[q, 2 + (1 - bx) + 2 * (1 - by) + 4 * (1 - bz)]
-                    wmin = min(wmin, v)
-                for c in range(M):
-                    R[q, aA + c] += wmin * R[i, aV + c]
-        _sort_records(R, R2, b0, b1, 0, idx)
+    idx = _leaves(R, R2, N, aA, aV, M, True)
     R, R2 = R2, R
     Wi = 7 + 2 * M
     I = np.empty((N, Wi))
     I2 = np.empty((N, Wi))
     iside = np.empty(N, np.int64)
     S = np.empty((4, M))
-    w = B
+    w = LEAF
     while w < N:
         for b0 in range(0, N, 2 * w):
-            m0 = min(b0 + w, N)
-            b1 = min(b0 + 2 * w, N)
-            _merge_records(R, R2, side, b0, m0, b1, 0)
+            m0, b1 = _merge_block(R, R2, side, b0, w, N)
             if m0 < b1:
                 _cdq3d_inner(R2, b0, b1, side, M, I, I2, iside, idx, S)
         R, R2 = R2, R
         w *= 2
-    for k in range(N):
-        q = int(R[k, aQ])
-        if q >= 0:
-            for c in range(M):
-                out[q, c] = R[k, aA + c]
+    _write_out(R, aA, aQ, M, out)
     return True
 
 

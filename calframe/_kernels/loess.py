@@ -166,13 +166,12 @@ def _window(ux, q, h):
     return i0, i1
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def _tricube(d):
-    u = abs(d)
-    if u < 1.0:
-        t = 1.0 - u * u * u
-        return t * t * t
-    return 0.0
+    """(1 - |d|^3)^3 for |d| < 1, else 0, without a branch (the window sums vectorise)."""
+    t = 1.0 - abs(d) * d * d
+    t = t if t > 0.0 else 0.0
+    return t * t * t
 
 
 @njit(cache=True)
@@ -249,105 +248,68 @@ def _gram_pinv(mom, k, out):
 _FASTMATH = {"reassoc", "nsz", "contract"}
 
 
-@njit(cache=True, fastmath=_FASTMATH)
-def _sums_fit(ux, fw, fwy, i0, i1, q, inv_h, mom, tv):
-    """mom[p] = sum fw K d^p (p <= 4), tv[p] = sum fwy K d^p (p <= 2)."""
-    s0 = s1 = s2 = s3 = s4 = 0.0
+@njit(inline="always", cache=True)
+def _moments(s, w, d, d2, powers):
+    """s[p] + w d^p for p = 0..4 (d2 = d^2): w d^3 as (w d^2) d, or with ``powers`` as w (d^2 d) (likewise
+    w d^4). The two round differently: each sum keeps the one it has always had."""
+    if powers:
+        return s[0] + w, s[1] + w * d, s[2] + w * d2, s[3] + w * (d2 * d), s[4] + w * (d2 * d2)
+    return s[0] + w, s[1] + w * d, s[2] + w * d2, s[3] + w * d2 * d, s[4] + w * d2 * d2
+
+
+@njit(inline="always", cache=True)
+def _store(out, s):
+    for p in range(len(s)):
+        out[p] = s[p]
+
+
+@njit(inline="always", cache=True)
+def _fit_sums(ux, fw, fwy, c, i0, i1, q, inv_h, mom, tv, vmom, var):
+    """mom[p] = sum fw K d^p (p <= 4), tv[p] = sum fwy K d^p (p <= 2) and, with ``var`` (a constant of each
+    caller: the loop is compiled without the test), vmom[p] = sum c K^2 d^p (p <= 4) in the same pass."""
+    sm = sv = (0.0, 0.0, 0.0, 0.0, 0.0)
     t0 = t1 = t2 = 0.0
     for j in range(i0, i1):
         dd = (ux[j] - q) * inv_h
-        t = 1.0 - abs(dd) * dd * dd
-        t = t if t > 0.0 else 0.0
-        kw = t * t * t
+        kw = _tricube(dd)
         d2 = dd * dd
-        wk = fw[j] * kw
-        s0 += wk
-        s1 += wk * dd
-        s2 += wk * d2
-        s3 += wk * d2 * dd
-        s4 += wk * d2 * d2
+        sm = _moments(sm, fw[j] * kw, dd, d2, var)
         yk = fwy[j] * kw
         t0 += yk
         t1 += yk * dd
         t2 += yk * d2
-    mom[0] = s0
-    mom[1] = s1
-    mom[2] = s2
-    mom[3] = s3
-    mom[4] = s4
-    tv[0] = t0
-    tv[1] = t1
-    tv[2] = t2
+        if var:
+            sv = _moments(sv, c[j] * kw * kw, dd, d2, True)
+    _store(mom, sm)
+    _store(tv, (t0, t1, t2))
+    if var:
+        _store(vmom, sv)
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _sums_fit(ux, fw, fwy, i0, i1, q, inv_h, mom, tv):
+    """mom[p] = sum fw K d^p (p <= 4), tv[p] = sum fwy K d^p (p <= 2)."""
+    _fit_sums(ux, fw, fwy, fw, i0, i1, q, inv_h, mom, tv, mom, False)
 
 
 @njit(cache=True, fastmath=_FASTMATH)
 def _sums_fit_var(ux, fw, fwy, c, i0, i1, q, inv_h, mom, tv, vmom):
     """_sums_fit and _sums_weight(c, power=2) in one pass."""
-    s0 = s1 = s2 = s3 = s4 = 0.0
-    t0 = t1 = t2 = 0.0
-    v0 = v1 = v2 = v3 = v4 = 0.0
-    for j in range(i0, i1):
-        dd = (ux[j] - q) * inv_h
-        t = 1.0 - abs(dd) * dd * dd
-        t = t if t > 0.0 else 0.0
-        kw = t * t * t
-        d2 = dd * dd
-        d3 = d2 * dd
-        d4 = d2 * d2
-        wk = fw[j] * kw
-        s0 += wk
-        s1 += wk * dd
-        s2 += wk * d2
-        s3 += wk * d3
-        s4 += wk * d4
-        yk = fwy[j] * kw
-        t0 += yk
-        t1 += yk * dd
-        t2 += yk * d2
-        ck = c[j] * kw * kw
-        v0 += ck
-        v1 += ck * dd
-        v2 += ck * d2
-        v3 += ck * d3
-        v4 += ck * d4
-    mom[0] = s0
-    mom[1] = s1
-    mom[2] = s2
-    mom[3] = s3
-    mom[4] = s4
-    tv[0] = t0
-    tv[1] = t1
-    tv[2] = t2
-    vmom[0] = v0
-    vmom[1] = v1
-    vmom[2] = v2
-    vmom[3] = v3
-    vmom[4] = v4
+    _fit_sums(ux, fw, fwy, c, i0, i1, q, inv_h, mom, tv, vmom, True)
 
 
 @njit(cache=True, fastmath=_FASTMATH)
 def _sums_weight(ux, c, i0, i1, q, inv_h, power, mom):
     """mom[p] = sum c K^power d^p (p <= 4), power 1 or 2."""
-    s0 = s1 = s2 = s3 = s4 = 0.0
+    sm = (0.0, 0.0, 0.0, 0.0, 0.0)
     for j in range(i0, i1):
         dd = (ux[j] - q) * inv_h
-        t = 1.0 - abs(dd) * dd * dd
-        t = t if t > 0.0 else 0.0
-        kw = t * t * t
+        kw = _tricube(dd)
         if power == 2:
             kw = kw * kw
         d2 = dd * dd
-        wk = c[j] * kw
-        s0 += wk
-        s1 += wk * dd
-        s2 += wk * d2
-        s3 += wk * d2 * dd
-        s4 += wk * d2 * d2
-    mom[0] = s0
-    mom[1] = s1
-    mom[2] = s2
-    mom[3] = s3
-    mom[4] = s4
+        sm = _moments(sm, c[j] * kw, dd, d2, False)
+    _store(mom, sm)
 
 
 @njit(cache=True)
