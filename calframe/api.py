@@ -63,7 +63,6 @@ from ._columns import (
     Scored,
     _select,
     check_finite_variable,
-    check_group_weights,
     columns_of,
     non_string_hint,
     normalised_keys,
@@ -79,20 +78,21 @@ from ._errors import (
     bad_param,
 )
 from ._errors import rows as _rows
-from ._kernels import accumulate as K
 from ._kernels.qcut_sums import qcut_bin_sums
 from ._names import fresh_name
-from .figures import check_by_names, output_columns, with_keys
+from .figures import check_by_names, with_keys
+from .engines import dask_engine as _dask
+from .engines import run_binned as _run_binned
+from .engines.eager import (Binner, Figure, _ce_figure, _evaluate, _group_counts, binned_sums, group_means,
+                            variable_binner)
 from .frames.dispatch import is_dask_frame
-from .binning import Binning, Bins, bin_values, bin_variable, make_binning, qcut_order_statistics
-from ._limits import TableTooLargeError, check_cells
+from .binning import Binning, Bins, make_binning, qcut_order_statistics
 from ._params import check_positive_float
 from .metrics import ce_from_sums
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
 Columns = Union[str, Sequence[str], None]
 Result = Union[float, pl.DataFrame, pd.DataFrame]
-Figure = Callable[[Scored], np.ndarray]
 
 __all__ = [
     "ce",
@@ -105,188 +105,6 @@ __all__ = [
     "accuracy",
     "summary",
 ]
-
-
-# --------------------------------------------------------------------------- pipeline
-
-
-#: bin key: (scored, lensed conf) -> Bins. ECE bins the confidence; VECE a variable.
-Binner = Callable[[Scored, np.ndarray], Bins]
-
-
-def conf_binner(binning: Binning) -> Binner:
-    return lambda scored, conf: bin_values(conf, scored.groups, scored.n_groups, binning)
-
-
-def variable_binner(variable: str, binning: Binning) -> Binner:
-    def binner(scored: Scored, conf: np.ndarray) -> Bins:
-        return bin_variable(scored.extra[variable], scored.extra_kind[variable], scored.groups, scored.n_groups, binning)
-
-    return binner
-
-
-def binned_sums(
-    conf: np.ndarray, acc: np.ndarray, scored: Scored, binning: Binning | Binner
-) -> tuple[np.ndarray, Bins]:
-    """bin -> accumulate: per (group, bin) sums of one scalar lens output."""
-    binner = conf_binner(binning) if isinstance(binning, Binning) else binning
-    bins = binner(scored, conf)
-    check_cells(scored.n_groups, bins.n_bins)  # before the table (and its partial copies) is allocated
-    sums = K.accumulate(
-        scored.groups,
-        bins.ids,
-        conf,
-        acc,
-        scored.weights,
-        bins.edges,
-        bins.binning.closed == "right",
-        scored.n_groups,
-        bins.n_bins,
-    )
-    return sums, bins
-
-
-def group_means(values: np.ndarray, scored: Scored) -> np.ndarray:
-    """Weighted mean of a per-row value in each group (one-bin accumulate)."""
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    sums = K.accumulate(
-        scored.groups,
-        None,
-        values,
-        values,
-        scored.weights,
-        np.array([0.0, 1.0]),
-        False,
-        scored.n_groups,
-        1,
-    )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums[:, 0, 1] / sums[:, 0, 0]
-
-
-def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
-    """The eager engine's CE_p: the request's lens (each class's for the marginal lens), binned by ``binner``
-    (default: the request's binning of the lensed output), summed, then :func:`figures.ce`."""
-    binning = binner if binner is not None else req.binning
-
-    def figure(scored: Scored) -> np.ndarray:
-        def sums_of(c: int) -> np.ndarray:
-            lensed = L.class_lens(scored, c) if req.lens.kind == "marginal" else L.scalar(scored, req.lens, req.func)
-            return binned_sums(*lensed, scored, binning)[0]
-
-        return F.binned(req, sums_of, scored.n_classes, scored.weight_scale)
-
-    return figure
-
-
-def _run_binned(req: R.Request, frame: Frame, figures: dict[str, Figure] | None = None) -> Result:
-    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the Dask engine, streamed sums for a LazyFrame that can stream, else the
-    eager engine."""
-    if is_dask_frame(frame):
-        return _dask().run(frame, req)
-    if req.variable is not None or not req.variables:
-        check_by_names(req.func, req.by, F.result_columns(req), frame)
-        streamed = _stream(frame, req)
-        if streamed is not None:
-            return streamed
-    return _evaluate(req, frame, figures or {req.name: _ce_figure(req)})
-
-
-def _dask() -> Any:
-    """The Dask engine (imported when a Dask frame arrives: importing calframe never imports Dask)."""
-    from .frames import dask
-
-    return dask
-
-
-# --------------------------------------------------------------------------- output
-
-
-def _group_counts(scored: Scored) -> np.ndarray:
-    if scored.groups is None:
-        return np.array([scored.n], dtype=np.int64)
-    if scored.counts is not None:
-        return scored.counts
-    return np.bincount(scored.groups, minlength=scored.n_groups).astype(np.int64)
-
-
-def _evaluate(
-    req: R.Request,
-    frame: Frame,
-    figures: dict[str, Figure],
-    *,
-    scalar: bool = True,
-    prepare: Callable[[Scored], Scored] | None = None,
-) -> Result:
-    """The eager engine: resolve -> figures (-> bootstrap) -> :func:`figures.shape`. A LazyFrame is collected
-    (its needed columns) and the result returned as a LazyFrame (one row, ``n`` and the figure, for a float)."""
-    check_by_names(req.func, req.by, output_columns(list(figures), req.ci, req.long), frame)
-    scored = resolve(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
-                     nulls=req.nulls, extra=list(req.variables))
-    if prepare is not None:
-        scored = prepare(scored)
-        if req.weights is not None:  # a selection can leave a group only rows of weight 0
-            totals = np.bincount(scored.group_codes, weights=scored.weights, minlength=scored.n_groups)
-            check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
-    values = {name: f(scored) for name, f in figures.items()}
-    bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed) if req.ci is not None else {}
-    lazy = isinstance(frame, pl.LazyFrame)  # collected for these figures: the result is a LazyFrame again
-    out = F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
-    return out.lazy() if lazy else out
-
-
-#: rows processed per batch of bootstrap replicates
-_BOOT_BATCH_ROWS = 4_000_000
-
-
-def _bootstrap(
-    scored: Scored, figures: dict[str, Figure], level: float, n_boot: int, seed: int | None
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Percentile bootstrap: resample rows within each group, recompute every figure.
-
-    Draw r takes uniforms from its own stream ``default_rng([seed, r])``; the
-    j-th row of a group's resample is row ``floor(u_j * n_g)`` of that group.
-    A group's draws therefore do not depend on the other groups: ``by=g``
-    gives each group the intervals of its filtered frame.
-    """
-    n_groups = scored.n_groups
-    order, starts = K.group_order(scored.group_codes, n_groups)
-    counts = np.diff(starts)
-    row_group = np.repeat(np.arange(n_groups, dtype=np.int64), counts)
-    pos = np.arange(scored.n, dtype=np.int64) - starts[row_group]
-    base, size = starts[row_group], counts[row_group]
-    n = scored.n
-    max_n = int(counts.max())
-    batch = int(max(1, min(n_boot, _BOOT_BATCH_ROWS // max(n, 1))))
-    draws = {name: np.empty((n_boot, n_groups)) for name in figures}
-    r0 = 0
-    while r0 < n_boot:
-        r = min(batch, n_boot - r0)
-        idx = np.empty((r, n), dtype=np.int64)
-        for i in range(r):
-            u = np.random.default_rng(None if seed is None else [seed, r0 + i]).random(max_n)
-            idx[i] = order[base + np.minimum((u[pos] * size).astype(np.int64), size - 1)]
-        new_groups = (np.arange(r, dtype=np.int64)[:, None] * n_groups + row_group[None, :]).ravel()
-        sub = scored.take(idx.ravel(), new_groups, r * n_groups)
-        try:
-            values = {name: f(sub).reshape(r, n_groups) for name, f in figures.items()}
-        except TableTooLargeError:
-            if r == 1:  # the table of one draw is the caller's own table (already accepted): not reached
-                raise
-            batch = max(1, r // 2)  # r draws side by side pass the limit: fewer per batch (same values)
-            continue
-        for name, v in values.items():
-            draws[name][r0 : r0 + r] = v
-        r0 += r
-    alpha = (1.0 - level) / 2.0
-    out = {}
-    for name, d in draws.items():
-        lo, hi = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
-        some = ~np.isnan(d).all(axis=0)  # a group a selection emptied has NaN draws only: NaN bounds, no warning
-        if some.any():
-            lo[some], hi[some] = np.nanquantile(d[:, some], [alpha, 1.0 - alpha], axis=0)
-        out[name] = (lo, hi)
-    return out
 
 
 # --------------------------------------------------------------------------- CE family
@@ -340,35 +158,6 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
     """
     func = name if name in ("ece", "mce", "rmsce") else "ce"
     return _run_binned(R.ce(func, name or "ce", prob, label, **options), frame)
-
-
-def _stream(frame: Frame, req: R.Request) -> pl.LazyFrame | None:
-    """A LazyFrame's figure as a LazyFrame (spec section 8, "Lazy in, lazy out"), or None when the call needs the
-    rows in memory.
-
-    The plan is read from the schema now (a missing column raises here, as the parameters already have); when
-    the result is collected, Polars' streaming engine computes the per (group, bin) sums (frames/lazy.py:
-    uniform, explicit-edge, quantile and equal-mass bins, scalar lenses, one variable, no bootstrap; bad data
-    raises the eager path's errors there) and :func:`figures.binned` finalizes them. The result has the group
-    columns (with ``by``), ``n`` and the figure: one row without ``by``.
-    """
-    if not isinstance(frame, pl.LazyFrame) or req.ci is not None:
-        return None
-    from .frames import lazy as LZ
-
-    kw = dict(prob=req.prob, label=req.label, by=req.by, weights=req.weights, nulls=req.nulls, lens=req.lens,
-              binning=req.binning)
-    if not LZ.supports(frame, variable=req.variable, **kw):
-        return None
-    plan = LZ.make_plan(frame, func=req.func, variable=req.variable, **kw)
-    schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
-
-    def run() -> pl.DataFrame:
-        sums, keys, counts, scale = LZ.lazy_sums(frame, func=req.func, variable=req.variable, **kw)
-        return F.shape(req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys, "polars",
-                       scalar=False)
-
-    return pl.defer(run, schema=schema)
 
 
 @R.keywords(R.ECE)

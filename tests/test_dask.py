@@ -20,7 +20,8 @@ dd = pytest.importorskip("dask.dataframe", reason="dask[dataframe] is not instal
 distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'calframe[dask]')")
 
 import calframe  # noqa: E402
-import calframe.frames.dask as cfd  # noqa: E402  (registers ddf.calib)
+import calframe.frames.dask  # noqa: E402,F401  (registers ddf.calib)
+import calframe.engines.dask as cfd  # noqa: E402
 
 TOL = 1e-12
 #: uneven partition bounds; [37:37] is an empty partition

@@ -19,7 +19,7 @@ import pytest
 import calframe
 from calframe import sql
 from calframe.binning import Binning, bin_values, edge_table, pack_edges
-from calframe.frames import lazy as LZ
+from calframe.engines import lazy as LZ
 
 SCHEMES = [("quantile", 10), ("equal_mass", 15), ("quantile", 4)]
 
@@ -121,7 +121,7 @@ def test_lazy_edges_are_the_drivers(monkeypatch, budget, case, scheme, bins):
 def test_dask_edges_are_the_drivers(monkeypatch, case, scheme, bins):
     dask = pytest.importorskip("dask")
     dd = pytest.importorskip("dask.dataframe")
-    import calframe.frames.dask as cfd
+    import calframe.engines.dask as cfd
 
     monkeypatch.setattr(cfd, "GATHER_CELL", 4)  # crowded cells go through the finer histogram levels
     seen = _spy(monkeypatch, cfd)

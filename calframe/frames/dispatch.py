@@ -2,7 +2,7 @@
 
 ``calframe.ece(ddf, ...)`` is ``ddf.calib.ece(...)``: the same parameters and
 results (a pandas frame, or a float); the function parses its request and
-hands it to :func:`calframe.frames.dask.run`. Functions that Dask frames do not
+hands it to :func:`calframe.engines.dask.run`. Functions that Dask frames do not
 support (``summary``, ``gece``, ``lce``, ``fit``, ...) raise a
 :class:`~calframe.ColumnTypeError` saying what to do instead. Dask is never
 imported here: an object can only be a Dask DataFrame once ``dask.dataframe``

@@ -74,6 +74,7 @@ from typing import Any, Sequence
 import numpy as np
 import polars as pl
 
+from .. import figures as F
 from .. import lenses as L
 from .._columns import (PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights, check_key_dtype, key_expr,
                         resolve_names, weight_exponents)
@@ -82,9 +83,10 @@ from .._errors import CalframeError, bad_param
 from .._kernels.accumulate import fixed_to_floats
 from .._limits import check_cells
 from .._names import PREFIX, key_names
+from ..request import Request
 from ..binning import Binning, edge_bins_expr, edge_table, pack_edges, take_each, uniform_bin_expr, uniform_k0_expr
 
-__all__ = ["lazy_sums", "make_plan", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
+__all__ = ["lazy_sums", "make_plan", "run", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
 
 #: the engine every query here runs on
 ENGINE = "streaming"
@@ -1088,3 +1090,33 @@ def to_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray,
     if scalar and keys is None:
         return float(values[0])
     return with_keys(func, keys, pl.DataFrame({"n": counts.astype(np.int64), name: values}))
+
+
+# --------------------------------------------------------------------------- lazy out
+
+
+def run(frame: Any, req: Request) -> pl.LazyFrame | None:
+    """A LazyFrame's figure as a LazyFrame (spec section 8, "Lazy in, lazy out"), or None when the call needs the
+    rows in memory.
+
+    The plan is read from the schema now (a missing column raises here, as the parameters already have); when
+    the result is collected, Polars' streaming engine computes the per (group, bin) sums (this module:
+    uniform, explicit-edge, quantile and equal-mass bins, scalar lenses, one variable, no bootstrap; bad data
+    raises the eager path's errors there) and :func:`figures.binned` finalizes them. The result has the group
+    columns (with ``by``), ``n`` and the figure: one row without ``by``.
+    """
+    if not isinstance(frame, pl.LazyFrame) or req.ci is not None:
+        return None
+    kw = dict(prob=req.prob, label=req.label, by=req.by, weights=req.weights, nulls=req.nulls, lens=req.lens,
+              binning=req.binning)
+    if not supports(frame, variable=req.variable, **kw):
+        return None
+    plan = make_plan(frame, func=req.func, variable=req.variable, **kw)
+    schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
+
+    def run() -> pl.DataFrame:
+        sums, keys, counts, scale = lazy_sums(frame, func=req.func, variable=req.variable, **kw)
+        return F.shape(req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys, "polars",
+                       scalar=False)
+
+    return pl.defer(run, schema=schema)

@@ -1,0 +1,192 @@
+"""The eager engine: numba kernels over numpy / Arrow buffers, for Polars and pandas frames (and the LazyFrame
+calls that need the rows in memory).
+
+``resolve`` validates and reads the columns once (calframe._columns); each figure is then lens -> bin ->
+``binned_sums`` (one numba pass, per (group, bin) sums) -> :mod:`calframe.figures`; :func:`_evaluate` adds the
+bootstrap and shapes the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Union
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from .. import figures as F
+from .. import lenses as L
+from .. import request as R
+from .._columns import Scored, check_group_weights, resolve
+from .._kernels import accumulate as K
+from .._limits import TableTooLargeError, check_cells
+from ..binning import Binning, Bins, bin_values, bin_variable
+from ..figures import check_by_names, output_columns
+
+Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
+Result = Union[float, pl.DataFrame, pd.DataFrame]
+#: a figure of the eager engine: the validated rows -> one value per group
+Figure = Callable[[Scored], np.ndarray]
+
+
+# --------------------------------------------------------------------------- pipeline
+
+
+#: bin key: (scored, lensed conf) -> Bins. ECE bins the confidence; VECE a variable.
+Binner = Callable[[Scored, np.ndarray], Bins]
+
+
+def conf_binner(binning: Binning) -> Binner:
+    return lambda scored, conf: bin_values(conf, scored.groups, scored.n_groups, binning)
+
+
+def variable_binner(variable: str, binning: Binning) -> Binner:
+    def binner(scored: Scored, conf: np.ndarray) -> Bins:
+        return bin_variable(scored.extra[variable], scored.extra_kind[variable], scored.groups, scored.n_groups, binning)
+
+    return binner
+
+
+def binned_sums(
+    conf: np.ndarray, acc: np.ndarray, scored: Scored, binning: Binning | Binner
+) -> tuple[np.ndarray, Bins]:
+    """bin -> accumulate: per (group, bin) sums of one scalar lens output."""
+    binner = conf_binner(binning) if isinstance(binning, Binning) else binning
+    bins = binner(scored, conf)
+    check_cells(scored.n_groups, bins.n_bins)  # before the table (and its partial copies) is allocated
+    sums = K.accumulate(
+        scored.groups,
+        bins.ids,
+        conf,
+        acc,
+        scored.weights,
+        bins.edges,
+        bins.binning.closed == "right",
+        scored.n_groups,
+        bins.n_bins,
+    )
+    return sums, bins
+
+
+def group_means(values: np.ndarray, scored: Scored) -> np.ndarray:
+    """Weighted mean of a per-row value in each group (one-bin accumulate)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    sums = K.accumulate(
+        scored.groups,
+        None,
+        values,
+        values,
+        scored.weights,
+        np.array([0.0, 1.0]),
+        False,
+        scored.n_groups,
+        1,
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums[:, 0, 1] / sums[:, 0, 0]
+
+
+def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
+    """The eager engine's CE_p: the request's lens (each class's for the marginal lens), binned by ``binner``
+    (default: the request's binning of the lensed output), summed, then :func:`figures.ce`."""
+    binning = binner if binner is not None else req.binning
+
+    def figure(scored: Scored) -> np.ndarray:
+        def sums_of(c: int) -> np.ndarray:
+            lensed = L.class_lens(scored, c) if req.lens.kind == "marginal" else L.scalar(scored, req.lens, req.func)
+            return binned_sums(*lensed, scored, binning)[0]
+
+        return F.binned(req, sums_of, scored.n_classes, scored.weight_scale)
+
+    return figure
+
+
+# --------------------------------------------------------------------------- run and shape
+
+
+def _group_counts(scored: Scored) -> np.ndarray:
+    if scored.groups is None:
+        return np.array([scored.n], dtype=np.int64)
+    if scored.counts is not None:
+        return scored.counts
+    return np.bincount(scored.groups, minlength=scored.n_groups).astype(np.int64)
+
+
+def _evaluate(
+    req: R.Request,
+    frame: Frame,
+    figures: dict[str, Figure],
+    *,
+    scalar: bool = True,
+    prepare: Callable[[Scored], Scored] | None = None,
+) -> Result:
+    """The eager engine: resolve -> figures (-> bootstrap) -> :func:`figures.shape`. A LazyFrame is collected
+    (its needed columns) and the result returned as a LazyFrame (one row, ``n`` and the figure, for a float)."""
+    check_by_names(req.func, req.by, output_columns(list(figures), req.ci, req.long), frame)
+    scored = resolve(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
+                     nulls=req.nulls, extra=list(req.variables))
+    if prepare is not None:
+        scored = prepare(scored)
+        if req.weights is not None:  # a selection can leave a group only rows of weight 0
+            totals = np.bincount(scored.group_codes, weights=scored.weights, minlength=scored.n_groups)
+            check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
+    values = {name: f(scored) for name, f in figures.items()}
+    bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed) if req.ci is not None else {}
+    lazy = isinstance(frame, pl.LazyFrame)  # collected for these figures: the result is a LazyFrame again
+    out = F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
+    return out.lazy() if lazy else out
+
+
+#: rows processed per batch of bootstrap replicates
+_BOOT_BATCH_ROWS = 4_000_000
+
+
+def _bootstrap(
+    scored: Scored, figures: dict[str, Figure], level: float, n_boot: int, seed: int | None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Percentile bootstrap: resample rows within each group, recompute every figure.
+
+    Draw r takes uniforms from its own stream ``default_rng([seed, r])``; the
+    j-th row of a group's resample is row ``floor(u_j * n_g)`` of that group.
+    A group's draws therefore do not depend on the other groups: ``by=g``
+    gives each group the intervals of its filtered frame.
+    """
+    n_groups = scored.n_groups
+    order, starts = K.group_order(scored.group_codes, n_groups)
+    counts = np.diff(starts)
+    row_group = np.repeat(np.arange(n_groups, dtype=np.int64), counts)
+    pos = np.arange(scored.n, dtype=np.int64) - starts[row_group]
+    base, size = starts[row_group], counts[row_group]
+    n = scored.n
+    max_n = int(counts.max())
+    batch = int(max(1, min(n_boot, _BOOT_BATCH_ROWS // max(n, 1))))
+    draws = {name: np.empty((n_boot, n_groups)) for name in figures}
+    r0 = 0
+    while r0 < n_boot:
+        r = min(batch, n_boot - r0)
+        idx = np.empty((r, n), dtype=np.int64)
+        for i in range(r):
+            u = np.random.default_rng(None if seed is None else [seed, r0 + i]).random(max_n)
+            idx[i] = order[base + np.minimum((u[pos] * size).astype(np.int64), size - 1)]
+        new_groups = (np.arange(r, dtype=np.int64)[:, None] * n_groups + row_group[None, :]).ravel()
+        sub = scored.take(idx.ravel(), new_groups, r * n_groups)
+        try:
+            values = {name: f(sub).reshape(r, n_groups) for name, f in figures.items()}
+        except TableTooLargeError:
+            if r == 1:  # the table of one draw is the caller's own table (already accepted): not reached
+                raise
+            batch = max(1, r // 2)  # r draws side by side pass the limit: fewer per batch (same values)
+            continue
+        for name, v in values.items():
+            draws[name][r0 : r0 + r] = v
+        r0 += r
+    alpha = (1.0 - level) / 2.0
+    out = {}
+    for name, d in draws.items():
+        lo, hi = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+        some = ~np.isnan(d).all(axis=0)  # a group a selection emptied has NaN draws only: NaN bounds, no warning
+        if some.any():
+            lo[some], hi[some] = np.nanquantile(d[:, some], [alpha, 1.0 - alpha], axis=0)
+        out[name] = (lo, hi)
+    return out
