@@ -87,13 +87,29 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     return np.where(cond, a, b)
 
 
-def floor(x: Any) -> Any:
-    """numpy.floor / ``Expr.floor`` / FLOOR (a float in every language)."""
-    if isinstance(x, pl.Expr):
-        return x.floor()
-    if isinstance(x, Sql):
-        return Sql(f"FLOOR({x.text})")
-    return np.floor(x)
+def _function(sql: str, method: Any, array: Any, doc: str) -> Any:
+    """A function of one value: ``method`` of a Polars expression, ``sql(x)`` on SQL text, ``array`` on numpy."""
+
+    def function(x: Any) -> Any:
+        if isinstance(x, pl.Expr):
+            return method(x)
+        if isinstance(x, Sql):
+            return Sql(f"{sql}({x.text})")
+        return array(x)
+
+    function.__doc__ = doc
+    return function
+
+
+floor = _function("FLOOR", pl.Expr.floor, np.floor,
+                  "numpy.floor / ``Expr.floor`` / FLOOR (a float in every language).")
+absolute = _function("ABS", pl.Expr.abs, np.abs, "numpy.abs / ``Expr.abs`` / ABS.")
+sqrt = _function("SQRT", pl.Expr.sqrt, np.sqrt, "numpy.sqrt / ``Expr.sqrt`` / SQRT.")
+#: the sum over a group's bins: numpy over the last axis (groups x bins), ``Expr.sum`` in a group_by, SUM in a
+#: GROUP BY query
+bin_sum = _function("SUM", pl.Expr.sum, lambda x: np.sum(x, axis=-1), "The sum over a group's bins.")
+#: the largest value over a group's bins (numpy: over the last axis; MAX in SQL)
+bin_max = _function("MAX", pl.Expr.max, lambda x: np.max(x, axis=-1), "The largest value over a group's bins.")
 
 
 def minimum(a: Any, b: Any) -> Any:
@@ -121,40 +137,3 @@ def floor_clip(v: Any, hi: Any) -> Any:
     if isinstance(v, Sql):
         return Sql(f"LEAST(GREATEST(CAST(FLOOR({v.text}) AS BIGINT), 0), {_text(hi)})")
     return np.clip(np.floor(v), 0.0, hi)
-
-
-def absolute(x: Any) -> Any:
-    """numpy.abs / ``Expr.abs`` / ABS."""
-    if isinstance(x, pl.Expr):
-        return x.abs()
-    if isinstance(x, Sql):
-        return Sql(f"ABS({x.text})")
-    return np.abs(x)
-
-
-def sqrt(x: Any) -> Any:
-    """numpy.sqrt / ``Expr.sqrt`` / SQRT."""
-    if isinstance(x, pl.Expr):
-        return x.sqrt()
-    if isinstance(x, Sql):
-        return Sql(f"SQRT({x.text})")
-    return np.sqrt(x)
-
-
-def bin_sum(x: Any) -> Any:
-    """The sum over a group's bins: numpy over the last axis (groups x bins), ``Expr.sum`` in a group_by,
-    SUM in a GROUP BY query."""
-    if isinstance(x, pl.Expr):
-        return x.sum()
-    if isinstance(x, Sql):
-        return Sql(f"SUM({x.text})")
-    return np.sum(x, axis=-1)
-
-
-def bin_max(x: Any) -> Any:
-    """The largest value over a group's bins (numpy: over the last axis; MAX in SQL)."""
-    if isinstance(x, pl.Expr):
-        return x.max()
-    if isinstance(x, Sql):
-        return Sql(f"MAX({x.text})")
-    return np.max(x, axis=-1)
