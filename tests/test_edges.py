@@ -122,6 +122,7 @@ def test_dask_edges_are_the_drivers(monkeypatch, case, scheme, bins):
     dask = pytest.importorskip("dask")
     dd = pytest.importorskip("dask.dataframe")
     import calframe.engines.dask as cfd
+    import calframe.frames.dask  # noqa: F401  (registers ddf.calib)
 
     monkeypatch.setattr(cfd, "GATHER_CELL", 4)  # crowded cells go through the finer histogram levels
     seen = _spy(monkeypatch, cfd)
