@@ -24,6 +24,7 @@ import numpy as np
 from . import lenses as L
 from . import _errors as E
 from ._errors import ParameterError, bad_param
+from ._columns import as_names
 from ._params import check_int_range
 from .binning import Binning, make_binning
 from .metrics import Distance, Estimator, check_seed, parse_distance
@@ -357,8 +358,8 @@ def vece(func: str, name: str, variable: Any, prob: Columns = None, label: str |
     """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result). ``bins_param``: the
     name of ``bins`` in messages."""
     o = _options(call, bins=10, binning="quantile")
-    variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
-    if not variables:
+    variables = as_names(variable)  # as given: resolve refuses a name that is not a string (a pandas int label)
+    if variable is None or not variables:
         raise E.bad_variables(func, variable)
     _figure_name(func, name)
     pv, dist = _ce_params(func, o["p"], o["estimator"], o["distance"])
