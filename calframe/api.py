@@ -112,7 +112,7 @@ __all__ = [
 # --------------------------------------------------------------------------- CE family
 
 
-@R.keywords(R.CE, binning=None)
+@R.keywords(R.CE)
 def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: str | None = None,
        **options: Unpack[R.CE]) -> Result:
     """Binned calibration error CE_p (SPEC §1-§3): ECE (p=1), RMSCE (p=2), MCE (p=inf).
@@ -213,8 +213,10 @@ def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **option
     """Root-mean-square calibration error (Kumar et al.'s l2 CE, CE_2).
 
     ``ce(p=2)``: the options of :func:`ece`, and ``estimator``
-    (``"debiased"``: Kumar et al.'s debiased estimator, here on uniform bins
-    unless ``binning`` says otherwise). The default ``lens`` is :func:`ece`'s.
+    (``"debiased"``: Kumar et al.'s debiased estimator). ``binning`` defaults
+    as :func:`ce`'s: uniform for the plugin estimator, equal-mass for the
+    debiased one (as uncertainty-calibration's ``get_calibration_error``).
+    The default ``lens`` is :func:`ece`'s.
 
     Examples
     --------
