@@ -229,12 +229,24 @@ def _check_present(names: list[str], wanted: Sequence[str], func: str, param: st
         )
 
 
-def _as_list(x: str | Sequence[str] | None) -> list[str]:
+def as_names(x: Any) -> list:
+    """A column parameter as a list: [] for None, the items of a list or tuple as given, else ``[x]``.
+
+    Never their ``str()``: a pandas int label 1 is not the column ``"1"`` (spec section 8);
+    :func:`column_names` refuses what is not a string.
+    """
     if x is None:
         return []
-    if isinstance(x, str):
-        return [x]
-    return [str(c) for c in x]
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def column_names(func: str, param: str, x: Any, frame: Any) -> list[str]:
+    """:func:`as_names`, each a string; else the ColumnNotFoundError naming ``param`` (with the pandas hint)."""
+    names = as_names(x)
+    bad = [v for v in names if not isinstance(v, str)]
+    if bad:
+        raise E.names_not_strings(func, param, bad[0], non_string_hint(frame))
+    return names
 
 
 # --------------------------------------------------------------------------- resolve
@@ -265,10 +277,7 @@ def resolve(
     if nulls not in ("raise", "drop"):
         raise bad_param(func, "nulls", "'raise' or 'drop'", nulls)
     for pname, pval in (("prob", prob), ("label", label), ("by", by), ("weights", weights), ("variable", extra)):
-        vals = [pval] if not isinstance(pval, (list, tuple)) else list(pval)
-        bad = [v for v in vals if v is not None and not isinstance(v, str)]
-        if bad:
-            raise E.names_not_strings(func, pname, bad[0], non_string_hint(frame))
+        column_names(func, pname, pval, frame)
     if isinstance(frame, pd.DataFrame) and frame.columns.duplicated().any():
         dups = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
         raise ColumnNotFoundError(
@@ -357,12 +366,12 @@ def resolve_names(
     elif isinstance(prob, str):
         prob_cols, multi_cols = [prob], False
     else:
-        prob_cols, multi_cols = _as_list(prob), True
+        prob_cols, multi_cols = as_names(prob), True
         if len(prob_cols) < 2:
             raise bad_param(func, "prob", "a column name or a list of at least 2 class columns", prob)
     label_col = label if label is not None else _pick_default(names, LABEL_CANDIDATES, "label", "label", func)
-    by_cols = _as_list(by)
-    extra_cols = _as_list(extra)
+    by_cols = as_names(by)
+    extra_cols = as_names(extra)
     weight_cols = [weights] if weights is not None else []
     _check_present(names, prob_cols, func, "prob")
     _check_present(names, [label_col], func, "label")

@@ -62,7 +62,9 @@ from ._columns import (
     SUM_TOLERANCE,
     Scored,
     _select,
+    as_names,
     check_finite_variable,
+    column_names,
     columns_of,
     non_string_hint,
     normalised_keys,
@@ -110,7 +112,7 @@ __all__ = [
 # --------------------------------------------------------------------------- CE family
 
 
-@R.keywords(R.CE, binning=None)
+@R.keywords(R.CE)
 def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: str | None = None,
        **options: Unpack[R.CE]) -> Result:
     """Binned calibration error CE_p (SPEC §1-§3): ECE (p=1), RMSCE (p=2), MCE (p=inf).
@@ -211,8 +213,10 @@ def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **option
     """Root-mean-square calibration error (Kumar et al.'s l2 CE, CE_2).
 
     ``ce(p=2)``: the options of :func:`ece`, and ``estimator``
-    (``"debiased"``: Kumar et al.'s debiased estimator, here on uniform bins
-    unless ``binning`` says otherwise). The default ``lens`` is :func:`ece`'s.
+    (``"debiased"``: Kumar et al.'s debiased estimator). ``binning`` defaults
+    as :func:`ce`'s: uniform for the plugin estimator, equal-mass for the
+    debiased one (as uncertainty-calibration's ``get_calibration_error``).
+    The default ``lens`` is :func:`ece`'s.
 
     Examples
     --------
@@ -475,8 +479,8 @@ def vece_rank(
 
     flavor_of(frame)
     names = columns_of(frame)
-    skip = set(exclude) | set(_as_cols(by))
-    skip |= set(_as_cols(prob)) if prob is not None else {c for c in PROB_CANDIDATES if c in names}
+    skip = set(exclude) | set(as_names(by))
+    skip |= set(as_names(prob)) if prob is not None else {c for c in PROB_CANDIDATES if c in names}
     skip |= {label} if label is not None else {c for c in LABEL_CANDIDATES if c in names}
     if variables is None:  # the frame's columns as calframe reads them (pandas: string labels only)
         if isinstance(frame, pd.DataFrame):
@@ -487,7 +491,7 @@ def vece_rank(
         variables = [c for c, dt in schema.items() if c not in skip and (
             dt.is_numeric() or dt in (pl.Boolean, pl.String) or isinstance(dt, (pl.Categorical, pl.Enum)))]
     else:
-        variables = list(variables)
+        variables = column_names(func, "variables", variables, frame)
     if not variables:
         raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
                              "variables")
@@ -594,12 +598,6 @@ def _qcut_vece_many(
         gap = np.abs(sums[full])
         out[v] = (float(gap.sum() / scored.n), float((gap / counts[full]).max()))
     return out
-
-
-def _as_cols(x: Columns) -> list[str]:
-    if x is None:
-        return []
-    return [x] if isinstance(x, str) else [str(c) for c in x]
 
 
 class VCECurve:
@@ -970,12 +968,11 @@ def _gece_module():
 # --------------------------------------------------------------------------- local calibration (Luo et al.)
 
 
-def _features(frame: Frame, features: str | Sequence[str], func: str, nulls: str) -> tuple[list[str], Any]:
-    cols = [features] if isinstance(features, str) else [str(f) for f in features] if isinstance(
-        features, (list, tuple)) else []
+def _features(frame: Frame, features: str | Sequence[str], func: str) -> list[str]:
+    cols = column_names(func, "features", features, frame) if isinstance(features, (str, list, tuple)) else []
     if not cols:
         raise bad_param(func, "features", "a column name, an Array column, or a non-empty list of columns", features)
-    return cols, None
+    return cols
 
 
 def _feature_matrix(scored: Scored, cols: list[str], func: str) -> np.ndarray:
@@ -1064,7 +1061,7 @@ def _lce(func: str, frame: Frame, features: str | Sequence[str], prob: Columns, 
     g = check_positive_float(func, "gamma", o["gamma"])
     lens_ = R.scalar_lens(func, o["lens"])
     binning_ = make_binning(func, "uniform", o["bins"], "left")
-    cols, _ = _features(frame, features, func, o["nulls"])
+    cols = _features(frame, features, func)
     check_by_names(func, by, MLCE_COLUMNS, frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=o["nulls"], extra=cols)
     return scored, cols, _lce_values(scored, cols, g, lens_, binning_.bins, o["prepare"], o["n_components"], func)[0]
@@ -1078,12 +1075,12 @@ def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nu
     if isinstance(frame, pl.DataFrame):
         base = frame
         if len(base) != len(values):  # nulls="drop" removed rows: the same rows, in order
-            need = list(dict.fromkeys(_as_cols(scored.prob_name) + [scored.label_name] + cols))
+            need = list(dict.fromkeys(as_names(scored.prob_name) + [scored.label_name] + cols))
             base = base.drop_nulls(subset=need)
         return base.with_columns(pl.Series(name, values))
     base = frame
     if len(base) != len(values):
-        need = list(dict.fromkeys(_as_cols(scored.prob_name) + [scored.label_name] + cols))
+        need = list(dict.fromkeys(as_names(scored.prob_name) + [scored.label_name] + cols))
         base = base.dropna(subset=need)
     out = base.copy()
     out[name] = values
@@ -1148,7 +1145,7 @@ def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None
     o = options
     lens_ = L.parse_lens(func, o["lens"])
     binning_ = make_binning(func, "uniform", o["bins"], "left")
-    cols, _ = _features(frame, features, func, o["nulls"])
+    cols = _features(frame, features, func)
     scored = resolve(frame, func=func, prob=prob, label=label, nulls=o["nulls"], extra=cols)
     conf, acc = L.scalar(scored, lens_, func)
     sums, _ = binned_sums(conf, acc, scored, binning_)
@@ -1222,11 +1219,11 @@ def fit(
                         variable)
     if features is not None and method != "lore":
         raise bad_param(func, "features", f"None for method {method!r} (only 'lore' uses features)", features)
-    feat_cols = [] if features is None else _features(frame, features, func, nulls)[0]
+    feat_cols = [] if features is None else _features(frame, features, func)
     extra = ([variable] if variable is not None else []) + feat_cols
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=extra, allow_weights=False)
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
-            "by": _as_cols(by), "n_classes": scored.n_classes, "binary": scored.binary}
+            "by": as_names(by), "n_classes": scored.n_classes, "binary": scored.binary}
 
     def fit_one(sc: Scored) -> Any:
         kw = dict(params)

@@ -183,7 +183,7 @@ def _per_group(func: str, fn: Callable[..., Any], roles: list[str], params: dict
 # --------------------------------------------------------------------------- the figures
 
 
-@R.keywords(CE, binning=None)
+@R.keywords(CE)
 def ce(prob: Probs, label: IntoExpr, **options: Unpack[CE]) -> pl.Expr:
     """Binned calibration error CE_p per group, as an expression named ``"ce"`` (:func:`calframe.ce`).
 
@@ -274,7 +274,8 @@ def mce(prob: Probs, label: IntoExpr, **options: Unpack[ECE]) -> pl.Expr:
 def rmsce(prob: Probs, label: IntoExpr, **options: Unpack[RMSCE]) -> pl.Expr:
     """Root-mean-square calibration error per group, as an expression named ``"rmsce"`` (:func:`calframe.rmsce`).
 
-    Columns as :func:`ece`; the other parameters are :func:`calframe.rmsce`'s.
+    Columns as :func:`ece`; the other parameters are :func:`calframe.rmsce`'s (``binning``: uniform for the
+    plugin estimator, equal-mass for the debiased one, as :func:`ce`).
 
     Examples
     --------

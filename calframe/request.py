@@ -24,6 +24,7 @@ import numpy as np
 from . import lenses as L
 from . import _errors as E
 from ._errors import ParameterError, bad_param
+from ._columns import as_names
 from ._params import check_int_range
 from .binning import Binning, make_binning
 from .metrics import Distance, Estimator, check_seed, parse_distance
@@ -206,10 +207,19 @@ DEFAULTS: dict[str, Any] = dict(bins=15, binning="uniform", closed="left", lens=
                                 squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2)
 
 
+def group_defaults(options: type) -> dict[str, Any]:
+    """The defaults a group of keywords sets beside :data:`DEFAULTS`: a binned figure with an ``estimator`` (ce,
+    rmsce, in every form) bins by it, ``binning=None``: uniform for the plugin estimator, equal-mass for the
+    debiased one (uncertainty-calibration's ``get_calibration_error``), resolved by :func:`ce`."""
+    keys = options.__annotations__
+    return {"binning": None} if "estimator" in keys and "binning" in keys else {}
+
+
 def keywords(options: type, **defaults: Any) -> Callable[[F], F]:
     """``fn(<own parameters>, **options: Unpack[options])`` with the keys of the TypedDict ``options`` as
-    keyword-only parameters, defaults from :data:`DEFAULTS` (or ``defaults``): in its signature, and passed to
-    ``fn`` with their defaults on every call. An unknown keyword is a TypeError, as for any function.
+    keyword-only parameters, defaults from :data:`DEFAULTS` and :func:`group_defaults` (or ``defaults``): in its
+    signature, and passed to ``fn`` with their defaults on every call. An unknown keyword is a TypeError, as for
+    any function.
 
     Examples
     --------
@@ -222,7 +232,7 @@ def keywords(options: type, **defaults: Any) -> Callable[[F], F]:
     >>> str(inspect.signature(f))[:32]
     "(x, *, bins: 'int | Sequence[flo"
     """
-    table = {**DEFAULTS, **defaults}
+    table = {**DEFAULTS, **group_defaults(options), **defaults}
 
     def wrap(fn: F) -> F:
         sig = inspect.signature(fn)
@@ -357,8 +367,8 @@ def vece(func: str, name: str, variable: Any, prob: Columns = None, label: str |
     """VECE / VMCE: CE_p over bins of one or several variables (a list gives a long result). ``bins_param``: the
     name of ``bins`` in messages."""
     o = _options(call, bins=10, binning="quantile")
-    variables = [variable] if isinstance(variable, str) else [str(v) for v in variable]
-    if not variables:
+    variables = as_names(variable)  # as given: resolve refuses a name that is not a string (a pandas int label)
+    if variable is None or not variables:
         raise E.bad_variables(func, variable)
     _figure_name(func, name)
     pv, dist = _ce_params(func, o["p"], o["estimator"], o["distance"])

@@ -263,6 +263,74 @@ def test_apply_on_pandas_with_a_non_string_column_label() -> None:
     np.testing.assert_allclose(out["p_platt"], 1 / (1 + np.exp(-(a * logit + b))), rtol=1e-12)
 
 
+#: the public functions that take variable or feature columns, each called with the columns ``cols``
+COLUMN_TAKERS = {
+    "lce": lambda f, cols: calframe.lce(f, cols, gamma=0.5, bins=5),
+    "mlce": lambda f, cols: calframe.mlce(f, cols, gamma=0.5, bins=5),
+    "mlce_curve": lambda f, cols: calframe.mlce_curve(f, cols, gammas=[0.5], bins=5),
+    "fit(features=)": lambda f, cols: calframe.fit(f, "lore", features=cols, gamma=0.5),
+    "vece": lambda f, cols: calframe.vece(f, cols),
+    "vmce": lambda f, cols: calframe.vmce(f, cols),
+    "vece_rank": lambda f, cols: calframe.vece_rank(f, variables=cols),
+    "vce_curve": lambda f, cols: calframe.vce_curve(f, cols),
+    "fit(variable=)": lambda f, cols: calframe.fit(f, "tree", variable=cols),
+}
+FEATURE_TAKERS = {"lce", "mlce", "mlce_curve", "fit(features=)"}
+
+
+def _one_and_its_string(n: int = 200, seed: int = 12) -> pd.DataFrame:
+    """A pandas frame with a numeric column labelled "1" and another, different, labelled by the int 1."""
+    rng = np.random.default_rng(seed)
+    p = rng.random(n)
+    df = pd.DataFrame({"prob": p, "label": (rng.random(n) < p).astype(np.int64), "1": rng.normal(size=n)})
+    df[1] = rng.normal(50, 10, n)
+    return df
+
+
+@pytest.mark.parametrize("cols", [[1], (1,), ["1", 1], 1, np.int64(1)], ids=["list", "tuple", "mixed", "int", "np"])
+@pytest.mark.parametrize("func", list(COLUMN_TAKERS))
+def test_pandas_int_label_is_refused_as_a_variable_or_feature_not_read_as_its_string(func, cols) -> None:
+    """features=[1] / variable=[1] never means the column "1" (nor the int-labelled one): a ColumnNotFoundError
+    naming the parameter, with the rename hint (spec section 8), on every function that takes such columns.
+    (``features`` itself neither a name nor a list is the ParameterError of a bad parameter.)"""
+    frame = _one_and_its_string()
+    if func in FEATURE_TAKERS and not isinstance(cols, (list, tuple)):
+        with pytest.raises(ParameterError, match=r"'features' parameter of \w+ must be a column name"):
+            COLUMN_TAKERS[func](frame, cols)
+        return
+    with pytest.raises(ColumnNotFoundError, match=r"(?s)(features|variables?)=.*column names must be strings"
+                                                  r".*non-string column labels \[1\].*astype\(str\)"):
+        COLUMN_TAKERS[func](frame, cols)
+
+
+@pytest.mark.parametrize("func", ["lce", "mlce", "fit(features=)", "vece", "vece_rank"])
+def test_polars_feature_names_must_be_strings_too(func) -> None:
+    df = pl.from_pandas(_one_and_its_string().drop(columns=[1]))
+    with pytest.raises(ColumnNotFoundError, match=r"(features|variables?)=1: column names must be strings"):
+        COLUMN_TAKERS[func](df, [1])
+
+
+@pytest.mark.parametrize("func", ["vece", "vmce"])
+def test_dask_int_label_is_refused_as_a_variable(func) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    ddf = dd.from_pandas(_one_and_its_string(), npartitions=2)
+    with pytest.raises(ColumnNotFoundError, match=r"(?s)variable=1: column names must be strings.*\[1\]"):
+        getattr(calframe, func)(ddf, [1])
+
+
+def test_lce_on_pandas_reads_the_string_labelled_feature_beside_an_int_label() -> None:
+    """LCE by hand (Luo et al.: Laplacian kernel exp(-|x - x'| / gamma) over the rows of x's confidence bin)
+    on the column "1", never the int-labelled column 1."""
+    df = _one_and_its_string(n=60)
+    p, y, x = df["prob"].to_numpy(), df["label"].to_numpy(), df["1"].to_numpy()
+    b = np.minimum((p * 5).astype(np.int64), 4)
+    k = np.exp(-np.abs(x[:, None] - x[None, :]) / 0.5) * (b[:, None] == b[None, :])
+    want = np.abs(k @ (p - y)) / k.sum(axis=1)
+    out = calframe.lce(df, ["1"], gamma=0.5, bins=5)
+    assert list(out.columns) == ["prob", "label", "1", 1, "lce"]
+    np.testing.assert_allclose(out["lce"].to_numpy(), want, rtol=1e-12, atol=1e-15)
+
+
 # --------------------------------------------------------------------------- key dtypes
 
 

@@ -31,6 +31,7 @@ import pytest
 
 import calframe
 from calframe.binning import Binning, bin_values
+from conftest import as_flavour, collected, figure
 
 calibration = pytest.importorskip("calibration", reason="uncertainty-calibration is a test extra")
 sk_calibration = pytest.importorskip("sklearn.calibration", reason="scikit-learn is a test extra")
@@ -143,6 +144,24 @@ def test_list_of_class_columns_equals_array_column():
     wide = pl.DataFrame({f"p{j}": p[:, j] for j in range(4)} | {"y": y})
     ref = calibration.get_ece(p, y)
     assert calframe.ece(wide, prob=[f"p{j}" for j in range(4)], label="y", closed="right") == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("flavour", ["polars", "lazy", "pandas", "pandas[pyarrow]", "pandas[nullable]", "dask"])
+def test_debiased_rmsce_default_is_get_calibration_error(flavour):
+    """rmsce is ce(p=2): with estimator="debiased" and no binning it bins equal-mass, as ce does and as
+    uncertainty-calibration's get_calibration_error (debiased l2, 15 equal-mass bins; 1-D input: the positive
+    class) does, on every frame type, in its df.calib and expression forms."""
+    df = binary_frame(2000, 6, with_edges=False).drop("g")
+    p, y = df["prob"].to_numpy(), df["label"].to_numpy()
+    assert not calibration.utils.is_discrete(p)  # its continuous-score path: equal-mass bins
+    ref = calibration.get_calibration_error(p, y)
+    frame = as_flavour(df, flavour)
+    assert figure(calframe.rmsce(frame, estimator="debiased")) == pytest.approx(ref, rel=1e-12, abs=1e-15)
+    assert figure(frame.calib.rmsce(estimator="debiased")) == pytest.approx(ref, rel=1e-12, abs=1e-15)
+    if flavour in ("polars", "lazy"):
+        expr = frame.select(calframe.expr.rmsce("prob", "label", estimator="debiased"))
+        assert collected(expr).item() == pytest.approx(ref, rel=1e-12, abs=1e-15)
+    assert figure(calframe.rmsce(frame)) == figure(calframe.ce(frame, p=2, binning="uniform"))  # plugin: uniform
 
 
 def test_kumar_unit_test_case():

@@ -872,7 +872,9 @@ def check(func: str, case: Case, params: dict, flavours: list[str] | None = None
     """Every problem of ``func(frame, **params)`` over the frame types, each with its reproducer."""
     problems = []
     flavours = [f for f in (flavours or FLAVOURS) if f != "dask" or func in DASK_FUNCS]
-    input_columns = set(case.df.columns)
+    # the caller's columns a result may pass through, the int-labelled one under its str() name as the reference
+    # has it (its NaN is the caller's, not a figure's)
+    input_columns = set(case.df.columns) | ({str(case.int_label)} if case.int_label is not None else set())
     if func == "fit_apply":
         keys = set()
     else:
@@ -961,3 +963,16 @@ def test_the_property_catches_a_wrong_number_and_a_raw_exception() -> None:
     assert error_problem(KeyError("x"), "ece", {}, case)
     assert error_problem(calframe.ParameterError("something is wrong"), "ece", {}, case)
     assert not error_problem(calframe.ParameterError("The 'bins' parameter of ece ..."), "ece", {"bins": 0}, case)
+
+
+@pytest.mark.parametrize("func, params", [
+    ("fit_apply", {"fit": {"method": "platt"}, "apply": {}}),
+    ("lce", {"features": "v", "gamma": 0.5}),
+])
+def test_an_int_labelled_pass_through_column_is_not_judged_as_a_figure(func: str, params: dict) -> None:
+    """lce and apply return the caller's columns: the int-labelled copy of a column with a null (NaN in pandas) is
+    the caller's data, as its str()-named twin in the reference is, not a non-finite figure."""
+    df = pl.DataFrame({"g": [1.0, None, 2.0, 3.0], "label": [0, 1, 1, 0], "prob": [0.2, 0.5, 0.7, 0.4],
+                       "v": [1.0, 2.0, 3.0, 5.0]})
+    case = Case(df, "prob", "label", 2, variables=["v"], numeric=["v"], int_label=7)
+    assert not check(func, case, params, flavours=["pandas"])

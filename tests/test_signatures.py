@@ -25,12 +25,15 @@ def test_vmce_has_vece_s_keywords_but_p() -> None:
 
 @pytest.mark.parametrize("fn", [calframe.ce, calframe.ece, calframe.mce, calframe.rmsce, calframe.reliability,
                                 calframe.summary, calframe.brier, calframe.vece, calframe.gece, calframe.lce,
-                                calframe.vce_curve, calframe.expr.ce, calframe.expr.vece, calframe.expr.brier],
+                                calframe.vce_curve, calframe.expr.ce, calframe.expr.rmsce, calframe.expr.vece,
+                                calframe.expr.brier],
                          ids=lambda f: f"{f.__module__}.{f.__name__}")
 def test_every_group_keyword_has_the_one_default(fn) -> None:
-    """A keyword of a group has DEFAULTS' default, but where the function says otherwise: ce's binning (None: by
-    estimator), the variable's bins (10 quantiles), gece's gamma (its adaptive bins)."""
-    own = {("ce", "binning"): None, ("vece", "bins"): 10, ("vece", "binning"): "quantile", ("gece", "gamma"): 0.1}
+    """A keyword of a group has DEFAULTS' default, but where the group or the function says otherwise: the binning
+    of a figure with an estimator (ce, rmsce: None, by estimator), the variable's bins (10 quantiles), gece's gamma
+    (its adaptive bins)."""
+    own = {("ce", "binning"): None, ("rmsce", "binning"): None, ("vece", "bins"): 10, ("vece", "binning"): "quantile",
+           ("gece", "gamma"): 0.1}
     params = inspect.signature(fn).parameters
     shared = [n for n in params if n in R.DEFAULTS]
     assert shared and "options" not in params
