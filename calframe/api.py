@@ -674,28 +674,16 @@ def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | No
     """
     from ._kernels.loess import evaluation_grid, loess_fit
 
-    func = "vce_curve"
-    lens_ = R.scalar_lens(func, options["lens"])
-    by = options["by"]
-    if not (isinstance(span, (int, float)) and span > 0):
-        raise bad_param(func, "span", "a number > 0", span)
-    if degree not in (0, 1, 2):
-        raise bad_param(func, "degree", "0, 1 or 2", degree)
-    if family not in ("gaussian", "symmetric"):
-        raise bad_param(func, "family", "'gaussian' or 'symmetric'", family)
-    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
-        raise bad_param(func, "n_points", "an int >= 2", n_points)
-    if not (0 <= quantiles[0] < quantiles[1] <= 1):
-        raise bad_param(func, "quantiles", "(low, high) with 0 <= low < high <= 1", quantiles)
-    if not (0 < level < 1):
-        raise bad_param(func, "level", "a confidence level in (0, 1)", level)
+    req = R.vce_curve(variable, prob, label, span=span, degree=degree, family=family, n_points=n_points,
+                      quantiles=quantiles, level=level, **options)
+    func, by, o = req.func, req.by, req.options
     check_by_names(func, by, VCE_CURVE_COLUMNS + VCE_SUMMARY_COLUMNS, frame)
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=options["nulls"], extra=[variable],
+    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=req.nulls, extra=[variable],
                      allow_weights=False)
     if scored.extra_kind[variable] != "numeric":
         raise ParameterError(f"{func}: variable {variable!r} is categorical; a LOESS curve needs a numeric variable "
                              "(use vece() for categories).")
-    conf, acc = L.scalar(scored, lens_, func)
+    conf, acc = L.scalar(scored, req.lens, func)
     v = scored.extra[variable]
     codes = scored.group_codes
     curves, rows_ = [], []
@@ -706,8 +694,8 @@ def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | No
             raise InvalidValueError(f"{func}: variable {variable!r} has fewer than 3 distinct values"
                                     + ("" if scored.keys is None else f" in group {scored.keys.row(g)}")
                                     + "; a LOESS curve needs more.")
-        grid = evaluation_grid(vg, n_points, quantiles[0], quantiles[1])
-        kw = dict(span=span, degree=degree, family=family, new_x=grid, se=True, alpha=1 - level)
+        grid = evaluation_grid(vg, o.n_points, *o.quantiles)
+        kw = dict(span=o.span, degree=o.degree, family=o.family, new_x=grid, se=True, alpha=1 - o.level)
         try:
             fa = loess_fit(vg, acc[m].astype(np.float64), **kw)
             fc = loess_fit(vg, conf[m], **kw)
@@ -724,11 +712,11 @@ def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | No
                                                          fc.lower, fc.upper, gap])))
         srow = pl.DataFrame(dict(zip(VCE_SUMMARY_COLUMNS, [[int(m.sum())], [float(grid[i])], [float(abs(gap[i]))]])))
         key = None if scored.keys is None else scored.keys[g]
-        curves.append(with_keys(func, None if key is None else pl.concat([key] * n_points), part))
+        curves.append(with_keys(func, None if key is None else pl.concat([key] * o.n_points), part))
         rows_.append(with_keys(func, key, srow))
     by_cols = [] if scored.keys is None else scored.keys.columns
     return VCECurve(F.to_flavor(pl.concat(curves), scored.flavor), F.to_flavor(pl.concat(rows_), scored.flavor),
-                    variable, by_cols, str(L.resolve_lens(lens_, scored.binary)))
+                    variable, by_cols, str(L.resolve_lens(req.lens, scored.binary)))
 
 
 # --------------------------------------------------------------------------- generalized ECE (Kirchenbauer et al.)

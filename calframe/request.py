@@ -33,7 +33,7 @@ Columns = Union[str, Sequence[str], None]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: the families a Request can be
-KINDS = ("ce", "companion", "reliability", "summary", "gece")
+KINDS = ("ce", "companion", "reliability", "summary", "gece", "vece_rank", "vce_curve", "local")
 #: companion figures: group means of a per-row value
 COMPANIONS = ("brier", "log_loss", "accuracy")
 
@@ -506,3 +506,44 @@ def gece(prob: Columns, label: str | None, *, lens: Any, k: Any, groups: Any, di
                           None if output_between is None else tuple(output_between))
     return _checked_ci(func, o, Request(func, "gece", func, prob, label, o["by"], o["weights"], o["nulls"], p=pv,
                                         options=options))
+
+
+# --------------------------------------------------------------------------- variable calibration curves (LOESS)
+
+
+@dataclass(frozen=True)
+class CurveOptions:
+    """vce_curve's LOESS settings: ``span``, ``degree``, ``family``; the grid (``n_points`` between the variable's
+    ``quantiles``) and the bands' ``level``."""
+
+    span: float
+    degree: int
+    family: str
+    n_points: int
+    quantiles: tuple[float, float]
+    level: float
+
+
+def vce_curve(variable: str, prob: Columns, label: str | None, *, span: Any, degree: Any, family: Any,
+              n_points: Any, quantiles: Any, level: Any, **call: Any) -> Request:
+    """The variable calibration curves: a scalar lens, then span, degree, family, n_points, quantiles, level (the
+    rows' columns and the variable's kind are the run's). Its own parameters come from
+    :func:`calframe.vce_curve`'s signature."""
+    func = "vce_curve"
+    o = _options(call)
+    lens_ = scalar_lens(func, o["lens"])
+    if not (isinstance(span, (int, float)) and span > 0):
+        raise bad_param(func, "span", "a number > 0", span)
+    if degree not in (0, 1, 2):
+        raise bad_param(func, "degree", "0, 1 or 2", degree)
+    if family not in ("gaussian", "symmetric"):
+        raise bad_param(func, "family", "'gaussian' or 'symmetric'", family)
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
+        raise bad_param(func, "n_points", "an int >= 2", n_points)
+    if not (0 <= quantiles[0] < quantiles[1] <= 1):
+        raise bad_param(func, "quantiles", "(low, high) with 0 <= low < high <= 1", quantiles)
+    if not (0 < level < 1):
+        raise bad_param(func, "level", "a confidence level in (0, 1)", level)
+    options = CurveOptions(span, degree, family, int(n_points), (quantiles[0], quantiles[1]), level)
+    return Request(func, "vce_curve", func, prob, label, o["by"], None, o["nulls"], lens_, variables=(variable,),
+                   options=options)
