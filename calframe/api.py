@@ -88,8 +88,7 @@ from .engines import run_binned as _run_binned
 from .engines.eager import (Binner, Figure, _ce_figure, _evaluate, _group_counts, binned_sums, group_means,
                             variable_binner)
 from .frames.dispatch import is_dask_frame
-from .binning import Binning, Bins, make_binning, qcut_order_statistics
-from ._params import check_positive_float
+from .binning import Binning, Bins, qcut_order_statistics
 from .metrics import ce_from_sums
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
@@ -982,8 +981,6 @@ def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_componen
     """
     if prepare == "none":
         return x
-    if prepare not in ("standardize", "pca"):
-        raise bad_param(func, "prepare", "'none', 'standardize' or 'pca'", prepare)
     sd = x.std(axis=0)
     const = np.flatnonzero(sd == 0)
     if prepare == "standardize":
@@ -1003,14 +1000,15 @@ def prepare_features(x: np.ndarray, func: str, prepare: str = "none", n_componen
     return np.hstack([xc @ comp.T, np.zeros((x.shape[0], m - r))])  # those components are 0, as rank-deficient data
 
 
-def _lce_values(scored: Scored, cols: list[str], gamma: float, lens: L.Lens, bins: int, prepare: str,
-                n_components: int | None, func: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _lce_values(scored: Scored, cols: list[str], gamma: float, req: R.Request
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from ._kernels import local as LK
     from .binning import uniform_bins
 
-    x = prepare_features(_feature_matrix(scored, cols, func), func, prepare, n_components, cols)
-    conf, acc = L.scalar(scored, lens, func)
-    ids = uniform_bins(conf, bins, "left").astype(np.int64)
+    o = req.options
+    x = prepare_features(_feature_matrix(scored, cols, req.func), req.func, o.prepare, o.n_components, cols)
+    conf, acc = L.scalar(scored, req.lens, req.func)
+    ids = uniform_bins(conf, req.binning.bins, "left").astype(np.int64)
     return LK.lce(x, conf, acc.astype(np.float64), ids, gamma), conf, acc, ids
 
 
@@ -1038,21 +1036,18 @@ def lce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label
     >>> out.columns[-1], bool((out["lce"] >= 0).all())
     ('lce', True)
     """
-    scored, cols, values = _lce("lce", frame, features, prob, label, options)
-    return _with_column(frame, name, values, scored, options["nulls"], "lce", prob, label, cols)
+    req = R.local("lce", prob, label, **options)
+    scored, cols, values = _lce(req, frame, features)
+    return _with_column(frame, name, values, scored, req.nulls, req.func, prob, label, cols)
 
 
-def _lce(func: str, frame: Frame, features: str | Sequence[str], prob: Columns, label: str | None,
-         o: dict[str, Any], by: Columns = None) -> tuple[Scored, list[str], np.ndarray]:
-    """lce and mlce: their parameters checked, the rows resolved, and the LCE of every row: (scored rows,
-    feature columns, LCE)."""
-    g = check_positive_float(func, "gamma", o["gamma"])
-    lens_ = R.scalar_lens(func, o["lens"])
-    binning_ = make_binning(func, "uniform", o["bins"], "left")
+def _lce(req: R.Request, frame: Frame, features: str | Sequence[str]) -> tuple[Scored, list[str], np.ndarray]:
+    """lce and mlce: the rows resolved and the LCE of every row: (scored rows, feature columns, LCE)."""
+    func = req.func
     cols = _features(frame, features, func)
-    check_by_names(func, by, MLCE_COLUMNS, frame)
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=o["nulls"], extra=cols)
-    return scored, cols, _lce_values(scored, cols, g, lens_, binning_.bins, o["prepare"], o["n_components"], func)[0]
+    check_by_names(func, req.by, MLCE_COLUMNS, frame)
+    scored = resolve(frame, func=func, prob=req.prob, label=req.label, by=req.by, nulls=req.nulls, extra=cols)
+    return scored, cols, _lce_values(scored, cols, req.options.gammas[0], req)[0]
 
 
 def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nulls: str, func: str,
@@ -1097,8 +1092,8 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     >>> abs(calframe.mlce(df, ["age"], gamma=1e9) - calframe.mce(df)) < 1e-8   # Lemma 1: gamma -> inf
     True
     """
-    func = "mlce"
-    scored, _, values = _lce(func, frame, features, prob, label, options, by)
+    req = R.local("mlce", prob, label, by=by, **options)
+    scored, _, values = _lce(req, frame, features)
     codes = scored.group_codes
     mx = np.full(scored.n_groups, -np.inf)
     np.maximum.at(mx, codes, values)
@@ -1107,7 +1102,7 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     if by is None:
         return float(mx[0])
     out = pl.DataFrame(dict(zip(MLCE_COLUMNS, [_group_counts(scored), mx, mean])))
-    return F.to_flavor(with_keys(func, scored.keys, out), scored.flavor)
+    return F.to_flavor(with_keys(req.func, scored.keys, out), scored.flavor)
 
 
 @R.keywords(R.Local)
@@ -1126,24 +1121,19 @@ def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None
     >>> calframe.mlce_curve(df, ["age"], gammas=[0.1, 1.0]).columns
     ['gamma', 'mlce', 'mean_lce', 'mce']
     """
-    func = "mlce_curve"
-    gs = np.logspace(-2, 2, 25) if gammas is None else np.asarray(list(gammas), dtype=np.float64)
-    for gv in gs:
-        check_positive_float(func, "gamma", float(gv))
-    o = options
-    lens_ = L.parse_lens(func, o["lens"])
-    binning_ = make_binning(func, "uniform", o["bins"], "left")
+    req = R.local("mlce_curve", prob, label, gammas=gammas, **options)
+    func, gs = req.func, req.options.gammas
     cols = _features(frame, features, func)
-    scored = resolve(frame, func=func, prob=prob, label=label, nulls=o["nulls"], extra=cols)
-    conf, acc = L.scalar(scored, lens_, func)
-    sums, _ = binned_sums(conf, acc, scored, binning_)
+    scored = resolve(frame, func=func, prob=prob, label=label, nulls=req.nulls, extra=cols)
+    conf, acc = L.scalar(scored, req.lens, func)
+    sums, _ = binned_sums(conf, acc, scored, req.binning)
     mce_value = float(ce_from_sums(sums, float("inf"))[0])
     mx, mean = [], []
     for gv in gs:
-        v = _lce_values(scored, cols, float(gv), lens_, binning_.bins, o["prepare"], o["n_components"], func)[0]
+        v = _lce_values(scored, cols, gv, req)[0]
         mx.append(float(v.max()))
         mean.append(float(v.mean()))
-    out = pl.DataFrame({"gamma": gs, "mlce": mx, "mean_lce": mean, "mce": [mce_value] * len(gs)})
+    out = pl.DataFrame({"gamma": list(gs), "mlce": mx, "mean_lce": mean, "mce": [mce_value] * len(gs)})
     return F.to_flavor(out, scored.flavor)
 
 

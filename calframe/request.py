@@ -25,7 +25,7 @@ from . import lenses as L
 from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._columns import as_names
-from ._params import check_int_range
+from ._params import check_int_range, check_positive_float
 from .binning import Binning, make_binning
 from .metrics import Distance, Estimator, check_seed, parse_distance
 
@@ -291,7 +291,7 @@ def estimator_value(func: str, estimator: Any) -> str:
 
 def scalar_lens(func: str, lens: Any) -> L.Lens:
     """A lens that is not ``marginal`` (figures of one binned output: reliability, summary, vece_rank, vce_curve,
-    lce, mlce)."""
+    lce, mlce, mlce_curve)."""
     lens_ = L.parse_lens(func, lens)
     if lens_.kind == "marginal":
         raise E.not_scalar_lens(func, lens)
@@ -547,3 +547,35 @@ def vce_curve(variable: str, prob: Columns, label: str | None, *, span: Any, deg
     options = CurveOptions(span, degree, family, int(n_points), (quantiles[0], quantiles[1]), level)
     return Request(func, "vce_curve", func, prob, label, o["by"], None, o["nulls"], lens_, variables=(variable,),
                    options=options)
+
+
+# --------------------------------------------------------------------------- local calibration (lce, mlce, mlce_curve)
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """The local figures' own settings: the kernel widths (lce, mlce: one ``gamma``; mlce_curve: its ``gammas``)
+    and the features' preparation (``n_components`` is checked against the features' count by the run)."""
+
+    gammas: tuple[float, ...]
+    prepare: str
+    n_components: int | None
+
+
+def local(func: str, prob: Columns = None, label: str | None = None, *, gammas: Any = None, **call: Any) -> Request:
+    """lce, mlce (``gamma``) and mlce_curve (``gammas``, default 25 from 0.01 to 100 on a log scale): the kernel
+    widths, a scalar lens, ``bins`` uniform confidence bins, then
+    ``prepare`` (the features, columns and rows are the run's)."""
+    o = _options(call)
+    if func == "mlce_curve":
+        gs = np.logspace(-2, 2, 25) if gammas is None else np.asarray(list(gammas), dtype=np.float64)
+        for gv in gs:
+            check_positive_float(func, "gamma", float(gv))
+    else:
+        gs = np.array([check_positive_float(func, "gamma", o["gamma"])])
+    lens_ = scalar_lens(func, o["lens"])
+    binning_ = make_binning(func, "uniform", o["bins"], "left")
+    if o["prepare"] not in ("none", "standardize", "pca"):
+        raise bad_param(func, "prepare", "'none', 'standardize' or 'pca'", o["prepare"])
+    options = LocalOptions(tuple(float(g) for g in gs), o["prepare"], o["n_components"])
+    return Request(func, "local", func, prob, label, o["by"], None, o["nulls"], lens_, binning_, options=options)

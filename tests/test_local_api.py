@@ -102,6 +102,18 @@ def test_local_bad_input():
         calframe.lce(df, ["nope"])
 
 
+@pytest.mark.parametrize("func", ["lce", "mlce", "mlce_curve"])
+def test_local_parameters_checked_before_the_frame(func):
+    """Every parameter of the local figures is checked when the call is parsed, before any column is read
+    (calframe.request.local): a bad ``prepare`` is reported even when the features are missing, and a
+    marginal lens is refused as a parameter by mlce_curve too, as by lce and mlce."""
+    df = frame(n=50)
+    with pytest.raises(calframe.ParameterError, match="'prepare' parameter of " + func):
+        getattr(calframe, func)(df, ["nope"], prepare="bogus")
+    with pytest.raises(calframe.ParameterError, match="'lens' parameter of " + func):
+        getattr(calframe, func)(df, ["nope"], lens="marginal")
+
+
 # --------------------------------------------------------------------------- recalibration on frames
 
 
