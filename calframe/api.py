@@ -473,14 +473,17 @@ def vece_rank(
     >>> calframe.vece_rank(flat, lens="top1")["variable"].to_list()
     ['region', 'age', 'device']
     """
-    func = "vece_rank"
     from ._columns import PROB_CANDIDATES, LABEL_CANDIDATES, columns_of, flavor_of
 
+    req = R.vece_rank(variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
+                      exclude=exclude, vce=vce)
+    func, vce = req.func, req.options.vce
     flavor_of(frame)
     names = columns_of(frame)
-    skip = set(exclude) | set(as_names(by))
+    skip = set(req.options.exclude) | set(as_names(by))
     skip |= set(as_names(prob)) if prob is not None else {c for c in PROB_CANDIDATES if c in names}
     skip |= {label} if label is not None else {c for c in LABEL_CANDIDATES if c in names}
+    variables = req.options.variables
     if variables is None:  # the frame's columns as calframe reads them (pandas: string labels only)
         if isinstance(frame, pd.DataFrame):
             dup = set(frame.columns[frame.columns.duplicated(keep=False)])  # resolve reports duplicate names
@@ -494,14 +497,12 @@ def vece_rank(
     if not variables:
         raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
                              "variables")
-    lens_ = R.scalar_lens(func, lens)
-    binning_ = R.variable_binning(func, binning, bins, "left")
     check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()), frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False,
                      check_finite=False)
-    conf, acc = L.scalar(scored, lens_, func)  # once for every variable
+    conf, acc = L.scalar(scored, req.lens, func)  # once for every variable
     rows_ = []
-    quick = _qcut_vece_many(conf, acc, scored, variables, binning_, func)
+    quick = _qcut_vece_many(conf, acc, scored, variables, req.binning, func)
     ranked = {v: r for v, r in quick.items() if r is not None}  # None: a constant variable, nothing to rank
     if ranked:
         rows_.append(pl.DataFrame({
@@ -519,7 +520,7 @@ def vece_rank(
             check_finite_variable(values, v, func)
         if (values == values[0]).all():
             continue  # a constant variable has nothing to rank
-        sums, _ = binned_sums(conf, acc, scored, variable_binner(v, binning_))
+        sums, _ = binned_sums(conf, acc, scored, variable_binner(v, req.binning))
         kind = scored.extra_kind[v]
         part = pl.DataFrame({
             "variable": [v] * scored.n_groups,

@@ -508,6 +508,30 @@ def gece(prob: Columns, label: str | None, *, lens: Any, k: Any, groups: Any, di
                                         options=options))
 
 
+# --------------------------------------------------------------------------- VECE of many variables (vece_rank)
+
+
+@dataclass(frozen=True)
+class RankOptions:
+    """vece_rank's own settings: the variables as given (None: the frame's candidates; both read against the frame
+    by the run), the columns to ``exclude`` from the candidates, and whether to add :func:`calframe.vce_curve`'s
+    ``vce`` and ``v_star``."""
+
+    variables: Any
+    exclude: tuple[Any, ...]
+    vce: bool
+
+
+def vece_rank(variables: Sequence[str] | None, prob: Columns, label: str | None, *, bins: Any, binning: Any,
+              lens: Any, by: Columns, nulls: str, exclude: Sequence[str], vce: bool) -> Request:
+    """VECE and VMCE of many variables: a scalar lens, then the variables' binning (:func:`variable_binning`)."""
+    func = "vece_rank"
+    lens_ = scalar_lens(func, lens)
+    binning_ = variable_binning(func, binning, bins, "left")
+    options = RankOptions(variables, tuple(exclude), bool(vce))
+    return Request(func, "vece_rank", func, prob, label, by, None, nulls, lens_, binning_, options=options)
+
+
 # --------------------------------------------------------------------------- variable calibration curves (LOESS)
 
 

@@ -224,3 +224,15 @@ def test_vece_rank_numeric_variable_with_nan_or_inf_is_an_error():
         calframe.vece_rank(bad, ["score", "city"])
     with pytest.raises(calframe.InvalidValueError, match=r"variable 'score' has NaN or infinite values in 1 row"):
         calframe.vece_rank(bad, ["score"], by="g")  # the grouped path checks the same way
+
+
+def test_vece_rank_and_vce_curve_parameters_checked_before_the_frame():
+    """vece_rank's lens and binning, and vce_curve's, are checked when the call is parsed (calframe.request), before
+    the frame is read: a frame with no candidate variables (or no such variable) still gets the parameter's error."""
+    only = pl.DataFrame({"prob": [0.2, 0.8], "label": [0, 1]})  # no candidate variables
+    with pytest.raises(calframe.ParameterError, match="'lens' parameter of vece_rank"):
+        calframe.vece_rank(only, lens="marginal")
+    with pytest.raises(calframe.ParameterError, match="'binning' parameter of vece_rank"):
+        calframe.vece_rank(only, binning="uniform")
+    with pytest.raises(calframe.ParameterError, match="'span' parameter of vce_curve"):
+        calframe.vce_curve(only, "nope", span=0)
