@@ -104,8 +104,7 @@ def child(kind: str, path: str, repeat: int) -> dict:
     import polars as pl
 
     import calframe
-    from calframe.api import _variable_binning
-    from calframe.binning import make_binning
+    from calframe import request as R
     from calframe.engines import lazy as LZ
     from calframe.metrics import ce_from_sums
 
@@ -114,16 +113,10 @@ def child(kind: str, path: str, repeat: int) -> dict:
     def stream():
         lf = pl.scan_parquet(path)
         if metric == "ece":
-            b = make_binning("ece", "uniform", BINS, "left")
-            sums, keys, counts, _ = LZ.lazy_sums(lf, func="ece", prob="prob", label="label", by="g", binning=b)
-        elif metric == "vq":
-            b = _variable_binning("vece", "quantile", 10, "left")
-            sums, keys, counts, _ = LZ.lazy_sums(lf, func="vece", prob="prob", label="label", by="g", binning=b,
-                                                 variable="prob")
+            req = R.ce("ece", "ece", "prob", "label", by="g", bins=BINS)
         else:
-            b = _variable_binning("vece", "quantile", 10, "left")
-            sums, keys, counts, _ = LZ.lazy_sums(lf, func="vece", prob="prob", label="label", by="g", binning=b,
-                                                 variable="region")
+            req = R.vece("vece", "vece", "prob" if metric == "vq" else "region", "prob", "label", by="g")
+        sums, keys, counts, _ = LZ.lazy_sums(lf, req)
         return keys["g"].to_numpy(), counts, ce_from_sums(sums, 1.0)
 
     def polars_baseline():

@@ -17,7 +17,7 @@ import pytest
 import calframe
 from calframe import CalframeError, CalframeWarning
 from calframe._kernels import accumulate as _K
-from calframe.request import variable_binning as _variable_binning
+from calframe import request as R
 from calframe.binning import make_binning, uniform_bin_expr, uniform_edges
 from calframe.engines import lazy as LZ
 from calframe.metrics import Distance, ce_from_sums
@@ -62,23 +62,18 @@ def no_kernels(monkeypatch):
 
 
 def streamed(func: str, lf: pl.LazyFrame, **kw: Any) -> Any:
-    """What calframe.<func>(lf, ...) returns through the streaming hook (mirrors api's parameter handling)."""
+    """What calframe.<func>(lf, ...) returns through the streaming engine: the call parsed as api does
+    (calframe.request), its sums from lazy_sums, finalized by ce_from_sums."""
     p = {"ece": 1, "mce": "inf", "rmsce": 2}.get(func, kw.pop("p", 1))
-    p = float("inf") if p == "inf" else float(p)
-    estimator = kw.pop("estimator", "plugin")
     variable = kw.pop("variable", None)
-    bins = kw.pop("bins", 15 if variable is None else 10)
-    closed = kw.pop("closed", "left")
+    prob, label = kw.pop("prob", None), kw.pop("label", None)
     if variable is None:
-        default = "equal_mass" if estimator == "debiased" else "uniform"
-        binning = make_binning(func, kw.pop("binning", None) or default, bins, closed)
+        req = R.ce(func, func, prob, label, p=p, **kw)
     else:
-        binning = _variable_binning(func, kw.pop("binning", "quantile"), bins, closed)
-    by = kw.get("by")
-    sums, keys, counts, scale = LZ.lazy_sums(lf, func=func, binning=binning, variable=variable, **kw)
-    values = ce_from_sums(sums, p, Distance(), estimator, count_scale=scale)
-    name = {"ce": "ce"}.get(func, func)
-    return LZ.to_result(values, keys, counts, name, scalar=by is None)
+        req = R.vece(func, func, variable, prob, label, p=p, **kw)
+    sums, keys, counts, scale = LZ.lazy_sums(lf, req)
+    values = ce_from_sums(sums, req.p, Distance(), req.estimator, count_scale=scale)
+    return LZ.to_result(values, keys, counts, func, scalar=req.by is None)
 
 
 def eager(func: str, df: pl.DataFrame, **kw: Any) -> Any:
@@ -230,7 +225,7 @@ def test_sums_equal_eager_sums(scan):
     for closed in ("left", "right"):
         binning = make_binning("ece", "uniform", B, closed)
         want, _ = calframe.api.binned_sums(conf, acc, scored, binning)
-        got, keys, counts, _ = LZ.lazy_sums(scan(df), func="ece", prob=K3, label="label", by="s", binning=binning)
+        got, keys, counts, _ = LZ.lazy_sums(scan(df), R.ce("ece", "ece", K3, "label", by="s", bins=B, closed=closed))
         assert got.shape == want.shape
         np.testing.assert_array_equal(got[..., 0], want[..., 0])
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
@@ -353,15 +348,15 @@ def test_nulls_drop_equals_eager(scan):
 
 def test_supports():
     lf = pl.LazyFrame({"prob": [0.1], "label": [0], "probs": [[0.5, 0.5]]})
-    u = make_binning("ece", "uniform", 15, "left")
-    assert LZ.supports(lf, binning=u)
-    assert LZ.supports(lf, binning=make_binning("ece", "quantile", 10, "left"), variable="prob")
-    assert not LZ.supports(lf.collect(), binning=u)
-    assert not LZ.supports(lf, binning=u, ci=0.95)
-    assert not LZ.supports(lf, binning=u, lens="marginal")
-    assert not LZ.supports(lf, prob="probs", binning=u)  # List columns go the eager way
-    assert not LZ.supports(lf, binning=u, variable=["a", "b"])
-    assert LZ.supports(lf, prob="missing", binning=u)  # lazy_sums raises the eager error
+    assert LZ.supports(lf, R.ce("ece", "ece"))
+    assert LZ.supports(lf, R.vece("vece", "vece", "prob"))
+    assert not LZ.supports(lf.collect(), R.ce("ece", "ece"))
+    assert not LZ.supports(lf, R.ce("ece", "ece", ci=0.95))
+    assert not LZ.supports(lf, R.ce("ece", "ece", lens="marginal"))
+    assert not LZ.supports(lf, R.ce("ece", "ece", "probs"))  # List columns go the eager way
+    assert not LZ.supports(lf, R.vece("vece", "vece", ["a", "b"]))
+    assert not LZ.supports(lf, R.companion("brier"))  # no bins
+    assert LZ.supports(lf, R.ce("ece", "ece", "missing"))  # lazy_sums raises the eager error
 
 
 # --------------------------------------------------------------------------- bad input: same error
@@ -537,11 +532,10 @@ def test_streamed_sums_are_exact_for_any_weight_range():
     w[(groups == 2) & (conf < 0.2)] *= 1e-200  # one group's low bins hold only tiny weights
     w[np.flatnonzero(groups == 2)[:3]] = 1e300
     lf = pl.LazyFrame({"prob": conf, "label": label, "g": groups, "w": w})
-    binning = make_binning("ece", "uniform", B, "left")
     bins = np.searchsorted(uniform_edges(B, "left")[1:-1], conf, side="right")
     for weights in (None, "w"):
-        got, _, counts, scale = LZ.lazy_sums(lf, func="ece", by="g", weights=weights, lens="class:1",
-                                             binning=binning)
+        got, _, counts, scale = LZ.lazy_sums(lf, R.ce("ece", "ece", by="g", weights=weights, lens="class:1",
+                                                      bins=B))
         scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (3,))
         ww = np.ones(n) if weights is None else np.ldexp(w, -np.frexp(scale)[1][groups] + 1)
         cells = list(zip(groups.tolist(), bins.tolist()))

@@ -693,13 +693,14 @@ class _Runner:
 
 
 def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None) -> Any:
-    """The streaming path's check plan (calframe.frames.lazy) of ``spec`` on ``frame``'s columns."""
-    lens = spec.lens if spec.lens is not None and spec.lens.kind != "marginal" else "top1"
+    """The LazyFrame engine's check plan (:func:`.lazy.make_plan`) of ``spec`` on ``frame``'s columns."""
+    lens = spec.lens if spec.lens is not None and spec.lens.kind != "marginal" else L.Lens("top1")
     binning = spec.binning or make_binning(spec.func, "uniform", 15, "left")
     lf = _select(frame, list(frame.columns), spec.func, nan_null=[spec.label]).lazy()  # as resolve converts
-    plan = LZ._plan(lf, func=spec.func, prob=spec.prob if isinstance(spec.prob, str) else list(spec.prob),
-                    label=spec.label, by=list(spec.by) or None, weights=spec.weights, nulls=spec.nulls, lens=lens,
-                    binning=binning, variable=variable)
+    req = Request(spec.func, "ce", spec.func, spec.prob if isinstance(spec.prob, str) else list(spec.prob),
+                  spec.label, list(spec.by) or None, spec.weights, spec.nulls, lens, binning,
+                  variables=() if variable is None else (variable,))
+    plan = LZ.make_plan(lf, req)
     plan.variables = list(spec.variables) or None
     return plan, lf
 

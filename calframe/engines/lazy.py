@@ -12,7 +12,7 @@ The sums are exact integers (``_fixed_sum``: fixed point, summed as Int128), so
 the same query gives the same bits on every run and thread count (docs/spec.md
 section 8, "Exact sums"); :func:`make_plan` reads the plan from the schema
 alone, which the API does at call time before it defers the sums to collect
-(``calframe.api._stream``, "Lazy in, lazy out").
+(:func:`run`, "Lazy in, lazy out").
 
 Validation (the same errors as the eager path)
 ----------------------------------------------
@@ -69,7 +69,7 @@ streamed (:func:`supports` says False; use the eager path).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -181,20 +181,12 @@ def _is_num(dt: Any) -> bool:
     return dt.is_float() or dt.is_integer()
 
 
-def _plan(
-    lf: pl.LazyFrame,
-    *,
-    func: str,
-    prob: str | Sequence[str] | None,
-    label: str | None,
-    by: str | Sequence[str] | None,
-    weights: str | None,
-    nulls: str,
-    lens: "str | L.Lens | None",
-    binning: Binning,
-    variable: str | None,
-) -> _Plan:
-    """The parameter / column checks of ``_columns.resolve`` (same order, same messages), from the schema."""
+def make_plan(lf: pl.LazyFrame, req: Request) -> _Plan:
+    """What :func:`lazy_sums` will compute for ``req``, from the schema alone (no data read): the parameter /
+    column checks of ``_columns.resolve`` (same order, same messages) raise now; the data's errors are raised
+    when the sums are computed."""
+    func, prob, label, by, weights, nulls = req.func, req.prob, req.label, req.by, req.weights, req.nulls
+    binning, variable = req.binning, req.variable
     if nulls not in ("raise", "drop"):
         raise bad_param(func, "nulls", "'raise' or 'drop'", nulls)
     extra = [] if variable is None else [variable]
@@ -208,7 +200,7 @@ def _plan(
     prob_cols, multi_cols, label_col, by_cols, _, _ = resolve_names(names, func, prob, label, by, weights, extra)
     for c in by_cols:
         check_key_dtype(func, c, schema[c])
-    lens_ = L.parse_lens(func, lens)
+    lens_ = req.lens
     plan = _Plan(func, prob_cols, multi_cols, label_col, by_cols, weights, variable, nulls, lens_, binning, schema)
     err = plan.schema_errors
 
@@ -716,47 +708,26 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 # --------------------------------------------------------------------------- public
 
 
-def supports(
-    frame: Any,
-    *,
-    prob: str | Sequence[str] | None = None,
-    label: str | None = None,
-    by: str | Sequence[str] | None = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    lens: "str | L.Lens | None" = None,
-    binning: Binning | None = None,
-    variable: str | Sequence[str] | None = None,
-    ci: float | None = None,
-) -> bool:
-    """Whether :func:`lazy_sums` can compute this call by streaming.
+def supports(frame: Any, req: Request) -> bool:
+    """Whether :func:`lazy_sums` can compute ``req`` by streaming.
 
-    True for a Polars LazyFrame without ``ci`` whose probabilities are one
+    True for a Polars LazyFrame and a CE_p request without ``ci`` whose probabilities are one
     column (binary or ``Array``) or a list of class columns, with the
     ``top1`` or ``class:c`` lens, uniform / explicit-edge / quantile /
     equal-mass bins and at most one variable. Bad column names or values do
     not make it False: :func:`lazy_sums` raises the eager path's errors for them.
     """
-    if not isinstance(frame, pl.LazyFrame) or ci is not None:
+    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.ci is not None:
         return False
-    if variable is not None and not isinstance(variable, str):
-        if len(variable) != 1 or not isinstance(variable[0], str):
-            return False
-    try:
-        lens_ = L.parse_lens("ce", lens)
-    except CalframeError:
+    if (req.variables and req.variable is None) or req.lens.kind == "marginal":
         return False
-    if lens_.kind == "marginal":
-        return False
-    if binning is not None and not isinstance(binning, Binning):
-        return False
-    if prob is None or isinstance(prob, str):
+    if req.prob is None or isinstance(req.prob, str):
         try:
             schema = frame.collect_schema()
         except Exception:
             return False
         names = list(schema)
-        name = prob
+        name = req.prob
         if name is None:
             found = [c for c in PROB_CANDIDATES if c in names]
             name = found[0] if len(found) == 1 else None
@@ -765,28 +736,9 @@ def supports(
     return True
 
 
-def make_plan(lf: pl.LazyFrame, *, func: str, variable: str | Sequence[str] | None = None, **kw: Any) -> _Plan:
-    """What :func:`lazy_sums` will compute, from the schema alone (no data read): raises now for a missing
-    column or a bad parameter; the data's errors are raised when the sums are computed."""
-    if isinstance(variable, (list, tuple)):
-        variable = variable[0] if len(variable) == 1 else variable  # type: ignore[assignment]
-    return _plan(lf, func=func, variable=variable, **kw)  # type: ignore[arg-type]
-
-
-def lazy_sums(
-    lf: pl.LazyFrame,
-    *,
-    func: str,
-    prob: str | Sequence[str] | None = None,
-    label: str | None = None,
-    by: str | Sequence[str] | None = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    lens: "str | L.Lens | None" = None,
-    binning: Binning,
-    variable: str | None = None,
-) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, float | np.ndarray]:
-    """Per (group, bin) sums of a LazyFrame, computed by the streaming engine.
+def lazy_sums(lf: pl.LazyFrame,
+              req: Request) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, float | np.ndarray]:
+    """Per (group, bin) sums of a LazyFrame for ``req``, computed by the streaming engine.
 
     Returns ``(sums, keys, counts, scale)``: ``sums`` has shape ``(n_groups, n_bins, 3)``
     holding ``[sum w, sum w*conf, sum w*acc]`` per cell (what
@@ -794,14 +746,14 @@ def lazy_sums(
     rounding), ``keys`` the group key table sorted like calframe's eager
     output (ascending, nulls last, original dtypes; None without ``by``) and
     ``counts`` the rows per group (int64, the ``n`` column). With
-    ``variable``, rows are binned on that column (VECE) instead of the lensed
+    ``req.variable``, rows are binned on that column (VECE) instead of the lensed
     confidence. Bad input raises the eager path's exception and message.
     Weights are summed divided by the eager path's power of two (``Scored.weight_scale``), so
     they neither overflow nor lose bits as subnormals; ``scale`` is that power of two (one per
     group with ``by``; 1.0 without weights), what ``ce_from_sums``' ``count_scale`` takes.
     """
-    plan = make_plan(lf, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, lens=lens,
-                     binning=binning, variable=variable)
+    func = req.func
+    plan = make_plan(lf, req)
     if plan.schema_errors:
         _run_checks(plan, _detail_stats(plan, lf), lf)
         raise AssertionError(f"{func}: a schema error was not raised")  # pragma: no cover
@@ -1105,17 +1057,13 @@ def run(frame: Any, req: Request) -> pl.LazyFrame | None:
     raises the eager path's errors there) and :func:`figures.binned` finalizes them. The result has the group
     columns (with ``by``), ``n`` and the figure: one row without ``by``.
     """
-    if not isinstance(frame, pl.LazyFrame) or req.ci is not None:
+    if not supports(frame, req):
         return None
-    kw = dict(prob=req.prob, label=req.label, by=req.by, weights=req.weights, nulls=req.nulls, lens=req.lens,
-              binning=req.binning)
-    if not supports(frame, variable=req.variable, **kw):
-        return None
-    plan = make_plan(frame, func=req.func, variable=req.variable, **kw)
+    plan = make_plan(frame, req)
     schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
 
     def run() -> pl.DataFrame:
-        sums, keys, counts, scale = lazy_sums(frame, func=req.func, variable=req.variable, **kw)
+        sums, keys, counts, scale = lazy_sums(frame, req)
         return F.shape(req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys, "polars",
                        scalar=False)
 
