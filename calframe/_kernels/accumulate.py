@@ -89,11 +89,31 @@ def _add_row(tab, k, x, a, w):
     tab[k3 + 2] += w * a
 
 
+@njit(inline="always")
+def partials(n, nchunks, width):
+    """The chunked pass's partial tables, one per chunk of ``width`` cells, and its chunk length: chunk c
+    sums rows ``c * step`` to ``min(n, (c + 1) * step)`` in order into ``part[c]``."""
+    return np.zeros((nchunks, width)), (n + nchunks - 1) // nchunks
+
+
+@njit(inline="always")
+def sum_partials(part):
+    """The partial tables added in chunk order (each cell in its own order: bit-identical for any thread
+    count)."""
+    nchunks, width = part.shape
+    out = np.zeros(width)
+    for j in prange(width):
+        t = 0.0
+        for c in range(nchunks):
+            t += part[c, j]
+        out[j] = t
+    return out
+
+
 @njit(parallel=True, cache=True)
 def _accumulate_chunked(groups, bins, conf, acc, weights, edges, right, n_bins, n_cells, nchunks):
     n = conf.shape[0]
-    part = np.zeros((nchunks, 3 * n_cells))
-    step = (n + nchunks - 1) // nchunks
+    part, step = partials(n, nchunks, 3 * n_cells)
     for c in prange(nchunks):
         lo = c * step
         hi = min(n, lo + step)
@@ -103,13 +123,7 @@ def _accumulate_chunked(groups, bins, conf, acc, weights, edges, right, n_bins, 
             b = _uniform_bin(x, edges, n_bins, right) if bins is None else bins[i]
             k = b if groups is None else groups[i] * n_bins + b
             _add_row(tab, k, x, acc[i], 1.0 if weights is None else weights[i])
-    out = np.zeros(3 * n_cells)
-    for j in prange(3 * n_cells):
-        t = 0.0
-        for c in range(nchunks):
-            t += part[c, j]
-        out[j] = t
-    return out
+    return sum_partials(part)
 
 
 @njit(cache=True)

@@ -28,7 +28,7 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
-from .accumulate import group_order as _group_order
+from .accumulate import group_order as _group_order, partials as _partials, sum_partials as _sum_partials
 
 #: rows per chunk of the accumulate pass (before the caps below)
 CHUNK_ROWS = 1 << 16
@@ -388,8 +388,7 @@ def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, n_cells, nchu
     n, m = gp.shape
     onehot = yp.shape[0] == 0 and n > 0
     width = 1 + 2 * m
-    part = np.zeros((nchunks, width * n_cells))
-    step = (n + nchunks - 1) // nchunks
+    part, step = _partials(n, nchunks, width * n_cells)
     for c in prange(nchunks):
         lo = c * step
         hi = min(n, lo + step)
@@ -406,11 +405,5 @@ def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, n_cells, nchu
             else:
                 for j in range(m):
                     tab[base + 1 + m + j] += w * yp[i, j]
-    out = np.zeros(width * n_cells)
-    for j in prange(width * n_cells):
-        t = 0.0
-        for c in range(nchunks):
-            t += part[c, j]
-        out[j] = t
-    return out
+    return _sum_partials(part)
 
