@@ -98,13 +98,14 @@ def partials(n, nchunks, width):
 
 @njit(inline="always")
 def sum_partials(part):
-    """The partial tables added in chunk order (each cell in its own order: bit-identical for any thread
-    count)."""
+    """The partial tables (float sums or int counts, at least one) added in chunk order, each cell in its own
+    order: bit-identical for any thread count. (A float table never holds -0.0, so its first chunk is
+    0.0 + itself.)"""
     nchunks, width = part.shape
-    out = np.zeros(width)
+    out = np.zeros_like(part[0])
     for j in prange(width):
-        t = 0.0
-        for c in range(nchunks):
+        t = part[0, j]
+        for c in range(1, nchunks):
             t += part[c, j]
         out[j] = t
     return out

@@ -6,6 +6,7 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .accumulate import sum_partials
 
 
 @njit(parallel=True, cache=True)
@@ -18,13 +19,7 @@ def int_histogram(v, lo, span, nchunks):
         row = part[c]
         for i in range(c * step, min(n, (c + 1) * step)):
             row[v[i] - lo] += 1
-    out = np.zeros(span, dtype=np.int64)
-    for j in prange(span):
-        t = 0
-        for c in range(nchunks):
-            t += part[c, j]
-        out[j] = t
-    return out
+    return sum_partials(part)
 
 
 @njit(parallel=True, cache=True)
