@@ -20,14 +20,13 @@ Two measurements on seeded Parquet files (``bench_scale.generate``: ``prob``,
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench_scale import BINS, HERE, generate, peak_rss_kb  # benchmarks/ is on sys.path when run as a script
+from bench_scale import BINS, generate, parser, peak_rss_kb  # benchmarks/ is on sys.path when run as a script
 
 
 def ours(path: str):
@@ -79,12 +78,8 @@ def child(side: str, path: str) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=float, default=2e7)
+    ap = parser(__doc__, rows=2e7, repeat=5)
     ap.add_argument("--rss-rows", type=float, default=1e8)
-    ap.add_argument("--groups", type=int, default=1000)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--data", type=Path, default=HERE / "_data")
     ap.add_argument("--child", choices=["ours", "bare"])
     ap.add_argument("--path")
     args = ap.parse_args()

@@ -46,6 +46,16 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+
+def parser(doc: str | None, *, rows: float, repeat: int) -> argparse.ArgumentParser:
+    """The options every scaling benchmark takes: --rows, --groups, --repeat and --data (where data is written)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=float, default=rows)
+    ap.add_argument("--groups", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--data", type=Path, default=HERE / "_data")
+    return ap
 BINS = 15
 N_REGIONS = 20
 
@@ -189,12 +199,8 @@ def measure(kind: str, path: Path, repeat: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=float, default=1e8)
-    ap.add_argument("--groups", type=int, default=1000)
+    ap = parser(__doc__, rows=1e8, repeat=3)
     ap.add_argument("--chunk", type=int, default=5_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--data", type=Path, default=HERE / "_data")
     ap.add_argument("--only", default="", help="comma-separated subset of ece,vece,vq")
     ap.add_argument("--dask-rows", type=float, default=2e7,
                     help="rows for the Dask part (bench_dask.py: local 2-worker cluster vs in memory); 0 skips it")
