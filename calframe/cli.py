@@ -5,7 +5,8 @@
     calframe apply rec.calib 'scores/*.parquet' -o out/
     calframe demo
 
-Exit codes: 0 success, 2 usage errors (bad arguments or parameters, an output
+Exit codes: 0 success, 3 a ``report --fail-above`` limit breached (the outputs
+are written first), 2 usage errors (bad arguments or parameters, an output
 that would overwrite an input, collide with another output, or replace an
 existing file without ``--overwrite``), 1 data errors (a file missing,
 unreadable or holding bad values), 130 interrupted. Every error is one line on
@@ -23,13 +24,13 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Any, Iterator, NamedTuple, NoReturn
 
 import polars as pl
 
 from ._errors import CalframeError, ParameterError
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_BREACH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class DataError(CalframeError, ValueError):
@@ -194,12 +195,81 @@ def _prob(s: str | None) -> str | list[str] | None:
     return cols[0] if len(cols) == 1 else cols
 
 
+# --------------------------------------------------------------------------- gating (report --fail-above)
+
+#: Figures ``--fail-above`` judges: the report's summary columns (overall and per ``--by`` group), and the
+#: variable figures, written ``vece:VARIABLE`` / ``vmce:VARIABLE``.
+GATED_FIGURES = ("ece", "mce", "rmsce", "ce_debiased", "brier", "log_loss")
+VARIABLE_FIGURES = ("vece", "vmce")
+
+
+class Limit(NamedTuple):
+    figure: str
+    variable: str | None
+    limit: float
+
+    def __str__(self) -> str:
+        return f"{self.figure}:{self.variable}" if self.variable else self.figure
+
+
+def _limit(text: str) -> Limit:
+    """``FIGURE=LIMIT`` or ``vece:VARIABLE=LIMIT`` (argparse type of ``--fail-above``)."""
+    import math
+
+    name, eq, value = (part.strip() for part in text.partition("="))
+    figure, colon, variable = (part.strip() for part in name.partition(":"))
+    try:
+        limit = float(value)
+    except ValueError:
+        limit = math.nan
+    known = f"figures: {', '.join(GATED_FIGURES)}, or vece:VARIABLE, vmce:VARIABLE"
+    if not eq or not figure or not math.isfinite(limit):
+        raise argparse.ArgumentTypeError(f"takes FIGURE=LIMIT with a finite number, e.g. ece=0.05 or "
+                                         f"vece:age=0.03; got {text!r}")
+    if figure in VARIABLE_FIGURES:
+        if not variable:
+            raise argparse.ArgumentTypeError(f"{figure} needs a variable, e.g. {figure}:age={value}; got {text!r}")
+    elif figure not in GATED_FIGURES or colon:
+        raise argparse.ArgumentTypeError(f"unknown figure {name!r} in {text!r}; {known}")
+    return Limit(figure, variable or None, limit)
+
+
+def _breaches(limits: list[Limit], rep: Any, frame: pl.DataFrame, args: argparse.Namespace) -> list[str]:
+    """One line per figure (and group) over its limit: judged on the value, or with ``--on upper`` on the
+    upper bound of the report's interval. Summary figures are judged overall and in every ``--by`` group;
+    ``vece``/``vmce`` in every group (overall without ``--by``). A NaN figure is a breach (it proves nothing)."""
+    from . import api
+
+    by = _split(args.by) or []
+    upper = args.on == "upper"
+    lines = []
+    for lim in limits:
+        if lim.variable is None:
+            tables = [rep.summary] + ([rep.by_group] if rep.by_group is not None else [])
+        else:
+            fn = api.vece if lim.figure == "vece" else api.vmce
+            tables = [fn(frame, lim.variable, prob=_prob(args.prob), label=args.label, by=by or None,
+                         lens=rep.options["lens"], nulls=args.nulls, ci=args.ci if upper else None,
+                         n_boot=args.n_boot, seed=args.seed)]
+        column = f"{lim.figure}_hi" if upper else lim.figure
+        for table in tables:
+            for row in table.iter_rows(named=True):
+                got = row[column]
+                if got is None or not got <= lim.limit:
+                    group = ", ".join(f"{c}={row[c]}" for c in by if c in row)
+                    lines.append(f"{lim}{f' [{group}]' if group else ''}: {'upper bound ' if upper else ''}"
+                                 f"{'missing' if got is None else f'{got:.6g}'} > limit {lim.limit:g}")
+    return lines
+
+
 # --------------------------------------------------------------------------- commands
 
 
 def _report(args: argparse.Namespace) -> int:
     from .report import build_report, lens_phrase
 
+    if args.on == "upper" and args.no_ci:
+        raise UsageError("--on upper judges the upper bound of the interval: drop --no-ci (or use --on value)")
     files = expand(args.files)
     outputs = [(Path(p), what) for p, what in ((args.out, "the HTML report"), (args.json, "the JSON figures"))
                if p and p != "-"]
@@ -229,7 +299,10 @@ def _report(args: argparse.Namespace) -> int:
                 print(rep.by_group)
             if rep.variables is not None:
                 print(rep.variables)
-    return EXIT_OK
+    breaches = _breaches(args.fail_above or [], rep, frame, args)
+    for line in breaches:
+        print(f"calframe: limit breached: {line}", file=sys.stderr)
+    return EXIT_BREACH if breaches else EXIT_OK
 
 
 def _param_value(text: str) -> Any:
@@ -445,18 +518,49 @@ def _int_at_least(low: int, what: str):
 _seed = _int_at_least(0, "a non-negative integer")
 _positive = _int_at_least(1, "a positive integer")
 
-_EPILOG = """Exit codes: 0 success; 2 usage error (bad argument or parameter, an output that is an input, two
-outputs with one name, an existing output without --overwrite); 1 data error (missing, unreadable or invalid
-file contents); 130 interrupted. Errors are one line on standard error. Outputs are written to a temporary file
-and renamed when complete: never half-written."""
+_EPILOG = """Exit codes: 0 success; 2 usage error (bad argument or parameter, an output that is an
+input, two outputs with one name, an existing output without --overwrite); 1 data error (missing,
+unreadable or invalid file contents); 3 a report --fail-above limit breached (outputs written, the
+breaches listed on standard error); 130 interrupted. Errors are one line on standard error.
+Outputs are written to a temporary file and renamed when complete: never half-written."""
+
+#: Each subcommand's examples (its --help epilog). tests/test_cli.py parses every line and runs some of them
+#: in a directory holding scores.parquet and cal.parquet (columns prob, label, region, age, device).
+EXAMPLES = {
+    "report": """\
+  calframe report scores.parquet --no-ci
+  calframe report 'scores/*.parquet' --by region --vece age,device --out report.html --json figs.json
+  calframe report scores.parquet --prob prob --label label --lens top1 --no-ci --json -
+  calframe report scores.parquet --by region --fail-above ece=0.05 --fail-above vece:age=0.03
+  calframe report scores.parquet --fail-above ece=0.05 --on upper --n-boot 200 --out report.html""",
+    "fit": """\
+  calframe fit cal.parquet --method platt -o platt.parquet
+  calframe fit cal.parquet --method tree --variable age -o rec.calib
+  calframe fit cal.parquet --method lore --features age --gamma 0.2 --param standardize=true -o lore.parquet
+  calframe fit cal.parquet --method isotonic --by region -o per_region.calib""",
+    "apply": """\
+  calframe apply rec.calib scores.parquet -o out/
+  calframe apply platt.parquet 'scores/*.parquet' -o out/ --name p_cal --batch-size 100000""",
+    "demo": """\
+  calframe demo
+  calframe demo --rows 5000 --seed 1 --n-boot 100""",
+}
+
+
+def _epilog(command: str) -> str:
+    return f"examples:\n{EXAMPLES[command]}\n\n" + ("" if command == "demo" else _EPILOG)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = _Parser(prog="calframe", description="Classifier calibration analysis for tables.", epilog=_EPILOG)
+    parser.add_argument("--version", action="version", version=f"calframe {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{report,fit,apply,demo}")
     overwrite = "replace existing output files (without it, an existing output is an error, exit 2)"
 
-    rep = sub.add_parser("report", help="calibration figures of scored files, as HTML and/or JSON", epilog=_EPILOG)
+    rep = sub.add_parser("report", help="calibration figures of scored files, as HTML and/or JSON",
+                         epilog=_epilog("report"), formatter_class=argparse.RawDescriptionHelpFormatter)
     rep.add_argument("files", nargs="+", help="Parquet, CSV or Arrow IPC files or globs (quote globs)")
     rep.add_argument("--prob", help="probability column, or comma-separated class columns (default: prob/proba/...)")
     rep.add_argument("--label", help="label column (default: label/y/y_true/target)")
@@ -476,10 +580,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--json", help="write the figures as JSON here ('-' for standard output); dates and times as "
                      "ISO 8601 strings, decimals as strings")
     rep.add_argument("--overwrite", action="store_true", help=overwrite)
+    rep.add_argument("--fail-above", action="append", type=_limit, metavar="FIGURE=LIMIT",
+                     help=f"exit 3 (after writing the outputs) when FIGURE exceeds LIMIT, overall or in any --by "
+                     f"group; FIGURE is one of {', '.join(GATED_FIGURES)}, or vece:VARIABLE / vmce:VARIABLE "
+                     "(repeatable)")
+    rep.add_argument("--on", choices=["value", "upper"], default="value",
+                     help="judge --fail-above on the figure (value, default) or on the upper bound of its "
+                     "bootstrap interval (upper; needs the interval, not --no-ci)")
     rep.set_defaults(run=_report)
 
     fit = sub.add_parser("fit", help="fit a recalibrator on calibration files and save it (data only, no pickle)",
-                         epilog=_EPILOG)
+                         epilog=_epilog("fit"), formatter_class=argparse.RawDescriptionHelpFormatter)
     fit.add_argument("files", nargs="+", help="Parquet, CSV or Arrow IPC files or globs")
     fit.add_argument("--method", required=True,
                      help="platt, temperature, histogram, isotonic, beta, scaling_binning, tree, beta_v or lore")
@@ -495,7 +606,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--overwrite", action="store_true", help=overwrite)
     fit.set_defaults(run=_fit)
 
-    app = sub.add_parser("apply", help="add the recalibrated column to files, batch by batch", epilog=_EPILOG)
+    app = sub.add_parser("apply", help="add the recalibrated column to files, batch by batch",
+                         epilog=_epilog("apply"), formatter_class=argparse.RawDescriptionHelpFormatter)
     app.add_argument("recalibrator", help="a saved recalibrator (from calframe fit or rec.save)")
     app.add_argument("files", nargs="+", help="Parquet, CSV or Arrow IPC files or globs (quote globs)")
     app.add_argument("--output", "-o", required=True,
@@ -511,7 +623,8 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--overwrite", action="store_true", help=overwrite)
     app.set_defaults(run=_apply)
 
-    demo = sub.add_parser("demo", help="run the built-in example and print its calibration figures")
+    demo = sub.add_parser("demo", help="run the built-in example and print its calibration figures",
+                          epilog=_epilog("demo"), formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--rows", type=_positive, default=20_000, help="rows of the example frame (default 20000)")
     demo.add_argument("--seed", type=_seed, default=0, help="seed of the example and the bootstrap")
     demo.add_argument("--n-boot", type=int, default=500, help="bootstrap draws for the intervals (default 500)")
