@@ -372,3 +372,141 @@ def test_help_names_overwrite_and_exit_codes(capsys, command):
     assert main([command, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "--overwrite" in text and "Exit codes: 0 success; 2 usage error" in text and "1 data error" in text
+
+
+# --------------------------------------------------------------------------- --version, --help examples, gating (issue 15)
+
+
+def test_version(capsys):
+    from calframe.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"calframe {calframe.__version__}"
+    res = run("--version")
+    assert res.returncode == 0 and res.stdout.strip() == f"calframe {calframe.__version__}"
+
+
+def _help_examples(capsys, command: str) -> list[list[str]]:
+    """The example command lines of ``calframe COMMAND --help``, as argument lists (without ``calframe``)."""
+    import shlex
+
+    from calframe.cli import main
+
+    capsys.readouterr()
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    block = text.split("examples:\n", 1)[1].split("\n\n", 1)[0]
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    assert lines and all(ln.startswith("calframe ") for ln in lines), block
+    return [shlex.split(ln)[1:] for ln in lines]
+
+
+@pytest.mark.parametrize("command", ["report", "fit", "apply", "demo"])
+def test_every_help_example_parses(capsys, command):
+    from calframe.cli import build_parser
+
+    for argv in _help_examples(capsys, command):
+        args = build_parser().parse_args(argv)  # a usage error would exit 2
+        assert args.command == command
+
+
+def test_help_examples_run(work, capsys):
+    """The report, fit and apply examples run as written on scores.parquet / scores/ / cal.parquet."""
+    df = pl.read_parquet(work / "x.parquet")
+    df.write_parquet(work / "scores.parquet")
+    (work / "scores").mkdir()
+    df.write_parquet(work / "scores" / "a.parquet")
+    df.write_parquet(work / "cal.parquet")
+    for command in ("fit", "apply", "report"):
+        for argv in _help_examples(capsys, command):
+            if command == "report" and "--no-ci" not in argv:
+                argv = [*argv, "--n-boot", "20"]  # the same command, a cheaper bootstrap
+            code, err = cli(capsys, *argv, "--overwrite")
+            assert code in ((0, 3) if "--fail-above" in argv else (0,)), (argv, err)
+
+
+def _gate_frame(tmp_path: Path) -> tuple[Path, dict[str, float]]:
+    """Two groups with a by-hand ECE (numpy, 15 equal-width bins, class:1 lens = the probability itself):
+    group a calibrated exactly, group b predicted 0.3 where the rate is 0.5 (ECE 0.2)."""
+    prob = np.r_[np.full(400, 0.25), np.full(400, 0.75), np.full(400, 0.3)]
+    label = np.r_[np.arange(400) % 4 == 0, np.arange(400) % 4 != 0, np.arange(400) % 2 == 0].astype(int)
+    group = ["a"] * 800 + ["b"] * 400
+
+    def ece(p, y):
+        bins = np.minimum((p * 15).astype(int), 14)
+        return sum(abs(p[bins == b].mean() - y[bins == b].mean()) * (bins == b).mean() for b in np.unique(bins))
+
+    expected = {"all": ece(prob, label), "a": ece(prob[:800], label[:800]), "b": ece(prob[800:], label[800:])}
+    path = tmp_path / "gate.parquet"
+    pl.DataFrame({"prob": prob, "label": label, "g": group}).write_parquet(path)
+    return path, expected
+
+
+def test_fail_above_exits_3_after_writing_and_names_the_breach(tmp_path, capsys):
+    path, ece = _gate_frame(tmp_path)
+    assert ece["all"] == pytest.approx(0.2 / 3) and ece["a"] == pytest.approx(0) and ece["b"] == pytest.approx(0.2)
+    out = tmp_path / "r.json"
+    code, err = cli(capsys, "report", path, "--no-ci", "--fail-above", "ece=0.07", "--json", out)
+    assert code == 0 and "breached" not in err, err  # 0.0667 <= 0.07
+    code, err = cli(capsys, "report", path, "--no-ci", "--fail-above", "ece=0.06", "--json", out, "--overwrite")
+    assert code == 3, err
+    assert json.loads(out.read_text())["summary"][0]["ece"] == pytest.approx(ece["all"])  # written first
+    lines = [ln for ln in err.splitlines() if "limit breached" in ln]
+    assert len(lines) == 1 and "ece: 0.0666667 > limit 0.06" in lines[0] and "Traceback" not in err, err
+
+
+def test_fail_above_judges_every_group(tmp_path, capsys):
+    path, _ = _gate_frame(tmp_path)
+    # overall 0.067 and group a 0 pass 0.1; group b (0.2) breaches
+    code, err = cli(capsys, "report", path, "--by", "g", "--no-ci", "--fail-above", "ece=0.1",
+                    "--fail-above", "brier=1")
+    lines = [ln for ln in err.splitlines() if "limit breached" in ln]
+    assert code == 3 and len(lines) == 1 and "ece [g=b]: 0.2 > limit 0.1" in lines[0], err
+    code, err = cli(capsys, "report", path, "--by", "g", "--no-ci", "--fail-above", "ece=0.25")
+    assert code == 0, err
+
+
+def test_fail_above_vece_per_group(work, capsys):
+    df = pl.read_parquet(work / "x.parquet")
+    per = calframe.vece(df, "age", by="region")
+    worst = per["vece"].max()
+    code, err = cli(capsys, "report", "x.parquet", "--by", "region", "--no-ci",
+                    "--fail-above", f"vece:age={worst * 0.999}")
+    lines = [ln for ln in err.splitlines() if "limit breached" in ln]
+    region = per.filter(pl.col("vece") == worst)["region"].item()
+    assert code == 3 and len(lines) == 1 and f"vece:age [region={region}]" in lines[0], err
+    code, err = cli(capsys, "report", "x.parquet", "--by", "region", "--no-ci", "--fail-above", f"vece:age={worst}")
+    assert code == 0, err
+
+
+def test_fail_above_on_upper_bound(tmp_path, capsys):
+    """The 0.95 interval of ECE on 1200 rows reaches above the value: a limit between them passes on the
+    value and breaches on the upper bound."""
+    path, ece = _gate_frame(tmp_path)
+    args = ["report", path, "--n-boot", "50", "--json", tmp_path / "f.json", "--overwrite"]
+    code, err = cli(capsys, *args)
+    hi = json.loads((tmp_path / "f.json").read_text())["summary"][0]["ece_hi"]
+    assert hi > ece["all"] + 0.001
+    limit = (ece["all"] + hi) / 2
+    code, err = cli(capsys, *args, "--fail-above", f"ece={limit}")
+    assert code == 0, err
+    code, err = cli(capsys, *args, "--fail-above", f"ece={limit}", "--on", "upper")
+    assert code == 3 and f"ece: upper bound {hi:.6g} > limit" in err, err
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--fail-above", "ece"], "FIGURE=LIMIT"),
+    (["--fail-above", "ece=abc"], "FIGURE=LIMIT"),
+    (["--fail-above", "ece=nan"], "FIGURE=LIMIT"),
+    (["--fail-above", "accuracy=0.9"], "unknown figure 'accuracy'"),
+    (["--fail-above", "ece:age=0.1"], "unknown figure 'ece:age'"),
+    (["--fail-above", "vece=0.1"], "vece needs a variable"),
+    (["--fail-above", "ece=0.1", "--on", "upper", "--no-ci"], "--no-ci"),
+    (["--on", "lower"], "--on"),
+])
+def test_fail_above_usage_errors(work, capsys, argv, named):
+    before = snapshot(work)
+    code, err = cli(capsys, "report", "x.parquet", "--json", "f.json", *argv)
+    line = one_line(err)
+    assert code == 2 and named in line, line
+    assert snapshot(work) == before
