@@ -190,3 +190,158 @@ def make_scorer(metric: str, *, greater_is_better: bool | None = None, **options
     if greater_is_better is None:
         greater_is_better = metric not in LOWER_IS_BETTER
     return CalframeScorer(metric, 1 if greater_is_better else -1, options)
+
+
+# --------------------------------------------------------------------------- estimators
+
+
+def _sklearn_base() -> tuple[type, type]:
+    """scikit-learn's BaseEstimator and ClassifierMixin, imported when an estimator class is first needed."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    return BaseEstimator, ClassifierMixin
+
+
+def _recalibrate(func: str, method: str, params: dict[str, Any] | None, proba: np.ndarray, labels: np.ndarray | None,
+                 extra: np.ndarray, variable: int | None, features: list[int] | None, rec: Any = None) -> Any:
+    """calframe.fit (when ``rec`` is None) or calframe.apply on a frame of class probabilities and extra columns.
+
+    ``proba`` is (n, K); binary input goes to calframe as the probability of class 1. Returns the recalibrator
+    (fit) or the (n, K) recalibrated class probabilities (apply).
+    """
+    binary = proba.shape[1] == 2
+    frame = to_frame(np.zeros(len(proba), np.int64) if labels is None else labels,
+                     proba[:, 1] if binary else proba, func=func)
+    cols = {"v": variable} if variable is not None else {}
+    cols.update({f"f{j}": i for j, i in enumerate(features or [])})
+    frame = frame.with_columns(pl.Series(name, extra[:, i]) for name, i in cols.items())
+    where = {"variable": "v"} if variable is not None else {}
+    if features:
+        where["features"] = [f"f{j}" for j in range(len(features))]
+    if rec is None:
+        rec = api.fit(frame, method, "y_prob", "y_true", **where, **(params or {}))
+        if not binary and rec.output != "probs":
+            raise bad_param(func, "method", "a method that recalibrates the whole class-probability vector for "
+                            f"K = {proba.shape[1]} classes ('temperature' or 'tree'); {method!r} resets only the "
+                            "top-label confidence", method)
+        return rec
+    out = api.apply(frame.drop("y_true"), rec, name="p_cal", **where)["p_cal"].to_numpy()
+    return np.column_stack([1.0 - out, out]) if binary else np.asarray(out)
+
+
+def _columns(X: Any, func: str) -> np.ndarray:
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise bad_param(func, "X", "a 2-d array", f"an array of shape {X.shape}")
+    return X
+
+
+def __getattr__(name: str) -> Any:
+    """The estimator classes, built on first use so that importing this module does not import scikit-learn."""
+    if name in ("CalframeCalibrator", "CalibratedClassifier"):
+        globals().update(_estimators())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _estimators() -> dict[str, type]:
+    BaseEstimator, ClassifierMixin = _sklearn_base()
+    from sklearn.utils.validation import check_is_fitted
+
+    class CalframeCalibrator(ClassifierMixin, BaseEstimator):
+        """A calframe recalibrator as a scikit-learn estimator: ``fit(X, y)`` / ``predict_proba(X)``.
+
+        ``X`` holds the K class probabilities (``predict_proba`` output; K =
+        the number of classes in ``y``) in its first K columns, then any extra
+        columns: ``variable`` (tree, beta_v) and ``features`` (lore) index
+        those extra columns (0 = the first column after the probabilities).
+        ``method`` is any of ``calframe.fit``'s; ``params`` go to it.
+        """
+
+        def __init__(self, method: str = "platt", params: dict[str, Any] | None = None,
+                     variable: int | None = None, features: list[int] | None = None) -> None:
+            self.method, self.params, self.variable, self.features = method, params, variable, features
+
+        def _split(self, X: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+            X = _columns(X, "CalframeCalibrator")
+            if X.shape[1] < k:
+                raise bad_param("CalframeCalibrator", "X", f"at least {k} columns (the class probabilities first)",
+                                f"an array of shape {X.shape}")
+            return X[:, :k], X[:, k:]
+
+        def fit(self, X: Any, y: Any) -> "CalframeCalibrator":
+            self.classes_ = np.unique(np.asarray(y))
+            proba, extra = self._split(X, max(len(self.classes_), 2))
+            labels = class_indices(y, self.classes_, "CalframeCalibrator.fit")
+            self.recalibrator_ = _recalibrate("CalframeCalibrator.fit", self.method, self.params, proba, labels,
+                                              extra, self.variable, self.features)
+            self.n_features_in_ = np.asarray(X).shape[1]
+            return self
+
+        def predict_proba(self, X: Any) -> np.ndarray:
+            check_is_fitted(self, "recalibrator_")
+            proba, extra = self._split(X, max(len(self.classes_), 2))
+            return _recalibrate("CalframeCalibrator.predict_proba", self.method, self.params, proba, None, extra,
+                                self.variable, self.features, rec=self.recalibrator_)
+
+        def predict(self, X: Any) -> np.ndarray:
+            return self.classes_[self.predict_proba(X).argmax(1)]
+
+    class CalibratedClassifier(ClassifierMixin, BaseEstimator):
+        """A classifier followed by a calframe recalibrator, as scikit-learn's ``CalibratedClassifierCV``.
+
+        ``cv="prefit"`` recalibrates an already fitted ``estimator`` on the
+        data given to ``fit``; a float in (0, 1) holds that fraction of the
+        rows out (stratified, ``random_state``), fits a clone of ``estimator``
+        on the rest and recalibrates on the held-out rows. ``variable`` and
+        ``features`` are column indices of ``X`` (tree, beta_v; lore).
+        """
+
+        def __init__(self, estimator: Any = None, method: str = "platt", params: dict[str, Any] | None = None,
+                     variable: int | None = None, features: list[int] | None = None,
+                     cv: str | float = 0.3, random_state: int = 0) -> None:
+            self.estimator, self.method, self.params = estimator, method, params
+            self.variable, self.features, self.cv, self.random_state = variable, features, cv, random_state
+
+        def _stacked(self, clf: Any, X: np.ndarray) -> np.ndarray:
+            extra = [self.variable] if self.variable is not None else []
+            return np.column_stack([clf.predict_proba(X), X[:, extra + list(self.features or [])]])
+
+        def _calibrator(self) -> Any:
+            k = 1 if self.variable is not None else 0
+            return CalframeCalibrator(self.method, self.params, 0 if self.variable is not None else None,
+                                      list(range(k, k + len(self.features))) if self.features else None)
+
+        def fit(self, X: Any, y: Any) -> "CalibratedClassifier":
+            from sklearn.base import clone
+            from sklearn.model_selection import train_test_split
+
+            X, y = _columns(X, "CalibratedClassifier.fit"), np.asarray(y)
+            if self.estimator is None:
+                raise bad_param("CalibratedClassifier", "estimator", "a classifier with predict_proba", None)
+            if isinstance(self.cv, str) and self.cv == "prefit":
+                check_is_fitted(self.estimator)
+                clf, X_cal, y_cal = self.estimator, X, y
+            elif isinstance(self.cv, float) and 0.0 < self.cv < 1.0:
+                X_fit, X_cal, y_fit, y_cal = train_test_split(X, y, test_size=self.cv, stratify=y,
+                                                              random_state=self.random_state)
+                clf = clone(self.estimator).fit(X_fit, y_fit)
+            else:
+                raise bad_param("CalibratedClassifier", "cv", "'prefit' or a float in (0, 1)", self.cv)
+            self.estimator_, self.classes_ = clf, clf.classes_
+            self.calibrator_ = self._calibrator().fit(self._stacked(clf, X_cal),
+                                                      class_indices(y_cal, clf.classes_, "CalibratedClassifier.fit"))
+            self.n_features_in_ = X.shape[1]
+            return self
+
+        def predict_proba(self, X: Any) -> np.ndarray:
+            check_is_fitted(self, "calibrator_")
+            X = _columns(X, "CalibratedClassifier.predict_proba")
+            return self.calibrator_.predict_proba(self._stacked(self.estimator_, X))
+
+        def predict(self, X: Any) -> np.ndarray:
+            return self.classes_[self.predict_proba(X).argmax(1)]
+
+    for cls in (CalframeCalibrator, CalibratedClassifier):  # pickled as calframe.sklearn.<name> (module __getattr__)
+        cls.__module__, cls.__qualname__ = __name__, cls.__name__
+    return {"CalframeCalibrator": CalframeCalibrator, "CalibratedClassifier": CalibratedClassifier}
