@@ -179,3 +179,105 @@ def test_scorer_errors():
     model = LogisticRegression().fit(X, y)
     with pytest.raises(calframe.InvalidValueError, match="labels the estimator was not fitted on"):
         cs.make_scorer("ece")(model, X[:3], np.array([0, 1, 7]))
+
+
+# --------------------------------------------------------------------------- estimators
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+
+def _skewed(n=3000, seed=2):
+    """A logistic model made over-confident by a large C on few features: room for recalibration."""
+    X, y = _data(2, n=n, seed=seed)
+    return X, y, LogisticRegression(C=1e4).fit(X[: n // 3] * 3, y[: n // 3])
+
+
+def test_estimator_protocol_clone_params_pickle():
+    est = cs.CalibratedClassifier(LogisticRegression(C=0.5), method="tree", variable=1, params={"max_depth": 2})
+    params = est.get_params()
+    assert params["method"] == "tree" and params["estimator__C"] == 0.5 and params["params"] == {"max_depth": 2}
+    twin = clone(est)
+    assert twin is not est and twin.get_params()["estimator__C"] == 0.5
+    twin.set_params(method="platt", variable=None, estimator__C=2.0)
+    assert (twin.method, twin.variable, twin.estimator.C, est.method) == ("platt", None, 2.0, "tree")
+    with pytest.raises(NotFittedError):
+        est.predict_proba(np.zeros((2, 3)))
+    with pytest.raises(NotFittedError):
+        cs.CalframeCalibrator().predict_proba(np.full((2, 2), 0.5))
+    import pickle
+    X, y = _data(2)
+    fitted = est.fit(X, y)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(fitted)).predict_proba(X), fitted.predict_proba(X))
+
+
+def test_prefit_platt_matches_logistic_regression_on_the_logit_and_sklearn_sigmoid():
+    X, y, clf = _skewed()
+    X_cal, y_cal, X_new = X[1000:2000], y[1000:2000], X[2000:]
+    ours = cs.CalibratedClassifier(clf, method="platt", cv="prefit").fit(X_cal, y_cal).predict_proba(X_new)
+    # the reference fit: logistic regression of y on logit(p), nearly unpenalised (calframe's default variant)
+    logit = lambda q: np.log(q / (1 - q))  # noqa: E731
+    ref = LogisticRegression(C=1e10, tol=1e-12, max_iter=10_000).fit(logit(clf.predict_proba(X_cal)[:, 1:]), y_cal)
+    np.testing.assert_allclose(ours, ref.predict_proba(logit(clf.predict_proba(X_new)[:, 1:])), atol=1e-6)
+    # scikit-learn's sigmoid calibration differs only by Platt's target smoothing: close at n = 1000
+    from sklearn.frozen import FrozenEstimator
+    sk = CalibratedClassifierCV(FrozenEstimator(clf), method="sigmoid").fit(X_cal, y_cal).predict_proba(X_new)
+    np.testing.assert_allclose(ours, sk, atol=5e-3)
+    assert np.abs(ours - clf.predict_proba(X_new)).max() > 0.05  # the recalibration did something
+
+
+@pytest.mark.parametrize("method, kw", [("platt", {}), ("isotonic", {}), ("beta", {}), ("tree", {"variable": 1}),
+                                        ("beta_v", {"variable": 1}), ("lore", {"features": [0, 2]})])
+def test_every_method_is_calframe_apply_in_a_pipeline(method, kw):
+    X, y, _ = _skewed()
+    pipe = make_pipeline(StandardScaler(), cs.CalibratedClassifier(LogisticRegression(), method=method, **kw))
+    got = pipe.fit(X[:2000], y[:2000]).predict_proba(X[2000:])
+    # the same recalibration done by hand on frames with calframe.fit / calframe.apply
+    cc = pipe[-1]
+    Xs = pipe[0].transform(X)
+    cal_rows = np.setdiff1d(np.arange(2000), _train_rows(y[:2000], cc))
+    frame = lambda rows: pl.DataFrame({"prob": cc.estimator_.predict_proba(Xs[rows])[:, 1], "label": y[rows],  # noqa: E731
+                                       **{f"x{j}": Xs[rows, j] for j in range(3)}})
+    where = {"variable": f"x{kw['variable']}"} if "variable" in kw else {}
+    if "features" in kw:
+        where["features"] = [f"x{j}" for j in kw["features"]]
+    rec = calframe.fit(frame(cal_rows), method, **where)
+    expected = calframe.apply(frame(np.arange(2000, 3000)), rec, name="q", **where)["q"].to_numpy()
+    np.testing.assert_allclose(got[:, 1], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.sum(1), 1.0)
+    np.testing.assert_array_equal(pipe.predict(X[2000:]), got.argmax(1))
+
+
+def _train_rows(y, cc):
+    from sklearn.model_selection import train_test_split
+    train, _ = train_test_split(np.arange(len(y)), test_size=cc.cv, stratify=y, random_state=cc.random_state)
+    return train
+
+
+def test_multiclass_vector_methods_and_a_clear_error_for_top_label_ones():
+    X, y = _data(3, labels=["a", "b", "c"], n=1500)
+    p = cs.CalibratedClassifier(LogisticRegression(C=1e4), method="temperature").fit(X, y).predict_proba(X)
+    assert p.shape == (1500, 3)
+    np.testing.assert_allclose(p.sum(1), 1.0)
+    with pytest.raises(calframe.ParameterError, match="'method'.*'temperature' or 'tree'"):
+        cs.CalibratedClassifier(LogisticRegression(), method="platt").fit(X, y)
+
+
+def test_grid_search_over_methods_with_the_ece_scorer():
+    X, y, _ = _skewed(n=1500)
+    search = GridSearchCV(cs.CalibratedClassifier(LogisticRegression(C=1e4)),
+                          {"method": ["platt", "isotonic", "histogram"]},
+                          scoring=cs.make_scorer("ece", bins=10), cv=3, error_score="raise").fit(X, y)
+    assert search.best_params_["method"] in {"platt", "isotonic", "histogram"}
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_estimator_bad_parameters():
+    X, y = _data(2)
+    with pytest.raises(calframe.ParameterError, match="'cv'"):
+        cs.CalibratedClassifier(LogisticRegression(), cv=3).fit(X, y)
+    with pytest.raises(calframe.ParameterError, match="'X'"):
+        cs.CalframeCalibrator().fit(np.full((4, 1), 0.5), [0, 1, 0, 1])
