@@ -63,7 +63,7 @@ ADULT = ROOT.parent / "shared" / "data" / "variable-wise-calibration" / "adult_o
 NEEDS_ADULT = {"adult_variable", "adult_local"}
 #: modules a page may import that come with a test extra (pytest.importorskip), by the module imported
 EXTRA_MODULES = {"dask": "dask", "distributed": "distributed", "duckdb": "duckdb", "matplotlib": "matplotlib",
-                 "calframe.plot": "matplotlib", "calframe.frames.dask": "dask"}
+                 "sklearn": "sklearn", "calframe.plot": "matplotlib", "calframe.frames.dask": "dask"}
 #: modules no extra provides: their blocks run only where they are installed
 NOT_INSTALLED = {"pyspark": "no Spark in the test environment (not a calframe extra)"}
 SHELL = {"bash", "sh", "shell", "console"}
