@@ -1,8 +1,9 @@
-"""calframe for scikit-learn users: metrics on ``(y_true, y_prob)`` arrays and scorers.
+"""calframe for scikit-learn users: metrics on ``(y_true, y_prob)`` arrays, scorers, estimators.
 
-scikit-learn is an optional dependency: ``import calframe`` never imports this
-module, and this module imports scikit-learn only where a scorer is used in
-scikit-learn (it is not needed for the array metrics).
+scikit-learn is an optional dependency (the ``sklearn`` extra): ``import
+calframe`` never imports this module, and this module imports scikit-learn
+only when an estimator class is first used (the array metrics and the scorers
+do not need it).
 
 Array metrics
 -------------
@@ -29,6 +30,25 @@ Scorers
 ``estimator.predict_proba(X)``, maps ``y`` to the indices of
 ``estimator.classes_`` (binary: the probability of ``classes_[1]``), and
 returns minus the figure, since scikit-learn maximises scores.
+
+Estimators
+----------
+``CalibratedClassifier(estimator, method=..., cv=0.3)`` is a classifier
+followed by any calframe recalibrator (``tree``, ``beta_v`` and ``lore``
+included), fitted on held-out rows or, with ``cv="prefit"``, on the rows given
+to ``fit``; ``CalframeCalibrator(method=...)`` is the recalibrator alone, on
+class probabilities. Both follow the scikit-learn protocol (``get_params``,
+``set_params``, ``clone``, ``Pipeline``, ``GridSearchCV``).
+
+Examples
+--------
+>>> import numpy as np, calframe.sklearn as cs
+>>> from sklearn.linear_model import LogisticRegression
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(500, 2)); y = (X[:, 0] + rng.normal(size=500) > 0).astype(int)
+>>> model = cs.CalibratedClassifier(LogisticRegression(), method="tree", variable=1).fit(X, y)
+>>> model.predict_proba(X[:3]).shape
+(3, 2)
 """
 
 from __future__ import annotations
@@ -44,6 +64,8 @@ from ._errors import InvalidValueError, bad_param
 from ._errors import rows as _rows
 
 __all__ = [
+    "CalframeCalibrator",
+    "CalibratedClassifier",
     "accuracy",
     "brier",
     "ce",
@@ -329,6 +351,11 @@ def _estimators() -> dict[str, type]:
             else:
                 raise bad_param("CalibratedClassifier", "cv", "'prefit' or a float in (0, 1)", self.cv)
             self.estimator_, self.classes_ = clf, clf.classes_
+            seen = np.unique(y_cal).size
+            if seen != len(clf.classes_):
+                raise InvalidValueError(f"CalibratedClassifier.fit: the {_rows(len(y_cal))} recalibrated on hold "
+                                        f"{seen} of the {len(clf.classes_)} classes the estimator knows; "
+                                        "recalibrate on rows of every class (a larger cv fraction, or more rows).")
             self.calibrator_ = self._calibrator().fit(self._stacked(clf, X_cal),
                                                       class_indices(y_cal, clf.classes_, "CalibratedClassifier.fit"))
             self.n_features_in_ = X.shape[1]

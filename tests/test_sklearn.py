@@ -53,7 +53,9 @@ def multiclass():
 
 
 def test_import_calframe_does_not_import_sklearn():
-    code = "import sys, calframe; assert 'sklearn' not in sys.modules and 'calframe.sklearn' not in sys.modules"
+    code = ("import sys, calframe; assert 'sklearn' not in sys.modules and 'calframe.sklearn' not in sys.modules\n"
+            "import calframe.sklearn as cs; cs.make_scorer('ece'); assert cs.ece([0, 1], [0.25, 0.75]) == 0.25\n"
+            "assert 'sklearn' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -279,5 +281,8 @@ def test_estimator_bad_parameters():
     X, y = _data(2)
     with pytest.raises(calframe.ParameterError, match="'cv'"):
         cs.CalibratedClassifier(LogisticRegression(), cv=3).fit(X, y)
+    prefit = LogisticRegression().fit(X, y)
+    with pytest.raises(calframe.InvalidValueError, match="hold 1 of the 2 classes"):
+        cs.CalibratedClassifier(prefit, cv="prefit").fit(X[y == 1], y[y == 1])
     with pytest.raises(calframe.ParameterError, match="'X'"):
         cs.CalframeCalibrator().fit(np.full((4, 1), 0.5), [0, 1, 0, 1])
