@@ -32,11 +32,6 @@ from .metrics import Distance, Estimator, check_seed, parse_distance
 Columns = Union[str, Sequence[str], None]
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: the families a Request can be
-KINDS = ("ce", "companion", "reliability", "summary", "gece", "vece_rank", "vce_curve", "local")
-#: companion figures: group means of a per-row value
-COMPANIONS = ("brier", "log_loss", "accuracy")
-
 
 @dataclass(frozen=True)
 class Request:

@@ -17,6 +17,7 @@ import pytest
 import calframe
 from calframe import CalframeError, CalframeWarning
 from calframe._kernels import accumulate as _K
+from calframe import figures as F
 from calframe import request as R
 from calframe.binning import make_binning, uniform_bin_expr, uniform_edges
 from calframe.engines import lazy as LZ
@@ -63,7 +64,7 @@ def no_kernels(monkeypatch):
 
 def streamed(func: str, lf: pl.LazyFrame, **kw: Any) -> Any:
     """What calframe.<func>(lf, ...) returns through the streaming engine: the call parsed as api does
-    (calframe.request), its sums from lazy_sums, finalized by ce_from_sums."""
+    (calframe.request), its sums from lazy_sums, finalized by ce_from_sums and shaped by figures.shape."""
     p = {"ece": 1, "mce": "inf", "rmsce": 2}.get(func, kw.pop("p", 1))
     variable = kw.pop("variable", None)
     prob, label = kw.pop("prob", None), kw.pop("label", None)
@@ -73,7 +74,7 @@ def streamed(func: str, lf: pl.LazyFrame, **kw: Any) -> Any:
         req = R.vece(func, func, variable, prob, label, p=p, **kw)
     sums, keys, counts, scale = LZ.lazy_sums(lf, req)
     values = ce_from_sums(sums, req.p, Distance(), req.estimator, count_scale=scale)
-    return LZ.to_result(values, keys, counts, func, scalar=req.by is None)
+    return F.shape(req, {func: values}, counts, keys, "polars")
 
 
 def eager(func: str, df: pl.DataFrame, **kw: Any) -> Any:

@@ -21,8 +21,8 @@ from . import lazy
 
 
 def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | None = None) -> Any:
-    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the Dask engine, streamed sums for a LazyFrame that can stream, else the
-    eager engine."""
+    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the Dask engine,
+    streamed sums for a LazyFrame that can stream, else the eager engine."""
     if is_dask_frame(frame):
         return dask_engine().run(frame, req)
     if req.variable is not None or not req.variables:
@@ -31,8 +31,6 @@ def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | No
         if streamed is not None:
             return streamed
     return eager._evaluate(req, frame, figures or {req.name: eager._ce_figure(req)})
-
-
 
 
 def dask_engine() -> Any:

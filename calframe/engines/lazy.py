@@ -86,7 +86,7 @@ from .._names import PREFIX, key_names
 from ..request import Request
 from ..binning import Binning, edge_bins_expr, edge_table, pack_edges, take_each, uniform_bin_expr, uniform_k0_expr
 
-__all__ = ["lazy_sums", "make_plan", "run", "supports", "to_result", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
+__all__ = ["lazy_sums", "make_plan", "run", "supports", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
 
 #: the engine every query here runs on
 ENGINE = "streaming"
@@ -1032,16 +1032,6 @@ def _cells_query(rows_: pl.LazyFrame, gk: list[str], path: list[str], grids: lis
         q = q.join(grid.lazy(), on=on, how="inner", nulls_equal=True)
         q = q.with_columns(_cell(pl.col(_X), lo_c, sc_c, g_c).alias(f"{_P}c{level}")).drop(lo_c, sc_c, g_c)
     return q
-
-
-def to_result(values: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, name: str,
-              scalar: bool = True, func: str = "ce") -> "float | pl.DataFrame":
-    """The eager API's output shape: a float without groups, else ``*keys, n, <name>`` (``api.with_keys``)."""
-    from ..api import with_keys
-
-    if scalar and keys is None:
-        return float(values[0])
-    return with_keys(func, keys, pl.DataFrame({"n": counts.astype(np.int64), name: values}))
 
 
 # --------------------------------------------------------------------------- lazy out
