@@ -191,3 +191,21 @@ def figure(result: Any) -> Any:
     df = result.collect()
     assert df.height == 1 and df.columns[0] == "n", df
     return df.item(0, df.width - 1)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Any:
+    """One local PySpark session (``local[2]``) for the whole run: it takes ~20 s to start. Tests that use it are
+    marked ``spark`` (deselect with ``-m "not spark"``). pyspark is a test extra (``--require-extras`` fails
+    when it is missing); Java 17 must be on PATH."""
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    import os
+
+    os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
+    session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("calframe-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "1g")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
