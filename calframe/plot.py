@@ -258,7 +258,9 @@ class ReliabilityDisplay:
     the ECE (bin-weighted mean |gap|, :func:`calframe.ece`) in the title. With
     group columns there is one panel per group in a grid with shared axes.
 
-    Build it with :meth:`from_frame`, or from a table already computed by
+    Build it with :meth:`from_frame`, from arrays with :meth:`from_predictions`,
+    from a fitted classifier with :meth:`from_estimator` (as scikit-learn's
+    ``CalibrationDisplay``), or from a table already computed by
     :func:`calframe.reliability`.
 
     Parameters
@@ -464,6 +466,76 @@ class ReliabilityDisplay:
         lens = lens_used(frame, prob, lens, func="reliability")
         disp = cls(table, by=_by_list(by), lens=lens, name=name)
         return disp.plot(ax=ax, kind=kind, hist=hist, ncols=ncols, **kwargs)
+
+    @classmethod
+    def from_predictions(
+        cls,
+        y_true: Any,
+        y_prob: Any,
+        *,
+        sample_weight: Any = None,
+        bins: "int | Sequence[float]" = 15,
+        binning: str = "uniform",
+        closed: str = "left",
+        lens: str | None = None,
+        name: str | None = None,
+        ax: Any = None,
+        kind: str = "bars",
+        hist: bool = True,
+        **kwargs: Any,
+    ) -> "ReliabilityDisplay":
+        """The diagram from arrays, as scikit-learn's ``CalibrationDisplay.from_predictions``.
+
+        ``y_prob`` is 1-d (the probability of class 1; ``y_true`` holds 0/1)
+        or (n, K) class probabilities as ``predict_proba`` returns them
+        (``y_true`` holds class indices); see :func:`calframe.sklearn.to_frame`.
+        The other parameters are :meth:`from_frame`'s; the default lens is
+        ``class:1`` for 1-d ``y_prob`` and ``top1`` for class probabilities.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from calframe.plot import ReliabilityDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=1000); y = (rng.uniform(size=1000) < p).astype(int)
+        >>> disp = ReliabilityDisplay.from_predictions(y, p, bins=10, name="model")
+        >>> disp.ax_.get_title().startswith("model (ECE = ")
+        True
+        """
+        from .sklearn import to_frame
+
+        frame = to_frame(y_true, y_prob, sample_weight, func="ReliabilityDisplay.from_predictions")
+        return cls.from_frame(frame, "y_prob", "y_true", bins=bins, binning=binning, closed=closed, lens=lens,
+                              weights=None if sample_weight is None else "sample_weight", name=name, ax=ax,
+                              kind=kind, hist=hist, **kwargs)
+
+    @classmethod
+    def from_estimator(cls, estimator: Any, X: Any, y: Any, *, sample_weight: Any = None,
+                       name: str | None = None, **options: Any) -> "ReliabilityDisplay":
+        """The diagram of a fitted classifier on ``(X, y)``, as scikit-learn's ``CalibrationDisplay.from_estimator``.
+
+        Calls ``estimator.predict_proba(X)``; ``y`` is mapped to the indices
+        of ``estimator.classes_``. With two classes the diagram shows the
+        probability of ``classes_[1]`` (lens ``class:1``), otherwise the top
+        label (``top1``) unless ``lens`` says otherwise. ``name`` defaults to
+        the estimator's class name; ``options`` are :meth:`from_predictions`'s.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from calframe.plot import ReliabilityDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(500, 2)); y = np.where(X[:, 0] + rng.normal(size=500) > 0, "yes", "no")
+        >>> disp = ReliabilityDisplay.from_estimator(LogisticRegression().fit(X, y), X, y, bins=10)
+        >>> disp.ax_.get_title().startswith("LogisticRegression (ECE = ")
+        True
+        """
+        from .sklearn import predictions
+
+        labels, proba = predictions(estimator, X, y, "ReliabilityDisplay.from_estimator")
+        return cls.from_predictions(labels, proba, sample_weight=sample_weight,
+                                    name=type(estimator).__name__ if name is None else name, **options)
 
 
 # --------------------------------------------------------------------------- variable curves

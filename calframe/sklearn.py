@@ -157,6 +157,17 @@ def class_indices(y: Any, classes: Any, func: str) -> np.ndarray:
     return idx
 
 
+def predictions(estimator: Any, X: Any, y: Any, func: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(y_true, y_prob)`` for the array metrics from a fitted classifier: ``y`` as indices of
+    ``estimator.classes_`` and ``estimator.predict_proba(X)``, for two classes the probability of
+    ``classes_[1]`` (as scikit-learn's scorers and ``CalibrationDisplay.from_estimator``)."""
+    proba = np.asarray(estimator.predict_proba(X))
+    labels = class_indices(y, estimator.classes_, func)
+    if proba.ndim == 2 and proba.shape[1] == 2:
+        proba = proba[:, 1]
+    return labels, proba
+
+
 class CalframeScorer:
     """A scikit-learn scorer (``scorer(estimator, X, y, sample_weight=None)``) for one calframe figure.
 
@@ -167,11 +178,7 @@ class CalframeScorer:
         self.metric, self.sign, self.options = metric, sign, options
 
     def __call__(self, estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> float:
-        func = f"calframe.sklearn.make_scorer({self.metric!r})"
-        proba = np.asarray(estimator.predict_proba(X))
-        labels = class_indices(y, estimator.classes_, func)
-        if proba.ndim == 2 and proba.shape[1] == 2:  # binary: the probability of classes_[1], as scikit-learn
-            proba = proba[:, 1]
+        labels, proba = predictions(estimator, X, y, f"calframe.sklearn.make_scorer({self.metric!r})")
         value = globals()[self.metric](labels, proba, sample_weight=sample_weight, **self.options)
         return self.sign * float(value)
 

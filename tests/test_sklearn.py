@@ -286,3 +286,61 @@ def test_estimator_bad_parameters():
         cs.CalibratedClassifier(prefit, cv="prefit").fit(X[y == 1], y[y == 1])
     with pytest.raises(calframe.ParameterError, match="'X'"):
         cs.CalframeCalibrator().fit(np.full((4, 1), 0.5), [0, 1, 0, 1])
+
+
+# --------------------------------------------------------------------------- ReliabilityDisplay from arrays / estimators
+
+pytest.importorskip("matplotlib")
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+from sklearn.calibration import calibration_curve  # noqa: E402
+
+from calframe.plot import ReliabilityDisplay  # noqa: E402
+
+
+def _bars(disp: ReliabilityDisplay) -> tuple[np.ndarray, np.ndarray]:
+    return disp.table["acc"].to_numpy(), disp.table["conf"].to_numpy()
+
+
+def test_from_predictions_bins_are_sklearns_calibration_curve():
+    rng = np.random.default_rng(3)
+    p = rng.uniform(size=4000) ** 1.5
+    y = (rng.uniform(size=4000) < p ** 0.8).astype(int)
+    disp = ReliabilityDisplay.from_predictions(y, p, bins=8)
+    prob_true, prob_pred = calibration_curve(y, p, n_bins=8, strategy="uniform")
+    acc, conf = _bars(disp)
+    np.testing.assert_allclose(acc, prob_true, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(conf, prob_pred, rtol=0, atol=1e-12)
+    assert disp.hist_ax_.get_xlabel() == "Mean predicted probability of class 1"
+
+
+def test_from_estimator_in_a_pipeline_maps_string_labels_and_names_the_model():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1500, 2))
+    y = np.where(X[:, 0] - X[:, 1] + rng.normal(size=1500) > 0, "spam", "ham")  # classes_ = ["ham", "spam"]
+    model = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    disp = ReliabilityDisplay.from_estimator(model, X, y, bins=10)
+    prob_true, prob_pred = calibration_curve(y == "spam", model.predict_proba(X)[:, 1], n_bins=10)
+    acc, conf = _bars(disp)
+    np.testing.assert_allclose(acc, prob_true, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(conf, prob_pred, rtol=0, atol=1e-12)
+    assert disp.ax_.get_title().startswith("Pipeline (ECE = ")
+    assert disp.ece_ == pytest.approx(cs.ece((y == "spam").astype(int), model.predict_proba(X)[:, 1], bins=10),
+                                      abs=1e-15)
+
+
+def test_from_estimator_multiclass_is_top_label_and_unknown_labels_raise():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(900, 3))
+    y = np.argmax(X + rng.normal(size=(900, 3)), axis=1)
+    model = LogisticRegression().fit(X, y)
+    disp = ReliabilityDisplay.from_estimator(model, X, y, bins=5, name="lr")
+    proba = model.predict_proba(X)
+    conf, correct = proba.max(1), (proba.argmax(1) == y).astype(float)
+    b = np.minimum((conf * 5).astype(int), 4)
+    want_acc = [correct[b == k].mean() for k in range(5) if (b == k).any()]
+    np.testing.assert_allclose(disp.table["acc"].to_numpy(), want_acc, rtol=0, atol=1e-12)
+    assert disp.hist_ax_.get_xlabel() != "Mean predicted probability of class 1"
+    with pytest.raises(calframe.InvalidValueError, match="not fitted on"):
+        ReliabilityDisplay.from_estimator(model, X, np.where(y == 2, 7, y))
