@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[test,plot,dask]"
+	$(BIN)/pip install --quiet -e ".[test,plot,dask,docs]"
 	touch $@
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python

@@ -885,6 +885,8 @@ def gece(
         are renormalised over the kept rows. A group left with no rows gets
         NaN with ``n = 0``.
 
+    Notes
+    -----
     A ``pl.LazyFrame`` is collected (its needed columns: adaptive bins and the
     vector lenses need the rows) and the result returned as a ``pl.LazyFrame``
     (one row, ``n`` and the figure, without ``by``).
