@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numba
 import numpy as np
+import os
+import sys
 import pandas as pd
 import polars as pl
 import pytest
@@ -45,6 +47,10 @@ else:
     )
 
 _importorskip = pytest.importorskip
+
+# Spark's Python workers (any session a test or a docs block starts) run this interpreter, where calframe is
+# installed, not the first python3 on PATH.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def _import_or_fail(modname: str, minversion: str | None = None, reason: str | None = None, **kw: Any) -> Any:
@@ -199,9 +205,6 @@ def spark() -> Any:
     marked ``spark`` (deselect with ``-m "not spark"``). pyspark is a test extra (``--require-extras`` fails
     when it is missing); Java 17 must be on PATH."""
     pyspark_sql = pytest.importorskip("pyspark.sql")
-    import os
-
-    os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
     session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("calframe-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "1g")
