@@ -102,3 +102,51 @@ def test_section_c_adult_uncalibrated_ece(adult_split):
     # conf/correct are the top-1 lens already: bin them as class:1 of a binary frame
     got = calframe.ece(frame, prob="conf", label="correct", lens="class:1", binning="quantile", bins=10)
     assert got == pytest.approx(0.20665741864533652, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- the shipped UCI Adult files
+
+SHARED_ADULT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "variable-wise-calibration"
+
+
+@pytest.mark.parametrize("split, name, rows, sha", [
+    ("train", "adult.data", 32561, "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d"),
+    ("test", "adult.test", 16281, "72567b94f5c1a6f8501377dd80f93892c3848ff071cf91ba47e00b0785a28074"),
+])
+def test_shipped_adult_is_the_uci_file(split, name, rows, sha):
+    """calframe/data holds UCI's files unchanged (the sha256 calframe/data/README.md states), and datasets.adult reads
+    every row: the label counts are UCI's (7,841 and 3,846 above 50K)."""
+    import gzip
+    import hashlib
+    from importlib import resources
+
+    raw = gzip.decompress(resources.files("calframe").joinpath("data", f"{name}.gz").read_bytes())
+    assert hashlib.sha256(raw).hexdigest() == sha
+    if (SHARED_ADULT / name).exists():
+        assert raw == (SHARED_ADULT / name).read_bytes()
+    df = calframe.datasets.adult(split)
+    assert df.height == rows == raw.count(b"K\n") + raw.count(b"K.\n")
+    assert df["label"].sum() == {"train": 7841, "test": 3846}[split]
+    assert df.null_count().select("age", "fnlwgt", "income").sum_horizontal().item() == 0
+
+
+def test_adult_scored_is_a_converged_logistic_regression():
+    """adult_scored's probabilities are sklearn's LogisticRegression on the same design (C = 1 / l2, lbfgs to a tight
+    tolerance) to 1e-6: the model is what its docstring says."""
+    pytest.importorskip("sklearn")
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from calframe.datasets import ADULT_COLUMNS, ADULT_NUMERIC, _one_hot, adult, adult_scored
+
+    train, test = adult("train"), adult("test")
+    drop = ("native-country", "income", "age", "marital-status", "relationship")
+    numeric = [c for c in ADULT_NUMERIC if c != "age"]
+    levels = {c: sorted(train[c].drop_nulls().unique().to_list()) for c in ADULT_COLUMNS
+              if c not in ADULT_NUMERIC and c not in drop}
+    x_tr, x_te = _one_hot(train, numeric, levels), _one_hot(test, numeric, levels)
+    mu, sd = x_tr.mean(0), x_tr.std(0)
+    sd[sd == 0] = 1
+    model = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000).fit((x_tr - mu) / sd, train["label"].to_numpy())
+    want = model.predict_proba((x_te - mu) / sd)[:, 1]
+    np.testing.assert_allclose(adult_scored()["prob"].to_numpy(), want, rtol=0, atol=1e-6)

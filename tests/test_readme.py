@@ -22,8 +22,8 @@ temporary directory as the working directory (examples write only there).
 - A fenced block needs a language (python, a shell above, or text).
 - ```text blocks are output or diagrams. Output in a section that names a
   script ``docs/examples/X.py`` above the block is compared, row by row, with
-  what the script prints (``test_example_output``); the Adult examples need
-  ../shared/data and skip without it, as tests/test_oracles.py.
+  what the script prints (``test_example_output``); the Adult examples run on the
+  UCI data shipped in calframe/data.
 - Pages that import a test extra (dask, duckdb, matplotlib) load it with
   ``pytest.importorskip``: ``--require-extras`` (``make test``) turns a missing
   one into a failure. A block importing a module no extra provides (pyspark)
@@ -58,9 +58,6 @@ import calframe
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 EXAMPLES = ROOT / "docs" / "examples"
-ADULT = ROOT.parent / "shared" / "data" / "variable-wise-calibration" / "adult_out.csv"
-#: examples that read the Adult outputs of ../shared (no licence to redistribute them)
-NEEDS_ADULT = {"adult_variable", "adult_local"}
 #: modules a page may import that come with a test extra (pytest.importorskip), by the module imported
 EXTRA_MODULES = {"dask": "dask", "distributed": "distributed", "duckdb": "duckdb", "matplotlib": "matplotlib",
                  "sklearn": "sklearn", "calframe.plot": "matplotlib", "calframe.frames.dask": "dask"}
@@ -345,8 +342,6 @@ def shown_outputs(script: str) -> list[tuple[Path, Block]]:
 @pytest.mark.parametrize("script", sorted(p.stem for p in EXAMPLES.glob("*.py")))
 def test_example_output(script, monkeypatch):
     """Each table a page shows under ``docs/examples/X.py`` is what X.py prints: each row's figures, in order."""
-    if script in NEEDS_ADULT and not ADULT.exists():
-        pytest.skip(f"needs the Adult outputs in {ADULT} (../shared, not redistributed)")
     script_path = str(EXAMPLES / f"{script}.py")
     monkeypatch.chdir(ROOT)  # the scripts read tests/data and ../shared from the repository root
     code, out, err = run_main(script_path, [], runpy.run_path)

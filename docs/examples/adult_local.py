@@ -1,42 +1,31 @@
 """Adult income: local calibration (Luo et al.) and LoRe's effect on group-wise calibration.
 
+The model: a logistic regression fitted on UCI Adult's training split and scored
+on its test split (calframe.datasets.adult_scored: the data ships with calframe,
+CC BY 4.0); 2,500 test rows recalibrate, the other 13,781 measure.
 Features: the six numeric columns, standardised and reduced to 2 dimensions by PCA
 (the paper uses 2-3-d t-SNE embeddings; PCA keeps this example dependency-free).
 The paper measures the top label: every figure passes lens="top1" (the default for
 a single probability column is the positive class, class:1).
-Run: .venv/bin/python docs/examples/adult_local.py [path/to/adult_out.csv]
+Run: .venv/bin/python docs/examples/adult_local.py
 """
 
-import sys
-from pathlib import Path
-
 import numpy as np
-import pandas as pd
 import polars as pl
 
 import calframe
-from calframe.api import prepare_features
 
-path = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/data/variable-wise-calibration/adult_out.csv")
-df = pd.read_csv(path, index_col=0)
-cal = df.sample(n=2500, replace=False, random_state=0)
-test = df.drop(cal.index)
-numeric = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
+df = calframe.datasets.adult_scored()
+is_cal = np.zeros(df.height, dtype=bool)
+is_cal[np.random.default_rng(0).choice(df.height, size=2500, replace=False)] = True
+numeric = list(calframe.datasets.ADULT_NUMERIC)
 # one PCA map fitted on the calibration rows, applied to both splits
-x_cal = cal[numeric].to_numpy(float)
+x_cal = df.filter(pl.Series(is_cal)).select(numeric).to_numpy().astype(float)
 mu, sd = x_cal.mean(0), x_cal.std(0)
 _, _, vt = np.linalg.svd((x_cal - mu) / sd, full_matrices=False)
-
-
-def frame(d: pd.DataFrame) -> pl.DataFrame:
-    z = ((d[numeric].to_numpy(float) - mu) / sd) @ vt[:2].T
-    sex = np.where(d["sex_ Male"] == 1, "male", "female")
-    race = d[[c for c in d.columns if c.startswith("race_")]].to_numpy().argmax(1)
-    return pl.DataFrame({"prob": d["prob_1"].to_numpy(), "label": d["actual"].to_numpy(), "e0": z[:, 0],
-                         "e1": z[:, 1], "sex": sex, "race": race})
-
-
-cal_f, test_f = frame(cal), frame(test)
+z = ((df.select(numeric).to_numpy().astype(float) - mu) / sd) @ vt[:2].T
+df = df.select("prob", "label", "sex", "race").with_columns(e0=z[:, 0], e1=z[:, 1])
+cal_f, test_f = df.filter(pl.Series(is_cal)), df.filter(pl.Series(~is_cal))
 pl.Config.set_float_precision(4)
 pl.Config.set_tbl_hide_dataframe_shape(True)
 
