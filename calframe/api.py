@@ -132,11 +132,14 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
         (reported as ``sqrt(max(E2, 0))``, or E2 with ``squared=True``); with
         other p it is their Gaussian resampling correction (``n_resamples``
         draws, seeded by ``seed``).
-    binning : {"uniform", "quantile", "equal_mass"}, optional
+    binning : {"uniform", "quantile", "equal_mass", "sweep"}, optional
         Default ``uniform`` for the plugin estimator and ``equal_mass`` for the
-        debiased one (as uncertainty-calibration).
+        debiased one (as uncertainty-calibration). ``sweep``: Roelofs et al.'s
+        ECE_sweep (caltrain's ``em_monotonic_sweep``), equal-mass bins by rank,
+        as many as keep the bin accuracies monotone, chosen per group; the
+        result is then a frame with the chosen count in ``n_bins`` (spec §1.3).
     bins : int
-        Number of bins (default 15).
+        Number of bins (default 15; not read by ``sweep``).
     closed : {"left", "right"}
         Closed side of uniform bins: ``left`` = numpy.digitize on linspace
         edges (GECE reference), ``right`` = (a, b] with edges i/B as Guo et
@@ -146,7 +149,8 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
 
     Returns
     -------
-    float, or a frame with one row per group (``by``) or with ``ci`` bounds. A ``pl.LazyFrame`` input gives a
+    float, or a frame with one row per group (``by``), with ``ci`` bounds or with ``binning="sweep"``'s
+    ``n_bins``. A ``pl.LazyFrame`` input gives a
     ``pl.LazyFrame`` (spec section 8, "Lazy in, lazy out"): streamed when collected, one row (``n`` and the
     figure) without ``by``; with ``ci``, the marginal lens or List probabilities the frame is collected first.
 
@@ -156,6 +160,8 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
     >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
     >>> round(calframe.ce(df, p=2), 6)
     0.474342
+    >>> calframe.ce(df, binning="sweep")["n_bins"].item()  # accuracies: 2 bins 0.5, 0.5; 3 bins 0.5, 0, 1
+    2
     """
     func = name if name in ("ece", "mce", "rmsce") else "ce"
     return _run_binned(R.ce(func, name or "ce", prob, label, **options), frame)

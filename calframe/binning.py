@@ -8,6 +8,9 @@
   interpolated quantiles, right-closed, first bin includes its lower edge).
 - ``equal_mass(B)``: uncertainty-calibration's ``get_equal_bins`` (B chunks as
   numpy.array_split, inner edges at midpoints, last edge 1.0, right-closed).
+- ``sweep``: Roelofs et al.'s ECE_sweep (google-research caltrain's
+  ``em_monotonic_sweep``): bins by rank, the count chosen per group from the
+  labels (:func:`sweep_bins`).
 
 Bins are built per group, on the rows being evaluated. Bin ids are dense per
 group in ``[0, n_bins)``; empty bins contribute nothing downstream.
@@ -24,9 +27,10 @@ import polars as pl
 from ._errors import bad_param
 from ._render import Sql, flag, floor_clip, lit
 from ._kernels import accumulate as K
+from ._kernels import sweep as S
 
-Scheme = Literal["uniform", "quantile", "equal_mass"]
-SCHEMES: tuple[str, ...] = ("uniform", "quantile", "equal_mass")
+Scheme = Literal["uniform", "quantile", "equal_mass", "sweep"]
+SCHEMES: tuple[str, ...] = ("uniform", "quantile", "equal_mass", "sweep")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class Binning:
             return f"edges({list(self.edges)}, closed={self.closed!r})"
         if self.scheme == "uniform":
             return f"uniform({self.bins}, closed={self.closed!r})"
+        if self.scheme == "sweep":
+            return "sweep"
         return f"{self.scheme}({self.bins})"
 
 
@@ -52,7 +58,8 @@ def make_binning(func: str, binning: str, bins: "int | Sequence[float]", closed:
 
     Explicit edges must increase strictly and cover [0, 1] (e.g.
     ``numpy.linspace(0, 1, 11)`` with ``closed="right"`` is scikit-learn's
-    ``calibration_curve(strategy="uniform")``).
+    ``calibration_curve(strategy="uniform")``). ``sweep`` chooses its own count: ``bins`` is checked, not read
+    (as caltrain's ``num_bins``).
     """
     if binning not in SCHEMES:
         raise bad_param(func, "binning", f"one of {list(SCHEMES)}", binning)
@@ -368,8 +375,13 @@ def pack_edges(table: np.ndarray, binning: Binning) -> tuple[np.ndarray, np.ndar
     return table[keep], offsets, max(width - 1, 1) if binning.scheme == "quantile" else width
 
 
-def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, binning: Binning) -> Bins:
-    """Bin one float64 value per row, per group, with ``binning``."""
+def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, binning: Binning,
+               acc: np.ndarray | None = None) -> Bins:
+    """Bin one float64 value per row, per group, with ``binning`` (``sweep`` reads the rows' ``acc`` too)."""
+    if binning.scheme == "sweep":
+        if acc is None:
+            raise TypeError("bin_values: binning='sweep' needs the rows' acc")
+        return sweep_bins(values, acc, groups, n_groups, binning)
     if binning.edges is not None:
         edges = np.asarray(binning.edges)
         return Bins(edge_bins(values, edges[1:-1], binning.closed), binning.bins, edges, None, binning)
@@ -385,6 +397,40 @@ def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, bin
     edges, offsets, n_bins = pack_edges(table, binning)
     ids = K.assign_bins(values, groups, edges, offsets, binning.scheme == "quantile")
     return Bins(ids, n_bins, edges, offsets, binning)
+
+
+def sweep_bins(values: np.ndarray, acc: np.ndarray, groups: np.ndarray | None, n_groups: int,
+               binning: Binning) -> Bins:
+    """Roelofs et al.'s ECE_sweep bins, per group: caltrain's ``em_monotonic_sweep``.
+
+    A group's rows are sorted by value (ties in row order: a stable sort; caltrain's ``numpy.argsort`` leaves
+    the order of ties unspecified) and split by rank into b bins, the row of rank i in bin
+    ``min(b - 1, floor((i / n) * b))`` in float64. b = 2, 3, ..., n - 1 are tried in turn; the first b whose
+    mean ``acc`` decreases from one bin to the next stops the sweep, and b - 1 bins are kept (1 when b = 2; n - 1
+    when no b stops it; 1 for n <= 2). The chosen count of group g is ``offsets[g + 1] - offsets[g]``: its edges
+    are equal_mass's (inner edges at the midpoints between bins, last edge ``max(1, top value)``), for the
+    reliability table; the bins are by rank, so tied values may fall in two bins.
+
+    >>> b = sweep_bins(np.array([0.1, 0.2, 0.3, 0.4, 0.5]), np.array([0.0, 0.0, 1.0, 0.0, 1.0]), None, 1,
+    ...                make_binning("f", "sweep", 15, "left"))
+    >>> b.ids.tolist(), np.diff(b.offsets).tolist()  # 4 bins: accuracies 0, 1, 0, 1 (not monotone); 3 are kept
+    ([0, 0, 1, 1, 2], [3])
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if groups is None:
+        order = np.argsort(values, kind="stable")
+        starts = np.array([0, values.shape[0]], dtype=np.int64)
+    else:
+        order = np.lexsort((values, groups))  # stable: ties keep row order
+        starts = np.zeros(n_groups + 1, dtype=np.int64)
+        np.cumsum(np.bincount(groups, minlength=n_groups), out=starts[1:])
+    csum = np.zeros(values.shape[0] + 1)
+    np.cumsum(np.asarray(acc, dtype=np.float64)[order], out=csum[1:])  # 0/1 sums: exact
+    counts = S.sweep_counts(csum, starts)
+    offsets = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    ids, edges = S.sweep_assign(values[order], order.astype(np.int64), starts, counts, offsets)
+    return Bins(ids, int(counts.max()) if counts.shape[0] else 1, edges, offsets, binning)
 
 
 def bin_variable(values: np.ndarray, kind: str, groups: np.ndarray | None, n_groups: int, binning: Binning) -> Bins:

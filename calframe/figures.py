@@ -23,7 +23,7 @@ from ._columns import columns_of
 from ._errors import ParameterError
 from .binning import Bins
 from .metrics import ce_from_sums, combine_marginal
-from .request import Columns, Request
+from .request import SWEEP_COUNT, Columns, Request
 
 #: the columns of a reliability table beside the group keys
 RELIABILITY_COLUMNS = ("bin", "lower", "upper", "n", "weight", "conf", "acc", "gap")
@@ -153,7 +153,7 @@ def result_columns(req: Request) -> list[str]:
     """The columns of the request's grouped result beside the group keys."""
     if req.kind == "reliability":
         return list(RELIABILITY_COLUMNS)
-    return output_columns(req.figure_names, req.ci, req.long)
+    return output_columns(req.figure_names + ([SWEEP_COUNT] if req.sweep else []), req.ci, req.long)
 
 
 def shape(req: Request, values: dict[str, np.ndarray], counts: np.ndarray, keys: pl.DataFrame | None, flavor: str,

@@ -30,6 +30,8 @@ from .binning import Binning, make_binning
 from .metrics import Distance, Estimator, check_seed, parse_distance
 
 Columns = Union[str, Sequence[str], None]
+#: the column of a ``binning="sweep"`` result holding the bin count each group's sweep chose
+SWEEP_COUNT = "n_bins"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -79,6 +81,11 @@ class Request:
     def figure_names(self) -> list[str]:
         """The figures computed, in output order (a long result: one per variable)."""
         return list(self.variables) if self.several else [self.name]
+
+    @property
+    def sweep(self) -> bool:
+        """Whether the bins are the ECE sweep's (``binning="sweep"``), whose chosen counts join the result."""
+        return self.binning is not None and self.binning.scheme == "sweep"
 
     @property
     def sq(self) -> bool:
@@ -297,6 +304,11 @@ def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", clo
                      param: str = "bins") -> Binning:
     """Bins of a variable: a count (quantile / equal-mass) or explicit edges (any finite range); ``param``: the
     name of ``bins`` in messages."""
+    if binning == "sweep":
+        raise ParameterError(f"The 'binning' parameter of {func}: 'sweep' chooses the number of confidence bins "
+                             "(ce, ece, mce, rmsce, reliability: bin accuracies that rise with the confidence); a "
+                             "variable takes 'quantile' (default), 'equal_mass', or 'uniform' with explicit edges.",
+                             "binning")
     if binning == "uniform" and not isinstance(bins, (list, tuple, np.ndarray)):
         raise bad_param(
             func, "binning", "'quantile' (default), 'equal_mass', or 'uniform' with explicit edges in bins=[...] "
@@ -352,9 +364,27 @@ def ce(func: str, name: str, prob: Columns = None, label: str | None = None, **c
     lens_ = L.parse_lens(func, o["lens"])
     binning = o["binning"] if o["binning"] is not None else "equal_mass" if o["estimator"] == "debiased" else "uniform"
     binning_ = make_binning(func, binning, o["bins"], o["closed"])
+    if binning_.scheme == "sweep":
+        _sweep_limits(func, name, o["estimator"], lens_)
     _uniform_only_with_weights(func, binning_, o["weights"])
     return _checked_ci(func, o, Request(func, "ce", name, prob, label, o["by"], o["weights"], o["nulls"], lens_,
                                         binning_, pv, dist, o["estimator"], bool(o["squared"]), int(n_resamples)))
+
+
+def _sweep_limits(func: str, name: str, estimator: str, lens: L.Lens) -> None:
+    """What ``binning="sweep"`` does not take: the debiased estimator, the marginal lens (one count per class),
+    a figure named like the count's column."""
+    if estimator != "plugin":
+        raise ParameterError(f"The 'estimator' parameter of {func}: binning='sweep' is the plugin estimate on the "
+                             "bins the sweep chose (Roelofs et al.'s ECE_sweep); use estimator='plugin', or "
+                             "binning='equal_mass' with bins=<count> for the debiased estimator.", "estimator")
+    if lens.kind == "marginal":
+        raise ParameterError(f"The 'lens' parameter of {func}: binning='sweep' chooses one bin count per binned "
+                             "output, and the marginal lens bins each class on its own; use lens='top1' or "
+                             "'class:<c>' (one figure per class), or another binning.", "lens")
+    if name == SWEEP_COUNT:
+        raise bad_param(func, "name", f"a column name other than 'n' and {SWEEP_COUNT!r} (binning='sweep' adds "
+                        f"the chosen count as {SWEEP_COUNT!r})", name)
 
 
 def vece(func: str, name: str, variable: Any, prob: Columns = None, label: str | None = None,

@@ -62,7 +62,7 @@ from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default
                         group_codes, resolve)
 from .._names import key_names
 from .. import _errors as E
-from .._errors import CalframeError, ColumnTypeError, EmptyInputError
+from .._errors import CalframeError, ColumnTypeError, EmptyInputError, ParameterError
 from .._kernels import accumulate as K
 from .._limits import check_cells
 from ..binning import Binning, Bins, edge_table, make_binning, pack_edges, take_each, uniform_edges
@@ -897,6 +897,12 @@ def run(ddf: Any, req: Request) -> Any:
             "within groups across all partitions. Compute the figure here and the intervals on a sample "
             f"(calframe.{req.func}(ddf.sample(frac=...).compute(), ci=0.95)), or on the collected frame."
         )
+    if req.sweep:
+        raise ParameterError(
+            f"The 'binning' parameter of {req.func}: 'sweep' is not available on Dask DataFrames (it sorts each "
+            "group's rows and tries bin counts one by one); there: 'uniform', 'quantile', 'equal_mass' or explicit "
+            f"edges. Sweep on the collected frame (calframe.{req.func}(ddf.compute(), binning='sweep')) or on a "
+            "sample.", "binning")
     if req.kind == "companion":
         spec = _spec(ddf, req, companion=req.func)
         frame, groups, counts, info = _binned(ddf, spec)

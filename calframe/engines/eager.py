@@ -37,8 +37,9 @@ Figure = Callable[[Scored], np.ndarray]
 Binner = Callable[[Scored, np.ndarray], Bins]
 
 
-def conf_binner(binning: Binning) -> Binner:
-    return lambda scored, conf: bin_values(conf, scored.groups, scored.n_groups, binning)
+def conf_binner(binning: Binning, acc: np.ndarray | None = None) -> Binner:
+    """The confidence's bins (``acc``: the rows' accuracies, which ``binning="sweep"`` reads)."""
+    return lambda scored, conf: bin_values(conf, scored.groups, scored.n_groups, binning, acc)
 
 
 def variable_binner(variable: str, binning: Binning) -> Binner:
@@ -52,7 +53,7 @@ def binned_sums(
     conf: np.ndarray, acc: np.ndarray, scored: Scored, binning: Binning | Binner
 ) -> tuple[np.ndarray, Bins]:
     """bin -> accumulate: per (group, bin) sums of one scalar lens output."""
-    binner = conf_binner(binning) if isinstance(binning, Binning) else binning
+    binner = conf_binner(binning, acc) if isinstance(binning, Binning) else binning
     bins = binner(scored, conf)
     check_cells(scored.n_groups, bins.n_bins)  # before the table (and its partial copies) is allocated
     sums = K.accumulate(
@@ -100,6 +101,19 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
         return F.binned(req, sums_of, scored.n_classes, scored.weight_scale)
 
     return figure
+
+
+def ce_figures(req: R.Request) -> dict[str, Figure]:
+    """The eager figures of a CE_p request on the confidence: the figure, and with ``binning="sweep"`` the bin
+    count each group's sweep chose (:data:`request.SWEEP_COUNT`)."""
+    figures = {req.name: _ce_figure(req)}
+    if req.sweep:
+        def count(scored: Scored) -> np.ndarray:
+            conf, acc = L.scalar(scored, req.lens, req.func)
+            return np.diff(bin_values(conf, scored.groups, scored.n_groups, req.binning, acc).offsets)
+
+        figures[R.SWEEP_COUNT] = count
+    return figures
 
 
 # --------------------------------------------------------------------------- run and shape
