@@ -203,10 +203,16 @@ class CE(ECE, Resampled, total=False):
     """ce: all of them."""
 
 
+class SmECE(Lensed, Sample, total=False):
+    """smece: a scalar lens, the rows and an interval, and a fixed bandwidth ``sigma`` (None: the automatic one)."""
+
+    sigma: float | None
+
+
 #: the default of every keyword parameter above (a function may give its own: :func:`keywords`)
 DEFAULTS: dict[str, Any] = dict(bins=15, binning="uniform", closed="left", lens=None, nulls="raise", by=None,
                                 weights=None, ci=None, n_boot=1000, seed=0, p=1, distance="tvd", estimator="plugin",
-                                squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2)
+                                squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2, sigma=None)
 
 
 def group_defaults(options: type) -> dict[str, Any]:
@@ -628,3 +634,34 @@ def local(func: str, prob: Columns = None, label: str | None = None, *, gammas: 
         raise bad_param(func, "prepare", "'none', 'standardize' or 'pca'", o["prepare"])
     options = LocalOptions(tuple(float(g) for g in gs), o["prepare"], o["n_components"])
     return Request(func, "local", func, prob, label, o["by"], None, o["nulls"], lens_, binning_, options=options)
+
+
+# --------------------------------------------------------------------------- smooth ECE
+
+
+@dataclass(frozen=True)
+class SmoothOptions:
+    """smece's own setting: the kernel bandwidth, or None for relplot's automatic one (``sigma = smECE_sigma``)."""
+
+    sigma: float | None
+
+
+def smece(prob: Columns = None, label: str | None = None, **call: Any) -> Request:
+    """The smooth ECE: a scalar lens, ``sigma`` (None, or a number > 0), then ci / n_boot / seed.
+
+    Examples
+    --------
+    >>> from calframe import request as R
+    >>> R.smece("p", "y", lens="top1", sigma=0.05).options
+    SmoothOptions(sigma=0.05)
+    >>> R.smece(sigma=0)
+    Traceback (most recent call last):
+    ...
+    calframe._errors.ParameterError: The 'sigma' parameter of smece must be a finite number > 0 or None. Got 0 instead.
+    """
+    func = "smece"
+    o = _options(call)
+    lens_ = scalar_lens(func, o["lens"])
+    sigma = check_positive_float(func, "sigma", o["sigma"], allow_none=True)
+    return _checked_ci(func, o, Request(func, "smece", func, prob, label, o["by"], o["weights"], o["nulls"], lens_,
+                                        options=SmoothOptions(sigma)))
