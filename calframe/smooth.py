@@ -19,7 +19,8 @@ partition of [0, 1] whose nodes include every node of every grid the bisection c
 k / 1024: 1001 nodes for k >= 11, nine finer grids below): within a cell, each grid's hat functions are
 linear in x, so ``[sum w, sum w d, sum w r, sum w r d]`` (d = x - the cell's left node) give every grid exactly
 (up to rounding). Without groups the rows are summed on that fine partition; with groups on the 1001-node grid,
-and the rows of a group whose bisection goes below 11/1024 again on the fine one. Each trial then costs two
+and the rows of a group whose bisection goes below 11/1024 again on the fine one. A caller's fixed bandwidth
+whose grid is none of these gets a pass on its own grid. Each trial then costs two
 FFTs of a few thousand points per group, not a pass over the rows.
 """
 
@@ -90,17 +91,20 @@ FINE_SIGMAS = tuple(k / 1024 for k in range(2, 11))
 COARSE_NODES = grid_nodes(11 / 1024)
 
 
-@functools.cache
-def coarse_partition() -> Partition:
-    """The 1001-node grid's intervals (every bandwidth >= 11/1024)."""
-    return _partition(np.arange(COARSE_NODES) / (COARSE_NODES - 1), 4 * COARSE_NODES)
+#: the grids the fine partition holds
+FINE_GRIDS = frozenset({COARSE_NODES} | {grid_nodes(s) for s in FINE_SIGMAS})
+
+
+@functools.lru_cache(maxsize=8)
+def uniform_partition(m: int) -> Partition:
+    """The intervals of the ``m``-node grid (1001 nodes: every bandwidth >= 11/1024)."""
+    return _partition(np.arange(m) / (m - 1), 4 * m)
 
 
 @functools.cache
 def fine_partition() -> Partition:
-    """The intervals between the nodes of every grid the bisection can use."""
-    sizes = {COARSE_NODES} | {grid_nodes(s) for s in FINE_SIGMAS}
-    nodes = np.unique(np.concatenate([np.arange(m) / (m - 1) for m in sizes]))
+    """The intervals between the nodes of every grid the bisection can use (:data:`FINE_GRIDS`)."""
+    nodes = np.unique(np.concatenate([np.arange(m) / (m - 1) for m in FINE_GRIDS]))
     return _partition(nodes, 1 << 16)
 
 
@@ -253,11 +257,19 @@ class Rows:
         if groups is None:  # one pass on the fine partition serves every bandwidth
             self._fine[0] = moments(conf, acc, weights, None, 1, fine_partition())[0]
         else:
-            table = moments(conf, acc, weights, groups, n_groups, coarse_partition())
-            self._grids[COARSE_NODES] = grids(table, coarse_partition(), COARSE_NODES)
+            self._uniform(COARSE_NODES)
+
+    def _uniform(self, m: int) -> None:
+        """Every group's ``m``-node grid from a pass on that grid's own intervals."""
+        part = uniform_partition(m)
+        table = moments(self.conf, self.acc, self.weights, self.groups, self.n_groups, part)
+        self._grids[m] = grids(table, part, m)
 
     def grid(self, sel: np.ndarray, m: int) -> np.ndarray:
-        """The ``m``-node grids of groups ``sel``."""
+        """The ``m``-node grids of groups ``sel``: from the fine partition's sums when it holds the grid (the
+        bisection's), else from a pass of their own (a caller's ``sigma``)."""
+        if m not in self._grids and m not in FINE_GRIDS:
+            self._uniform(m)
         if m in self._grids:
             return self._grids[m][sel]
         self._fine_tables([g for g in sel.tolist() if g not in self._fine])

@@ -1,0 +1,177 @@
+"""The smooth ECE (calframe.smece) against relplot's smECE, its own reference (issue 14, part 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import calframe
+from calframe import smooth as S
+
+relplot = pytest.importorskip("relplot")
+
+TOL = 1e-9
+
+
+def _binary(n: int, seed: int, power: float = 1.0, ties: int | None = None, ends: bool = False) -> pl.DataFrame:
+    """``n`` rows, labels drawn from p ** power (1: calibrated); ``ties``: p on that many distinct values;
+    ``ends``: a fifth of the rows at exactly 0 or 1."""
+    rng = np.random.default_rng(seed)
+    p = rng.random(n)
+    if ties is not None:
+        p = np.round(p * ties) / ties
+    if ends:
+        p[: n // 5] = (rng.random(n // 5) < 0.5).astype(float)
+    y = (rng.random(n) < p**power).astype(np.int64)
+    return pl.DataFrame({"prob": p, "label": y})
+
+
+CASES = {
+    "tiny": dict(n=3, seed=1),
+    "small": dict(n=40, seed=2, power=2.0),
+    "miscalibrated": dict(n=5000, seed=3, power=3.0),
+    "calibrated": dict(n=5000, seed=4),
+    "ties": dict(n=3000, seed=5, ties=7, power=0.5),
+    "ends": dict(n=2000, seed=6, ends=True, power=1.5),
+    # a small smECE: the bisection tries bandwidths below 11/1024 (grids finer than 1001 nodes)
+    "fine_grids": dict(n=300_000, seed=7),
+}
+
+
+def _relplot(df: pl.DataFrame) -> tuple[float, float]:
+    return relplot.metrics.smECE(df["prob"].to_numpy(), df["label"].to_numpy().astype(float), return_width=True)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_equals_relplot(case):
+    df = _binary(**CASES[case])
+    want, width = _relplot(df)
+    assert abs(calframe.smece(df) - want) < TOL
+    if case == "fine_grids":
+        assert width < 11 / 1024  # the case does reach the finer grids
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_equals_relplot_random(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 20_000))
+    df = _binary(n, seed, power=float(rng.uniform(0.3, 3.0)))
+    assert abs(calframe.smece(df) - _relplot(df)[0]) < TOL
+
+
+@pytest.mark.parametrize("sigma", [0.003, 0.02, 0.1, 0.7])
+def test_fixed_sigma_equals_relplot(sigma):
+    df = _binary(4000, 8, power=2.0)
+    want = relplot.metrics.smECE_sigma(df["prob"].to_numpy(), df["label"].to_numpy().astype(float), sigma)
+    assert abs(calframe.smece(df, sigma=sigma) - want) < TOL
+
+
+def test_lenses():
+    """class:1 (the default for one column) is relplot's (p, y); class:0 is (1 - p, 1 - y); top1 on class
+    probabilities is relplot's multiclass_logits_to_confidences(probs=True)."""
+    df = _binary(3000, 9, power=2.0)
+    p, y = df["prob"].to_numpy(), df["label"].to_numpy().astype(float)
+    assert abs(calframe.smece(df, lens="class:0") - relplot.metrics.smECE(1 - p, 1 - y)) < TOL
+    rng = np.random.default_rng(10)
+    logits = rng.normal(size=(4000, 4)) * 2
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = np.array([rng.choice(4, p=row**1.5 / (row**1.5).sum()) for row in probs])
+    mc = pl.DataFrame({"probs": probs, "label": labels})
+    f, acc = relplot.metrics.multiclass_logits_to_confidences(probs, labels, probs=True)
+    assert abs(calframe.smece(mc) - relplot.metrics.smECE(f, acc)) < TOL
+    assert abs(calframe.smece(mc, lens="class:2") - relplot.metrics.smECE(probs[:, 2], (labels == 2) * 1.0)) < TOL
+
+
+def test_by_equals_each_group():
+    """by= equals the call on each group's rows, groups on the 1001-node grid and on the finer ones alike."""
+    parts = [_binary(200, 11, power=3.0), _binary(300_000, 12), _binary(5000, 13, power=0.5), _binary(1, 14)]
+    df = pl.concat([d.with_columns(g=pl.lit(f"g{i}")) for i, d in enumerate(parts)])
+    out = calframe.smece(df, by="g").sort("g")
+    assert out["n"].to_list() == [len(d) for d in parts]
+    for got, d in zip(out["smece"].to_list(), parts):
+        assert abs(got - _relplot(d)[0]) < TOL
+
+
+def test_integer_weights_are_repeated_rows():
+    df = _binary(3000, 15, power=2.0)
+    rng = np.random.default_rng(16)
+    w = rng.integers(0, 4, len(df))
+    repeated = df.select(pl.all().repeat_by(pl.Series(w)).explode()).drop_nulls()
+    weighted = df.with_columns(w=pl.Series(w.astype(float) * 1.0))
+    assert abs(calframe.smece(weighted, weights="w") - _relplot(repeated)[0]) < TOL
+    g = np.where(np.arange(len(df)) % 3 == 0, 1, 0)
+    grouped = calframe.smece(weighted.with_columns(g=pl.Series(g)), weights="w", by="g").sort("g")
+    for k in (0, 1):
+        assert abs(grouped["smece"][k] - _relplot(repeated.filter(pl.Series(np.repeat(g, w)) == k))[0]) < TOL
+
+
+def test_surfaces_agree():
+    df = _binary(2000, 17, power=2.0)
+    want = calframe.smece(df)
+    assert calframe.smece(df.to_pandas()) == want
+    assert df.calib.smece() == want
+    assert calframe.smece(df.lazy()).collect()["smece"][0] == want
+    assert calframe.smece(df.lazy(), by=None, ci=None).collect()["n"][0] == len(df)
+
+
+def test_partition_holds_every_grid_of_the_bisection():
+    """The rows are summed once per cell of the fine partition: exact for a grid whose nodes are all partition
+    nodes. Every bandwidth the bisection can try is k / 1024 (k = 2..1024) or the caller's sigma."""
+    nodes = set(S.fine_partition().nodes.tolist())
+    for k in range(2, 1025):
+        m = S.grid_nodes(k / 1024)
+        assert set((np.arange(m) / (m - 1)).tolist()) <= nodes, k
+
+
+def test_fixed_sigma_off_the_bisection_grid():
+    """A caller's sigma below 11/1024 that is not k / 1024 needs a grid the partition does not hold: the rows
+    are summed again on that grid (still relplot's value)."""
+    df = _binary(20_000, 18, power=1.2)
+    want = relplot.metrics.smECE_sigma(df["prob"].to_numpy(), df["label"].to_numpy().astype(float), 0.0043)
+    assert abs(calframe.smece(df, sigma=0.0043) - want) < TOL
+
+
+BAD = {
+    "prob above 1": pl.DataFrame({"prob": [0.2, 1.5], "label": [0, 1]}),
+    "null prob": pl.DataFrame({"prob": [0.2, None], "label": [0, 1]}),
+    "label 2": pl.DataFrame({"prob": [0.2, 0.4], "label": [0, 2]}),
+    "string prob": pl.DataFrame({"prob": ["a", "b"], "label": [0, 1]}),
+    "no rows": pl.DataFrame({"prob": [], "label": []}, schema={"prob": pl.Float64, "label": pl.Int64}),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_as_ece(case):
+    """Bad data gets ece's error (calframe._columns), naming smece."""
+    with pytest.raises(calframe.CalframeError) as ece_err:
+        calframe.ece(BAD[case])
+    with pytest.raises(type(ece_err.value)) as err:
+        calframe.smece(BAD[case])
+    assert str(err.value) == str(ece_err.value).replace("ece", "smece")
+
+
+def test_bad_weights_and_columns_as_ece():
+    df = pl.DataFrame({"prob": [0.2, 0.4], "label": [0, 1], "w": [1.0, -1.0]})
+    for kwargs in (dict(weights="w"), dict(label="nope"), dict(by="nope")):
+        with pytest.raises(calframe.CalframeError) as ece_err:
+            calframe.ece(df, **kwargs)
+        with pytest.raises(type(ece_err.value)) as err:
+            calframe.smece(df, **kwargs)
+        assert str(err.value) == str(ece_err.value).replace("ece", "smece")
+
+
+@pytest.mark.parametrize("kwargs, param", [(dict(sigma=0), "sigma"), (dict(sigma="wide"), "sigma"),
+                                           (dict(sigma=float("nan")), "sigma"), (dict(lens="marginal"), "lens"),
+                                           (dict(ci=2), "ci")])
+def test_bad_parameters(kwargs, param):
+    with pytest.raises(calframe.ParameterError, match=f"'{param}' parameter of smece"):
+        calframe.smece(_binary(10, 0), **kwargs)
+
+
+def test_pandas_by_result():
+    df = _binary(500, 19).to_pandas()
+    df["g"] = np.arange(len(df)) % 2
+    out = calframe.smece(df, by="g")
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == ["g", "n", "smece"]
