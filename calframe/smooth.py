@@ -118,16 +118,16 @@ def _placement(part: Partition, m: int) -> tuple[np.ndarray, np.ndarray]:
     return k, nodes[:-1] * s - k
 
 
-def moments(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
-            n_groups: int, part: Partition, rows: np.ndarray | None = None,
-            gmap: np.ndarray | None = None) -> np.ndarray:
-    """Per (group, cell) moments ``(n_groups, n_cells, 4)`` of the rows (``rows``: a subset; ``gmap``: group code
-    -> output group)."""
-    n = conf.shape[0] if rows is None else rows.shape[0]
-    width = n_groups * part.n_cells
-    flat = SK.cell_moments(conf, acc, weights, groups, gmap, rows, part.nodes, part.lookup, n_groups,
-                           AK.n_chunks(n, width * SK.N_MOMENTS // 3))
-    return flat.reshape(n_groups, part.n_cells, SK.N_MOMENTS)
+def moments(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, part: Partition,
+            groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Per (group, cell) moments ``(G, n_cells, 4)``: of all rows (G = 1), or of the groups ``which`` of
+    ``groups = (order, starts, which)`` (``accumulate.group_order``)."""
+    if groups is None:
+        flat = SK.cell_moments(conf, acc, weights, part.nodes, part.lookup,
+                               AK.n_chunks(conf.shape[0], part.n_cells * SK.N_MOMENTS // 3))
+    else:
+        flat = SK.group_cell_moments(conf, acc, weights, *groups, part.nodes, part.lookup)
+    return flat.reshape(-1, part.n_cells, SK.N_MOMENTS)
 
 
 def grids(table: np.ndarray, part: Partition, m: int) -> np.ndarray:
@@ -253,16 +253,19 @@ class Rows:
         self._grids: dict[int, np.ndarray] = {}  # m -> (G, 2, m), every group
         self._spectra: dict[int, np.ndarray] = {}
         self._fine: dict[int, np.ndarray] = {}  # group -> its fine-partition moments
-        self._order: tuple[np.ndarray, np.ndarray] | None = None
+        self._order = None if groups is None else AK.group_order(groups, n_groups)  # rows by group
         if groups is None:  # one pass on the fine partition serves every bandwidth
-            self._fine[0] = moments(conf, acc, weights, None, 1, fine_partition())[0]
+            self._fine[0] = moments(conf, acc, weights, fine_partition())[0]
         else:
             self._uniform(COARSE_NODES)
+
+    def _by_group(self, which: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        return None if self._order is None else (*self._order, which)
 
     def _uniform(self, m: int) -> None:
         """Every group's ``m``-node grid from a pass on that grid's own intervals."""
         part = uniform_partition(m)
-        table = moments(self.conf, self.acc, self.weights, self.groups, self.n_groups, part)
+        table = moments(self.conf, self.acc, self.weights, part, self._by_group(np.arange(self.n_groups)))
         self._grids[m] = grids(table, part, m)
 
     def grid(self, sel: np.ndarray, m: int) -> np.ndarray:
@@ -280,17 +283,9 @@ class Rows:
 
     def _fine_tables(self, todo: list[int]) -> None:
         """Fine-partition moments of the groups ``todo`` (their rows only, in batches of groups)."""
-        if not todo:
-            return
-        if self._order is None:
-            self._order = AK.group_order(self.groups, self.n_groups)
-        order, starts = self._order
         for b in range(0, len(todo), FINE_GROUPS):
             batch = todo[b : b + FINE_GROUPS]
-            rows = np.concatenate([order[starts[g] : starts[g + 1]] for g in batch])
-            gmap = np.full(self.n_groups, -1, dtype=np.int64)
-            gmap[batch] = np.arange(len(batch))
-            table = moments(self.conf, self.acc, self.weights, self.groups, len(batch), fine_partition(), rows, gmap)
+            table = moments(self.conf, self.acc, self.weights, fine_partition(), self._by_group(np.array(batch)))
             self._fine.update(zip(batch, table))
 
     def value(self, sel: np.ndarray, sigma: float) -> np.ndarray:

@@ -16,40 +16,48 @@ from .accumulate import partials, sum_partials
 N_MOMENTS = 4
 
 
-@njit(parallel=True, cache=True)
-def cell_moments(conf, acc, weights, groups, gmap, rows, nodes, lookup, n_out, nchunks):
-    """Per (group, cell) moments -> flat array (n_out * n_cells * 4).
-
-    Cell c is ``[nodes[c], nodes[c + 1])`` (the last one closed); ``lookup[int(x * (len(lookup) - 1))]`` is the
-    cell holding that slot's left end. ``rows``: int64 row indices or None (all rows); ``groups``: int32 codes or
-    None (one group); ``gmap``: group code -> output group (None: the code itself; -1: skipped).
-    ``weights``: float64 or None (all 1)."""
+@njit(inline="always")
+def _add_row(tab, x, a, w, nodes, lookup):
+    """Row (x, a, w) into its cell of ``tab``: cell c is ``[nodes[c], nodes[c + 1])`` (the last one closed),
+    ``lookup[int(x * (len(lookup) - 1))]`` the cell holding that slot's left end."""
     n_cells = nodes.shape[0] - 1
-    n = conf.shape[0] if rows is None else rows.shape[0]
-    slots = lookup.shape[0] - 1
-    part, step = partials(n, nchunks, N_MOMENTS * n_out * n_cells)
+    c = lookup[int(x * (lookup.shape[0] - 1))]
+    while c < n_cells - 1 and nodes[c + 1] <= x:
+        c += 1
+    d = x - nodes[c]
+    r = x - a
+    k = N_MOMENTS * c
+    tab[k] += w
+    tab[k + 1] += w * d
+    tab[k + 2] += w * r
+    tab[k + 3] += w * r * d
+
+
+@njit(parallel=True, cache=True)
+def cell_moments(conf, acc, weights, nodes, lookup, nchunks):
+    """The cell moments of all rows -> flat array (n_cells * 4). ``weights``: float64 or None (all 1)."""
+    n = conf.shape[0]
+    part, step = partials(n, nchunks, N_MOMENTS * (nodes.shape[0] - 1))
     for ch in prange(nchunks):
         tab = part[ch]
-        for j in range(ch * step, min(n, (ch + 1) * step)):
-            i = j if rows is None else rows[j]
-            g = 0 if groups is None else groups[i]
-            if gmap is not None:
-                g = gmap[g]
-                if g < 0:
-                    continue
-            x = conf[i]
-            c = lookup[int(x * slots)]
-            while c < n_cells - 1 and nodes[c + 1] <= x:
-                c += 1
-            d = x - nodes[c]
-            r = x - acc[i]
-            w = 1.0 if weights is None else weights[i]
-            k = N_MOMENTS * (g * n_cells + c)
-            tab[k] += w
-            tab[k + 1] += w * d
-            tab[k + 2] += w * r
-            tab[k + 3] += w * r * d
+        for i in range(ch * step, min(n, (ch + 1) * step)):
+            _add_row(tab, conf[i], acc[i], 1.0 if weights is None else weights[i], nodes, lookup)
     return sum_partials(part)
+
+
+@njit(parallel=True, cache=True)
+def group_cell_moments(conf, acc, weights, order, starts, which, nodes, lookup):
+    """The cell moments of the groups ``which`` -> (len(which), n_cells * 4), each group from its rows
+    ``order[starts[g]:starts[g + 1]]`` in order (``accumulate.group_order``): one small table per group, which
+    stays in cache, and no partial tables."""
+    out = np.zeros((which.shape[0], N_MOMENTS * (nodes.shape[0] - 1)))
+    for q in prange(which.shape[0]):
+        g = which[q]
+        tab = out[q]
+        for j in range(starts[g], starts[g + 1]):
+            i = order[j]
+            _add_row(tab, conf[i], acc[i], 1.0 if weights is None else weights[i], nodes, lookup)
+    return out
 
 
 @njit(cache=True)
