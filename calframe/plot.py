@@ -46,6 +46,7 @@ Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
 __all__ = [
     "MLCECurveDisplay",
     "ReliabilityDisplay",
+    "SmoothReliabilityDisplay",
     "VariableCurveDisplay",
     "VeceRankDisplay",
     "mlce_curve_plot",
@@ -536,6 +537,116 @@ class ReliabilityDisplay:
         labels, proba = predictions(estimator, X, y, "ReliabilityDisplay.from_estimator")
         return cls.from_predictions(labels, proba, sample_weight=sample_weight,
                                     name=type(estimator).__name__ if name is None else name, **options)
+
+
+# --------------------------------------------------------------------------- smooth reliability diagram
+
+
+class SmoothReliabilityDisplay:
+    """relplot's smooth reliability diagram: the kernel-smoothed outcome against the confidence, no bins.
+
+    The curve is relplot's kernel smoother at the smooth ECE's bandwidth sigma (reflected Gaussian kernel,
+    :func:`calframe.smooth.curve`: equal to relplot's ``KernelSmoother``), the band a pointwise percentile
+    bootstrap of it over resampled rows (relplot's ``prepare_rel_diagram`` bags 200 resamples and draws their
+    95% band; its main line is their mean, this one the smoother on the rows themselves), the density of the
+    confidence below.
+
+    Parameters
+    ----------
+    t, mu, density : array-like
+        The evaluation points, the smoothed curve and the density there.
+    lower, upper : array-like, optional
+        The band.
+    smece, sigma : float, optional
+        The smooth ECE and its bandwidth (the title).
+    lens : str, optional
+        The lens used (axis labels).
+    name : str, optional
+        Title prefix.
+
+    Examples
+    --------
+    >>> import calframe, calframe.plot
+    >>> df = calframe.datasets.grouped_miscalibration(n=3000, seed=0)
+    >>> disp = calframe.plot.SmoothReliabilityDisplay.from_frame(df, n_boot=20)
+    >>> disp.ax_.get_ylabel(), round(disp.smece, 6) == round(calframe.smece(df), 6)
+    ('Frequency of class 1', True)
+    """
+
+    def __init__(self, t: Any, mu: Any, density: Any, lower: Any = None, upper: Any = None, *,
+                 smece: float | None = None, sigma: float | None = None, lens: str | None = None,
+                 name: str | None = None):
+        self.t, self.mu, self.density = (np.asarray(v, dtype=np.float64) for v in (t, mu, density))
+        self.lower = None if lower is None else np.asarray(lower, dtype=np.float64)
+        self.upper = None if upper is None else np.asarray(upper, dtype=np.float64)
+        if not (self.t.shape == self.mu.shape == self.density.shape) or self.t.size < 2:
+            raise ParameterError("SmoothReliabilityDisplay: t, mu and density must be of one length (at least 2).")
+        self.smece, self.sigma, self.lens, self.name = smece, sigma, lens, name
+
+    def plot(self, ax: Any = None, *, band: bool = True, density: bool = True,
+             **kwargs: Any) -> "SmoothReliabilityDisplay":
+        """Draw the curve (``**kwargs`` go to ``Axes.plot``), its band and the density. Returns the display."""
+        plt = _pyplot()
+        fig, mains, lows = _axes(ax, 1, "SmoothReliabilityDisplay", None, (5.0, 5.0), below=density)
+        main = mains[0]
+        main.plot([0, 1], [0, 1], linestyle="--", color=REF_COLOR, linewidth=1, label="Perfect calibration")
+        self.band_ = None
+        if band and self.lower is not None:
+            self.band_ = main.fill_between(self.t, self.lower, self.upper, color=HIST_COLOR, alpha=0.35, lw=0,
+                                           label="Bootstrap band")
+        self.line_ = main.plot(self.t, self.mu, **{"color": GAP_COLOR, "linewidth": 2, "label": "Smoothed",
+                                                   **kwargs})[0]
+        xlabel, ylabel = _lens_labels(self.lens)
+        xlabel = xlabel.replace("Mean predicted", "Predicted").replace("Mean confidence", "Confidence")
+        main.set_xlim(0, 1)
+        main.set_ylim(0, 1)
+        main.set_ylabel(ylabel)
+        main.legend(loc="upper left", fontsize=8, frameon=False)
+        head = "Smooth reliability diagram"
+        if self.smece is not None:
+            head += f" (smECE = {_fmt(self.smece)}" + ("" if self.sigma is None else f", σ = {self.sigma:.4g}") + ")"
+        main.set_title(head if self.name is None else f"{self.name}: {head}", fontsize=11)
+        self.density_ax_ = None
+        if density:
+            low = lows[0]
+            low.fill_between(self.t, 0, self.density, color=HIST_COLOR, alpha=0.6, lw=0)
+            low.set_xlabel(xlabel)
+            low.set_ylabel("Density")
+            self.density_ax_ = low
+        else:
+            main.set_xlabel(xlabel)
+        self.ax_ = main
+        self.figure_ = fig
+        return self
+
+    @classmethod
+    def from_frame(cls, frame: Frame, prob: str | Sequence[str] | None = None, label: str | None = None, *,
+                   lens: str | None = None, weights: str | None = None, nulls: str = "raise",
+                   sigma: float | None = None, band: bool = True, n_boot: int = 100, level: float = 0.95,
+                   seed: int | None = 0, n_points: int = 200, name: str | None = None, ax: Any = None,
+                   density: bool = True, **kwargs: Any) -> "SmoothReliabilityDisplay":
+        """Compute the smooth ECE (:func:`calframe.smece`, its bandwidth unless ``sigma`` is given), the curve at
+        ``n_points`` points and, with ``band``, its ``level`` band over ``n_boot`` resamples (``seed``), then plot.
+        A LazyFrame is collected; one panel (no ``by``)."""
+        from . import lenses as L
+        from . import request as R
+        from . import smooth as S
+        from ._columns import resolve
+
+        func = "SmoothReliabilityDisplay"
+        req = R.smece(prob, label, lens=lens, weights=weights, nulls=nulls, sigma=sigma, n_boot=n_boot,
+                      seed=seed, ci=level)
+        scored = resolve(frame, func=func, prob=prob, label=label, weights=weights, nulls=nulls)
+        conf, acc = L.scalar(scored, req.lens, func)
+        w = None if scored.weights is None else scored.weights * scored.weight_scale
+        value, width = S.Rows(conf, acc, w, None, 1).smece(req.options.sigma)
+        t, mu, dens = S.curve(conf, acc, w, float(width[0]), n_points)
+        lo = hi = None
+        if band:
+            lo, hi = S.bootstrap_band(conf, acc, w, float(width[0]), n_boot, level, seed, n_points)
+        disp = cls(t, mu, dens, lo, hi, smece=float(value[0]), sigma=float(width[0]),
+                   lens=L.lens_used(frame, prob, lens, func=func), name=name)
+        return disp.plot(ax=ax, band=band, density=density, **kwargs)
 
 
 # --------------------------------------------------------------------------- variable curves

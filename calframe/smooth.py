@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.fft as sfft
@@ -306,3 +306,37 @@ class Rows:
             return bisect(self.value, self.n_groups)
         everyone = np.arange(self.n_groups)
         return self.value(everyone, float(sigma)), np.full(self.n_groups, float(sigma))
+
+
+# --------------------------------------------------------------------------- the smoothed reliability curve
+
+
+def curve(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, sigma: float,
+          n_points: int = MESH) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """relplot's smoothed reliability curve at bandwidth ``sigma``: (t, mu, density) at ``linspace(0, 1, n_points)``.
+
+    ``mu = smoothed(acc) / (smoothed(1) + 1e-4)`` (relplot's ``KernelSmoother`` with its reflected Gaussian kernel;
+    its ``prepare_rel_diagram`` draws the mean of bootstrapped ones), ``density`` the smoothed weights (relplot's
+    ``kde``: divided by the total weight)."""
+    sm = smoother(sigma)
+    rows = Rows(conf, conf - acc, weights, None, 1)  # the residual of conf - acc is acc: the outcome's grid
+    grid = rows.grid(np.zeros(1, dtype=np.int64), sm.m)[0]
+    inds, frac = interpolation(sm.m, n_points)
+    at = replace(sm, inds=inds, frac=frac)
+    dens, ys = at.at_points(at.smoothed(spectra(grid, sm.m)))
+    return np.linspace(0, 1, n_points), ys / (dens + DENSITY_EPS), dens / grid[0].sum()
+
+
+def bootstrap_band(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, sigma: float, n_boot: int,
+                   level: float, seed: int | None, n_points: int = MESH) -> tuple[np.ndarray, np.ndarray]:
+    """Pointwise percentile band of :func:`curve` over ``n_boot`` resamples of the rows (with replacement, as
+    relplot's ``BaggingRegressor``; its band is the 95% one)."""
+    rng = np.random.default_rng(seed)
+    n = conf.shape[0]
+    draws = np.empty((n_boot, n_points))
+    for b in range(n_boot):
+        counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+        draws[b] = curve(conf, acc, counts if weights is None else counts * weights, sigma, n_points)[1]
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(draws, [alpha, 1 - alpha], axis=0)
+    return lo, hi

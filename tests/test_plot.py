@@ -19,6 +19,7 @@ from calframe import plot as P  # noqa: E402
 from calframe.plot import (  # noqa: E402
     MLCECurveDisplay,
     ReliabilityDisplay,
+    SmoothReliabilityDisplay,
     VariableCurveDisplay,
     VeceRankDisplay,
 )
@@ -290,3 +291,49 @@ def test_null_group_gets_its_own_panel(df):
     assert "r = null" in disp.groups_ and len(disp.ax_) == 4
     for r, e in zip(ece["r"], ece["ece"]):
         assert disp.ece_[f"r = {'null' if r is None else r}"] == pytest.approx(e)
+
+
+# --------------------------------------------------------------------------- smooth reliability diagram
+
+
+def test_smooth_curve_is_relplots():
+    """The curve is relplot's KernelSmoother at the bandwidth, the density its kde (relplot's own objects)."""
+    relplot = pytest.importorskip("relplot")
+    from relplot.estimators import KernelSmoother
+    from relplot.kernels import ReflectedGaussianKernel
+
+    from calframe import smooth as S
+
+    rng = np.random.default_rng(0)
+    f = rng.random(4000)
+    y = (rng.random(4000) < f**2).astype(np.uint8)
+    sigma = relplot.metrics.smECE(f, y * 1.0, return_width=True)[1]
+    t, mu, dens = S.curve(f, y, None, sigma)
+    ker = ReflectedGaussianKernel(sigma)
+    want = KernelSmoother(ker).fit(f.reshape(-1, 1), y * 1.0).predict(t.reshape(-1, 1))
+    assert np.abs(mu - want).max() < 1e-9
+    assert np.abs(dens - ker.kde(f, t)).max() < 1e-9
+
+
+def test_smooth_display(df, tmp_path):
+    disp = SmoothReliabilityDisplay.from_frame(df, n_boot=30)
+    save_png(disp, tmp_path / "smooth.png")
+    assert disp.smece == pytest.approx(calframe.smece(df), abs=1e-12)
+    assert fmt(disp.smece) in disp.ax_.get_title()
+    assert disp.ax_.get_ylabel() == "Frequency of class 1"
+    assert disp.density_ax_.get_xlabel() == "Predicted probability of class 1"
+    inside = (disp.lower <= disp.mu + 1e-12) & (disp.mu <= disp.upper + 1e-12)
+    assert inside.mean() > 0.9  # the band is around the curve
+
+
+def test_smooth_display_top1_no_band_lazy_user_ax(df):
+    fig, ax = plt.subplots()
+    disp = SmoothReliabilityDisplay.from_frame(df.lazy(), lens="top1", band=False, density=False, ax=ax,
+                                               name="model A")
+    assert disp.ax_ is ax and disp.band_ is None and disp.lower is None
+    assert (disp.ax_.get_xlabel(), disp.ax_.get_ylabel()) == ("Confidence (top-1)", "Accuracy")
+    assert disp.ax_.get_title().startswith("model A: ")
+    with pytest.raises(calframe.ParameterError, match="'sigma' parameter"):
+        SmoothReliabilityDisplay.from_frame(df, sigma=-1)
+    with pytest.raises(calframe.ParameterError):
+        SmoothReliabilityDisplay([0, 1], [0.2], [1, 1])
