@@ -53,7 +53,7 @@ from . import request as R
 from ._errors import EmptyInputError, InvalidValueError, bad_param
 from ._names import fresh_name
 
-__all__ = ["ce", "ece", "mce", "rmsce", "brier", "log_loss", "accuracy", "vece", "vmce", "ExprCalib"]
+__all__ = ["ce", "ece", "mce", "rmsce", "brier", "log_loss", "accuracy", "vece", "vmce", "smece", "ExprCalib"]
 
 #: a column: its name, or an expression
 IntoExpr = Union[str, pl.Expr]
@@ -78,6 +78,12 @@ class RMSCE(ECE, R.Debias, total=False):
 
 class VECE(ECE, R.Powered, R.Seeded, total=False):
     """vece: ``p``, the distance and the estimator too, and the seed of its resampling."""
+
+
+class SmECE(R.Lensed, Weighted, total=False):
+    """smece: and a fixed bandwidth ``sigma``."""
+
+    sigma: float | None
 
 
 class CE(ECE, R.Resampled, R.Seeded, total=False):
@@ -342,6 +348,21 @@ def vmce(variable: IntoExpr, prob: Probs, label: IntoExpr, **options: Unpack[ECE
     True
     """
     return _figure("vmce", prob, label, variable=variable, **options)
+
+
+@R.keywords(SmECE)
+def smece(prob: Probs, label: IntoExpr, **options: Unpack[SmECE]) -> pl.Expr:
+    """Smooth ECE per group, as an expression named ``"smece"`` (:func:`calframe.smece`; relplot's ``smECE``).
+
+    Examples
+    --------
+    >>> import polars as pl, calframe
+    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
+    >>> out = df.group_by("region").agg(calframe.expr.smece("prob", "label")).sort("region")
+    >>> out["smece"].to_list() == calframe.smece(df, by="region")["smece"].to_list()
+    True
+    """
+    return _figure("smece", prob, label, **options)
 
 
 # --------------------------------------------------------------------------- pl.col("p").calib

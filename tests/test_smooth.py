@@ -175,3 +175,11 @@ def test_pandas_by_result():
     df["g"] = np.arange(len(df)) % 2
     out = calframe.smece(df, by="g")
     assert isinstance(out, pd.DataFrame) and list(out.columns) == ["g", "n", "smece"]
+
+
+def test_expression_equals_by():
+    df = calframe.datasets.grouped_miscalibration(n=4000, seed=1)
+    got = df.group_by("region").agg(calframe.expr.smece("prob", "label", lens="top1")).sort("region")
+    want = calframe.smece(df, by="region", lens="top1").sort("region")
+    assert got["smece"].to_list() == want["smece"].to_list()
+    assert df.select(pl.col("prob").calib.smece(label="label")).item() == pytest.approx(calframe.smece(df), abs=1e-12)
