@@ -181,5 +181,5 @@ def test_expression_equals_by():
     df = calframe.datasets.grouped_miscalibration(n=4000, seed=1)
     got = df.group_by("region").agg(calframe.expr.smece("prob", "label", lens="top1")).sort("region")
     want = calframe.smece(df, by="region", lens="top1").sort("region")
-    assert got["smece"].to_list() == want["smece"].to_list()
+    assert np.abs(got["smece"].to_numpy() - want["smece"].to_numpy()).max() < 1e-12  # other groups share a batch
     assert df.select(pl.col("prob").calib.smece(label="label")).item() == pytest.approx(calframe.smece(df), abs=1e-12)
