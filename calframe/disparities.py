@@ -129,8 +129,8 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
             g = int(bad[0])
             raise InvalidValueError(
                 f"{func}: the {label} of group {names[g]} ({_rows(int(counts[g]))}) is {v[g]}; the groups can only "
-                "be compared on defined, non-negative figures. Keep rows in every group (a selection such as where= "
-                "can empty one), or drop that group from the frame first."
+                "be compared on defined, non-negative figures. Keep rows in every group (gece's labels_in= or "
+                "output_between= can empty one), or drop that group from the frame first."
             )
         worst, best = (np.argmin(v), np.argmax(v)) if label in HIGHER_IS_BETTER else (np.argmax(v), np.argmin(v))
         at = {"worst": int(worst), "best": int(best), "difference": 0, "ratio": 0}  # derived columns: any row
