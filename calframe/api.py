@@ -45,9 +45,11 @@ seed : int
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Union, Unpack
 
 import numba
@@ -55,6 +57,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
+from . import disparities as D
 from . import figures as F
 from . import lenses as L
 from . import request as R
@@ -106,7 +109,36 @@ __all__ = [
     "accuracy",
     "summary",
     "smece",
+    "disparity",
 ]
+
+
+# --------------------------------------------------------------------------- running a parsed call
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A figure function's parsed call, not run: its request, frame, eager figures and row selection."""
+
+    req: R.Request
+    frame: Any
+    figures: dict[str, Figure]
+    prepare: Callable[[Scored], Scored] | None = None
+
+
+#: True while :func:`disparity` asks a figure function for its :class:`Plan` instead of its result
+_PLANNING: ContextVar[bool] = ContextVar("calframe_planning", default=False)
+
+
+def _run(req: R.Request, frame: Any, figures: dict[str, Figure] | None = None, *, binned: bool = False,
+         scalar: bool = True, prepare: Callable[[Scored], Scored] | None = None) -> Any:
+    """Run a parsed call: on any engine (``binned``: the figure comes from bin sums), else eagerly. While
+    :data:`_PLANNING`, its :class:`Plan` instead (eager figures)."""
+    if _PLANNING.get():
+        return Plan(req, frame, figures or {req.name: _ce_figure(req)}, prepare)
+    if binned:
+        return _run_binned(req, frame, figures)
+    return _evaluate(req, frame, figures or {}, scalar=scalar, prepare=prepare)
 
 
 # --------------------------------------------------------------------------- CE family
@@ -165,7 +197,7 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
     2
     """
     func = name if name in ("ece", "mce", "rmsce") else "ce"
-    return _run_binned(R.ce(func, name or "ce", prob, label, **options), frame)
+    return _run(R.ce(func, name or "ce", prob, label, **options), frame, binned=True)
 
 
 @R.keywords(R.ECE)
@@ -324,7 +356,7 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
         req = R.companion(func, prob, label, **options)
         if is_dask_frame(frame):
             return _dask().run(frame, req)
-        return _evaluate(req, frame, {func: lambda s: group_means(rows(s), s)})
+        return _run(req, frame, {func: lambda s: group_means(rows(s), s)})
 
     metric.__name__ = metric.__qualname__ = func
     metric.__doc__ = f"""{doc}
@@ -351,7 +383,7 @@ accuracy = _companion("accuracy", lambda s: L.top1(s)[1].astype(np.float64), """
 
 @R.keywords(R.Sample)
 def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, lens: str | None = None,
-            bins: int = 15, **options: Unpack[R.Sample]) -> pl.DataFrame | pd.DataFrame:
+            bins: int = 15, disparity: bool = False, **options: Unpack[R.Sample]) -> pl.DataFrame | pd.DataFrame:
     """Every headline figure in one frame, one row per group.
 
     Columns: ``n``, ``accuracy`` (top-label correctness, whatever the lens),
@@ -363,21 +395,108 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
     ``_lo``/``_hi`` bounds for each. A ``pl.LazyFrame`` is collected (its
     needed columns) and the result returned as a ``pl.LazyFrame``.
 
+    ``disparity=True`` (needs ``by``) answers how far apart the groups are
+    instead: :func:`disparity`'s table, one row per column above (``figure``
+    ``accuracy``, ``ece``, ... ``log_loss``), with the worst and best group,
+    ``difference`` and ``ratio``; with ``ci``, from the same bootstrap draws
+    as the intervals of ``summary(by=..., ci=...)`` (same ``seed``).
+
     Examples
     --------
     >>> import calframe
     >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
     >>> calframe.summary(df, by="region").columns[:4]
     ['region', 'n', 'accuracy', 'ece']
+    >>> calframe.summary(df, by="region", disparity=True)["figure"].to_list()
+    ['accuracy', 'ece', 'mce', 'rmsce', 'ce_debiased', 'brier', 'log_loss']
     """
-    req = R.summary(prob, label, lens=lens, bins=bins, **options)
+    req = R.summary(prob, label, lens=lens, bins=bins, disparity=disparity, **options)
     figures: dict[str, Figure] = {
         "accuracy": lambda s: group_means(L.top1(s)[1].astype(np.float64), s),
         **{name: _ce_figure(sub) for name, sub in R.summary_parts(req).items()},
         "brier": lambda s: group_means(_brier_rows(s), s),
         "log_loss": lambda s: group_means(_log_loss_rows(s), s),
     }
-    return _evaluate(req, frame, figures, scalar=False)  # type: ignore[return-value]
+    if disparity:
+        return _disparity_table(Plan(req, frame, figures))
+    return _run(req, frame, figures, scalar=False)  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------- disparity between groups
+
+#: disparity's own parameters (every other keyword goes to the figure)
+_DISPARITY_OWN = ("frame", "prob", "label", "by", "ci", "n_boot", "seed", "disparity")
+
+
+def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: str | None = None, *,
+              by: Columns = None, ci: float | None = None, n_boot: int = 1000, seed: int | None = 0,
+              **figure_options: Any) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+    """How far apart the groups of ``by`` are on a figure: fairlearn's ``MetricFrame`` group_max / group_min /
+    difference / ratio.
+
+    ``figure`` is the name of a function with one value per group: ``ece``,
+    ``mce``, ``rmsce``, ``ce``, ``vece``, ``vmce``, ``gece``, ``brier``,
+    ``log_loss``, ``accuracy``, or ``summary`` (each of its columns).
+    ``figure_options`` go to that function (``bins=``, ``lens=``,
+    ``variable=`` for ``vece``, ...), which computes the values exactly as
+    ``calframe.<figure>(frame, by=by, ...)`` does.
+
+    One row per figure (``summary``: per column; ``vece`` with a list of
+    variables: per variable, named ``vece:<variable>``): ``figure``,
+    ``n_groups``, ``worst_group`` and ``worst`` (the largest value; the
+    smallest for ``accuracy``), ``best_group`` and ``best`` (the other end),
+    ``difference`` = max - min and ``ratio`` = min / max (fairlearn's
+    ``ratio()``: in [0, 1], 1 when the groups agree; defined as 1 when every
+    group is 0, so it is never inf or NaN). A group label is
+    ``"region=south"``, ``"region=south, device=ios"`` with several ``by``
+    columns (a null key: ``region=null``). Ties: the first tied group in the
+    ``by=`` result's order (keys sorted, nulls last). One group: worst =
+    best, difference 0, ratio 1.
+
+    With ``ci``, ``<value>_lo`` / ``<value>_hi`` for the four values, from
+    the bootstrap of ``ci=`` (rows resampled within each group, ``n_boot``
+    draws, ``seed``): the worst and best groups' bounds are their own
+    intervals (those of ``calframe.<figure>(frame, by=by, ci=ci)``, same
+    draws), and ``difference`` and ``ratio`` are recomputed on every draw from
+    that draw's group figures before the percentiles are taken.
+
+    A ``pl.LazyFrame`` is collected (its needed columns) and the table returned as a ``pl.LazyFrame``.
+
+    Examples
+    --------
+    >>> import calframe
+    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
+    >>> d = calframe.disparity(df, "ece", by="region")
+    >>> d.select("worst_group", "best_group").row(0)
+    ('region=south', 'region=east')
+    >>> round(d["difference"][0], 4), round(d["ratio"][0], 3)  # ECE 0.0534 in the south, 0.0331 in the east
+    (0.0204, 0.619)
+    """
+    func = "disparity"
+    R.disparity(figure, by, figure_options, _figure_options)
+    token = _PLANNING.set(True)
+    try:
+        plan = globals()[figure](frame, prob=prob, label=label, by=by, ci=ci, n_boot=n_boot, seed=seed,
+                                 **figure_options)
+    finally:
+        _PLANNING.reset(token)
+    return _disparity_table(plan, func)
+
+
+def _figure_options(figure: str) -> list[str]:
+    """The keywords :func:`disparity` passes on to ``figure``'s function."""
+    return [p for p in inspect.signature(globals()[figure]).parameters if p not in _DISPARITY_OWN]
+
+
+def _disparity_table(plan: Plan, func: str = "summary") -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+    """Run ``plan``'s figures with their spread over the groups (:class:`~calframe.disparities.Spread`) and read
+    the disparity table off the ``by=`` result. Several variables (vece) are figures side by side."""
+    req = replace(plan.req, several=False)
+    labels = [f"{req.name}:{v}" for v in req.variables] if req.variables else list(plan.figures)
+    spread = D.Spread(dict(zip(labels, plan.figures.values())))
+    result = _evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare)
+    out = D.table(func, result, spread, req.ci)
+    return out.lazy() if isinstance(plan.frame, pl.LazyFrame) else out
 
 
 @R.keywords(R.Table)
@@ -453,8 +572,8 @@ def vece(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     req = R.vece(func, name, variable, prob, label, **options)
     figures = {v: _ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
     if req.lens.kind == "marginal" and not is_dask_frame(frame):
-        return _evaluate(req, frame, figures if req.several else {name: figures[req.variables[0]]})
-    return _run_binned(req, frame, figures if req.several else {name: figures[req.variables[0]]})
+        return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]})
+    return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]}, binned=True)
 
 
 def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binner:
@@ -1007,7 +1126,7 @@ def gece(
         return _select_rows(scored, func, labels_in, output, output_between)
 
     frame = _where(frame, where, func)
-    return _evaluate(req, frame, {"gece": figure}, prepare=select)
+    return _run(req, frame, {"gece": figure}, prepare=select)
 
 
 def _gece_module():

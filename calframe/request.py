@@ -427,16 +427,53 @@ def companion(func: str, prob: Columns = None, label: str | None = None, **call:
     return _checked_ci(func, o, Request(func, "companion", func, prob, label, o["by"], o["weights"], o["nulls"]))
 
 
-def summary(prob: Columns = None, label: str | None = None, **call: Any) -> Request:
-    """The headline figures in one frame: a scalar lens, ``bins`` for every binned figure."""
+def summary(prob: Columns = None, label: str | None = None, *, disparity: Any = False, **call: Any) -> Request:
+    """The headline figures in one frame: ``disparity`` (a bool; True needs ``by``), a scalar lens, ``bins`` for
+    every binned figure."""
     func = "summary"
     o = _options(call)
+    if not isinstance(disparity, (bool, np.bool_)):
+        raise bad_param(func, "disparity", "True or False", disparity)
+    if disparity:
+        _groups_to_compare(func, o["by"], "a group column or a list of group columns with disparity=True (it "
+                           "compares the groups)")
     lens_ = scalar_lens(func, o["lens"])
     uniform = make_binning(func, "uniform", o["bins"], "left")
     if o["weights"] is None:
         make_binning(func, "equal_mass", o["bins"], "left")  # the debiased figure's bins (summary_parts)
     return _checked_ci(func, o, Request(func, "summary", func, prob, label, o["by"], o["weights"], o["nulls"],
                                         lens_, uniform))
+
+
+#: the public functions :func:`calframe.disparity` compares groups on (one value per group for each figure)
+DISPARITY_FIGURES = ("ece", "mce", "rmsce", "ce", "vece", "vmce", "gece", "brier", "log_loss", "accuracy", "summary")
+
+
+def disparity(figure: Any, by: Columns, options: dict[str, Any], accepted: Callable[[str], Sequence[str]]) -> str:
+    """:func:`calframe.disparity`: the figure's name, ``by`` (needed), then the options for the figure (each one
+    ``accepted(figure)`` lists; the debiased E2, which can be negative, refused: a ratio needs non-negative
+    figures). The figure's function checks their values, and ci / n_boot / seed, when it parses its call."""
+    func = "disparity"
+    if not isinstance(figure, str) or figure not in DISPARITY_FIGURES:
+        raise bad_param(func, "figure", f"the name of a figure with one value per group, one of "
+                        f"{list(DISPARITY_FIGURES)}", figure)
+    _groups_to_compare(func, by, "a group column or a list of group columns (disparity compares the groups)")
+    names = accepted(figure)
+    unknown = [k for k in options if k not in names]
+    if unknown:
+        raise ParameterError(f"{func}: figure {figure!r} takes no option {unknown[0]!r}; its options are "
+                             f"{sorted(names)} (beside prob, label, by, ci, n_boot, seed).", unknown[0])
+    if options.get("squared") and options.get("estimator") == "debiased":
+        raise ParameterError(f"{func}: squared=True with estimator='debiased' gives E2 estimates, which can be "
+                             "negative; the ratio between groups needs non-negative figures. Use squared=False "
+                             "(the default: sqrt(max(E2, 0))).", "squared")
+    return figure
+
+
+def _groups_to_compare(func: str, by: Columns, expected: str) -> None:
+    """``by`` given (a disparity compares groups); the columns themselves are resolve's to check."""
+    if by is None or (isinstance(by, (list, tuple)) and not by):
+        raise bad_param(func, "by", expected, by)
 
 
 def _checked_ci(func: str, o: dict[str, Any], req: Request) -> Request:

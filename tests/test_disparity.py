@@ -1,0 +1,290 @@
+"""calframe.disparity and summary(by=, disparity=True): how far apart the groups of a by= figure are.
+
+Expected values are computed by hand: max / min / difference / ratio with numpy from the by= result, and the
+bootstrap bounds from draws reproduced independently (the scheme documented in engines/eager._bootstrap: draw r
+takes uniforms from default_rng([seed, r]); the j-th row of a group's resample is row floor(u_j * n_g) of that
+group, groups in key order, rows in frame order) with a numpy ECE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import calframe
+from calframe import ColumnNotFoundError, ColumnTypeError, InvalidValueError, ParameterError
+from calframe.disparities import spread
+from calframe.frames.dispatch import check_supported
+
+
+@pytest.fixture(scope="module")
+def df() -> pl.DataFrame:
+    return calframe.datasets.grouped_miscalibration(n=3000, seed=0)
+
+
+def by_hand(values: np.ndarray, higher_is_better: bool = False) -> dict[str, float | int]:
+    """Worst / best index (first on a tie), max - min and min / max of one figure's group values."""
+    worst = int(np.argmin(values) if higher_is_better else np.argmax(values))
+    best = int(np.argmax(values) if higher_is_better else np.argmin(values))
+    hi, lo = values.max(), values.min()
+    return {"worst": worst, "best": best, "difference": hi - lo, "ratio": lo / hi if hi > 0 else 1.0}
+
+
+def check_row(row: dict, grouped: pl.DataFrame, figure: str, by: list[str], higher_is_better: bool = False) -> None:
+    values = grouped[figure].to_numpy()
+    want = by_hand(values, higher_is_better)
+    label = [", ".join(f"{c}={grouped[c][i]}" for c in by) for i in range(grouped.height)]
+    assert row["n_groups"] == grouped.height
+    assert row["worst_group"] == label[want["worst"]] and row["worst"] == values[want["worst"]]
+    assert row["best_group"] == label[want["best"]] and row["best"] == values[want["best"]]
+    assert row["difference"] == pytest.approx(want["difference"], rel=1e-15, abs=0)
+    assert row["ratio"] == pytest.approx(want["ratio"], rel=1e-15, abs=0)
+
+
+@pytest.mark.parametrize("figure, options", [("ece", {}), ("mce", {"bins": 5}), ("rmsce", {}), ("brier", {}),
+                                             ("log_loss", {}), ("accuracy", {}), ("ce", {"p": 2, "lens": "top1"}),
+                                             ("vece", {"variable": "age"}), ("gece", {})])
+def test_values_are_max_min_difference_ratio_of_the_by_result(df, figure, options):
+    d = calframe.disparity(df, figure, by="region", **options)
+    grouped = getattr(calframe, figure)(df, by="region", **options)
+    name = "vece:age" if figure == "vece" else figure
+    assert d.columns == ["figure", "n_groups", "worst_group", "worst", "best_group", "best", "difference", "ratio"]
+    assert d.height == 1 and d["figure"][0] == name
+    check_row(d.row(0, named=True), grouped.rename({"vece": "vece:age"}) if figure == "vece" else grouped,
+              name, ["region"], higher_is_better=figure == "accuracy")
+
+
+def test_several_by_columns_label_each_group_with_every_key(df):
+    d = calframe.disparity(df, "ece", by=["region", "device"])
+    grouped = calframe.ece(df, by=["region", "device"])
+    check_row(d.row(0, named=True), grouped, "ece", ["region", "device"])
+    assert d["worst_group"][0].startswith("region=") and ", device=" in d["worst_group"][0]
+
+
+def test_null_and_typed_keys_are_labelled_as_polars_writes_them():
+    rng = np.random.default_rng(1)
+    n = 600
+    p = rng.uniform(0.05, 0.95, n)
+    frame = pl.DataFrame({"prob": p, "label": (rng.uniform(size=n) < p ** 1.5).astype(np.int8),
+                          "g": pl.Series([1, None, 3] * 200, dtype=pl.Int64)})
+    grouped = calframe.ece(frame, by="g")
+    labels = {"g=1", "g=3", "g=null"}
+    d = calframe.disparity(frame, "ece", by="g")
+    assert {d["worst_group"][0], d["best_group"][0]} <= labels
+    values = grouped["ece"].to_numpy()  # keys sorted, nulls last: 1, 3, null
+    assert d["worst_group"][0] == ["g=1", "g=3", "g=null"][int(np.argmax(values))]
+
+
+def test_summary_disparity_has_one_row_per_summary_column(df):
+    d = calframe.summary(df, by="region", disparity=True)
+    grouped = calframe.summary(df, by="region")
+    figures = ["accuracy", "ece", "mce", "rmsce", "ce_debiased", "brier", "log_loss"]
+    assert d["figure"].to_list() == figures
+    for i, figure in enumerate(figures):
+        check_row(d.row(i, named=True), grouped, figure, ["region"], higher_is_better=figure == "accuracy")
+    assert d.equals(calframe.disparity(df, "summary", by="region"))
+
+
+def test_several_variables_give_one_row_per_variable(df):
+    d = calframe.disparity(df, "vece", by="region", variable=["age", "device"])
+    assert d["figure"].to_list() == ["vece:age", "vece:device"]
+    for i, v in enumerate(["age", "device"]):
+        grouped = calframe.vece(df, v, by="region").rename({"vece": v})
+        check_row(d.row(i, named=True), grouped, v, ["region"])
+
+
+# --------------------------------------------------------------------------- the bootstrap
+
+
+def numpy_ece(p: np.ndarray, y: np.ndarray, bins: int) -> float:
+    """ECE of the positive class, uniform bins closed on the left (numpy.digitize on linspace edges)."""
+    b = np.digitize(p, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    gaps = [abs(p[b == k].sum() - y[b == k].sum()) for k in range(bins)]
+    return float(np.sum(gaps) / p.size)
+
+
+def hand_bootstrap(frame: pl.DataFrame, by: str, bins: int, n_boot: int, seed: int) -> np.ndarray:
+    """Per draw and group (groups in key order), the ECE of the draw's resample of that group."""
+    keys = sorted(frame[by].unique().to_list())
+    p, y, g = frame["prob"].to_numpy(), frame["label"].to_numpy().astype(float), frame[by].to_numpy()
+    rows = [np.flatnonzero(g == k) for k in keys]
+    max_n = max(r.size for r in rows)
+    out = np.empty((n_boot, len(keys)))
+    for r in range(n_boot):
+        u = np.random.default_rng([seed, r]).random(max_n)
+        for j, idx in enumerate(rows):
+            take = idx[np.minimum((u[: idx.size] * idx.size).astype(np.int64), idx.size - 1)]
+            out[r, j] = numpy_ece(p[take], y[take], bins)
+    return out
+
+
+def test_intervals_are_percentiles_of_the_same_draws():
+    frame = calframe.datasets.grouped_miscalibration(n=900, seed=3).select("prob", "label", "region")
+    level, n_boot, seed, bins = 0.9, 60, 7, 6
+    d = calframe.disparity(frame, "ece", by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins).row(0, named=True)
+    draws = hand_bootstrap(frame, "region", bins, n_boot, seed)
+    q = [(1 - level) / 2, 1 - (1 - level) / 2]
+    diff = draws.max(axis=1) - draws.min(axis=1)
+    ratio = draws.min(axis=1) / draws.max(axis=1)
+    np.testing.assert_allclose([d["difference_lo"], d["difference_hi"]], np.quantile(diff, q), rtol=1e-12)
+    np.testing.assert_allclose([d["ratio_lo"], d["ratio_hi"]], np.quantile(ratio, q), rtol=1e-12)
+    # the worst and best groups' bounds: their own intervals, from the same draws as ece(by=, ci=)
+    grouped = calframe.ece(frame, by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins)
+    keys = grouped["region"].to_list()
+    for end in ("worst", "best"):
+        j = keys.index(d[f"{end}_group"].removeprefix("region="))
+        np.testing.assert_allclose([d[f"{end}_lo"], d[f"{end}_hi"]], np.quantile(draws[:, j], q), rtol=1e-12)
+        assert (d[f"{end}_lo"], d[f"{end}_hi"]) == (grouped["ece_lo"][j], grouped["ece_hi"][j])
+    # not the groups' intervals combined
+    assert d["difference_hi"] != pytest.approx(d["worst_hi"] - d["best_lo"])
+
+
+def test_summary_disparity_bounds_share_summary_draws(df):
+    kw = dict(by="region", ci=0.8, n_boot=30, seed=5)
+    d = calframe.summary(df, disparity=True, **kw)
+    grouped = calframe.summary(df, **kw)
+    keys = grouped["region"].to_list()
+    for row in d.iter_rows(named=True):
+        j = keys.index(row["worst_group"].removeprefix("region="))
+        assert (row["worst_lo"], row["worst_hi"]) == (grouped[f"{row['figure']}_lo"][j],
+                                                       grouped[f"{row['figure']}_hi"][j])
+    bounds = [f"{v}_{e}" for v in ("worst", "best", "difference", "ratio") for e in ("lo", "hi")]
+    assert d.columns[8:] == bounds
+
+
+# --------------------------------------------------------------------------- ties, one group, zeros
+
+
+def _frame(groups: dict[str, tuple[np.ndarray, np.ndarray]]) -> pl.DataFrame:
+    return pl.concat([pl.DataFrame({"prob": p, "label": y.astype(np.int8), "g": [k] * p.size})
+                      for k, (p, y) in groups.items()])
+
+
+def test_ties_report_the_first_group_in_key_order():
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.1, 0.9, 200)
+    bad = (p, (rng.uniform(size=200) < 0.5).astype(int))
+    good = (p, (rng.uniform(size=200) < p).astype(int))
+    frame = _frame({"c": bad, "a": bad, "b": good, "d": good})  # c and a tie for worst, b and d for best
+    values = calframe.ece(frame, by="g")["ece"].to_numpy()
+    assert values[0] == values[2] and values[1] == values[3] and values[0] > values[1]
+    d = calframe.disparity(frame, "ece", by="g").row(0, named=True)
+    assert (d["worst_group"], d["best_group"]) == ("g=a", "g=b")
+
+
+def test_one_group_has_difference_0_and_ratio_1(df):
+    d = calframe.disparity(df.filter(pl.col("region") == "east"), "ece", by="region", ci=0.9, n_boot=20)
+    row = d.row(0, named=True)
+    assert row["n_groups"] == 1 and row["worst_group"] == row["best_group"] == "region=east"
+    assert row["worst"] == row["best"] == calframe.ece(df.filter(pl.col("region") == "east"))
+    assert (row["difference"], row["difference_lo"], row["difference_hi"]) == (0.0, 0.0, 0.0)
+    assert (row["ratio"], row["ratio_lo"], row["ratio_hi"]) == (1.0, 1.0, 1.0)
+
+
+def test_zero_values_give_a_defined_ratio():
+    perfect = (np.array([0.0, 1.0] * 50), np.array([0, 1] * 50))  # every figure 0 on every resample
+    rng = np.random.default_rng(4)
+    p = rng.uniform(0.1, 0.9, 100)
+    off = (p, (rng.uniform(size=100) < 0.5).astype(int))
+    both_zero = calframe.disparity(_frame({"a": perfect, "b": perfect}), "brier", by="g", ci=0.9, n_boot=20)
+    row = both_zero.row(0, named=True)
+    assert (row["worst"], row["best"], row["difference"], row["ratio"]) == (0.0, 0.0, 0.0, 1.0)
+    assert (row["ratio_lo"], row["ratio_hi"]) == (1.0, 1.0)
+    one_zero = calframe.disparity(_frame({"a": perfect, "b": off}), "ece", by="g", ci=0.9, n_boot=20)
+    row = one_zero.row(0, named=True)
+    assert (row["best_group"], row["best"], row["ratio"]) == ("g=a", 0.0, 0.0)
+    assert row["difference"] == row["worst"] > 0 and (row["ratio_lo"], row["ratio_hi"]) == (0.0, 0.0)
+    assert np.isfinite(one_zero.select(pl.exclude("figure", "worst_group", "best_group")).to_numpy()).all()
+
+
+def test_spread_of_replicates():
+    diff, ratio = spread(np.array([[0.02, 0.08, 0.04], [0.0, 0.0, 0.0], [0.0, 0.05, 0.01], [0.1, np.nan, 0.2]]))
+    np.testing.assert_allclose(diff[:3], [0.06, 0.0, 0.05])
+    np.testing.assert_allclose(ratio[:3], [0.25, 1.0, 0.0])
+    assert np.isnan(diff[3]) and np.isnan(ratio[3])  # a replicate with an undefined group: left out of percentiles
+
+
+# --------------------------------------------------------------------------- surfaces
+
+
+def test_flavours_and_handles_agree(df):
+    want = calframe.disparity(df, "ece", by="region", ci=0.9, n_boot=20)
+    pd_out = calframe.disparity(df.to_pandas(), "ece", by="region", ci=0.9, n_boot=20)
+    assert isinstance(pd_out, pd.DataFrame)
+    pd.testing.assert_frame_equal(pd_out, want.to_pandas())
+    lazy = calframe.disparity(df.lazy(), "ece", by="region", ci=0.9, n_boot=20)
+    assert isinstance(lazy, pl.LazyFrame) and lazy.collect().equals(want)
+    assert df.calib.disparity("ece", by="region", ci=0.9, n_boot=20).equals(want)
+    assert calframe.calib(df.to_pandas()).disparity("ece", by="region", ci=0.9, n_boot=20).equals(pd_out)
+    assert df.calib.summary(by="region", disparity=True).equals(calframe.summary(df, by="region", disparity=True))
+
+
+def test_dask_frames_are_refused_with_what_to_do():
+    with pytest.raises(ColumnTypeError, match=r"disparity: Dask DataFrames are not supported.*compute\(\)"):
+        check_supported("disparity")
+
+
+def test_the_caller_frame_is_not_modified(df):
+    before = df.clone()
+    pdf = df.to_pandas()
+    pdf_before = pdf.copy()
+    calframe.disparity(df, "vece", by="region", variable="age", ci=0.9, n_boot=10)
+    calframe.disparity(pdf, "summary", by="region")
+    assert df.equals(before)
+    pd.testing.assert_frame_equal(pdf, pdf_before)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("figure", ["reliability", "lce", "nope", None, 3])
+def test_unknown_figure(df, figure):
+    with pytest.raises(ParameterError, match=r"'figure' parameter of disparity must be the name of a figure.*ece") as e:
+        calframe.disparity(df, figure, by="region")
+    assert e.value.param == "figure"
+
+
+@pytest.mark.parametrize("by", [None, []])
+def test_by_is_needed(df, by):
+    with pytest.raises(ParameterError, match=r"'by' parameter of disparity must be a group column") as e:
+        calframe.disparity(df, "ece", by=by)
+    assert e.value.param == "by"
+    with pytest.raises(ParameterError, match=r"'by' parameter of summary must be a group column.*disparity=True"):
+        calframe.summary(df, by=by, disparity=True)
+
+
+def test_missing_by_column(df):
+    with pytest.raises(ColumnNotFoundError, match="zone"):
+        calframe.disparity(df, "ece", by="zone")
+
+
+def test_options_the_figure_does_not_take(df):
+    with pytest.raises(ParameterError, match=r"disparity: figure 'brier' takes no option 'bins'; its options are") as e:
+        calframe.disparity(df, "brier", by="region", bins=10)
+    assert e.value.param == "bins"
+    with pytest.raises(ParameterError, match="disparity"):
+        calframe.disparity(df, "summary", by="region", disparity=True)  # disparity's own, not the figure's
+
+
+def test_figure_options_are_checked_by_the_figure(df):
+    with pytest.raises(ParameterError, match=r"'bins' parameter of ece"):
+        calframe.disparity(df, "ece", by="region", bins=0)
+    with pytest.raises(ParameterError, match=r"'ci' parameter"):
+        calframe.disparity(df, "ece", by="region", ci=1.5)
+    with pytest.raises(ParameterError, match=r"'disparity' parameter of summary must be True or False"):
+        calframe.summary(df, by="region", disparity="yes")
+
+
+def test_negative_figures_are_refused(df):
+    with pytest.raises(ParameterError, match=r"squared=True with estimator='debiased'.*non-negative") as e:
+        calframe.disparity(df, "ce", by="region", p=2, estimator="debiased", squared=True)
+    assert e.value.param == "squared"
+
+
+def test_a_group_without_rows_is_an_error_not_a_nan(df):
+    frame = df.with_columns(high=pl.col("prob") > 0.5)
+    assert np.isnan(calframe.gece(frame, by="high", output_between=(0.0, 0.5))["gece"][1])  # group high=true: 0 rows
+    with pytest.raises(InvalidValueError, match=r"disparity: the gece of group high=true \(0 rows\) is nan"):
+        calframe.disparity(frame, "gece", by="high", output_between=(0.0, 0.5))
