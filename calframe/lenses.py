@@ -22,7 +22,7 @@ metrics, each class binned on its own (Kumar et al. Def. 2.4).
 This module is the one place the lens is defined; every engine calls it:
 :func:`binary_rule` (one probability column, written once over numpy, Polars
 and SQL), :func:`predicted` / :func:`top1` / :func:`class_lens` (numpy),
-:func:`lens_exprs` (Polars expressions), :func:`lens_sql` (SQL text).
+:func:`lens_exprs` (Polars expressions), :func:`lens_nw` (narwhals expressions), :func:`lens_sql` (SQL text).
 tests/test_rules.py holds them (and GECE's numba vector lens) to a by-hand
 reference on ties and on p = 0.5 and its neighbouring floats.
 """
@@ -257,6 +257,33 @@ def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr,
             pred = pl.concat_arr(classes).arr.arg_max()
     correct = (pred.cast(pl.Float64) == label) if label_kind == "float" else (pred.cast(pl.Int64) == label)
     return conf, correct.cast(pl.Float64)
+
+
+def lens_nw(lens: Lens, probs: Any, label: Any, *, label_kind: str = "int",
+            func: str = "calframe") -> tuple[Any, Any]:
+    """(conf, acc) Float64 narwhals expressions of a scalar lens (DuckDB, Spark, Ibis, pyarrow), the same numbers
+    as :func:`scalar` and :func:`lens_exprs`: ``probs`` is one Float64 expression (binary input) or a list of the
+    K class probabilities; ``label`` as in :func:`lens_exprs`. Ties go to the lowest class index."""
+    import narwhals as nw
+
+    binary = not isinstance(probs, (list, tuple))
+    lens = resolve_lens(lens, binary)
+    if lens.kind == "marginal":
+        raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+    if binary:
+        if lens.kind == "class":
+            parse_lens(func, lens, 2)
+        return binary_rule(lens, probs, label.cast(nw.Float64))
+    k = len(probs)
+    if lens.kind == "class":
+        parse_lens(func, lens, k)
+        return probs[lens.c], label_is(label, lens.c, label_kind).cast(nw.Float64)
+    conf = nw.max_horizontal(*probs)
+    pred = nw.lit(k - 1)
+    for j in range(k - 2, -1, -1):  # the first maximum wins
+        pred = nw.when(probs[j] == conf).then(nw.lit(j)).otherwise(pred)
+    correct = (pred.cast(nw.Float64) == label) if label_kind == "float" else (pred.cast(nw.Int64) == label)
+    return conf, correct.cast(nw.Float64)
 
 
 def lens_sql(lens: Lens, p: str, y: str) -> tuple[str, str]:
