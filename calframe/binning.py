@@ -221,7 +221,7 @@ def edge_bins_nw(x: Any, inner: Sequence[float], closed: str) -> Any:
     import narwhals as nw
 
     if len(inner) == 0:  # one bin
-        return nw.when(x.is_not_null()).then(nw.lit(0)).cast(nw.Int32)
+        return nw.when(~x.is_null()).then(nw.lit(0)).cast(nw.Int32)
     terms = [((x > float(e)) if closed == "right" else (x >= float(e))).cast(nw.Int32) for e in inner]
     out = terms[0]
     for t in terms[1:]:
