@@ -222,7 +222,8 @@ def edge_bins_nw(x: Any, inner: Sequence[float], closed: str) -> Any:
 
     if len(inner) == 0:  # one bin
         return nw.when(~x.is_null()).then(nw.lit(0)).cast(nw.Int32)
-    terms = [((x > float(e)) if closed == "right" else (x >= float(e))).cast(nw.Int32) for e in inner]
+    edges = [nw.lit(float(e), nw.Float64) for e in inner]
+    terms = [((x > e) if closed == "right" else (x >= e)).cast(nw.Int32) for e in edges]
     out = terms[0]
     for t in terms[1:]:
         out = out + t
@@ -237,8 +238,12 @@ def uniform_bin_nw(x: Any, bins: int, closed: str) -> Any:
 
     if bins == 1 or not _edges_computable(bins, closed):
         return edge_bins_nw(x, [float(e) for e in uniform_edges(bins, closed)[1:-1]], closed)
+    # k * (1 / B) in float64: Ibis writes float literals as decimals, which DuckDB reads as DECIMAL, and drops a
+    # cast to float64 of what it types as float64 already; k (a whole number below 2^24) is exact in float32 and
+    # a DOUBLE once cast back, so the product is numpy's.
     inv = 1.0 / bins
-    return uniform_nudge(x, uniform_k0(x, float(bins)), float(bins), closed, lambda k: k * inv).cast(nw.Int32)
+    return uniform_nudge(x, uniform_k0(x, float(bins)), float(bins), closed,
+                         lambda k: k.cast(nw.Float32).cast(nw.Float64) * inv).cast(nw.Int32)
 
 
 def edge_bins_sql(x: str, inner: Sequence[float], closed: str) -> str:

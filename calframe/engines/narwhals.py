@@ -148,7 +148,7 @@ class _Engine:
         nw = _nw()
         arrow = df.to_arrow()
         if self.kind == "duckdb":
-            native = _duckdb_scan(self.native, arrow, f"{_P}t{next(self._ids)}")
+            native = _duckdb_table(self.native, arrow, f"{_P}t{next(self._ids)}")
         elif self.kind == "spark":
             native = self.native.sparkSession.createDataFrame(arrow)
         elif self.kind == "ibis":
@@ -167,11 +167,14 @@ class _Engine:
         return self.table(df).to_native()
 
 
-def _duckdb_scan(rel: Any, arrow: Any, alias: str) -> Any:
-    """A relation on ``rel``'s connection (which a relation does not expose) scanning ``arrow``: DuckDB's
-    replacement scan finds the local variable the query names."""
-    __cf_arrow = arrow  # noqa: F841 - read by the query
-    return rel.query(f"{_P}r", "SELECT * FROM __cf_arrow").set_alias(alias)
+def _duckdb_table(rel: Any, arrow: Any, alias: str) -> Any:
+    """``arrow`` as a relation on ``rel``'s connection (kept by DuckDB's relation as ``_con``; a relation has no
+    public way to reach it), else on DuckDB's default connection (where ``duckdb.sql`` / ``duckdb.read_parquet``
+    put relations)."""
+    import duckdb
+
+    con = getattr(rel, "_con", None)
+    return (con.from_arrow(arrow) if con is not None else duckdb.from_arrow(arrow)).set_alias(alias)
 
 
 def _collect(q: Any) -> pl.DataFrame:
