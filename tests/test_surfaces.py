@@ -26,8 +26,8 @@ def duck(data):
     """The data as a DuckDB table (and an Ibis connection to it)."""
     duckdb = pytest.importorskip("duckdb")
     con = duckdb.connect()
-    arrow = data["df"].to_arrow()  # noqa: F841 - read by the query
-    con.execute("CREATE TABLE scores AS SELECT * FROM arrow")
+    con.register("source", data["df"].to_arrow())
+    con.execute("CREATE TABLE scores AS SELECT * FROM source")
     yield con
     con.close()
 
