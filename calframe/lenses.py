@@ -211,6 +211,17 @@ def label_is(label: pl.Expr, c: int, label_kind: str = "int") -> pl.Expr:
     return label == (float(c) if label_kind == "float" else c)
 
 
+def _scalar_lens(lens: Lens, binary: bool, func: str) -> Lens:
+    """The scalar lens an expression rendering computes: the default resolved, the marginal lens refused, a
+    class past 1 on binary input the ParameterError of :func:`parse_lens`."""
+    lens = resolve_lens(lens, binary)
+    if lens.kind == "marginal":
+        raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+    if binary and lens.kind == "class":
+        parse_lens(func, lens, 2)
+    return lens
+
+
 def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr, *, k: int | None = None,
                label_kind: str = "int", func: str = "calframe") -> tuple[pl.Expr, pl.Expr]:
     """(conf, acc) Float64 Polars expressions of a scalar lens, the same numbers as :func:`scalar`.
@@ -229,12 +240,8 @@ def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr,
     [(0.8, 1.0), (0.5, 0.0), (0.9, 1.0)]
     """
     binary = isinstance(probs, pl.Expr) and k is None
-    lens = resolve_lens(lens, binary)
-    if lens.kind == "marginal":
-        raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+    lens = _scalar_lens(lens, binary, func)
     if binary:
-        if lens.kind == "class":
-            parse_lens(func, lens, 2)
         return binary_rule(lens, probs, label.cast(pl.Float64))
     if isinstance(probs, pl.Expr):
         assert k is not None
@@ -267,12 +274,8 @@ def lens_nw(lens: Lens, probs: Any, label: Any, *, label_kind: str = "int",
     import narwhals as nw
 
     binary = not isinstance(probs, (list, tuple))
-    lens = resolve_lens(lens, binary)
-    if lens.kind == "marginal":
-        raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+    lens = _scalar_lens(lens, binary, func)
     if binary:
-        if lens.kind == "class":
-            parse_lens(func, lens, 2)
         return binary_rule(lens, probs, label.cast(nw.Float64))
     k = len(probs)
     if lens.kind == "class":

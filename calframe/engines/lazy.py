@@ -337,10 +337,12 @@ def _prob_ok(plan: _Plan) -> pl.Expr:
     return in_unit & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
 
 
-def _label_ok(plan: _Plan) -> pl.Expr:
-    y = pl.col(plan.label_col)
+def _label_ok(plan: _Plan, y: Any = None) -> pl.Expr:
+    """True where the label is one of the classes; ``y``: the label column as a Polars (default) or narwhals
+    expression (the narwhals engine)."""
+    y = pl.col(plan.label_col) if y is None else y
     if plan.label_kind == "bool":
-        return y.is_not_null()
+        return ~y.is_null()
     if plan.binary:
         return (y == 0) | (y == 1)
     ok = (y >= 0) & (y < plan.k)

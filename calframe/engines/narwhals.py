@@ -47,7 +47,6 @@ import polars as pl
 from .. import figures as F
 from .. import lenses as L
 from .._columns import SUM_TOLERANCE, check_group_weights, weight_exponents
-from .. import _errors as E
 from .._errors import ParameterError
 from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
 from ..request import Request
@@ -209,19 +208,6 @@ def _prob_ok(plan: LZ._Plan) -> Any:
     return _all([(p >= 0.0) & (p <= 1.0) for p in ps]) & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
 
 
-def _label_ok(plan: LZ._Plan) -> Any:
-    nw = _nw()
-    y = nw.col(plan.label_col)
-    if plan.label_kind == "bool":
-        return ~y.is_null()
-    if plan.binary:
-        return (y == 0) | (y == 1)
-    ok = (y >= 0) & (y < plan.k)
-    if plan.label_kind == "float":
-        ok = ok & (y.floor() == y)
-    return ok
-
-
 def _raw_weights(plan: LZ._Plan) -> Any:
     nw = _nw()
     return nw.col(plan.weight_col).cast(nw.Float64)
@@ -243,7 +229,7 @@ def _keep(plan: LZ._Plan) -> Any:
 def _row_ok(plan: LZ._Plan) -> Any:
     """True where the row passes every row check (False for a bad or a null row)."""
     nw = _nw()
-    parts = [_prob_ok(plan), _label_ok(plan)]
+    parts = [_prob_ok(plan), LZ._label_ok(plan, nw.col(plan.label_col))]
     if plan.weight_col is not None:
         w = _raw_weights(plan)
         parts.append(w.is_finite() & (w >= 0.0))
@@ -673,6 +659,8 @@ def _unsupported(req: Request) -> str | None:
         return f"calframe.{req.func}"
     if req.ci is not None:
         return "ci="
+    if req.sweep:
+        return "binning='sweep'"
     if req.lens.kind == "marginal":
         return "the marginal lens"
     if req.variables and req.variable is None:
