@@ -5,9 +5,9 @@ A rule is a plain Python function over its inputs using ``+ - * /``, comparisons
 ``&`` and the functions here (:func:`where`, :func:`floor`, :func:`minimum`,
 :func:`flag`, :func:`floor_clip`; this module is also the ``xp`` argument of
 :func:`calframe.binning.linear_quantile` and :func:`calframe.binning.lerp`);
-given numpy arrays it computes, given ``pl.Expr`` it builds an expression, given
-:class:`Sql` it writes SQL. So the rule is written once and every engine runs
-that same text.
+given numpy arrays it computes, given ``pl.Expr`` (or a narwhals ``Expr``: DuckDB,
+Spark, Ibis, pyarrow) it builds an expression, given :class:`Sql` it writes SQL.
+So the rule is written once and every engine runs that same text.
 
 >>> x = Sql("x")
 >>> str(where(x > 0.5, x, 1.0 - x))
@@ -17,12 +17,25 @@ that same text.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from ._errors import ParameterError
+
+
+def is_nw(x: Any) -> bool:
+    """Whether ``x`` is a narwhals expression (False whenever narwhals has not been imported: an optional
+    dependency, imported by :mod:`calframe.engines.narwhals`)."""
+    nw = sys.modules.get("narwhals")
+    return nw is not None and isinstance(x, nw.Expr)
+
+
+def _expr(x: Any) -> bool:
+    """A Polars or narwhals expression: the two share the method names used here."""
+    return isinstance(x, pl.Expr) or is_nw(x)
 
 
 def lit(x: float) -> str:
@@ -79,9 +92,11 @@ class Sql:
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:
-    """``a`` where ``cond`` holds, else ``b``: numpy.where / pl.when / CASE WHEN."""
+    """``a`` where ``cond`` holds, else ``b``: numpy.where / pl.when / nw.when / CASE WHEN."""
     if isinstance(cond, pl.Expr):
         return pl.when(cond).then(a).otherwise(b)
+    if is_nw(cond):
+        return sys.modules["narwhals"].when(cond).then(a).otherwise(b)
     if isinstance(cond, Sql):
         return Sql(f"CASE WHEN {cond.text} THEN {_text(a)} ELSE {_text(b)} END")
     return np.where(cond, a, b)
@@ -91,8 +106,8 @@ def _function(sql: str, method: Any, array: Any, doc: str) -> Any:
     """A function of one value: ``method`` of a Polars expression, ``sql(x)`` on SQL text, ``array`` on numpy."""
 
     def function(x: Any) -> Any:
-        if isinstance(x, pl.Expr):
-            return method(x)
+        if _expr(x):
+            return getattr(x, method.__name__)()
         if isinstance(x, Sql):
             return Sql(f"{sql}({x.text})")
         return array(x)
@@ -113,26 +128,31 @@ bin_max = _function("MAX", pl.Expr.max, lambda x: np.max(x, axis=-1), "The large
 
 
 def minimum(a: Any, b: Any) -> Any:
-    """numpy.minimum / ``pl.min_horizontal`` / LEAST."""
+    """numpy.minimum / ``pl.min_horizontal`` / ``nw.min_horizontal`` / LEAST."""
     if isinstance(a, Sql) or isinstance(b, Sql):
         return Sql(f"LEAST({_text(a)}, {_text(b)})")
+    if is_nw(a) or is_nw(b):
+        return sys.modules["narwhals"].min_horizontal(a, b)
     if isinstance(a, pl.Expr) or isinstance(b, pl.Expr):
         return pl.min_horizontal(a, b)
     return np.minimum(a, b)
 
 
 def flag(cond: Any) -> Any:
-    """1 where ``cond`` holds, else 0 (a float64 for Polars, whose null stays null; an integer in SQL)."""
+    """1 where ``cond`` holds, else 0 (a float64 for Polars and narwhals, whose null stays null; an integer in
+    SQL)."""
     if isinstance(cond, pl.Expr):
         return cond.cast(pl.Float64)
+    if is_nw(cond):
+        return cond.cast(sys.modules["narwhals"].Float64)
     if isinstance(cond, Sql):
         return Sql(f"CASE WHEN {cond.text} THEN 1 ELSE 0 END")
     return np.asarray(cond).astype(np.int64)
 
 
 def floor_clip(v: Any, hi: Any) -> Any:
-    """``clip(floor(v), 0, hi)``: a float64 for numpy and Polars (NaN / null stay), a BIGINT in SQL."""
-    if isinstance(v, pl.Expr):
+    """``clip(floor(v), 0, hi)``: a float64 for numpy, Polars and narwhals (NaN / null stay), a BIGINT in SQL."""
+    if _expr(v):
         return v.floor().clip(0.0, hi)
     if isinstance(v, Sql):
         return Sql(f"LEAST(GREATEST(CAST(FLOOR({v.text}) AS BIGINT), 0), {_text(hi)})")

@@ -87,10 +87,11 @@ from ._kernels.qcut_sums import qcut_bin_sums
 from ._names import fresh_name
 from .figures import check_by_names, with_keys
 from .engines import dask_engine as _dask
+from .engines import narwhals as _narwhals
 from .engines import run_binned as _run_binned
 from .engines.eager import (Binner, Figure, _ce_figure, _evaluate, _group_counts, binned_sums, group_means,
                             variable_binner)
-from .frames.dispatch import is_dask_frame
+from .frames.dispatch import is_dask_frame, native_kind
 from .binning import Binning, Bins, qcut_order_statistics
 from .metrics import ce_from_sums
 
@@ -523,6 +524,8 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     req = R.reliability("reliability", prob, label, **options)
     if is_dask_frame(frame):
         return _dask().run(frame, req)
+    if native_kind(frame) is not None:
+        return _narwhals.run(frame, req)
     check_by_names(req.func, req.by, F.RELIABILITY_COLUMNS, frame)
     scored = resolve(frame, func=req.func, prob=prob, label=label, by=req.by, weights=req.weights, nulls=req.nulls)
     conf, acc = L.scalar(scored, req.lens, req.func)
@@ -571,7 +574,7 @@ def vece(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     func = name if name in ("vece", "vmce") else "vece"
     req = R.vece(func, name, variable, prob, label, **options)
     figures = {v: _ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
-    if req.lens.kind == "marginal" and not is_dask_frame(frame):
+    if req.lens.kind == "marginal" and not is_dask_frame(frame) and native_kind(frame) is None:
         return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]})
     return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]}, binned=True)
 

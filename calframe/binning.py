@@ -116,7 +116,7 @@ def uniform_edges(bins: int, closed: str) -> np.ndarray:
 #
 # The rule (SPEC §1.3), for explicit and uniform edges alike: the bin of x is the number of inner edges
 # e[1..B-1] that are <= x (closed="left", numpy.digitize) or < x (closed="right"). ``edge_bins`` is its
-# definition; every other form below (Polars, SQL) and the numba kernels (``_kernels.accumulate._uniform_bin``,
+# definition; every other form below (Polars, narwhals, SQL) and the numba kernels (``_kernels.accumulate._uniform_bin``,
 # ``_kernels.vector.digitize_uniform``) are tested against it on and next to every edge
 # (tests/test_rules.py).
 
@@ -213,6 +213,37 @@ def uniform_bin_expr(x: pl.Expr, bins: int, closed: str, k0: pl.Expr | None = No
     inv = 1.0 / bins
     # NaN (a bad row, reported by the checks) gives a null bin instead of a failed cast
     return uniform_nudge(x, k0, float(bins), closed, lambda k: k * inv).cast(pl.Int32, strict=False)
+
+
+def edge_bins_nw(x: Any, inner: Sequence[float], closed: str) -> Any:
+    """:func:`edge_bins` as a narwhals Int32 expression (DuckDB, Spark, Ibis, pyarrow): the number of ``inner``
+    edges (float64 literals) below ``x``, one comparison each (null where x is null)."""
+    import narwhals as nw
+
+    if len(inner) == 0:  # one bin
+        return nw.when(~x.is_null()).then(nw.lit(0)).cast(nw.Int32)
+    edges = [nw.lit(float(e), nw.Float64) for e in inner]
+    terms = [((x > e) if closed == "right" else (x >= e)).cast(nw.Int32) for e in edges]
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out.cast(nw.Int32)
+
+
+def uniform_bin_nw(x: Any, bins: int, closed: str) -> Any:
+    """:func:`uniform_bins` as a narwhals Int32 expression, exact on every edge: the rule of
+    :func:`uniform_bin_expr` (:func:`uniform_k0` corrected by :func:`uniform_nudge`, or the literal edges).
+    ``x`` must not be NaN (the engine passes null for the rows its checks report)."""
+    import narwhals as nw
+
+    if bins == 1 or not _edges_computable(bins, closed):
+        return edge_bins_nw(x, [float(e) for e in uniform_edges(bins, closed)[1:-1]], closed)
+    # k * (1 / B) in float64: Ibis writes float literals as decimals, which DuckDB reads as DECIMAL, and drops a
+    # cast to float64 of what it types as float64 already; k (a whole number below 2^24) is exact in float32 and
+    # a DOUBLE once cast back, so the product is numpy's.
+    inv = 1.0 / bins
+    return uniform_nudge(x, uniform_k0(x, float(bins)), float(bins), closed,
+                         lambda k: k.cast(nw.Float32).cast(nw.Float64) * inv).cast(nw.Int32)
 
 
 def edge_bins_sql(x: str, inner: Sequence[float], closed: str) -> str:

@@ -22,7 +22,7 @@ metrics, each class binned on its own (Kumar et al. Def. 2.4).
 This module is the one place the lens is defined; every engine calls it:
 :func:`binary_rule` (one probability column, written once over numpy, Polars
 and SQL), :func:`predicted` / :func:`top1` / :func:`class_lens` (numpy),
-:func:`lens_exprs` (Polars expressions), :func:`lens_sql` (SQL text).
+:func:`lens_exprs` (Polars expressions), :func:`lens_nw` (narwhals expressions), :func:`lens_sql` (SQL text).
 tests/test_rules.py holds them (and GECE's numba vector lens) to a by-hand
 reference on ties and on p = 0.5 and its neighbouring floats.
 """
@@ -211,6 +211,17 @@ def label_is(label: pl.Expr, c: int, label_kind: str = "int") -> pl.Expr:
     return label == (float(c) if label_kind == "float" else c)
 
 
+def _scalar_lens(lens: Lens, binary: bool, func: str) -> Lens:
+    """The scalar lens an expression rendering computes: the default resolved, the marginal lens refused, a
+    class past 1 on binary input the ParameterError of :func:`parse_lens`."""
+    lens = resolve_lens(lens, binary)
+    if lens.kind == "marginal":
+        raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+    if binary and lens.kind == "class":
+        parse_lens(func, lens, 2)
+    return lens
+
+
 def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr, *, k: int | None = None,
                label_kind: str = "int", func: str = "calframe") -> tuple[pl.Expr, pl.Expr]:
     """(conf, acc) Float64 Polars expressions of a scalar lens, the same numbers as :func:`scalar`.
@@ -229,12 +240,8 @@ def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr,
     [(0.8, 1.0), (0.5, 0.0), (0.9, 1.0)]
     """
     binary = isinstance(probs, pl.Expr) and k is None
-    lens = resolve_lens(lens, binary)
-    if lens.kind == "marginal":
-        raise ParameterError("the marginal lens has no single scalar output; it averages the class lenses")
+    lens = _scalar_lens(lens, binary, func)
     if binary:
-        if lens.kind == "class":
-            parse_lens(func, lens, 2)
         return binary_rule(lens, probs, label.cast(pl.Float64))
     if isinstance(probs, pl.Expr):
         assert k is not None
@@ -257,6 +264,29 @@ def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr,
             pred = pl.concat_arr(classes).arr.arg_max()
     correct = (pred.cast(pl.Float64) == label) if label_kind == "float" else (pred.cast(pl.Int64) == label)
     return conf, correct.cast(pl.Float64)
+
+
+def lens_nw(lens: Lens, probs: Any, label: Any, *, label_kind: str = "int",
+            func: str = "calframe") -> tuple[Any, Any]:
+    """(conf, acc) Float64 narwhals expressions of a scalar lens (DuckDB, Spark, Ibis, pyarrow), the same numbers
+    as :func:`scalar` and :func:`lens_exprs`: ``probs`` is one Float64 expression (binary input) or a list of the
+    K class probabilities; ``label`` as in :func:`lens_exprs`. Ties go to the lowest class index."""
+    import narwhals as nw
+
+    binary = not isinstance(probs, (list, tuple))
+    lens = _scalar_lens(lens, binary, func)
+    if binary:
+        return binary_rule(lens, probs, label.cast(nw.Float64))
+    k = len(probs)
+    if lens.kind == "class":
+        parse_lens(func, lens, k)
+        return probs[lens.c], label_is(label, lens.c, label_kind).cast(nw.Float64)
+    conf = nw.max_horizontal(*probs)
+    pred = nw.lit(k - 1)
+    for j in range(k - 2, -1, -1):  # the first maximum wins
+        pred = nw.when(probs[j] == conf).then(nw.lit(j)).otherwise(pred)
+    correct = (pred.cast(nw.Float64) == label) if label_kind == "float" else (pred.cast(nw.Int64) == label)
+    return conf, correct.cast(nw.Float64)
 
 
 def lens_sql(lens: Lens, p: str, y: str) -> tuple[str, str]:

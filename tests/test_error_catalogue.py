@@ -1,6 +1,7 @@
 """Every engine says the same thing for the same problem, and each message is written once.
 
-- One bad frame per problem, on every frame type (Polars, LazyFrame, pandas, Dask): the same
+- One bad frame per problem, on every frame type (Polars, LazyFrame, pandas, Dask, and the narwhals engine's
+  DuckDB relation and pyarrow Table where it runs the function): the same
   exception class and the same text, which says what the issue's catalogue promises (checked
   against phrases written here, not calframe's own output).
 - The wording of each message lives in ``calframe/_errors.py`` only: no other module of the
@@ -24,7 +25,7 @@ from calframe import _errors
 from conftest import as_flavour
 
 NAN = float("nan")
-FLAVOURS = ["polars", "lazy", "pandas", "dask"]
+FLAVOURS = ["polars", "lazy", "pandas", "dask", "duckdb", "pyarrow"]
 
 
 def _binary(prob: list[Any], label: list[Any] | None = None, **extra: list[Any]) -> pl.DataFrame:
@@ -35,6 +36,11 @@ def _binary(prob: list[Any], label: list[Any] | None = None, **extra: list[Any])
 def _frame(df: pl.DataFrame, flavour: str) -> Any:
     """``df`` as ``flavour``; pandas and Dask through Arrow-backed columns when ``df`` holds nulls (a numpy-backed
     pandas float column holds NaN, not nulls)."""
+    if flavour == "pyarrow":
+        return df.to_arrow()
+    if flavour == "duckdb":
+        duckdb = pytest.importorskip("duckdb")
+        return duckdb.from_arrow(df.to_arrow())
     if not any(df[c].null_count() for c in df.columns) or flavour in ("polars", "lazy"):
         return as_flavour(df, flavour)
     pdf = as_flavour(df, "pandas[pyarrow]")
@@ -79,6 +85,11 @@ PROBLEMS: dict[str, tuple[pl.DataFrame, str, dict, type, list[str]]] = {
                           calframe.InvalidValueError, ["'label'", "1 row\\b", "whole numbers"]),
     "labels outside the classes": (_binary([0.1, 0.2, 0.3], [0, 2, -1]), "brier", {},
                                    calframe.InvalidValueError, ["'label'", "2 rows", "\\[-1, 2\\]"]),
+    "labels outside the classes (ece)": (_binary([0.1, 0.2, 0.3], [0, 2, -1]), "ece", {},
+                                         calframe.InvalidValueError, ["'label'", "2 rows", "\\[-1, 2\\]"]),
+    "multiclass labels outside the classes": (pl.DataFrame({"p0": [0.5, 0.5, 0.2], "p1": [0.5, 0.5, 0.8],
+                                                            "label": [0, 3, 1]}), "ece", {"prob": ["p0", "p1"]},
+                                              calframe.InvalidValueError, ["'label'", "1 row\\b", "\\[3\\]"]),
     "string weights": (_binary([0.1, 0.2], [0, 1], w=["a", "b"]), "ece", {"weights": "w"},
                        calframe.ColumnTypeError, ["'w'", "weights", "dtype String"]),
     "negative weights": (_binary([0.1, 0.2, 0.3], [0, 1, 0], w=[1.0, -1.0, NAN]), "ece", {"weights": "w"},
@@ -129,10 +140,14 @@ def _raised(frame: Any, func: str, kwargs: dict) -> BaseException:
     raise AssertionError(f"{func}{kwargs} raised nothing")
 
 
+#: the frame types of the narwhals engine, and the functions it runs there (DuckDB refuses the others)
+NARWHALS = {"duckdb": ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability")}
+
+
 @pytest.mark.parametrize("problem", list(PROBLEMS))
 def test_every_frame_type_gives_the_same_error(problem: str) -> None:
     df, func, kwargs, exc_type, phrases = PROBLEMS[problem]
-    got = {fl: _raised(_frame(df, fl), func, kwargs) for fl in FLAVOURS}
+    got = {fl: _raised(_frame(df, fl), func, kwargs) for fl in FLAVOURS if func in NARWHALS.get(fl, (func,))}
     for fl, exc in got.items():
         assert type(exc) is exc_type, (fl, type(exc), str(exc))
         for phrase in phrases:

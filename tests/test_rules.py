@@ -19,13 +19,14 @@ from calframe._kernels import accumulate as K
 from calframe._kernels import vector as VK
 from calframe import generalized as G
 from calframe._render import Sql
-from calframe.binning import (edge_bins, edge_bins_expr, edge_bins_sql, uniform_bin_expr, uniform_bin_sql,
-                              uniform_bins, uniform_edges, uniform_k0)
-from calframe.lenses import Lens, class_lens, lens_exprs, lens_sql, predicted, top1
+from calframe.binning import (edge_bins, edge_bins_expr, edge_bins_nw, edge_bins_sql, uniform_bin_expr, uniform_bin_nw,
+                              uniform_bin_sql, uniform_bins, uniform_edges, uniform_k0)
+from calframe.lenses import Lens, class_lens, lens_exprs, lens_nw, lens_sql, predicted, top1
 from calframe.recalibrate._inputs import as_probs
 from calframe.recalibrate._inputs import top1 as recal_top1
 
 duckdb = pytest.importorskip("duckdb")
+nw = pytest.importorskip("narwhals")
 
 SIDES = ("left", "right")
 ALL_BINS = range(1, 201)
@@ -93,6 +94,27 @@ def run_duckdb(con, q: str, t: pl.DataFrame) -> dict[str, np.ndarray]:
     return con.execute(q).fetchnumpy()
 
 
+#: the engines the narwhals renderings are checked on (calframe.engines.narwhals)
+NW_BACKENDS = ("duckdb", "pyarrow", "ibis")
+
+
+def run_nw(con, t: pl.DataFrame, backend: str, **exprs) -> dict[str, np.ndarray]:
+    """narwhals expressions evaluated on ``t`` as a DuckDB relation, a pyarrow Table or an Ibis table (DuckDB)."""
+    arrow = t.to_arrow()
+    if backend == "pyarrow":
+        native = arrow
+    else:
+        con.register("nwsrc", arrow)
+        con.execute("CREATE OR REPLACE TABLE nwt AS SELECT * FROM nwsrc")
+        native = con.table("nwt")
+        if backend == "ibis":
+            ibis = pytest.importorskip("ibis")
+            native = ibis.duckdb.from_connection(con).table("nwt")
+    f = nw.from_native(native)
+    out = f.lazy().select(**exprs).collect("polars").to_native()
+    return {c: out[c].to_numpy() for c in out.columns}
+
+
 @pytest.fixture(scope="module")
 def con():
     c = duckdb.connect()
@@ -117,6 +139,9 @@ def test_uniform_bin_every_rendering_every_bin_count(con, closed):
             inner = [float(e) for e in uniform_edges(bins, closed)[1:-1]]
             got = run_duckdb(con, f"SELECT {edge_bins_sql('x', inner, closed)} AS b FROM t", pl.DataFrame({"x": x}))["b"]
             np.testing.assert_array_equal(got, want, err_msg=f"duckdb query B={bins}")
+            for backend in NW_BACKENDS:  # the narwhals rendering, in each engine
+                got = run_nw(con, pl.DataFrame({"x": x}), backend, b=uniform_bin_nw(nw.col("x"), bins, closed))["b"]
+                np.testing.assert_array_equal(got, want, err_msg=f"narwhals on {backend} B={bins}")
         xs.append(x)
         bs.append(np.full(x.shape[0], bins))
     x, b = np.concatenate(xs), np.concatenate(bs)
@@ -179,6 +204,9 @@ def test_explicit_edge_renderings_agree_hypothesis(con, ev, closed):
     np.testing.assert_array_equal(run_duckdb(con, sql, t)["b"], want)
     got = pl.SQLContext(frames={"t": t}).execute(sql, eager=True)["b"].to_numpy()
     np.testing.assert_array_equal(got, want)
+    for backend in NW_BACKENDS[:2]:
+        got = run_nw(con, t, backend, b=edge_bins_nw(nw.col("x"), list(inner), closed))["b"]
+        np.testing.assert_array_equal(got, want, err_msg=backend)
 
 
 # --------------------------------------------------------------------------- the lens
@@ -230,6 +258,13 @@ def test_binary_lens_every_rendering(con, lens, label_kind):
     for got in (run_duckdb(con, q, df), pl.SQLContext(frames={"t": df}).execute(q, eager=True)):
         np.testing.assert_array_equal(np.asarray(got["c"]), want_conf)
         np.testing.assert_array_equal(np.asarray(got["a"]), want_acc)
+    # narwhals, in DuckDB, pyarrow and Ibis
+    c, a = lens_nw(Lens("top1") if lens == "top1" else Lens("class", int(lens[-1])), nw.col("p"), nw.col("y"),
+                   label_kind=label_kind)
+    for backend in NW_BACKENDS:
+        got = run_nw(con, df, backend, c=c, a=a)
+        np.testing.assert_array_equal(got["c"], want_conf, err_msg=backend)
+        np.testing.assert_array_equal(got["a"], want_acc, err_msg=backend)
 
 
 def tied_probs(k: int, n: int, seed: int) -> np.ndarray:
@@ -243,7 +278,7 @@ def tied_probs(k: int, n: int, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("k", [2, 3, 17])  # 17: beyond the when-chain, the concat_arr form
 @pytest.mark.parametrize("label_kind", ["int", "float"])
-def test_multiclass_lens_numpy_and_polars(k, label_kind):
+def test_multiclass_lens_numpy_and_polars(con, k, label_kind):
     n = 300
     p = tied_probs(k, n, k)
     y = np.random.default_rng(k + 1).integers(0, k, n)
@@ -263,6 +298,11 @@ def test_multiclass_lens_numpy_and_polars(k, label_kind):
             got = df.select(c.alias("c"), a.alias("a"))
             np.testing.assert_array_equal(got["c"].to_numpy(), want_conf, err_msg=f"{lens} k={kk}")
             np.testing.assert_array_equal(got["a"].to_numpy(), want_acc, err_msg=f"{lens} k={kk}")
+        c, a = lens_nw(lens_, [nw.col(c) for c in names], nw.col("y"), label_kind=label_kind)
+        for backend in NW_BACKENDS[:2]:  # narwhals, in DuckDB and pyarrow
+            got = run_nw(con, df.drop("arr"), backend, c=c, a=a)
+            np.testing.assert_array_equal(got["c"], want_conf, err_msg=f"{lens} {backend}")
+            np.testing.assert_array_equal(got["a"], want_acc, err_msg=f"{lens} {backend}")
 
 
 @pytest.mark.parametrize("k", [1, 3, 17])  # 1: binary input, one probability per row

@@ -1,6 +1,8 @@
 """Every metric family gives the same numbers on every surface: Polars eager, Polars lazy (streamed from
-Parquet), pandas (numpy- and Arrow-backed) and Dask (several partitions, the synchronous scheduler here;
-tests/test_dask.py runs a 2-worker cluster)."""
+Parquet), pandas (numpy- and Arrow-backed), Dask (several partitions, the synchronous scheduler here;
+tests/test_dask.py runs a 2-worker cluster) and the narwhals engine's frames: a DuckDB relation, an Ibis table
+on DuckDB, a pyarrow Table and a PySpark DataFrame (local[2], marked ``spark``). The calls the narwhals engine
+does not run raise a ParameterError on DuckDB, Ibis and Spark (a pyarrow Table runs them eagerly)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,43 @@ import pytest
 
 import calframe
 
-SURFACES = ["polars", "lazy", "pandas", "pandas_arrow", "dask"]
+SURFACES = ["polars", "lazy", "pandas", "pandas_arrow", "dask", "duckdb", "ibis", "pyarrow",
+            pytest.param("spark", marks=pytest.mark.spark)]
+#: surfaces whose result without ``by`` is a one-row frame (``n`` and the figure): lazy in, lazy out
+LAZY = ("lazy", "duckdb", "ibis", "spark")
+#: surfaces that refuse the calls the narwhals engine does not run
+NARROW = ("duckdb", "ibis", "spark")
+
+
+@pytest.fixture(scope="module")
+def duck(data):
+    """The data as a DuckDB table (and an Ibis connection to it)."""
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    con.register("source", data["df"].to_arrow())
+    con.execute("CREATE TABLE scores AS SELECT * FROM source")
+    yield con
+    con.close()
+
+
+@pytest.fixture
+def surf_frame(request, data):
+    """``surface(name, data)``, the fixtures the narwhals surfaces need requested only for them."""
+
+    def make(name: str) -> object:
+        if name in ("duckdb", "ibis"):
+            con = request.getfixturevalue("duck")
+            if name == "duckdb":
+                return con.table("scores")
+            ibis = pytest.importorskip("ibis")
+            return ibis.duckdb.from_connection(con).table("scores")
+        if name == "spark":
+            return request.getfixturevalue("spark").createDataFrame(data["df"].to_arrow())
+        if name == "pyarrow":
+            return data["df"].to_arrow()
+        return surface(name, data)
+
+    return make
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +104,7 @@ CALLS = {
 def call(frame: object, fn: str, kwargs: dict) -> object:
     kw = dict(kwargs)
     variable = kw.pop("variable", None)
-    handle = frame.calib  # type: ignore[attr-defined]
+    handle = frame.calib if isinstance(frame, (pl.DataFrame, pl.LazyFrame, pd.DataFrame)) else calframe.calib(frame)
     method = getattr(handle, fn)
     res = method(variable, **kw) if variable is not None else method(**kw)
     if hasattr(res, "compute"):
@@ -79,17 +117,28 @@ def call(frame: object, fn: str, kwargs: dict) -> object:
 def as_polars(res: object) -> object:
     if isinstance(res, pd.DataFrame):
         return pl.from_pandas(res.reset_index(drop=True))
-    return res
+    if isinstance(res, (float, pl.DataFrame)):
+        return res
+    for convert in ("pl", "to_polars"):  # DuckDB relation, Ibis table
+        if hasattr(res, convert):
+            return getattr(res, convert)()
+    if hasattr(res, "toArrow"):  # PySpark
+        return pl.from_arrow(res.toArrow())
+    return pl.from_arrow(res)  # pyarrow
 
 
 @pytest.mark.parametrize("name", list(CALLS))
 @pytest.mark.parametrize("surf", SURFACES[1:])
-def test_same_numbers_on_every_surface(data, surf, name):
+def test_same_numbers_on_every_surface(data, surf_frame, surf, name):
     fn, kwargs = CALLS[name]
     expected = call(data["df"], fn, kwargs)
-    got = as_polars(call(surface(surf, data), fn, kwargs))
+    if surf in NARROW and fn in ("brier", "log_loss", "accuracy"):
+        with pytest.raises(calframe.ParameterError, match=f"calframe.{fn} is not supported on"):
+            call(surf_frame(surf), fn, kwargs)
+        return
+    got = as_polars(call(surf_frame(surf), fn, kwargs))
     if isinstance(expected, float):
-        if surf == "lazy":  # a one-row frame: n and the figure
+        if surf in LAZY:  # a one-row frame: n and the figure
             assert isinstance(got, pl.DataFrame) and got.height == 1 and got.columns[0] == "n"
             got = got.item(0, 1)
         assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
@@ -104,9 +153,9 @@ def test_same_numbers_on_every_surface(data, surf, name):
 
 
 @pytest.mark.parametrize("surf", SURFACES[1:])
-def test_reliability_on_every_surface(data, surf):
+def test_reliability_on_every_surface(data, surf_frame, surf):
     expected = call(data["df"], "reliability", {"by": "region", "bins": 10})
-    got = as_polars(call(surface(surf, data), "reliability", {"by": "region", "bins": 10}))
+    got = as_polars(call(surf_frame(surf), "reliability", {"by": "region", "bins": 10}))
     assert got.shape == expected.shape
     for col in ("n", "bin"):
         assert got[col].to_list() == expected[col].to_list()

@@ -4,7 +4,9 @@
 
 - :mod:`.eager`: numba kernels over numpy / Arrow buffers (Polars and pandas frames);
 - :mod:`.lazy`: Polars' streaming engine (LazyFrames; the result is a LazyFrame);
-- :mod:`.dask`: the eager kernels per partition, sums added by Dask.
+- :mod:`.dask`: the eager kernels per partition, sums added by Dask;
+- :mod:`.narwhals`: DuckDB relations, PySpark DataFrames, Ibis tables and pyarrow Tables, summed in their own
+  engine through narwhals (the result in the input's type).
 
 :func:`run_binned` picks the engine by the frame's type.
 """
@@ -18,13 +20,17 @@ from .. import request as R
 from ..frames.dispatch import is_dask_frame
 from . import eager
 from . import lazy
+from . import narwhals
 
 
 def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | None = None) -> Any:
-    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the Dask engine,
-    streamed sums for a LazyFrame that can stream, else the eager engine."""
+    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the Dask engine, the
+    narwhals engine (DuckDB, Spark, Ibis, pyarrow), streamed sums for a LazyFrame that can stream, else the eager
+    engine."""
     if is_dask_frame(frame):
         return dask_engine().run(frame, req)
+    if narwhals.native_kind(frame) is not None:
+        return narwhals.run(frame, req)
     if req.variable is not None or not req.variables:
         F.check_by_names(req.func, req.by, F.result_columns(req), frame)
         streamed = lazy.run(frame, req)

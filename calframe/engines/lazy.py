@@ -337,10 +337,12 @@ def _prob_ok(plan: _Plan) -> pl.Expr:
     return in_unit & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
 
 
-def _label_ok(plan: _Plan) -> pl.Expr:
-    y = pl.col(plan.label_col)
+def _label_ok(plan: _Plan, y: Any = None) -> pl.Expr:
+    """True where the label is one of the classes; ``y``: the label column as a Polars (default) or narwhals
+    expression (the narwhals engine)."""
+    y = pl.col(plan.label_col) if y is None else y
     if plan.label_kind == "bool":
-        return y.is_not_null()
+        return ~y.is_null()
     if plan.binary:
         return (y == 0) | (y == 1)
     ok = (y >= 0) & (y < plan.k)
@@ -899,26 +901,19 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
     _run_checks(plan, st, lf)
 
     groups = kept.drop(_KEEP).sort(gk, nulls_last=True, maintain_order=True)
-    counts = groups[_LEN].to_numpy().astype(np.int64)
-    n_groups = groups.height
     rows_ = base.filter(pl.col(_KEEP)) if keep is not None else base
 
-    # binning's edge rule, on the order statistics the histogram passes find; then the accumulate
-    # pass against each group's edges (kept edges first, in order; +inf pads)
-    table = edge_table(counts, plan.binning,
-                       take_each(counts, lambda seg, rank: _order_statistics(rows_, gk, groups, seg, rank)))
-    edges, offsets, n_bins = pack_edges(table, plan.binning)
-    n_edges = np.diff(offsets)
-    width = int(n_edges.max())
-    padded = np.full((n_groups, width), np.inf)
-    row = np.repeat(np.arange(n_groups), n_edges)
-    padded[row, np.arange(edges.shape[0]) - offsets[row]] = edges
+    def hist(path: list[str], grids: list[pl.DataFrame], c_name: str) -> pl.DataFrame:
+        return _collect(_cells_query(rows_, gk, path, grids).group_by(gk + path + [c_name]).agg(
+            pl.len().alias(_CNT), pl.col(_X).min().alias(_MIN), pl.col(_X).max().alias(_MAX)))
+
+    def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
+        q = _cells_query(rows_, gk, path, grids)
+        return _collect(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(_NODE, _X))
+
+    etab, ecols, n_bins = edge_columns(groups, gk, plan.binning,
+                                       lambda seg, rank: order_statistics(groups, gk, seg, rank, hist, values))
     qcut = plan.binning.scheme == "quantile"
-    ecols = [f"{_P}e{j}" for j in range(width)]
-    etab = groups.select(gk).with_columns(
-        [pl.Series(c, padded[:, j]) for j, c in enumerate(ecols)]
-        + [pl.Series(f"{_P}ne", n_edges.astype(np.int32))]
-    )
     below = pl.sum_horizontal([pl.col(c) < pl.col(_X) for c in ecols]).cast(pl.Int32)
     if qcut:
         bin_expr = pl.max_horizontal(below, pl.lit(1, pl.Int32)) - 1
@@ -931,29 +926,61 @@ def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.Dat
         .group_by(gk + [_BIN])
         .agg(aggs)
     )
-    cells = _exact_floats(_collect(q))
+    return cell_sums(plan, _exact_floats(_collect(q)), groups, gk, n_bins)
+
+
+def cell_sums(plan: _Plan, cells: pl.DataFrame, groups: pl.DataFrame, gk: list[str],
+              n_bins: int) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
+    """(sums, keys, counts) of the accumulate pass's cells (``gk``, ``_BIN``, the exact sums) for ``groups``
+    (sorted; ``gk`` and ``_LEN``)."""
     gidx = groups.select(gk).with_row_index(f"{_P}g")
     g = (
         cells.select(gk).with_row_index(f"{_P}row").join(gidx, on=gk, how="left", nulls_equal=True)
         .sort(f"{_P}row")[f"{_P}g"].to_numpy().astype(np.int64)
     )
     b = cells[_BIN].to_numpy().astype(np.int64)
-    sums = np.zeros((n_groups, n_bins, 3))
+    sums = np.zeros((groups.height, n_bins, 3))
     n = cells[_W].to_numpy() if plan.weight_col is not None else cells[_LEN].to_numpy().astype(np.float64)
     np.add.at(sums, (g, b, 0), n)
     np.add.at(sums, (g, b, 1), cells[_SC].to_numpy())
     np.add.at(sums, (g, b, 2), cells[_SA].to_numpy())
     keys = plan.user_keys(groups) if plan.by_cols else None
-    return sums, keys, counts
+    return sums, keys, groups[_LEN].to_numpy().astype(np.int64)
 
 
-def _order_statistics(rows_: pl.LazyFrame, gk: list[str], groups: pl.DataFrame, tgt_group: np.ndarray,
-                      rank: np.ndarray) -> np.ndarray:
+def edge_columns(groups: pl.DataFrame, gk: list[str], binning: Binning,
+                 fetch: Any) -> tuple[pl.DataFrame, list[str], int]:
+    """Each group's quantile / equal-mass edges as columns beside its keys (``gk``), for the accumulate pass:
+    binning's edge rule (``edge_table``) on the order statistics ``fetch(segment, rank)`` finds
+    (:func:`calframe.binning.take_each`); kept edges first, in order, +inf pads; ``_P ne`` the number of
+    edges. Returns (table, edge column names, bins)."""
+    counts = groups[_LEN].to_numpy().astype(np.int64)
+    table = edge_table(counts, binning, take_each(counts, fetch))
+    edges, offsets, n_bins = pack_edges(table, binning)
+    n_edges = np.diff(offsets)
+    width = int(n_edges.max())
+    padded = np.full((groups.height, width), np.inf)
+    row = np.repeat(np.arange(groups.height), n_edges)
+    padded[row, np.arange(edges.shape[0]) - offsets[row]] = edges
+    ecols = [f"{_P}e{j}" for j in range(width)]
+    etab = groups.select(gk).with_columns(
+        [pl.Series(c, padded[:, j]) for j, c in enumerate(ecols)]
+        + [pl.Series(f"{_P}ne", n_edges.astype(np.int32))]
+    )
+    return etab, ecols, n_bins
+
+
+def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray, rank: np.ndarray,
+                     hist: Any, values: Any) -> np.ndarray:
     """The ``rank``-th smallest value (0-based) of group ``tgt_group``, exactly, for each pair.
 
     Histogram passes narrow each wanted rank down to one cell (a node); a node
     whose min equals its max is resolved without reading values; the values of
     the remaining nodes are collected once the total is within COLLECT_BUDGET.
+    The engine runs the passes: ``hist(path, grids, c)`` is the per (``gk + path + [c]``) count / min / max
+    (``_CNT``, ``_MIN``, ``_MAX``) of the rows with their cell at every level of ``grids``
+    (:func:`_cells_query`), ``values(path, grids, want)`` the (``_NODE``, ``_X``) of the rows in the nodes of
+    ``want`` (``gk + path + [_NODE]``). ``groups`` holds ``gk``, ``_LEN``, ``_MIN`` and ``_MAX``.
     """
     out = np.full(rank.shape[0], np.nan)
     if rank.shape[0] == 0:
@@ -986,20 +1013,17 @@ def _order_statistics(rows_: pl.LazyFrame, gk: list[str], groups: pl.DataFrame, 
         )
         grids.append(grid)
         c_name = f"{_P}c{level}"
-        q = _cells_query(rows_, gk, path, grids).group_by(gk + path + [c_name]).agg(
-            pl.len().alias(_CNT), pl.col(_X).min().alias(_MIN), pl.col(_X).max().alias(_MAX)
-        )
-        hist = _collect(q).sort(gk + path + [c_name], nulls_last=True, maintain_order=True)
+        h = hist(path, grids, c_name).sort(gk + path + [c_name], nulls_last=True, maintain_order=True)
         # parent node of each histogram row
         parent_idx = nodes.select(gk + path).with_row_index(_NODE)
         par = (
-            hist.select(gk + path).with_row_index(f"{_P}row")
+            h.select(gk + path).with_row_index(f"{_P}row")
             .join(parent_idx, on=gk + path, how="left", nulls_equal=True)
             .sort(f"{_P}row")[_NODE].to_numpy().astype(np.int64)
         )
-        h_cnt = hist[_CNT].to_numpy().astype(np.int64)
-        order = np.lexsort((hist[c_name].to_numpy(), par))
-        hist, par, h_cnt = hist[order], par[order], h_cnt[order]
+        h_cnt = h[_CNT].to_numpy().astype(np.int64)
+        order = np.lexsort((h[c_name].to_numpy(), par))
+        h, par, h_cnt = h[order], par[order], h_cnt[order]
         cum = np.concatenate([[0], np.cumsum(h_cnt)])
         seg_start = np.searchsorted(par, np.arange(nodes.height), side="left")
         base = cum[seg_start[node_of[open_]]]
@@ -1009,14 +1033,12 @@ def _order_statistics(rows_: pl.LazyFrame, gk: list[str], groups: pl.DataFrame, 
         new_node[open_] = i
         node_of = np.where(open_, new_node, -1)
         path = path + [c_name]
-        nodes = hist.select(gk + path)
-        cnt, mn, mx = h_cnt, hist[_MIN].to_numpy(), hist[_MAX].to_numpy()
+        nodes = h.select(gk + path)
+        cnt, mn, mx = h_cnt, h[_MIN].to_numpy(), h[_MAX].to_numpy()
     # collect the values of the live nodes and pick the ranks
     live = np.unique(node_of[open_])
     want = nodes[live].with_columns(pl.Series(_NODE, live))
-    q = _cells_query(rows_, gk, path, grids)
-    vals = _collect(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(_NODE, _X))
-    vals = vals.sort([_NODE, _X])
+    vals = values(path, grids, want).sort([_NODE, _X])
     v_node = vals[_NODE].to_numpy().astype(np.int64)
     v_x = vals[_X].to_numpy()
     first = np.searchsorted(v_node, node_of[open_], side="left")

@@ -18,8 +18,9 @@ from types import ModuleType
 from typing import Any, Callable, TypeVar
 
 from .._errors import ColumnTypeError, ParameterError
+from ..engines.narwhals import native_kind
 
-__all__ = ["is_dask_frame", "check_supported", "dask_aware", "takes_frame", "install"]
+__all__ = ["is_dask_frame", "native_kind", "check_supported", "dask_aware", "takes_frame", "install"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,17 +46,23 @@ def check_supported(name: str) -> None:
 
 def dask_aware(fn: F) -> F:
     """``fn(frame, ...)``, refusing a Dask DataFrame unless the Dask engine runs ``fn`` (the function itself then
-    sends the parsed request to it)."""
+    sends the parsed request to it); a DuckDB relation, pyarrow Table, Ibis table or PySpark DataFrame goes to
+    :func:`calframe.engines.narwhals.call`."""
     name = fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if is_dask_frame(args[0] if args else kwargs.get("frame")):
+        frame = args[0] if args else kwargs.get("frame")
+        if is_dask_frame(frame):
             check_supported(name)
             try:
                 inspect.signature(fn).bind(*args, **kwargs)
             except TypeError as exc:
                 raise ParameterError(f"{name} on a Dask DataFrame (ddf.calib.{name}): {exc}.") from None
+        elif native_kind(frame) is not None:  # DuckDB, pyarrow, Ibis, PySpark: the narwhals engine decides
+            from ..engines import narwhals
+
+            return narwhals.call(name, fn, args, kwargs)
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -1,0 +1,722 @@
+"""The narwhals engine: per (group, bin) sums inside DuckDB, Spark, Ibis or pyarrow (docs/spec.md section 8).
+
+A DuckDB relation, a PySpark DataFrame, an Ibis table or a pyarrow Table goes
+through `narwhals <https://narwhals-dev.github.io/narwhals/>`_ (``nw.from_native``):
+the rows are lensed, validated and binned by the user's engine, which sums them
+per (group, bin); only that small table comes back (collected into Polars), and
+:mod:`calframe.figures` finalizes it as for every engine. The result has the
+input's type: a DuckDB relation (on the input's connection), a PySpark
+DataFrame (the input's session), an Ibis table (``ibis.memtable``) or a pyarrow
+Table; without ``by`` a one-row frame (``n`` and the figure), as for a Polars
+LazyFrame, except that a pyarrow Table (eager) gives a float as a Polars
+DataFrame does. The sums are computed when the function is called (the engines'
+own laziness ends there: several passes may be needed).
+
+The plan (columns, dtypes, the checks the schema decides) is
+:func:`calframe.engines.lazy.make_plan` on an empty Polars LazyFrame of the
+input's schema, and the checks, cell tables and exact floats are the lazy
+engine's (``_light_stats``, ``_run_checks``, ``_assemble``, ``_exact_floats``,
+``order_statistics``, ``edge_columns``, ``cell_sums``): only the queries are
+rendered here, in narwhals expressions, from the one definition of the lens
+(:func:`calframe.lenses.lens_nw`) and of the bin (:func:`calframe.binning.uniform_bin_nw`,
+:func:`calframe.binning.edge_bins_nw`).
+
+Exact sums on every engine: a value x in [0, 1] counts as the integer trunc(x * 2^62)
+(weighted: trunc(x * 2^(60 + 8 k)), k the weight's bucket), split into two Int64 parts
+hi * 2^31 + lo that each sum exactly (Spark has no 128-bit integer; up to 2^32 rows per
+cell), recombined exactly in Python: the same bits as the lazy engine, on every run.
+
+Quantile / equal-mass edges are exact order statistics (histogram passes in the
+engine, then the few values of the cells holding the wanted ranks), never the
+engine's approximate quantile. Calls this engine does not run (``ci``, the
+marginal lens, several variables, Array / List probability columns, and the functions
+outside :data:`SUPPORTED`) raise a ParameterError saying what it runs, except on
+a pyarrow Table, which is then handed to the eager engine as a Polars DataFrame
+(zero-copy) and the result given back as a pyarrow Table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from typing import Any, Callable
+
+import numpy as np
+import polars as pl
+
+from .. import figures as F
+from .. import lenses as L
+from .._columns import SUM_TOLERANCE, check_group_weights, weight_exponents
+from .._errors import ParameterError
+from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
+from ..request import Request
+from . import lazy as LZ
+from .lazy import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P, _SA,
+                   _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors, _pairwise_sum)
+
+__all__ = ["SUPPORTED", "native_kind", "call", "run", "Unsupported"]
+
+#: the public functions this engine runs (the others: a pyarrow Table goes to the eager engine, other frames
+#: are refused)
+SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability")
+#: the frame types this engine takes, by the name ``native_kind`` gives them
+KINDS = {"duckdb": "a DuckDB relation", "pyarrow": "a pyarrow Table", "ibis": "an Ibis table",
+         "spark": "a PySpark DataFrame"}
+#: the two Int64 parts of a fixed-point value: hi * 2^SPLIT + lo
+SPLIT = 31
+_HI, _LO = "_hi", "_lo"
+_V = f"{_P}v"
+
+
+class Unsupported(ParameterError):
+    """A call this engine does not run (a pyarrow Table is then run by the eager engine)."""
+
+
+def _module_class(module: str, name: str) -> Any:
+    mod = sys.modules.get(module)
+    cls = getattr(mod, name, None)
+    return cls if isinstance(cls, type) else None
+
+
+def native_kind(frame: Any) -> str | None:
+    """"duckdb", "pyarrow", "ibis" or "spark" for a frame this engine takes, else None (imports nothing: a frame
+    can only be one of these once its library is imported)."""
+    for kind, module, name in (("pyarrow", "pyarrow", "Table"), ("duckdb", "duckdb", "DuckDBPyRelation"),
+                               ("ibis", "ibis.expr.types", "Table"), ("spark", "pyspark.sql", "DataFrame"),
+                               ("spark", "pyspark.sql.connect.dataframe", "DataFrame")):
+        cls = _module_class(module, name)
+        if cls is not None and isinstance(frame, cls):
+            return kind
+    return None
+
+
+def _nw() -> Any:
+    try:
+        import narwhals
+    except ImportError:  # pragma: no cover - an optional dependency
+        raise ParameterError("calframe runs on DuckDB relations, PySpark DataFrames, Ibis tables and pyarrow Tables "
+                             "through narwhals: pip install 'calframe[engines]' (or pip install narwhals).") from None
+    return narwhals
+
+
+def _refusal(kind: str, what: str) -> str:
+    return (f"{what} is not supported on {KINDS[kind]} (its engine runs {', '.join(SUPPORTED)} with uniform, "
+            f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c), one variable and no ci; "
+            f"probabilities as one column or a list of class columns). Compute it on a Polars frame instead, e.g. "
+            f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
+
+
+def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """The public function ``name`` (``fn``) on a frame of :func:`native_kind`: this engine where it runs the
+    call; else a pyarrow Table goes to the eager engine (as a Polars DataFrame, the result back as a pyarrow
+    Table) and the other frames are refused with a ParameterError naming what is supported."""
+    frame = args[0] if args else kwargs["frame"]
+    kind = native_kind(frame)
+    assert kind is not None
+    if name in SUPPORTED:
+        try:
+            return fn(*args, **kwargs)
+        except Unsupported:
+            if kind != "pyarrow":
+                raise
+    elif kind != "pyarrow":
+        raise ParameterError(f"{name}: " + _refusal(kind, f"calframe.{name}"))
+    polars = pl.from_arrow(frame)
+    args, kwargs = ((polars, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": polars})
+    out = fn(*args, **kwargs)
+    return out.to_arrow() if isinstance(out, pl.DataFrame) else out
+
+
+# --------------------------------------------------------------------------- tables in the user's engine
+
+
+class _Engine:
+    """The user's frame as a narwhals LazyFrame, and small Polars tables put into the same engine (joins)."""
+
+    _ids = itertools.count()
+
+    def __init__(self, frame: Any) -> None:
+        nw = _nw()
+        self.kind = native_kind(frame)
+        self.native = frame
+        f = nw.from_native(frame)
+        self.lf = f.lazy() if isinstance(f, nw.DataFrame) else f
+
+    def table(self, df: pl.DataFrame) -> Any:
+        """``df`` in the user's engine (same DuckDB connection, same Spark session), as a narwhals LazyFrame."""
+        nw = _nw()
+        arrow = df.to_arrow()
+        if self.kind == "duckdb":
+            native = _duckdb_table(self.native, arrow, f"{_P}t{next(self._ids)}")
+        elif self.kind == "spark":
+            native = self.native.sparkSession.createDataFrame(arrow)
+        elif self.kind == "ibis":
+            import ibis
+
+            native = ibis.memtable(arrow)
+        else:
+            native = arrow
+        f = nw.from_native(native)
+        return f.lazy() if isinstance(f, nw.DataFrame) else f
+
+    def out(self, df: pl.DataFrame) -> Any:
+        """A (small) result in the input's type."""
+        if self.kind == "pyarrow":
+            return df.to_arrow()
+        return self.table(df).to_native()
+
+
+def _duckdb_table(rel: Any, arrow: Any, alias: str) -> Any:
+    """``arrow`` as a relation on ``rel``'s connection (kept by DuckDB's relation as ``_con``; a relation has no
+    public way to reach it), else on DuckDB's default connection (where ``duckdb.sql`` / ``duckdb.read_parquet``
+    put relations)."""
+    import duckdb
+
+    con = getattr(rel, "_con", None)
+    return (con.from_arrow(arrow) if con is not None else duckdb.from_arrow(arrow)).set_alias(alias)
+
+
+def _collect(q: Any) -> pl.DataFrame:
+    return q.collect("polars").to_native()
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+def _class_probs(plan: LZ._Plan) -> list[Any]:
+    nw = _nw()
+    return [nw.col(c).cast(nw.Float64) for c in plan.prob_cols]
+
+
+def _binary_prob(plan: LZ._Plan) -> Any:
+    nw = _nw()
+    return nw.col(plan.prob_cols[0]).cast(nw.Float64)
+
+
+def _all(parts: list[Any]) -> Any:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out & p
+    return out
+
+
+def _prob_ok(plan: LZ._Plan) -> Any:
+    if plan.binary:
+        p = _binary_prob(plan)
+        return (p >= 0.0) & (p <= 1.0)
+    ps = _class_probs(plan)
+    return _all([(p >= 0.0) & (p <= 1.0) for p in ps]) & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
+
+
+def _raw_weights(plan: LZ._Plan) -> Any:
+    nw = _nw()
+    return nw.col(plan.weight_col).cast(nw.Float64)
+
+
+def _var(plan: LZ._Plan) -> Any:
+    nw = _nw()
+    return nw.col(plan.var_col).cast(nw.Float64)
+
+
+def _keep(plan: LZ._Plan) -> Any:
+    """nulls='drop': rows without a null in a checked column (None: every row is kept)."""
+    if plan.nulls != "drop":
+        return None
+    nw = _nw()
+    return _all([~nw.col(c).is_null() for c in plan.checked])
+
+
+def _row_ok(plan: LZ._Plan) -> Any:
+    """True where the row passes every row check (False for a bad or a null row)."""
+    nw = _nw()
+    parts = [_prob_ok(plan), LZ._label_ok(plan, nw.col(plan.label_col))]
+    if plan.weight_col is not None:
+        w = _raw_weights(plan)
+        parts.append(w.is_finite() & (w >= 0.0))
+    if plan.var_col is not None:
+        if plan.var_kind == "numeric":
+            v = _var(plan)
+            ok = v.is_finite()
+            if plan.binning.edges is not None:
+                e = plan.binning.edges
+                ok = ok & (v >= e[0]) & (v <= e[-1])
+            parts.append(ok)
+        else:
+            parts.append(~nw.col(plan.var_col).is_null())
+    return _all(parts).fill_null(False)
+
+
+def _lensed(plan: LZ._Plan) -> tuple[Any, Any]:
+    nw = _nw()
+    probs = _binary_prob(plan) if plan.binary else _class_probs(plan)
+    return L.lens_nw(plan.lens, probs, nw.col(plan.label_col), label_kind=plan.label_kind or "int",
+                     func=plan.func)
+
+
+def _key_cols(plan: LZ._Plan, schema: Any) -> list[Any]:
+    """The group keys as calframe groups them (float -0.0 is 0.0, NaN is null), named ``plan.keys``."""
+    nw = _nw()
+    out = []
+    for c, k in zip(plan.by_cols, plan.keys):
+        e = nw.col(c)
+        if plan.schema[c].is_float():
+            e = nw.when(~e.is_nan()).then(nw.when(e == 0).then(nw.lit(0.0)).otherwise(e)).cast(schema[c])
+        out.append(e.alias(k))
+    return out
+
+
+def _join_keys(plan: LZ._Plan, gk: list[str]) -> tuple[list[Any], list[str]]:
+    """Null-safe join columns for the key columns ``gk`` (narwhals joins never match nulls): per key, whether it
+    is null and its value with nulls filled. (expressions, their names)"""
+    nw = _nw()
+    exprs, names = [], []
+    for k, c in zip(plan.keys, plan.by_cols):
+        if k not in gk:
+            continue
+        dt = plan.schema[c]
+        if dt.is_numeric():
+            fill: Any = 0
+        elif dt == pl.String:
+            fill = ""
+        elif dt == pl.Boolean:
+            fill = False
+        else:
+            raise Unsupported(f"{plan.func}: " + "group keys of dtype " + str(dt) + " with weights and several "
+                              "groups or quantile / equal-mass bins " + "are not supported here: cast the "
+                              "key to a string or a number first.")
+        exprs += [nw.col(k).is_null().alias(f"{k}_n"), nw.col(k).fill_null(nw.lit(fill)).alias(f"{k}_f")]
+        names += [f"{k}_n", f"{k}_f"]
+    return exprs, names
+
+
+def _polars_join_keys(df: pl.DataFrame, gk: list[str], names: list[str]) -> pl.DataFrame:
+    """The :func:`_join_keys` columns of a small Polars table (same fill values: the first row of each key's
+    engine-side fill is irrelevant, a null matches only a null)."""
+    cols = []
+    for name in names:
+        k = name[:-2]
+        if name.endswith("_n"):
+            cols.append(pl.col(k).is_null().alias(name))
+        else:
+            dt = df.schema[k]
+            fill: Any = 0 if dt.is_numeric() else "" if dt == pl.String else False
+            cols.append(pl.col(k).fill_null(pl.lit(fill).cast(dt)).alias(name))
+    return df.with_columns(cols)
+
+
+# --------------------------------------------------------------------------- exact sums
+
+
+def _fixed_parts(name: str, x: Any, bucket: Any | None) -> list[Any]:
+    """The two Int64 parts (``name_hi``, ``name_lo``) of trunc(x * 2^62) (``bucket`` None; x in [0, 1]) or
+    trunc(x * 2^(60 + 8 k)) (``bucket`` k): hi = floor(x * 2^(e - 31)), lo = trunc((that - hi) * 2^31), every
+    operation exact in float64. ``x`` is null on rows the checks report (they add nothing)."""
+    nw = _nw()
+    if bucket is None:
+        scaled = x * float(2.0 ** (LZ.FIXED_BITS - SPLIT))
+    else:  # 2^(29 + 8 k) as two finite factors
+        scaled = x * (nw.lit(2.0) ** (bucket * (BUCKET_BITS // 2) + 14)) * (
+            nw.lit(2.0) ** (bucket * (BUCKET_BITS // 2) + WEIGHTED_BITS - SPLIT - 14))
+    hi = scaled.floor()
+    return [hi.cast(nw.Int64).alias(name + _HI), ((scaled - hi) * float(2.0**SPLIT)).floor().cast(nw.Int64).alias(
+        name + _LO)]
+
+
+def _exact(res: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """The collected cells with each summed value recombined as the lazy engine's Int128 (hi * 2^31 + lo), then
+    turned into correctly rounded floats by ``lazy._exact_floats``."""
+    big = [(pl.col(n + _HI).cast(pl.Int128).fill_null(0) * (2**SPLIT)
+            + pl.col(n + _LO).cast(pl.Int128).fill_null(0)).alias(n) for n in names]
+    res = res.with_columns(big).drop([n + p for n in names for p in (_HI, _LO)])
+    return LZ._exact_floats(res)
+
+
+def _sum_columns(plan: LZ._Plan, ok: str) -> tuple[list[Any], list[str]]:
+    """Row columns whose sums are the cell's exact sums: (expressions, names of the summed values)."""
+    nw = _nw()
+    good = nw.col(ok)
+    if plan.weight_col is None:
+        conf = nw.when(good).then(nw.col(_CONF))
+        return _fixed_parts(_SC, conf, None) + [
+            nw.when(good).then(nw.col(_ACC)).cast(nw.Int64).alias(_SA)], [_SC]
+    w, k = nw.when(good).then(nw.col(_WT)), nw.col(_EB)
+    cols = []
+    for name, x in ((_W, w), (_SC, w * nw.col(_CONF)), (_SA, w * nw.col(_ACC))):
+        cols += _fixed_parts(name, x, k)
+    return cols, [_W, _SC, _SA]
+
+
+def _bucket(w: Any) -> Any:
+    """The weight's bucket k = floor(-log2(w) / 8) in [0, 134] (``lazy._weight_bucket``)."""
+    nw = _nw()
+    return (-w.log(2.0) / float(BUCKET_BITS)).floor().clip(0.0, float(_MAX_BUCKET)).cast(nw.Int32)
+
+
+def _aggs(plan: LZ._Plan, summed: list[str]) -> list[Any]:
+    nw = _nw()
+    parts = [n + p for n in summed for p in (_HI, _LO)]
+    out = [nw.len().alias(_LEN)] + [nw.col(c).sum().alias(c) for c in parts]
+    if plan.weight_col is None:
+        out.append(nw.col(_SA).sum().alias(_SA))
+    return out
+
+
+# --------------------------------------------------------------------------- the passes
+
+
+class _Run:
+    """One call on one frame: the plan, the weights' scales, the passes."""
+
+    def __init__(self, eng: _Engine, req: Request) -> None:
+        nw = _nw()
+        self.eng, self.req = eng, req
+        self.schema = eng.lf.collect_schema()
+        pl_schema = pl.Schema({c: dt.to_polars() if hasattr(dt, "to_polars") else dt
+                               for c, dt in self.schema.to_polars().items()})
+        try:
+            self.plan = plan = LZ.make_plan(pl.LazyFrame(schema=pl_schema), req)
+        except NotImplementedError:
+            raise Unsupported(f"{req.func}: " + _refusal(eng.kind, "a List probability column")) from None
+        if plan.array:
+            raise Unsupported(f"{req.func}: " + _refusal(eng.kind, "an Array probability column"))
+        self.scale_table: pl.DataFrame | None = None
+        self.nw = nw
+
+    # the rows of the main passes
+
+    def base(self, cols: list[Any]) -> Any:
+        """The user's rows with the scale factors of their group joined (when the groups' scales differ)."""
+        lf = self.eng.lf
+        if self.scale_table is None:
+            return lf.select(cols)
+        plan = self.plan
+        exprs, names = _join_keys(plan, plan.keys)
+        rows = lf.with_columns(_key_cols(plan, self.schema)).with_columns(exprs)
+        small = self.eng.table(_polars_join_keys(self.scale_table, plan.keys, names).drop(plan.keys + [LZ._SCALE]))
+        return rows.join(small, on=names, how="left").select(cols)
+
+    def weights(self) -> Any:
+        nw = self.nw
+        w = _raw_weights(self.plan)
+        if self.scale_table is not None:
+            return w * nw.col(LZ._F1) * nw.col(LZ._F2)
+        f1, f2 = _factors(int(np.frexp(self.plan.weight_scale)[1]) - 1)
+        w = w * f1 if f1 != 1.0 else w
+        return w * f2 if f2 != 1.0 else w
+
+    def set_weight_scale(self) -> None:
+        """``lazy._set_weight_scale``: each group's largest kept weight gives its power of two."""
+        nw, plan = self.nw, self.plan
+        w = _raw_weights(plan)
+        keep = _keep(plan)
+        w = w if keep is None else nw.when(keep).then(w)
+        if plan.by_cols:
+            q = self.eng.lf.select(_key_cols(plan, self.schema) + [w.alias(_W)]).group_by(plan.keys).agg(
+                nw.col(_W).max())
+        else:
+            q = self.eng.lf.select(w.alias(_W)).select(nw.col(_W).max())
+        tops = _collect(q)
+        e = weight_exponents(tops[_W].to_numpy())
+        if e.size == 0 or (e == e[0]).all():
+            plan.weight_scale = float(np.ldexp(1.0, int(e[0]))) if e.size else 1.0
+            return
+        f = [_factors(int(x)) for x in e]
+        self.scale_table = plan.scale_table = tops.select(plan.keys).with_columns(
+            pl.Series(LZ._F1, [a for a, _ in f]), pl.Series(LZ._F2, [b for _, b in f]),
+            pl.Series(LZ._SCALE, np.ldexp(1.0, e)))
+
+    def row_columns(self, x_name: str | None = None) -> list[Any]:
+        """Keys, lensed conf / acc, the row flag (_OK), keep, weights, the variable."""
+        nw, plan = self.nw, self.plan
+        conf, acc = _lensed(plan)
+        cols = _key_cols(plan, self.schema) + [conf.alias(_CONF), acc.alias(_ACC), _row_ok(plan).alias(_OK)]
+        keep = _keep(plan)
+        cols.append((keep if keep is not None else nw.lit(True)).alias(_KEEP))
+        if plan.weight_col is not None:
+            cols.append(self.weights().alias(_WT))
+        if plan.var_col is not None:
+            cols.append((_var(plan) if plan.var_kind == "numeric" else nw.col(plan.var_col)).alias(
+                _V if plan.var_kind == "numeric" else _CATV))
+        return cols
+
+    def main(self) -> pl.DataFrame:
+        """One query: per (keys, bin[, weight bucket]) rows, valid rows, exact sums (+ variable range)."""
+        nw, plan = self.nw, self.plan
+        q = self.base(self.row_columns())
+        ok = nw.col(_OK)
+        if plan.weight_col is not None:
+            q = q.with_columns(_bucket(nw.when(ok).then(nw.col(_WT))).alias(_EB))
+        b = plan.binning
+        if plan.var_kind == "categorical":
+            bin_ = nw.col(_CATV)
+        else:
+            x = nw.when(ok).then(nw.col(_V if plan.var_col is not None else _CONF))
+            bin_ = (edge_bins_nw(x, [float(e) for e in b.edges[1:-1]], b.closed) if b.edges is not None
+                    else uniform_bin_nw(x, b.bins, b.closed))
+        if plan.nulls == "drop":
+            dropped = nw.lit(None) if plan.var_kind == "categorical" else nw.lit(-1)
+            bin_ = nw.when(nw.col(_KEEP)).then(bin_).otherwise(dropped)
+            if plan.var_kind != "categorical":
+                bin_ = bin_.cast(nw.Int32)
+        sums, summed = _sum_columns(plan, _OK)
+        q = q.with_columns(bin_.alias(_BIN), *sums, ok.cast(nw.Int64).alias(_OK))
+        aggs = _aggs(plan, summed) + [nw.col(_OK).sum().alias(_OK)]
+        if plan.var_kind == "numeric":
+            aggs += [nw.col(_V).min().alias(_VMIN), nw.col(_V).max().alias(_VMAX)]
+        cell = plan.keys + [_BIN] + ([_EB] if plan.weight_col is not None else [])
+        res = _collect(q.group_by(cell).agg(*aggs))
+        res = res.with_columns(pl.col(_LEN).cast(pl.Int64), pl.col(_OK).cast(pl.Int64))
+        if plan.weight_col is None:
+            res = res.with_columns(pl.col(_SA).cast(pl.Float64))
+        return _exact(res, summed)
+
+    # the error path: every count the ordered checks need (lazy._detail_stats in narwhals)
+
+    def detail(self) -> dict[str, Any]:
+        nw, plan = self.nw, self.plan
+        keep = _keep(plan)
+
+        def kept(e: Any) -> Any:
+            return e if keep is None else nw.when(keep).then(e)
+
+        def count(e: Any) -> Any:
+            return kept(e.fill_null(False)).cast(nw.Int64).sum()
+
+        aggs: dict[str, Any] = {"n_total": nw.len()}
+        for i, c in enumerate(plan.checked):
+            aggs[f"null{i}"] = nw.col(c).is_null().cast(nw.Int64).sum()
+        aggs["n_kept"] = nw.len() if keep is None else keep.cast(nw.Int64).sum()
+        if plan.prob_ok:
+            ps = [_binary_prob(plan)] if plan.binary else _class_probs(plan)
+            fins = [p.is_finite().fill_null(False) for p in ps]
+            aggs["prob_nonfinite"] = count(~_all(fins))
+            aggs["prob_outside"] = count(_any([f & ((p < 0.0) | (p > 1.0)) for p, f in zip(ps, fins)]))
+            fin_only = [kept(nw.when(f).then(p)) for p, f in zip(ps, fins)]
+            aggs["prob_lo"] = nw.min_horizontal(*fin_only).min() if len(ps) > 1 else fin_only[0].min()
+            aggs["prob_hi"] = nw.max_horizontal(*fin_only).max() if len(ps) > 1 else fin_only[0].max()
+            if not plan.binary:
+                s = _pairwise_sum(ps)
+                off = kept(((s - 1.0).abs() > SUM_TOLERANCE).fill_null(False))
+                aggs["sum_bad"] = off.fill_null(False).cast(nw.Int64).sum()
+                aggs["sum_top"] = nw.when(off).then(s).max()
+                aggs["sum_bottom"] = nw.when(off).then(s).min()
+        if plan.label_kind is not None:
+            y = nw.col(plan.label_col)
+            if plan.label_kind == "float":
+                aggs["label_nonwhole"] = count(~y.is_finite() | (y != y.floor()))
+            if plan.label_kind != "bool":
+                aggs["label_outside"] = count(self.label_outside())
+        if plan.weight_col is not None and plan.weights_ok:
+            w = _raw_weights(plan)
+            aggs["w_bad"] = count(~w.is_finite() | (w < 0.0))
+            aggs["w_sum"] = kept(w).sum()
+        if plan.var_col is not None and plan.var_kind is not None:
+            if plan.var_kind == "numeric":
+                v = _var(plan)
+                aggs["var_nonfinite"] = count(~v.is_finite())
+                aggs["var_min"] = kept(v).min()
+                aggs["var_max"] = kept(v).max()
+                if plan.binning.edges is not None:
+                    e = plan.binning.edges
+                    aggs["var_outside"] = count((v < e[0]) | (v > e[-1]))
+            else:
+                aggs["var_unique"] = kept(nw.col(plan.var_col)).n_unique()
+        row = _collect(self.eng.lf.select(**{k: v.alias(k) for k, v in aggs.items()})).row(0, named=True)
+        if "var_unique" in row:  # n_unique counts a null
+            nulls = _collect(self.eng.lf.select(kept(nw.col(plan.var_col)).is_null().cast(nw.Int64).sum()
+                                                .alias("n"))).item()
+            row["var_unique"] -= 1 if nulls else 0
+        if row.get("sum_bad"):  # the sum furthest from 1 (the first of a tie: above 1)
+            top, bottom = row["sum_top"], row["sum_bottom"]
+            row["sum_worst"] = top if bottom is None or (top is not None and top - 1.0 >= 1.0 - bottom) else bottom
+        if row.get("label_outside"):
+            sel = self.label_outside() if keep is None else self.label_outside() & keep
+            vals = _collect(self.eng.lf.filter(sel).select(nw.col(plan.label_col)).unique())[plan.label_col]
+            row["outside_labels"] = vals.sort().head(5).to_list()
+        row["nulls"] = {c: int(row[f"null{i}"] or 0) for i, c in enumerate(plan.checked)}
+        return row
+
+    def label_outside(self) -> Any:
+        y = self.nw.col(self.plan.label_col)
+        return ((y < 0) | (y >= self.plan.k)).fill_null(False)
+
+    def fail(self) -> None:
+        LZ._run_checks(self.plan, self.detail(), None)
+        raise AssertionError(f"{self.plan.func}: a bad row that no check reports")  # pragma: no cover
+
+    # quantile / equal-mass bins (lazy._data_binned_sums, in narwhals)
+
+    def data_binned(self) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, int, Bins]:
+        nw, plan = self.nw, self.plan
+        gk = plan.keys or [_ONE]
+        cols = self.row_columns()
+        if not plan.keys:
+            cols.append(nw.lit(0).cast(nw.Int8).alias(_ONE))
+        base = self.base(cols)
+        x = nw.col(_V if plan.var_col is not None else _CONF)
+        base = base.with_columns(nw.when(nw.col(_OK)).then(x).alias(_X),
+                                 (~nw.col(_OK) & nw.col(_KEEP)).cast(nw.Int64).alias(_BAD))
+        aggs = [nw.len().alias(_LEN), nw.col(_BAD).sum().alias(_BAD), nw.col(_X).min().alias(_MIN),
+                nw.col(_X).max().alias(_MAX)]
+        if plan.weight_col is not None:
+            aggs.append(nw.col(_WT).sum().alias(_W))
+        res = _collect(base.group_by(gk + [_KEEP]).agg(*aggs))
+        kept = res.filter(pl.col(_KEEP))
+        st: dict[str, Any] = {"n_total": int(res[_LEN].sum()), "n_kept": int(kept[_LEN].sum()),
+                              "bad": int(res[_BAD].sum()), "nulls": {}}
+        if st["bad"]:
+            self.fail()
+        if plan.weight_col is not None:
+            st["w_sum"] = float(kept[_W].sum())
+        if plan.var_col is not None:
+            st["var_min"], st["var_max"] = kept[_MIN].min(), kept[_MAX].max()
+        LZ._run_checks(plan, st, None)
+        groups = kept.drop(_KEEP).sort(gk, nulls_last=True, maintain_order=True)
+        rows_ = base.filter(nw.col(_KEEP)) if plan.nulls == "drop" else base
+        jexprs, jnames = _join_keys(plan, gk) if plan.keys else ([], [_ONE])
+        rows_ = rows_.with_columns(jexprs) if jexprs else rows_
+
+        def small(df: pl.DataFrame) -> Any:
+            if not plan.keys:
+                return self.eng.table(df)
+            return self.eng.table(_polars_join_keys(df, gk, jnames).drop(gk))
+
+        def cells(path: list[str], grids: list[pl.DataFrame]) -> Any:
+            q = rows_
+            for level, grid in enumerate(grids):
+                lo, sc, g = f"{_P}lo{level}", f"{_P}sc{level}", f"{_P}gn{level}"
+                q = q.join(small(grid), on=jnames + path[:level], how="inner")
+                cell = ((nw.col(_X) - nw.col(lo)) * nw.col(sc)).floor().clip(0.0, nw.col(g).cast(nw.Float64) - 1.0)
+                q = q.with_columns(cell.cast(nw.Int32).alias(f"{_P}c{level}")).drop(lo, sc, g)
+            return q
+
+        def hist(path: list[str], grids: list[pl.DataFrame], c: str) -> pl.DataFrame:
+            return _collect(cells(path, grids).group_by(gk + path + [c]).agg(
+                nw.len().alias(_CNT), nw.col(_X).min().alias(_MIN), nw.col(_X).max().alias(_MAX)))
+
+        def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
+            return _collect(cells(path, grids).join(small(want), on=jnames + path, how="inner").select(_NODE, _X))
+
+        etab, ecols, n_bins = LZ.edge_columns(groups, gk, plan.binning, lambda seg, rank: LZ.order_statistics(
+            groups, gk, seg, rank, hist, values))
+        below = _sum_ints([(nw.col(c) < nw.col(_X)).cast(nw.Int32) for c in ecols])
+        ne = nw.col(f"{_P}ne")
+        if plan.binning.scheme == "quantile":
+            bin_ = nw.max_horizontal(below, nw.lit(1)) - 1
+        else:
+            bin_ = nw.min_horizontal(below, ne - 1)
+        q = rows_.join(small(etab), on=jnames, how="inner")
+        if plan.weight_col is not None:
+            q = q.with_columns(_bucket(nw.col(_WT)).alias(_EB))
+        sums, summed = _sum_columns(plan, _OK)
+        q = q.with_columns(bin_.cast(nw.Int32).alias(_BIN), *sums)
+        cell = gk + [_BIN] + ([_EB] if plan.weight_col is not None else [])
+        res = _collect(q.group_by(cell).agg(*_aggs(plan, summed)))
+        res = res.with_columns(pl.col(_LEN).cast(pl.Int64))
+        if plan.weight_col is None:
+            res = res.with_columns(pl.col(_SA).cast(pl.Float64))
+        res = _exact(res, summed)
+        sums_, keys, counts = LZ.cell_sums(plan, res, groups, gk, n_bins)
+        cnt = np.zeros((groups.height, n_bins))
+        gi = _cell_groups(res, groups, gk)
+        np.add.at(cnt, (gi, res[_BIN].to_numpy().astype(np.int64)), res[_LEN].to_numpy().astype(np.float64))
+        padded = etab.select(ecols).to_numpy()
+        n_edges = etab[f"{_P}ne"].to_numpy().astype(np.int64)
+        offsets = np.zeros(groups.height + 1, dtype=np.int64)
+        np.cumsum(n_edges, out=offsets[1:])
+        edges = np.concatenate([padded[g, : n_edges[g]] for g in range(groups.height)])
+        bins = Bins(None, n_bins, edges, offsets, plan.binning)
+        return sums_, keys, counts, cnt, bins
+
+
+def _any(parts: list[Any]) -> Any:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out | p
+    return out
+
+
+def _sum_ints(parts: list[Any]) -> Any:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + p
+    return out
+
+
+def _cell_groups(cells: pl.DataFrame, groups: pl.DataFrame, gk: list[str]) -> np.ndarray:
+    """The group index (row of ``groups``) of each cell."""
+    gidx = groups.select(gk).with_row_index(f"{_P}g")
+    return (cells.select(gk).with_row_index(f"{_P}row").join(gidx, on=gk, how="left", nulls_equal=True)
+            .sort(f"{_P}row")[f"{_P}g"].to_numpy().astype(np.int64))
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _unsupported(req: Request) -> str | None:
+    """What of ``req`` this engine does not run (None: it runs it)."""
+    if req.kind not in ("ce", "reliability"):
+        return f"calframe.{req.func}"
+    if req.ci is not None:
+        return "ci="
+    if req.sweep:
+        return "binning='sweep'"
+    if req.lens.kind == "marginal":
+        return "the marginal lens"
+    if req.variables and req.variable is None:
+        return "several variables at once"
+    return None
+
+
+def run(frame: Any, req: Request) -> Any:
+    """``req`` (a CE_p figure or a reliability table) on a frame of :func:`native_kind`: the sums in its engine,
+    the figures by :mod:`calframe.figures`, the result in the frame's type (module docstring)."""
+    eng = _Engine(frame)
+    what = _unsupported(req)
+    if what is not None:
+        raise Unsupported(f"{req.func}: " + _refusal(eng.kind, what))
+    F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else _Columns(eng))
+    r = _Run(eng, req)
+    plan = r.plan
+    if plan.schema_errors:
+        r.fail()
+    if plan.weight_col is not None:
+        r.set_weight_scale()
+    if plan.data_binned:
+        sums, keys, counts, cell_counts, bins = r.data_binned()
+    else:
+        res = r.main()
+        st = LZ._light_stats(plan, res)
+        if st["bad"]:
+            r.fail()
+        LZ._run_checks(plan, st, None)
+        sums, keys, counts = LZ._assemble(plan, res)
+        cell_counts, bins = _uniform_counts(plan, res, sums)
+    if plan.weight_col is not None:
+        check_group_weights(req.func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
+    if req.kind == "reliability":
+        return eng.out(F.reliability_table(sums, cell_counts, bins, keys))
+    scale = LZ._group_scales(plan, keys)
+    values = {req.name: F.binned(req, lambda c: sums, 1, scale)}
+    lazy_out = eng.kind != "pyarrow"
+    out = F.shape(req, values, counts, keys, "polars", scalar=not lazy_out)
+    return out if isinstance(out, float) else eng.out(out)
+
+
+class _Columns:
+    """The column names of the user's frame, for :func:`figures.check_by_names`."""
+
+    def __init__(self, eng: _Engine) -> None:
+        self.columns = list(eng.lf.collect_schema().names())
+
+
+def _uniform_counts(plan: LZ._Plan, res: pl.DataFrame, sums: np.ndarray) -> tuple[np.ndarray, Bins]:
+    """Rows per (group, bin) of the main pass's cells, and the bins (reliability tables)."""
+    cells = LZ._kept_cells(plan, res)
+    g, _, n_groups = LZ._group_index(plan, cells)
+    cnt = np.zeros(sums.shape[:2])
+    if plan.var_kind != "categorical":
+        np.add.at(cnt, (g, cells[_BIN].to_numpy().astype(np.int64)), cells[_LEN].to_numpy().astype(np.float64))
+    b = plan.binning
+    edges = np.asarray(b.edges) if b.edges is not None else uniform_edges(b.bins, b.closed)
+    return cnt, Bins(None, b.bins, edges, None, b)
