@@ -1292,7 +1292,9 @@ def apply(
     multiclass methods that rescale the whole vector (``temperature``, ...)
     ``name`` is the probability Array and ``<name>_conf`` its top-label
     confidence. Columns default to those the recalibrator was fitted on. A
-    LazyFrame stays lazy. With a per-group recalibrator, rows of a group it
+    LazyFrame stays lazy, and so do a PySpark DataFrame and a DuckDB relation
+    (recalibrated batch by batch inside the engine: :mod:`calframe.engines.batches`).
+    With a per-group recalibrator, rows of a group it
     has not seen raise an error, or keep their probability with
     ``unknown="keep"``.
 
