@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench docs install clean
+.PHONY: demo test java bench docs install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +36,14 @@ demo: $(VENV)/.installed
 
 # --require-extras: a test extra that fails to import fails the run (tests/conftest.py);
 # --hypothesis-profile=ci: derandomized, reproducible property tests.
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test java
 	$(BIN)/python -m pytest -q --require-extras --hypothesis-profile=ci
+
+# pyspark (a test extra, installed into .venv) runs on Java 17, which is never installed here: shown, or a clear stop.
+java:
+	@if command -v java >/dev/null 2>&1; then echo "Java for the Spark tests: $$(java -version 2>&1 | head -n 1)"; \
+	else echo "Java 17 is not on PATH: the Spark tests (marked spark) need it. Install a JDK 17 (e.g." \
+	  "apt-get install openjdk-17-jre-headless), or run the rest: $(BIN)/python -m pytest -m 'not spark'"; exit 1; fi
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_binned.py

@@ -86,6 +86,7 @@ from ._errors import rows as _rows
 from ._kernels.qcut_sums import qcut_bin_sums
 from ._names import fresh_name
 from .figures import check_by_names, with_keys
+from .engines import batches as _batches
 from .engines import dask_engine as _dask
 from .engines import narwhals as _narwhals
 from .engines import run_binned as _run_binned
@@ -1469,7 +1470,9 @@ def apply(
     multiclass methods that rescale the whole vector (``temperature``, ...)
     ``name`` is the probability Array and ``<name>_conf`` its top-label
     confidence. Columns default to those the recalibrator was fitted on. A
-    LazyFrame stays lazy. With a per-group recalibrator, rows of a group it
+    LazyFrame stays lazy, and so do a PySpark DataFrame and a DuckDB relation
+    (recalibrated batch by batch inside the engine: :mod:`calframe.engines.batches`).
+    With a per-group recalibrator, rows of a group it
     has not seen raise an error, or keep their probability with
     ``unknown="keep"``.
 
@@ -1491,25 +1494,29 @@ def apply(
     method = recalibrator.params.get("method", recalibrator.method) if recalibrator.method == "per_group" \
         else recalibrator.method
     name = name or f"p_{method}"
+    kwargs = {"name": name, "prob": prob, "variable": variable, "features": features, "unknown": unknown}
     if is_dask_frame(frame):
-        return _dask().apply(frame, recalibrator, {"name": name, "prob": prob, "variable": variable,
-                                                   "features": features, "unknown": unknown})
+        return _dask().apply(frame, recalibrator, kwargs)
+    if _batches.runs_apply(frame):
+        return _batches.apply(frame, recalibrator, kwargs)
     if isinstance(frame, pl.LazyFrame):
         lf = frame
 
         def batch(df: pl.DataFrame) -> pl.DataFrame:
-            return apply(df, recalibrator, name=name, prob=prob, variable=variable, features=features,
-                         unknown=unknown)
+            return apply(df, recalibrator, **kwargs)
 
-        schema = dict(lf.collect_schema())
-        k = int(meta.get("n_classes", 2))
-        if recalibrator.output == "probs" and not meta.get("binary", True):
-            schema[name] = pl.Array(pl.Float64, k)
-            schema[f"{name}_conf"] = pl.Float64
-        else:
-            schema[name] = pl.Float64
+        schema = {**lf.collect_schema(), **apply_columns(recalibrator, name)}
         return lf.map_batches(batch, schema=pl.Schema(schema), streamable=True)
     return _apply_eager(frame, recalibrator, meta, name, prob, variable, features, unknown, R)
+
+
+def apply_columns(recalibrator: Any, name: str) -> dict[str, pl.DataType]:
+    """The columns :func:`apply` adds, with their types: ``name`` (Float64), or for multiclass methods that rescale
+    the whole vector ``name`` (an Array of the K probabilities) and ``<name>_conf`` (Float64)."""
+    meta = recalibrator.meta
+    if recalibrator.output == "probs" and not meta.get("binary", True):
+        return {name: pl.Array(pl.Float64, int(meta.get("n_classes", 2))), f"{name}_conf": pl.Float64}
+    return {name: pl.Float64}
 
 
 def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):

@@ -65,7 +65,9 @@ Differences from the calframe functions (SQL cannot raise on data)
   multiclass input.
 
 DuckDB table macros doing the same work are installed by
-:func:`install_duckdb_macros`.
+:func:`install_duckdb_macros`, with scalar macros over ``list(p)``,
+``list(y)`` that sit beside other aggregates in a ``GROUP BY``
+(:func:`ce_list_macro`).
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ __all__ = [
     "vece_query",
     "quantile_edges_query",
     "install_duckdb_macros",
+    "ce_list_macro",
     "DUCKDB_MACROS",
 ]
 
@@ -595,6 +598,57 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
     return out
 
 
+#: the figures of the scalar list macros :func:`install_duckdb_macros` creates, by name: their ``p``
+_LIST_FIGURES = {"ece": 1, "mce": "inf", "rmsce": 2}
+
+
+def ce_list_macro(
+    name: str = "calframe_ece",
+    *,
+    p: float | str = 1,
+    bins: Edges = 15,
+    closed: Literal["left", "right"] = "left",
+    lens: str | None = None,
+    temporary: bool = True,
+) -> str:
+    """``CREATE MACRO`` text of a DuckDB scalar macro ``name(probs, labels)``: CE_p of two lists.
+
+    Given ``list(p)`` and ``list(y)`` it sits beside other aggregates in a
+    ``GROUP BY``::
+
+        SELECT region, count(*) AS rows, avg(p) AS mean_p, calframe_ece(list(p), list(y)) AS ece
+        FROM scores GROUP BY region
+
+    The figure is the one of :func:`ce_query` (same parameters, the same
+    request parsed by :func:`calframe.request.ce`, the same per-bin sums and
+    finalize, unnested from the lists in a subquery): it equals
+    ``calframe.ce(frame, p=p, bins=bins, closed=closed, lens=lens)`` on the
+    group's rows. The binning is fixed when the text is generated: uniform
+    bins (``bins=B``) or explicit edges (``bins=[e0, ..., eB]``), embedded as
+    exact float literals; those are the binnings calframe.sql offers (quantile
+    edges of the confidence: use ``calframe.ece`` on the relation). Rows whose
+    probability or label is NULL are dropped (``list`` keeps NULLs, so the two
+    lists stay aligned); a group without rows gives NULL. Each group's rows are
+    held as lists while the macro runs: the table macros and
+    :func:`ce_query` compute the same figures from streamed sums.
+    """
+    func = "ce_list_macro"
+    if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name[0].isdigit():
+        raise bad_param(func, "name", "letters, digits and underscores, not starting with a digit", name)
+    req = _request(func, "ce", prob="calframe_prob", label="calframe_label", by=None, bins=bins, closed=closed,
+                   lens=lens, p=p)
+    lists = ("calframe_lists", 'SELECT unnest(probs) AS "calframe_prob", unnest(labels) AS "calframe_label"')
+    ctes, keys, final = _sums_parts(req, lists[0], ("n", req.name))
+    query = _finalize(req, [lists, *ctes], keys, final)
+    create = "CREATE OR REPLACE TEMPORARY MACRO" if temporary else "CREATE OR REPLACE MACRO"
+    return f"{create} {name}(probs, labels) AS (SELECT {quote_ident(req.name)} FROM (\n{query}\n))"
+
+
+def _list_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
+    return {f"{prefix}{fig}": ce_list_macro(f"{prefix}{fig}", p=p, temporary=temporary)
+            for fig, p in _LIST_FIGURES.items()}
+
+
 #: names of the macros :func:`install_duckdb_macros` creates (with the default prefix)
 DUCKDB_MACROS = tuple(_duckdb_macro_sql("calframe_", True))
 
@@ -637,10 +691,17 @@ def install_duckdb_macros(con: Any, *, prefix: str = "calframe_", temporary: boo
     ``lens``/``closed``/``bins`` values raise DuckDB errors at run time.
     Helper macros ``<prefix>sums_raw`` and ``<prefix>vsums_raw`` are
     created too.
+
+    Scalar macros of the same names ``calframe_ece / calframe_mce /
+    calframe_rmsce(probs, labels)`` take two lists and go beside other
+    aggregates (default bins, closed side and lens; :func:`ce_list_macro` makes
+    others)::
+
+        SELECT region, count(*), calframe_ece(list(p), list(y)) FROM scores GROUP BY region
     """
     if not isinstance(prefix, str) or not prefix.replace("_", "a").isalnum() or prefix[0].isdigit():
         raise bad_param("install_duckdb_macros", "prefix", "letters, digits and underscores, not starting with a digit", prefix)
     statements = _duckdb_macro_sql(prefix, temporary)
-    for sql in statements.values():
+    for sql in [*statements.values(), *_list_macro_sql(prefix, temporary).values()]:
         con.execute(sql)
     return list(statements)

@@ -24,11 +24,15 @@ temporary directory as the working directory (examples write only there).
   script ``docs/examples/X.py`` above the block is compared, row by row, with
   what the script prints (``test_example_output``); the Adult examples run on the
   UCI data shipped in calframe/data.
-- Pages that import a test extra (dask, duckdb, matplotlib) load it with
+- Pages that import a test extra (dask, duckdb, matplotlib, pyspark) load it with
   ``pytest.importorskip``: ``--require-extras`` (``make test``) turns a missing
-  one into a failure. A block importing a module no extra provides (pyspark)
-  runs only where that module is installed (``test_block_needing``), after the
-  blocks before it; ``test_page`` runs the rest of the page without it.
+  one into a failure. A page importing pyspark is marked ``spark`` and runs with
+  the tests' one Spark session started (``SparkSession.builder.getOrCreate()``
+  in the page returns it).
+- A block that needs a calframe module another branch adds (:data:`PENDING`)
+  must raise a CalframeError while the module is absent, and the page ends as
+  an expected failure once its other blocks ran; with the module it runs as
+  any block.
 """
 
 from __future__ import annotations
@@ -60,9 +64,11 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 EXAMPLES = ROOT / "docs" / "examples"
 #: modules a page may import that come with a test extra (pytest.importorskip), by the module imported
 EXTRA_MODULES = {"dask": "dask", "distributed": "distributed", "duckdb": "duckdb", "matplotlib": "matplotlib",
-                 "sklearn": "sklearn", "calframe.plot": "matplotlib", "calframe.frames.dask": "dask"}
-#: modules no extra provides: their blocks run only where they are installed
-NOT_INSTALLED = {"pyspark": "no Spark in the test environment (not a calframe extra)"}
+                 "sklearn": "sklearn", "calframe.plot": "matplotlib", "calframe.frames.dask": "dask",
+                 "pyspark": "pyspark"}
+#: (page, text a block contains) -> the calframe module the block needs that is not on every branch yet
+PENDING = {("scaling-out.md", "per_region = calframe.ece(scores"): "calframe.engines.narwhals",
+           ("scaling-out.md", "per_region = calframe.ece(sdf"): "calframe.engines.narwhals"}
 SHELL = {"bash", "sh", "shell", "console"}
 COMMANDS = {"calframe", "make", "pip", "git", "python", "python3", ".venv/bin/python"}
 #: `calframe demo` command lines already run in this session
@@ -136,13 +142,16 @@ def imported(block: Block) -> set[str]:
     return names
 
 
-def missing_module(block: Block) -> str | None:
-    """Why ``block`` cannot run here (it imports a module no extra provides, and it is absent), else None."""
-    if block.lang != "python":
-        return None
-    for mod in sorted(imported(block) & set(NOT_INSTALLED)):
-        if importlib.util.find_spec(mod) is None:
-            return f"{mod}: {NOT_INSTALLED[mod]}"
+def page_modules(path: Path) -> set[str]:
+    """Every module the page's python blocks import."""
+    return set().union(*(imported(b) for b in blocks(path) if b.lang == "python"))
+
+
+def pending(path: Path, block: Block) -> str | None:
+    """The absent calframe module ``block`` needs (:data:`PENDING`), else None."""
+    for (page, text), mod in PENDING.items():
+        if page == path.name and text in block.code and importlib.util.find_spec(mod) is None:
+            return mod
     return None
 
 
@@ -265,26 +274,28 @@ def run_command(where: str, line: str) -> None:
 # ---------------------------------------------------------------- pages
 
 
-def run_page(path: Path, skip: set[int], stop: int | None = None) -> dict:
-    """Run the page's blocks (but those at the lines in ``skip``) up to the line ``stop``; the namespace."""
+def run_page(path: Path) -> tuple[dict, list[str]]:
+    """Run the page's blocks; the namespace, and the pending blocks (:data:`PENDING`) that failed as expected."""
     page = blocks(path)
-    for mod in sorted({EXTRA_MODULES[m] for b in page if b.lang == "python" for m in imported(b) & set(EXTRA_MODULES)}):
+    for mod in sorted({EXTRA_MODULES[m] for m in page_modules(path) & set(EXTRA_MODULES)}):
         pytest.importorskip(mod)
     namespace: dict = {"__name__": "__main__"}
+    waiting = []
     with pl.Config():  # a page's pl.Config settings end with it
         for block in page:
-            if stop is not None and block.line > stop:
-                break
-            if block.line in skip:
-                continue
-            if block.lang == "python":
+            mod = pending(path, block) if block.lang == "python" else None
+            if mod:
+                with pytest.raises(calframe.CalframeError):
+                    run_python(path, block, namespace)
+                waiting.append(f"{path.name}:{block.line} needs {mod}")
+            elif block.lang == "python":
                 run_python(path, block, namespace)
             elif block.lang in SHELL | {"indented"}:
                 for line, command in commands(block):
                     run_command(f"{path.name}:{line}", command)
             else:
                 assert block.lang == "text", f"{path.name}:{block.line}: a code block without a rule: ```{block.lang}"
-    return namespace
+    return namespace, waiting
 
 
 @pytest.fixture
@@ -296,23 +307,16 @@ def in_tmp(tmp_path, monkeypatch):
         sys.modules["matplotlib.pyplot"].close("all")
 
 
-@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
-def test_page(path, in_tmp):
-    skip = {b.line for b in blocks(path) if missing_module(b)}
-    namespace = run_page(path, skip)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.spark) if "pyspark" in page_modules(p) else p
+                                  for p in PAGES], ids=lambda p: p.name)
+def test_page(path, in_tmp, request):
+    if "pyspark" in page_modules(path):
+        request.getfixturevalue("spark")  # the page's getOrCreate() returns the tests' one session
+    namespace, waiting = run_page(path)
     if path.name in AFTER:
         AFTER[path.name](namespace)
-
-
-NEEDING = [(p, b) for p in PAGES for b in blocks(p) if b.lang == "python" and imported(b) & set(NOT_INSTALLED)]
-
-
-@pytest.mark.parametrize("path,block", NEEDING, ids=[f"{p.name}:{b.line}" for p, b in NEEDING])
-def test_block_needing(path, block, in_tmp):
-    reason = missing_module(block)
-    if reason:
-        pytest.skip(reason)
-    run_page(path, set(), stop=block.line)
+    if waiting:
+        pytest.xfail("; ".join(waiting))
 
 
 def test_every_block_is_run():

@@ -455,3 +455,61 @@ def test_duckdb_macros_custom_prefix(df):
         assert got == pytest.approx(calframe.ece(df, "prob", "label"), abs=TOL)
     finally:
         c.close()
+
+
+# --------------------------------------------------------------------------- scalar macros over lists
+
+
+@pytest.mark.parametrize("figure, ref", [("ece", calframe.ece), ("mce", calframe.mce), ("rmsce", calframe.rmsce)])
+def test_duckdb_list_macros_beside_other_aggregates(con, df, figure, ref):
+    """calframe_<figure>(list(p), list(y)) in a GROUP BY next to count and avg: per group, calframe's figure."""
+    got = q_pl(con, f"SELECT s, g, count(*) AS rows, avg(prob) AS mean_p, calframe_{figure}(list(prob), list(label)) "
+                    f"AS {figure} FROM scores GROUP BY s, g ORDER BY s, g")
+    want = ref(df, "prob", "label", by=["s", "g"]).sort("s", "g")
+    assert got.select("s", "g").rows() == want.select("s", "g").rows()
+    assert got["rows"].to_list() == want["n"].to_list()
+    np.testing.assert_allclose(got["mean_p"], df.group_by("s", "g").agg(pl.col("prob").mean()).sort("s", "g")["prob"],
+                               rtol=1e-15)
+    np.testing.assert_allclose(got[figure], want[figure], rtol=0, atol=TOL)
+    # the table macro of the same name still works
+    assert q_pl(con, f"SELECT * FROM calframe_{figure}('scores', 'prob', 'label')").columns == ["n", figure]
+
+
+@pytest.mark.parametrize("closed", ["left", "right"])
+@pytest.mark.parametrize("lens", ["top1", "class:1", "class:0"])
+def test_ce_list_macro_bins_and_lenses(con, df, closed, lens):
+    """Generated for other bins, explicit edges, closed sides and lenses, on probabilities on every edge."""
+    edges = [0.0, 0.2, 0.5, 0.7, 0.9, 1.0]
+    for bins in (7, edges):
+        for p, ref in ((1, calframe.ece), (2, calframe.rmsce), ("inf", calframe.mce)):
+            con.execute(sql.ce_list_macro("my_ce", p=p, bins=bins, closed=closed, lens=lens))
+            got = q_pl(con, "SELECT g, my_ce(list(prob), list(label)) AS x FROM scores GROUP BY g ORDER BY g")
+            want = ref(df, "prob", "label", by="g", bins=bins, closed=closed, lens=lens)
+            np.testing.assert_allclose(got["x"], want[ref.__name__], rtol=0, atol=TOL)
+            whole = q_pl(con, "SELECT my_ce(list(prob), list(label)) AS x FROM scores")["x"][0]
+            assert whole == pytest.approx(ref(df, "prob", "label", bins=bins, closed=closed, lens=lens), abs=TOL)
+
+
+def test_list_macro_nulls_and_empty_groups(con, df):
+    """NULL probabilities or labels are dropped (list keeps NULLs, so the lists stay aligned); no rows: NULL."""
+    d = df.with_columns(
+        prob=pl.when(pl.int_range(pl.len()) % 17 == 3).then(None).otherwise(pl.col("prob")),
+        label=pl.when(pl.int_range(pl.len()) % 23 == 5).then(None).otherwise(pl.col("label")),
+    )
+    con.register("nullish", d.to_arrow())
+    got = q_pl(con, "SELECT g, calframe_ece(list(prob), list(label)) AS ece FROM nullish GROUP BY g ORDER BY g")
+    with pytest.warns(calframe.CalframeWarning):
+        want = calframe.ece(d, "prob", "label", by="g", nulls="drop")
+    np.testing.assert_allclose(got["ece"], want["ece"], rtol=0, atol=TOL)
+    none = q_pl(con, "SELECT calframe_ece(list(prob), list(label)) AS ece FROM nullish WHERE prob IS NULL")
+    assert none["ece"][0] is None
+    con.unregister("nullish")
+
+
+def test_ce_list_macro_bad_parameters():
+    with pytest.raises(calframe.ParameterError, match="name"):
+        sql.ce_list_macro("bad name")
+    with pytest.raises(calframe.ParameterError, match="bins"):
+        sql.ce_list_macro(bins=0)
+    with pytest.raises(calframe.ParameterError, match="lens"):
+        sql.ce_list_macro(lens="top2")
