@@ -29,19 +29,13 @@ temporary directory as the working directory (examples write only there).
   one into a failure. A page importing pyspark is marked ``spark`` and runs with
   the tests' one Spark session started (``SparkSession.builder.getOrCreate()``
   in the page returns it).
-- A block that needs a calframe module another branch adds (:data:`PENDING`)
-  must raise a CalframeError while the module is absent, and the page ends as
-  an expected failure once its other blocks ran; with the module it runs as
-  any block.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import io
-import os
 import re
 import runpy
 import shlex
@@ -66,9 +60,6 @@ EXAMPLES = ROOT / "docs" / "examples"
 EXTRA_MODULES = {"dask": "dask", "distributed": "distributed", "duckdb": "duckdb", "matplotlib": "matplotlib",
                  "sklearn": "sklearn", "calframe.plot": "matplotlib", "calframe.frames.dask": "dask",
                  "pyspark": "pyspark"}
-#: (page, text a block contains) -> the calframe module the block needs that is not on every branch yet
-PENDING = {("scaling-out.md", "per_region = calframe.ece(scores"): "calframe.engines.narwhals",
-           ("scaling-out.md", "per_region = calframe.ece(sdf"): "calframe.engines.narwhals"}
 SHELL = {"bash", "sh", "shell", "console"}
 COMMANDS = {"calframe", "make", "pip", "git", "python", "python3", ".venv/bin/python"}
 #: `calframe demo` command lines already run in this session
@@ -145,14 +136,6 @@ def imported(block: Block) -> set[str]:
 def page_modules(path: Path) -> set[str]:
     """Every module the page's python blocks import."""
     return set().union(*(imported(b) for b in blocks(path) if b.lang == "python"))
-
-
-def pending(path: Path, block: Block) -> str | None:
-    """The absent calframe module ``block`` needs (:data:`PENDING`), else None."""
-    for (page, text), mod in PENDING.items():
-        if page == path.name and text in block.code and importlib.util.find_spec(mod) is None:
-            return mod
-    return None
 
 
 # ---------------------------------------------------------------- python
@@ -274,28 +257,22 @@ def run_command(where: str, line: str) -> None:
 # ---------------------------------------------------------------- pages
 
 
-def run_page(path: Path) -> tuple[dict, list[str]]:
-    """Run the page's blocks; the namespace, and the pending blocks (:data:`PENDING`) that failed as expected."""
+def run_page(path: Path) -> dict:
+    """Run the page's blocks; their namespace."""
     page = blocks(path)
     for mod in sorted({EXTRA_MODULES[m] for m in page_modules(path) & set(EXTRA_MODULES)}):
         pytest.importorskip(mod)
     namespace: dict = {"__name__": "__main__"}
-    waiting = []
     with pl.Config():  # a page's pl.Config settings end with it
         for block in page:
-            mod = pending(path, block) if block.lang == "python" else None
-            if mod:
-                with pytest.raises(calframe.CalframeError):
-                    run_python(path, block, namespace)
-                waiting.append(f"{path.name}:{block.line} needs {mod}")
-            elif block.lang == "python":
+            if block.lang == "python":
                 run_python(path, block, namespace)
             elif block.lang in SHELL | {"indented"}:
                 for line, command in commands(block):
                     run_command(f"{path.name}:{line}", command)
             else:
                 assert block.lang == "text", f"{path.name}:{block.line}: a code block without a rule: ```{block.lang}"
-    return namespace, waiting
+    return namespace
 
 
 @pytest.fixture
@@ -312,11 +289,9 @@ def in_tmp(tmp_path, monkeypatch):
 def test_page(path, in_tmp, request):
     if "pyspark" in page_modules(path):
         request.getfixturevalue("spark")  # the page's getOrCreate() returns the tests' one session
-    namespace, waiting = run_page(path)
+    namespace = run_page(path)
     if path.name in AFTER:
         AFTER[path.name](namespace)
-    if waiting:
-        pytest.xfail("; ".join(waiting))
 
 
 def test_every_block_is_run():

@@ -100,7 +100,8 @@ def _nw() -> Any:
 
 
 def _refusal(kind: str, what: str) -> str:
-    return (f"{what} is not supported on {KINDS[kind]} (its engine runs {', '.join(SUPPORTED)} with uniform, "
+    also = ", apply" if kind in ("spark", "duckdb") else ""
+    return (f"{what} is not supported on {KINDS[kind]} (its engine runs {', '.join(SUPPORTED)}{also} with uniform, "
             f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c), one variable and no ci; "
             f"probabilities as one column or a list of class columns). Compute it on a Polars frame instead, e.g. "
             f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
@@ -113,6 +114,8 @@ def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     frame = args[0] if args else kwargs["frame"]
     kind = native_kind(frame)
     assert kind is not None
+    if name == "apply" and kind in ("spark", "duckdb"):  # the recalibrator runs on the engine's batches
+        return fn(*args, **kwargs)
     if name in SUPPORTED:
         try:
             return fn(*args, **kwargs)
