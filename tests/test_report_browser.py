@@ -1,9 +1,9 @@
 """The HTML report in a real browser: headless Chromium renders it, a screenshot is non-blank, and the
 figures in the rendered page equal what the Python API returns.
 
-Chromium comes from Debian's `chromium` package; the fixture installs it with apt-get when it is
-missing and the tests run as root (set CALFRAME_NO_APT=1 to forbid that), and skips with a reason
-where it cannot be had.
+Chromium comes from Debian's `chromium` package, which `make browser` (a step of `make test`) installs
+with apt-get, saying so; the tests never install anything. Without Chromium, or with CALFRAME_NO_BROWSER=1,
+they skip with a reason (also under --require-extras: Chromium is a system package, not a Python extra).
 """
 
 from __future__ import annotations
@@ -31,19 +31,13 @@ def _find() -> str | None:
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
+    """The Chromium executable; installing it is `make browser`'s job (run by `make test`), never a test's."""
+    if os.environ.get("CALFRAME_NO_BROWSER") == "1":
+        pytest.skip("CALFRAME_NO_BROWSER=1: the browser tests are switched off")
     exe = _find()
-    if exe is None and os.environ.get("CALFRAME_NO_APT") != "1" and hasattr(os, "geteuid") and os.geteuid() == 0 \
-            and shutil.which("apt-get"):
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        try:
-            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=300)
-            subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, capture_output=True, timeout=600)
-        except (subprocess.TimeoutExpired, OSError):
-            pass
-        exe = _find()
     if exe is None:
-        pytest.skip("headless Chromium is not installed and could not be installed here "
-                    "(Debian package 'chromium'; needs root and the package registry)")
+        pytest.skip("headless Chromium is not installed (Debian package 'chromium'; `make browser` installs it "
+                    "with apt-get as root)")
     return exe
 
 
@@ -93,3 +87,45 @@ def test_rendered_figures_equal_the_api(chromium, report, tmp_path):
         assert f"<td>{row['vece']:.4f}</td>" in dom
     for row in calframe.vce_curve(df, "age", by="region", n_points=200).summary.iter_rows(named=True):
         assert f"<td>{row['vce']:.4f}</td>" in dom and np.isfinite(row["vce"])
+
+
+# --------------------------------------------------------------------------- the `make browser` step
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _make_browser(tmp: Path, names: str, **env: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """`make browser` with a fake apt-get first on PATH that records its arguments instead of installing."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    fake = tmp / "bin"
+    fake.mkdir(exist_ok=True)
+    log = tmp / "apt.log"
+    (fake / "apt-get").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\n")
+    (fake / "apt-get").chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if k != "CALFRAME_NO_BROWSER"},
+           "PATH": f"{fake}:{os.environ['PATH']}", **env}
+    res = subprocess.run(["make", "-s", "-C", str(ROOT), "browser", f"CHROMIUM_NAMES={names}"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    return res, log
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the install branch needs root")
+def test_make_browser_says_what_it_installs(tmp_path):
+    res, log = _make_browser(tmp_path, "no-such-browser")
+    assert res.returncode == 0, res.stderr
+    assert "installing chromium with apt-get (Debian package 'chromium') for the browser tests" in res.stdout
+    assert log.read_text().splitlines() == ["update -qq", "install -y -qq chromium"]
+
+
+def test_make_browser_is_a_no_op_when_chromium_is_there(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "my-chromium").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "my-chromium").chmod(0o755)
+    res, log = _make_browser(tmp_path, "my-chromium")
+    assert res.returncode == 0 and res.stdout == "" and not log.exists(), res.stdout + res.stderr
+
+
+def test_make_browser_switch_skips_it(tmp_path):
+    res, log = _make_browser(tmp_path, "no-such-browser", CALFRAME_NO_BROWSER="1")
+    assert res.returncode == 0 and "CALFRAME_NO_BROWSER=1" in res.stdout and not log.exists()
