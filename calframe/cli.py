@@ -278,7 +278,7 @@ def _report(args: argparse.Namespace) -> int:
     prob, by, variables = _prob(args.prob), _split(args.by), _split(args.vece) or []
     rep = build_report(frame, prob=prob, label=args.label, by=by, variables=variables, bins=args.bins,
                        lens=args.lens, ci=None if args.no_ci else args.ci, n_boot=args.n_boot, seed=args.seed,
-                       nulls=args.nulls, title=args.title or f"Calibration report: {', '.join(args.files)}")
+                       nulls=args.nulls, tolerance=args.tolerance, title=args.title or f"Calibration report: {', '.join(args.files)}")
     if args.json:
         text = rep.to_json()
         if args.json == "-":
@@ -293,12 +293,7 @@ def _report(args: argparse.Namespace) -> int:
         print(f"calframe: {lens}", file=sys.stderr)
     else:
         print(lens[0].upper() + lens[1:])
-        with pl.Config(tbl_cols=20, tbl_rows=40):
-            print(rep.summary)
-            if rep.by_group is not None:
-                print(rep.by_group)
-            if rep.variables is not None:
-                print(rep.variables)
+        print(rep.to_text(wide=args.wide), end="")
     breaches = _breaches(args.fail_above or [], rep, frame, args)
     for line in breaches:
         print(f"calframe: limit breached: {line}", file=sys.stderr)
@@ -553,6 +548,7 @@ def _epilog(command: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .report import TOLERANCE
 
     parser = _Parser(prog="calframe", description="Classifier calibration analysis for tables.", epilog=_EPILOG)
     parser.add_argument("--version", action="version", version=f"calframe {__version__}")
@@ -576,6 +572,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=_seed, default=0, help="bootstrap seed, a non-negative integer (default 0)")
     rep.add_argument("--nulls", choices=["raise", "drop"], default="raise")
     rep.add_argument("--title")
+    rep.add_argument("--tolerance", type=float, default=TOLERANCE,
+                     help=f"the ECE the headline's verdicts judge against (default {TOLERANCE:g}): calibrated when "
+                     "the whole interval lies at or below it, not calibrated when it lies above, else undecided")
+    rep.add_argument("--wide", action="store_true",
+                     help="without --out/--json: print every figure (default: the essential columns, 100 wide)")
     rep.add_argument("--out", "-o", help="write a self-contained HTML report here")
     rep.add_argument("--json", help="write the figures as JSON here ('-' for standard output); dates and times as "
                      "ISO 8601 strings, decimals as strings")
