@@ -1,6 +1,7 @@
 """The ``calframe`` command (``python -m calframe``): batch jobs over Parquet, CSV and Arrow IPC files.
 
     calframe report scores.parquet --prob p --label y --by region --vece age,income --out report.html [--json figs.json]
+    calframe report scores.parquet --by region --vece age        # headline and essential figures (--wide: all)
     calframe fit cal.parquet --method tree --variable age -o rec.calib
     calframe apply rec.calib 'scores/*.parquet' -o out/
     calframe demo
@@ -561,6 +562,7 @@ Outputs are written to a temporary file and renamed when complete: never half-wr
 EXAMPLES = {
     "report": """\
   calframe report scores.parquet --no-ci
+  calframe report scores.parquet --by region --vece age --n-boot 100 --tolerance 0.05 --wide
   calframe report 'scores/*.parquet' --by region --vece age,device --out report.html --json figs.json
   calframe report scores.parquet --prob prob --label label --lens top1 --no-ci --json -
   calframe report scores.parquet --by region --fail-above ece=0.05 --fail-above vece:age=0.03
@@ -575,7 +577,8 @@ EXAMPLES = {
   calframe apply platt.parquet 'scores/*.parquet' -o out/ --name p_cal --batch-size 100000""",
     "demo": """\
   calframe demo
-  calframe demo --rows 5000 --seed 1 --n-boot 100""",
+  calframe demo --rows 5000 --seed 1 --n-boot 100
+  calframe demo --wide""",
 }
 
 

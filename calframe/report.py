@@ -132,8 +132,8 @@ def build_report(
 
     >>> import calframe
     >>> rep = build_report(calframe.datasets.grouped_miscalibration(n=2000, seed=0), by="region", ci=None)
-    >>> rep.headline().split(";")[0]
-    'Calibrated overall (ECE 0.0129)'
+    >>> rep.headline().split(" (ECE")[0], rep.options["tolerance"]
+    ('Calibrated overall', 0.03)
     """
     from ._params import check_positive_float
 
