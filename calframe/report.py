@@ -14,6 +14,7 @@ import html
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
 
@@ -357,7 +358,7 @@ h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.2rem;margin-top:2rem;bor
 .note{color:#343a40;font-size:.9rem;max-width:75ch} .rule{color:#57606a;font-size:.85rem;max-width:90ch}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0;max-width:100%}
 th,td{padding:.25rem .6rem;text-align:right;vertical-align:top} th{white-space:nowrap} th{background:#f6f8fa;border-bottom:1px solid #d0d7de}
-td:first-child,th:first-child{text-align:left} td.text{text-align:left} tr:nth-child(even) td{background:#fafbfc}
+td:first-child,th:first-child{text-align:left} td.text,th.text{text-align:left} tr:nth-child(even) td{background:#fafbfc}
 .ci{white-space:nowrap;color:#57606a} .v{white-space:nowrap} .meta{color:#57606a;font-size:.85rem}
 img{max-width:100%;height:auto} .figs{display:flex;flex-wrap:wrap;gap:1rem}
 details{margin:.5rem 0} summary{cursor:pointer;color:#0969da}
@@ -381,8 +382,10 @@ def _cell(v: Any) -> str:
 
 
 def _table(df: pl.DataFrame, max_rows: int = 200) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     body = ["<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in df.head(max_rows).iter_rows()]
+    first = re.findall(r"<td( class='text)?", body[0]) if body else []  # a header aligns as its column
+    left = [i < len(first) and bool(first[i]) for i in range(df.width)]
+    head = "".join(("<th class='text'>" if lt else "<th>") + f"{html.escape(c)}</th>" for c, lt in zip(df.columns, left))
     more = f"<p class='meta'>{df.height - max_rows} more rows not shown</p>" if df.height > max_rows else ""
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
