@@ -596,7 +596,7 @@ class SmoothReliabilityDisplay:
                                            label="Bootstrap band")
         self.line_ = main.plot(self.t, self.mu, **{"color": GAP_COLOR, "linewidth": 2, "label": "Smoothed",
                                                    **kwargs})[0]
-        xlabel, ylabel = _lens_labels(self.lens)
+        xlabel, ylabel = lens_labels(self.lens)
         xlabel = xlabel.replace("Mean predicted", "Predicted").replace("Mean confidence", "Confidence")
         main.set_xlim(0, 1)
         main.set_ylim(0, 1)
