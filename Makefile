@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test java bench docs install clean
+.PHONY: demo test java browser bench docs install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,9 +34,32 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/calframe demo
 
+# Headless Chromium renders the HTML report in tests/test_report_browser.py. It is a system package, not a
+# Python extra: this step installs it with apt-get (Debian package 'chromium') when it is missing, saying so,
+# and does nothing when it is there. CALFRAME_NO_BROWSER=1 skips the step (and the browser tests); without root
+# or apt-get it is skipped with a message, and the browser tests skip with a reason.
+CHROMIUM_NAMES ?= chromium chromium-browser
+
+browser:
+	@found=; for name in $(CHROMIUM_NAMES); do command -v $$name >/dev/null 2>&1 && found=$$name && break; done; \
+	if [ "$$CALFRAME_NO_BROWSER" = 1 ]; then \
+	  echo "browser: CALFRAME_NO_BROWSER=1: not installing chromium; the browser tests will skip"; \
+	elif [ -n "$$found" ]; then \
+	  :; \
+	elif [ "$$(id -u)" != 0 ]; then \
+	  echo "browser: chromium is missing and installing it needs root: the browser tests will skip"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "browser: chromium is missing and there is no apt-get: the browser tests will skip"; \
+	else \
+	  echo "installing chromium with apt-get (Debian package 'chromium') for the browser tests"; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
+	  echo "browser: apt-get could not install chromium: the browser tests will skip"; \
+	fi
+
 # --require-extras: a test extra that fails to import fails the run (tests/conftest.py);
 # --hypothesis-profile=ci: derandomized, reproducible property tests.
-test: $(VENV)/.installed-test java
+test: $(VENV)/.installed-test java browser
 	$(BIN)/python -m pytest -q --require-extras --hypothesis-profile=ci
 
 # pyspark (a test extra, installed into .venv) runs on Java 17, which is never installed here: shown, or a clear stop.

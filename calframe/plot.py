@@ -229,7 +229,7 @@ def _pack(items: list[Any], grouped: bool) -> Any:
 # --------------------------------------------------------------------------- reliability
 
 
-def _lens_labels(lens: str | None) -> tuple[str, str]:
+def lens_labels(lens: str | None) -> tuple[str, str]:
     """(x, y) axis labels of a reliability diagram drawn under ``lens`` (None: not known)."""
     if lens is None:
         return "Mean predicted probability", "Observed frequency"
@@ -239,7 +239,7 @@ def _lens_labels(lens: str | None) -> tuple[str, str]:
     return "Mean confidence (top-1)", "Accuracy"
 
 
-def _curve_labels(lens: str | None) -> tuple[str, str, str]:
+def curve_labels(lens: str | None) -> tuple[str, str, str]:
     """(observed curve, predicted curve, y axis) labels of variable curves drawn under ``lens``."""
     if lens is not None and lens.startswith("class:"):
         c = lens.split(":", 1)[1]
@@ -366,7 +366,7 @@ class ReliabilityDisplay:
         parts = _split(self.table, self.by)
         grouped = bool(self.by)
         fig, mains, lows = _axes(ax, len(parts), "ReliabilityDisplay.plot", ncols, (3.8, 4.6), hist)
-        xlabel, ylabel = _lens_labels(self.lens)
+        xlabel, ylabel = lens_labels(self.lens)
         artists = []
         for i, (label, part) in enumerate(parts):
             main = mains[i]
@@ -596,7 +596,7 @@ class SmoothReliabilityDisplay:
                                            label="Bootstrap band")
         self.line_ = main.plot(self.t, self.mu, **{"color": GAP_COLOR, "linewidth": 2, "label": "Smoothed",
                                                    **kwargs})[0]
-        xlabel, ylabel = _lens_labels(self.lens)
+        xlabel, ylabel = lens_labels(self.lens)
         xlabel = xlabel.replace("Mean predicted", "Predicted").replace("Mean confidence", "Confidence")
         main.set_xlim(0, 1)
         main.set_ylim(0, 1)
@@ -758,7 +758,7 @@ class VariableCurveDisplay:
         fig, mains, _ = _axes(ax, len(parts), "VariableCurveDisplay.plot", ncols,
                               (5.2, 3.8) if not grouped else (4.4, 3.5))
         band = "band" if self.level is None else f"{self.level:.0%} band"
-        acc_name, conf_name, ylabel = _curve_labels(self.lens)
+        acc_name, conf_name, ylabel = curve_labels(self.lens)
         acc_lines, conf_lines = [], []
         nc = _n_cols(len(parts), ncols)
         for i, (label, part) in enumerate(parts):

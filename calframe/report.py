@@ -14,13 +14,17 @@ import html
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import polars as pl
 
 from . import api
 from . import lenses as L
+
+#: The default tolerance of the verdict rule (``verdict``): a calibration error of 0.03, three points of probability.
+TOLERANCE = 0.03
 
 
 @dataclass
@@ -44,6 +48,7 @@ class Report:
         return {
             "title": self.title,
             "options": self.options,
+            "headline": self.headline(),
             "summary": rows(self.summary),
             "by_group": rows(self.by_group),
             "reliability": rows(self.reliability),
@@ -57,6 +62,15 @@ class Report:
 
     def to_html(self) -> str:
         return _render_html(self)
+
+    def headline(self) -> str:
+        """The report's answer in one paragraph (:func:`headline`)."""
+        return headline(self)
+
+    def to_text(self, wide: bool = False, width: int = 100) -> str:
+        """The headline and the tables for a terminal, ``width`` columns wide: the essential figures, or every
+        figure with ``wide`` (whose tables may then be wider)."""
+        return _render_text(self, wide, width)
 
 
 def _json_value(v: Any) -> Any:
@@ -107,14 +121,24 @@ def build_report(
     seed: int = 0,
     nulls: str = "raise",
     title: str = "Calibration report",
+    tolerance: float = TOLERANCE,
 ) -> Report:
     """Compute the figures of a report (summary, per group, reliability, VECE ranking, VCE curves).
 
     Every calibration figure uses one lens: ``lens``, or by default (None)
     ``class:1`` for a single probability column (binary input) and ``top1``
     for class probabilities (SPEC §8 "Default lens"). The lens used is
-    ``report.options["lens"]`` and is printed in the HTML page.
+    ``report.options["lens"]`` and is printed in the HTML page. ``tolerance``
+    is the ECE the headline's verdicts compare the interval with (:func:`verdict`).
+
+    >>> import calframe
+    >>> rep = build_report(calframe.datasets.grouped_miscalibration(n=2000, seed=0), by="region", ci=None)
+    >>> rep.headline().split(" (ECE")[0], rep.options["tolerance"]
+    ('Calibrated overall', 0.03)
     """
+    from ._params import check_positive_float
+
+    tolerance = check_positive_float("report", "tolerance", tolerance, below=1.0)
     lens = L.lens_used(frame, prob, lens, func="report")
     common = dict(prob=prob, label=label, nulls=nulls, lens=lens)
     summary = api.summary(frame, bins=bins, ci=ci, n_boot=n_boot, seed=seed, **common)  # type: ignore[arg-type]
@@ -132,7 +156,8 @@ def build_report(
             if kinds.get(v) == "numeric":
                 curves[v] = api.vce_curve(frame, v, by=by, n_points=200, **common)  # type: ignore
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
-                          "lens": lens, "ci": ci, "n_boot": n_boot, "seed": seed},
+                          "lens": lens, "ci": ci, "n_boot": n_boot, "seed": seed,
+                          "tolerance": tolerance},
                   _pl(summary), _pl(by_group), _pl(reliability), _pl(variables_df), curves)
 
 
@@ -142,33 +167,231 @@ def _pl(df: Any) -> pl.DataFrame | None:
     return pl.from_pandas(df)
 
 
+# --------------------------------------------------------------------------- words and numbers
+
+#: Column headers of the figures (summary, VECE ranking and VCE summary columns).
+LABELS = {"n": "rows", "accuracy": "accuracy (top label)", "ece": "ECE", "mce": "MCE", "rmsce": "RMSCE",
+          "ce_debiased": "debiased CE", "brier": "Brier", "log_loss": "log loss", "vece": "VECE", "vmce": "VMCE",
+          "v_star": "v*", "vce": "VCE(v*)", "variable": "variable", "kind": "kind"}
+
+#: The summary figures, in the order tables show them; ``ESSENTIAL`` are those shown by default per group.
+FIGURES = ("ece", "ce_debiased", "mce", "rmsce", "brier", "log_loss", "accuracy")
+ESSENTIAL = ("ece", "ce_debiased", "mce", "brier")
+
+#: What each summary figure is and what a good value looks like (the Overall table's last column).
+MEANINGS = {
+    "ece": "average gap between prediction and outcome, over bins of the prediction; 0 is perfect",
+    "ce_debiased": "the same gap (l2), with the upward bias of few rows per bin removed; 0 is perfect",
+    "mce": "largest gap of any bin; noisy where bins hold few rows",
+    "rmsce": "root mean square gap over the bins; weighs large gaps more than ECE",
+    "brier": "mean squared error of the probability; lower is better (rewards sharp predictions too)",
+    "log_loss": "mean negative log-likelihood; lower is better (compare between models)",
+    "accuracy": "share of rows whose predicted class is right (always the top label)",
+}
+
+
+def num(v: Any) -> str:
+    """A figure as the report prints it: 4 decimals; a missing or non-finite one as ``n/a``.
+
+    >>> num(0.05921), num(float("nan")), num(None)
+    ('0.0592', 'n/a', 'n/a')
+    """
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def interval(v: Any, lo: Any = None, hi: Any = None) -> str:
+    """``0.0592 [0.0488, 0.0724]``: the figure and its interval in one cell (the figure alone without one).
+
+    >>> interval(0.05921, 0.04877, 0.07243), interval(0.05921)
+    ('0.0592 [0.0488, 0.0724]', '0.0592')
+    """
+    if lo is None and hi is None:
+        return num(v)
+    return f"{num(v)} [{num(lo)}, {num(hi)}]"
+
+
+def _bounds(row: dict[str, Any], figure: str) -> tuple[Any, Any, Any]:
+    return row.get(figure), row.get(f"{figure}_lo"), row.get(f"{figure}_hi")
+
+
+VERDICTS = ("calibrated", "not calibrated", "undecided")
+
+
+def verdict(value: Any, lo: Any = None, hi: Any = None, tolerance: float = TOLERANCE) -> str:
+    """The rule behind the headline (docs/plots.md, "The verdict").
+
+    With an interval: ``"calibrated"`` when its upper bound is at most ``tolerance`` (the data rule out a larger
+    error), ``"not calibrated"`` when its lower bound is above it (the data rule out a smaller one), else
+    ``"undecided"`` (the interval straddles the tolerance: more rows would decide). Without an interval the
+    estimate alone is compared with the tolerance. A missing figure is ``"undecided"``.
+
+    >>> verdict(0.006, 0.004, 0.008), verdict(0.059, 0.049, 0.072), verdict(0.03, 0.02, 0.04), verdict(0.01)
+    ('calibrated', 'not calibrated', 'undecided', 'calibrated')
+    """
+    ok = [x is not None and math.isfinite(x) for x in (value, lo, hi)]
+    if lo is None and hi is None:
+        return "undecided" if not ok[0] else "calibrated" if value <= tolerance else "not calibrated"
+    if not (ok[1] and ok[2]):
+        return "undecided"
+    return "calibrated" if hi <= tolerance else "not calibrated" if lo > tolerance else "undecided"
+
+
+def _group_name(row: dict[str, Any], by: list[str]) -> str:
+    return ", ".join(f"{c}={row[c]}" for c in by)
+
+
+def _by_list(by: str | Sequence[str] | None) -> list[str]:
+    return [] if by is None else [by] if isinstance(by, str) else list(by)
+
+
+def _worst_first(df: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Rows sorted by ``column`` descending, missing (null or NaN) values last; ties keep their order."""
+    key = pl.when(pl.col(column).is_nan()).then(None).otherwise(pl.col(column))
+    return df.sort(key, descending=True, nulls_last=True, maintain_order=True)
+
+
+def headline(report: "Report") -> str:
+    """One paragraph that answers "is it calibrated, for whom not, along what?", from the report's figures.
+
+    The verdicts follow :func:`verdict` with ``report.options["tolerance"]`` on the ECE and its interval.
+    """
+    o = report.options
+    tol, by = o["tolerance"], _by_list(o["by"])
+    row = report.summary.row(0, named=True)
+    parts = [f"{verdict(*_bounds(row, 'ece'), tolerance=tol)} overall (ECE {interval(*_bounds(row, 'ece'))})"]
+    if report.by_group is not None and report.by_group.height:
+        groups = _worst_first(report.by_group, "ece").rows(named=True)
+        what = by[0] if len(by) == 1 else "group"
+        words = [verdict(*_bounds(g, "ece"), tolerance=tol) for g in groups]
+        best = groups[-1]["ece"]
+        best_name = str(groups[-1][by[0]]) if len(by) == 1 else _group_name(groups[-1], by)
+        for word in ("not calibrated", "undecided"):
+            hits = [g for g, w in zip(groups, words) if w == word]
+            if hits:
+                worst = hits[0]
+                ratio = worst["ece"] / best if best and worst["ece"] is not None else None
+                times = f", {ratio:.1f}\u00d7 the best {what} ({best_name})" if ratio is not None and math.isfinite(ratio) else ""
+                more = f" and {len(hits) - 1} more of {len(groups)} {what}s" if len(hits) > 1 else ""
+                parts.append(f"{'not' if word == 'not calibrated' else 'undecided'} for "
+                             f"{_group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{times}){more}")
+                break
+        else:
+            parts.append(f"calibrated in every {what} (worst {_group_name(groups[0], by)}, "
+                         f"ECE {interval(*_bounds(groups[0], 'ece'))})")
+    if report.variables is not None and report.variables.height:
+        top = _worst_first(report.variables, "vece").row(0, named=True)
+        where = f" in {_group_name(top, by)}" if by else ""
+        parts.append(f"most miscalibrated along {top['variable']} (VECE {num(top['vece'])}{where})")
+    text = "; ".join(parts) + "."
+    return text[0].upper() + text[1:]
+
+
+def rule(report: "Report") -> str:
+    """The verdict rule in words, with the report's tolerance and interval."""
+    o = report.options
+    tol = f"{o['tolerance']:g}"
+    if o["ci"] is None:
+        return (f"Calibrated means the ECE is at most {tol} (the tolerance); this report has no bootstrap interval, "
+                "so the estimate alone decides (add the interval to tell noise from miscalibration).")
+    return (f"Calibrated means the whole {o['ci']:.0%} interval of the ECE lies at or below {tol} (the tolerance): "
+            "the data rule out a larger error. Not calibrated: the whole interval lies above it. Undecided: the "
+            "interval straddles it, and more rows would decide.")
+
+
+def figure_table(df: pl.DataFrame, by: Sequence[str] = (), figures: Sequence[str] = FIGURES,
+                 tolerance: float | None = None) -> pl.DataFrame:
+    """The summary ``df`` as text, one column per figure (``0.0592 [0.0488, 0.0724]``), for tables and the console.
+
+    Columns: the group columns, ``rows``, the ``figures`` (``LABELS`` as headers) and, with ``tolerance``, the
+    ``verdict`` of the ECE. Rows keep ``df``'s order.
+    """
+    cols: dict[str, list[str]] = {c: [str(v) for v in df[c]] for c in by}
+    cols[LABELS["n"]] = [str(v) for v in df["n"]]
+    rows = df.rows(named=True)
+    for f in figures:
+        cols[LABELS[f]] = [interval(*_bounds(r, f)) for r in rows]
+    if tolerance is not None:
+        cols["verdict"] = [verdict(*_bounds(r, "ece"), tolerance=tolerance) for r in rows]
+    return pl.DataFrame(cols, schema={c: pl.String for c in cols})
+
+
+# --------------------------------------------------------------------------- text (the console)
+
+#: The figures the console shows without ``--wide``, overall and per group (the HTML page shows them all).
+CONSOLE_OVERALL = ("ece", "ce_debiased", "brier")
+CONSOLE_GROUPS = ("ece", "mce")
+
+
+def _render_text(report: "Report", wide: bool, width: int) -> str:
+    import textwrap
+
+    o = report.options
+    by = _by_list(o["by"])
+    out = [textwrap.fill(headline(report), width), textwrap.fill(rule(report), width), ""]
+    config = dict(tbl_hide_column_data_types=True, tbl_hide_dataframe_shape=True, fmt_str_lengths=100,
+                  tbl_rows=-1, tbl_cols=-1, float_precision=4, tbl_width_chars=10 * width if wide else width)
+    with pl.Config(**config):  # type: ignore[arg-type]
+        out += ["Overall", str(figure_table(report.summary, (), FIGURES if wide else CONSOLE_OVERALL)), ""]
+        if report.by_group is not None:
+            df = _worst_first(report.by_group, "ece")
+            out += [f"By {', '.join(by)}, worst ECE first",
+                    str(figure_table(df, by, FIGURES if wide else CONSOLE_GROUPS, o["tolerance"])), ""]
+        if report.variables is not None:
+            cols = ["variable", "kind", *by, "n", "vece", "vmce"] if wide else ["variable", *by, "vece", "vmce"]
+            table = _worst_first(report.variables, "vece").select(cols)
+            out += ["Along variables, worst VECE first", str(table.rename({c: LABELS[c] for c in table.columns
+                                                                          if c in LABELS and c not in by})), ""]
+    if not wide:
+        out.append("(essential columns; --wide shows every figure)")
+    return "\n".join(out).rstrip() + "\n"
+
+
 # --------------------------------------------------------------------------- HTML
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1b1f24}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+padding:0 1rem;color:#1b1f24;line-height:1.45}
 h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d0d7de}
-table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0} th,td{padding:.25rem .6rem;text-align:right}
-th{background:#f6f8fa;border-bottom:1px solid #d0d7de} td:first-child,th:first-child{text-align:left}
-tr:nth-child(even) td{background:#fafbfc} .meta{color:#57606a;font-size:.85rem} img{max-width:100%}
-.figs{display:flex;flex-wrap:wrap;gap:1rem} .scroll{overflow-x:auto}
+.headline{font-size:1.15rem;background:#f6f8fa;border-left:4px solid #0969da;padding:.7rem 1rem;margin:1rem 0 .3rem}
+.note{color:#343a40;font-size:.9rem;max-width:75ch} .rule{color:#57606a;font-size:.85rem;max-width:90ch}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0;max-width:100%}
+th,td{padding:.25rem .6rem;text-align:right;vertical-align:top} th{white-space:nowrap} th{background:#f6f8fa;border-bottom:1px solid #d0d7de}
+td:first-child,th:first-child{text-align:left} td.text,th.text{text-align:left} tr:nth-child(even) td{background:#fafbfc}
+.ci{white-space:nowrap;color:#57606a} .v{white-space:nowrap} .meta{color:#57606a;font-size:.85rem}
+img{max-width:100%;height:auto} .figs{display:flex;flex-wrap:wrap;gap:1rem}
+details{margin:.5rem 0} summary{cursor:pointer;color:#0969da}
+.verdict-not{color:#b42318;font-weight:600} .verdict-undecided{color:#9a6700} .verdict-calibrated{color:#1a7f37}
 """
 
 
-def _table(df: pl.DataFrame, max_rows: int = 200) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = []
-    for row in df.head(max_rows).iter_rows():
-        cells = "".join(f"<td>{_cell(v)}</td>" for v in row)
-        body.append(f"<tr>{cells}</tr>")
-    more = f"<p class='meta'>{df.height - max_rows} more rows not shown</p>" if df.height > max_rows else ""
-    return (f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-            f"{more}")
-
-
 def _cell(v: Any) -> str:
+    """One table cell: numbers right-aligned, words left; ``0.0592 [0.0488, 0.0724]`` breaks only before its
+    interval; verdicts are coloured."""
     if isinstance(v, float):
-        return "" if not math.isfinite(v) else f"{v:.4f}"
-    return html.escape(str(v))
+        return f"<td>{num(v)}</td>"
+    text = str(v)
+    if not text[:1].isdigit() and text[:1] not in "-[" and text != "n/a":
+        return f"<td class='text'>{html.escape(text)}</td>" if text not in VERDICTS else \
+            f"<td class='text verdict-{text.split()[0]}'>{text}</td>"
+    value, sep, rest = text.partition(" [")
+    if sep and rest.endswith("]"):
+        return f"<td><span class='v'>{html.escape(value)}</span> <span class='ci'>[{html.escape(rest)}</span></td>"
+    return f"<td>{html.escape(text)}</td>"
+
+
+def _table(df: pl.DataFrame, max_rows: int = 200) -> str:
+    body = ["<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in df.head(max_rows).iter_rows()]
+    first = re.findall(r"<td( class='text)?", body[0]) if body else []  # a header aligns as its column
+    left = [i < len(first) and bool(first[i]) for i in range(df.width)]
+    head = "".join(("<th class='text'>" if lt else "<th>") + f"{html.escape(c)}</th>" for c, lt in zip(df.columns, left))
+    more = f"<p class='meta'>{df.height - max_rows} more rows not shown</p>" if df.height > max_rows else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+
+
+def _details(summary: str, body: str) -> str:
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
 
 
 def _png(fig: Any) -> str:
@@ -177,59 +400,165 @@ def _png(fig: Any) -> str:
     return "<img alt='figure' src='data:image/png;base64," + base64.b64encode(buf.getvalue()).decode() + "'>"
 
 
-def _figures(report: Report) -> dict[str, str]:
-    """Embedded PNGs, when matplotlib and calframe.plot are available."""
-    try:
-        import matplotlib
+def displays(report: Report) -> dict[str, Any]:
+    """The report's plots as calframe.plot display objects, drawn, with the report's lens (keys ``reliability``
+    and ``curve:VARIABLE``); a plot that fails is its error message. Needs matplotlib (the ``plot`` extra)."""
+    import matplotlib
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+    matplotlib.use("Agg", force=False)
+    from . import plot
 
-        from . import plot
-    except Exception:  # the plot extra is optional
-        return {}
-    out = {}
+    out: dict[str, Any] = {}
+    lens = report.options["lens"]
     try:
-        disp = plot.ReliabilityDisplay(report.reliability, by=report.options.get("by"),
-                                       lens=report.options["lens"]).plot()
-        out["reliability"] = _png(disp.figure_)
-        plt.close(disp.figure_)
+        out["reliability"] = plot.ReliabilityDisplay(report.reliability, by=report.options.get("by"),
+                                                     lens=lens).plot()
     except Exception as exc:  # a figure must never break the report
-        out["reliability"] = f"<p class='meta'>reliability diagram unavailable: {html.escape(str(exc))}</p>"
+        out["reliability"] = f"reliability diagram unavailable: {exc}"
     for v, curve in report.curves.items():
         try:
-            disp = plot.VariableCurveDisplay(curve).plot()
-            out[f"curve:{v}"] = _png(disp.figure_)
-            plt.close(disp.figure_)
+            out[f"curve:{v}"] = plot.VariableCurveDisplay(curve, lens=lens).plot()
         except Exception as exc:
-            out[f"curve:{v}"] = f"<p class='meta'>curve for {html.escape(v)} unavailable: {html.escape(str(exc))}</p>"
+            out[f"curve:{v}"] = f"curve for {v} unavailable: {exc}"
     return out
+
+
+def _figures(report: Report) -> dict[str, str]:
+    """Embedded PNGs, when matplotlib is installed (the plot extra is optional)."""
+    try:
+        import matplotlib.pyplot as plt
+
+        shown = displays(report)
+    except ImportError:
+        return {}
+    out = {}
+    for key, disp in shown.items():
+        if isinstance(disp, str):
+            out[key] = f"<p class='meta'>{html.escape(disp)}</p>"
+        else:
+            out[key] = _png(disp.figure_)
+            plt.close(disp.figure_)
+    return out
+
+
+def _words(lens: str) -> tuple[str, str]:
+    """(what is predicted, what is observed) under ``lens``, in words for the notes."""
+    if lens.startswith("class:"):
+        c = lens.split(":", 1)[1]
+        return f"the predicted probability of class {c}", f"the observed frequency of class {c}"
+    return "the confidence (the probability of the predicted class)", "the accuracy"
+
+
+class Section(NamedTuple):
+    """One section of the HTML page: a title, a plain-language note and its body (HTML)."""
+
+    title: str
+    note: str
+    body: str
+
+
+def _overall(report: Report, figs: dict[str, str]) -> Section:
+    o = report.options
+    pred, obs = _words(o["lens"])
+    row = report.summary.row(0, named=True)
+    table = pl.DataFrame({"figure": [LABELS[f] for f in FIGURES],
+                          "value" if o["ci"] is None else f"value [{o['ci']:.0%} interval]":
+                              [interval(*_bounds(row, f)) for f in FIGURES],
+                          "what it is": [MEANINGS[f] for f in FIGURES]})
+    note = (f"ECE is the average gap between {pred} and {obs}, over {o['bins']} bins of the prediction, weighted by "
+            f"rows ({row['n']} rows here): 0 is perfect, and 0.03 means predictions are off by 3 points on "
+            "average. Brier and log loss also reward sharp predictions: use them to compare models, not against "
+            "a bar.")
+    return Section("Overall", note, _table(table))
+
+
+def _by_group(report: Report, figs: dict[str, str]) -> Section | None:
+    if report.by_group is None:
+        return None
+    o = report.options
+    by = _by_list(o["by"])
+    what = ", ".join(by)
+    df = _worst_first(report.by_group, "ece")
+    note = (f"The same figures within each {what}, worst ECE first. A model can be calibrated overall and not "
+            "within groups, when their errors cancel (one group over-predicted, another under-predicted). Good: "
+            f"every {what} calibrated, with similar ECEs.")
+    body = (_table(figure_table(df, by, ESSENTIAL, o["tolerance"]))
+            + _details(f"All figures by {what}", _table(figure_table(df, by, FIGURES))))
+    return Section(f"By {what}", note, body)
+
+
+def _reliability(report: Report, figs: dict[str, str]) -> Section:
+    from .plot import lens_labels
+
+    o = report.options
+    by = _by_list(o["by"])
+    pred, obs = _words(o["lens"])
+    x, y = lens_labels(o["lens"])
+    rel = report.reliability.with_columns(adds=pl.col("weight") * pl.col("gap").abs())
+    rel = _worst_first(rel, "adds")
+    table = pl.DataFrame({**{c: [str(v) for v in rel[c]] for c in by},
+                          "bin": [f"[{num(lo)}, {num(hi)}]" for lo, hi in zip(rel["lower"], rel["upper"])],
+                          "rows": [str(v) for v in rel["n"]], x: rel["conf"], y: rel["acc"], "gap": rel["gap"],
+                          "adds to ECE": rel["adds"]})
+    note = (f"Each bar is one bin of {pred}; its height is {obs} among the bin's rows, and the hatched part is the "
+            "gap to the diagonal. Calibrated: bars on the diagonal. Below it the predictions are too high there, "
+            "above it too low; bins with few rows (the counts below each panel) are noisy. The table lists the "
+            "bins that add most to the ECE first (their share of rows times their gap; the shares of a "
+            f"{'group' if by else 'report'} sum to its ECE).")
+    body = (f"<div class='figs'>{figs['reliability']}</div>" if "reliability" in figs else "")
+    return Section("Reliability", note, body + _details("The bins, largest contribution to ECE first", _table(table)))
+
+
+def _variables(report: Report, figs: dict[str, str]) -> Section | None:
+    if report.variables is None:
+        return None
+    o = report.options
+    by = _by_list(o["by"])
+    pred, obs = _words(o["lens"])
+    df = _worst_first(report.variables, "vece")
+    table = df.select("variable", "kind", *by, "n", "vece", "vmce").rename(
+        {c: LABELS[c] for c in ("n", "vece", "vmce")})
+    note = (f"VECE checks calibration along a variable: it bins the rows by the variable instead of by the "
+            f"prediction and averages the gap between {pred} and {obs} over those bins. A model can have a small "
+            "ECE and a large VECE when it errs in opposite directions for, say, young and old rows. Good: near 0 "
+            "(below the tolerance). VMCE is the largest bin gap. Worst first.")
+    body = [_table(table)]
+    for v, curve in report.curves.items():
+        summ = _worst_first(_pl(curve.summary), "vce")  # type: ignore[arg-type]
+        summ = summ.rename({c: LABELS[c] for c in ("n", "v_star", "vce")})
+        body += [f"<h3>VCE along {html.escape(v)}</h3>",
+                 "<p class='note'>Smoothed (LOESS) curves of the outcome and of the prediction along "
+                 f"{html.escape(v)}, with 95% pointwise bands. Where they part, the model is miscalibrated for "
+                 "those values; v* marks the largest gap, VCE(v*). Good: the curves overlap everywhere.</p>",
+                 figs.get(f"curve:{v}", ""), _table(summ)]
+    return Section("Calibration along variables (VECE)", note, "\n".join(body))
+
+
+#: The page's sections, in order: each takes the report and its embedded figures and returns a Section, or None
+#: when the report has nothing for it. A new section is one more function here.
+SECTIONS = (_overall, _by_group, _reliability, _variables)
 
 
 def _render_html(report: Report) -> str:
     figs = _figures(report)
     o = report.options
+    ci = "no bootstrap interval" if o["ci"] is None else (
+        f"{o['ci']:.0%} bootstrap intervals in brackets ({o['n_boot']} draws, seed {o['seed']})")
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{html.escape(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(report.title)}</h1>",
         f"<p class='meta'>calframe {html.escape(_version())} &middot; "
-        f"lens {html.escape(lens_phrase(o['lens']))} &middot; "
-        f"{o['bins']} bins &middot; bootstrap {o['n_boot']} draws, seed {o['seed']}</p>",
-        "<h2>Overall</h2>", _table(report.summary),
+        f"lens {html.escape(lens_phrase(o['lens']))} &middot; {o['bins']} bins &middot; {html.escape(ci)}</p>",
+        f"<p class='headline' id='headline'>{html.escape(headline(report))}</p>",
+        f"<p class='rule'>{html.escape(rule(report))}</p>",
     ]
-    if report.by_group is not None:
-        by = o["by"] if isinstance(o["by"], str) else ", ".join(o["by"])
-        parts += [f"<h2>By {html.escape(by)}</h2>", _table(report.by_group)]
-    parts += ["<h2>Reliability</h2>"]
-    if "reliability" in figs:
-        parts.append(f"<div class='figs'>{figs['reliability']}</div>")
-    parts.append(_table(report.reliability))
-    if report.variables is not None:
-        parts += ["<h2>Calibration along variables (VECE)</h2>", _table(report.variables)]
-        for v, curve in report.curves.items():
-            summ = _pl(curve.summary)
-            parts += [f"<h3>VCE along {html.escape(v)}</h3>", figs.get(f"curve:{v}", ""), _table(summ)]
+    for make in SECTIONS:
+        section = make(report, figs)
+        if section is not None:
+            parts += [f"<h2>{html.escape(section.title)}</h2>", f"<p class='note'>{html.escape(section.note)}</p>",
+                      section.body]
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -1,9 +1,9 @@
 """The HTML report in a real browser: headless Chromium renders it, a screenshot is non-blank, and the
 figures in the rendered page equal what the Python API returns.
 
-Chromium comes from Debian's `chromium` package; the fixture installs it with apt-get when it is
-missing and the tests run as root (set CALFRAME_NO_APT=1 to forbid that), and skips with a reason
-where it cannot be had.
+Chromium comes from Debian's `chromium` package, which `make browser` (a step of `make test`) installs
+with apt-get, saying so; the tests never install anything. Without Chromium, or with CALFRAME_NO_BROWSER=1,
+they skip with a reason (also under --require-extras: Chromium is a system package, not a Python extra).
 """
 
 from __future__ import annotations
@@ -31,19 +31,13 @@ def _find() -> str | None:
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
+    """The Chromium executable; installing it is `make browser`'s job (run by `make test`), never a test's."""
+    if os.environ.get("CALFRAME_NO_BROWSER") == "1":
+        pytest.skip("CALFRAME_NO_BROWSER=1: the browser tests are switched off")
     exe = _find()
-    if exe is None and os.environ.get("CALFRAME_NO_APT") != "1" and hasattr(os, "geteuid") and os.geteuid() == 0 \
-            and shutil.which("apt-get"):
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        try:
-            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=300)
-            subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, capture_output=True, timeout=600)
-        except (subprocess.TimeoutExpired, OSError):
-            pass
-        exe = _find()
     if exe is None:
-        pytest.skip("headless Chromium is not installed and could not be installed here "
-                    "(Debian package 'chromium'; needs root and the package registry)")
+        pytest.skip("headless Chromium is not installed (Debian package 'chromium'; `make browser` installs it "
+                    "with apt-get as root)")
     return exe
 
 
@@ -65,31 +59,151 @@ def _run(exe: str, args: list[str], tmp: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def test_screenshot_is_not_blank(chromium, report, tmp_path):
-    html, _ = report
+TOL = 0.03  # the report's default tolerance (docs/plots.md, "The verdict")
+
+
+def _verdict(lo: float, hi: float) -> str:
+    """docs/plots.md's rule, written out again: the whole interval at or below the tolerance, above it, or neither."""
+    return "calibrated" if hi <= TOL else "not calibrated" if lo > TOL else "undecided"
+
+
+def _iv(row: dict, fig: str) -> str:
+    return f"{row[fig]:.4f} [{row[fig + '_lo']:.4f}, {row[fig + '_hi']:.4f}]"
+
+
+def _text(dom: str) -> str:
+    """The page's text: tags dropped, entities decoded, whitespace collapsed."""
+    import html
+
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
+
+
+def _with_script(page: Path, tmp: Path, script: str) -> Path:
+    """A copy of ``page`` that runs ``script`` once loaded (it writes what it measures into the DOM)."""
+    out = tmp / "measured.html"
+    out.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>"))
+    return out
+
+
+def test_headline_equals_the_api(chromium, report, tmp_path):
+    """The rendered headline, rebuilt here from calframe's API figures and the documented verdict rule."""
+    page, df = report
+    dom = _run(chromium, ["--dump-dom", page.as_uri()], tmp_path).stdout
+    m = re.search(r"<p class=\"headline\" id=\"headline\">(.*?)</p>", dom, re.S)
+    assert m is not None, dom[:2000]
+    shown = _text(m.group(1))
+    boot = dict(ci=0.95, n_boot=50, seed=0)  # the command's --n-boot 50 and default seed
+    overall = calframe.summary(df, **boot).row(0, named=True)
+    assert overall["ece"] == pytest.approx(calframe.ece(df), rel=1e-12)
+    per = calframe.summary(df, by="region", **boot).sort("ece", descending=True).rows(named=True)
+    words = [_verdict(r["ece_lo"], r["ece_hi"]) for r in per]
+    bad = [r for r, w in zip(per, words) if w == "not calibrated"]
+    assert bad, "the fixture is miscalibrated in some region"
+    ranks = calframe.vece(df, "age", by="region").sort("vece", descending=True).row(0, named=True)
+    more = f" and {len(bad) - 1} more of {len(per)} regions" if len(bad) > 1 else ""
+    expected = (f"{_verdict(overall['ece_lo'], overall['ece_hi'])} overall (ECE {_iv(overall, 'ece')}); "
+                f"not for region={bad[0]['region']} (ECE {_iv(bad[0], 'ece')}, "
+                f"{bad[0]['ece'] / per[-1]['ece']:.1f}\u00d7 the best region ({per[-1]['region']})){more}; "
+                f"most miscalibrated along age (VECE {ranks['vece']:.4f} in region={ranks['region']}).")
+    assert shown == expected[0].upper() + expected[1:]
+
+
+def test_tables_show_the_api_figures_worst_first(chromium, report, tmp_path):
+    page, df = report
+    dom = _run(chromium, ["--dump-dom", page.as_uri()], tmp_path).stdout
+    text = _text(dom)
+    per = calframe.summary(df, by="region", ci=0.95, n_boot=50, seed=0).sort("ece", descending=True)
+    # the per-region table: one row per region, worst ECE first, "value [lo, hi]" in one cell
+    rows = [_text(r) for r in re.findall(r"<tr>(.*?)</tr>", dom.split("<h2>By region</h2>")[1], re.S)[1:5]]
+    assert [r.split()[0] for r in rows] == per["region"].to_list()
+    for row, api in zip(rows, per.iter_rows(named=True)):
+        assert row.startswith(f"{api['region']} {api['n']} {_iv(api, 'ece')} {_iv(api, 'ce_debiased')}")
+        assert row.endswith(_verdict(api["ece_lo"], api["ece_hi"]))
+    assert "_lo" not in text and "_hi" not in text
+    vece = calframe.vece(df, "age", by="region").sort("vece", descending=True)
+    section = dom.split("Calibration along variables (VECE)</h2>")[1]
+    shown = [_text(r).split() for r in re.findall(r"<tr>(.*?)</tr>", section, re.S)[1:5]]
+    assert [r[2] for r in shown] == vece["region"].to_list()  # variable, kind, region, rows, VECE, VMCE
+    assert [r[4] for r in shown] == [f"{v:.4f}" for v in vece["vece"]]
+    for row in calframe.vce_curve(df, "age", by="region", n_points=200).summary.iter_rows(named=True):
+        assert f"<td>{row['vce']:.4f}</td>" in dom and np.isfinite(row["vce"])
+    # lens-aware labels: the positive class, never the top label's words
+    assert "Frequency of class 1" in text and "Mean predicted probability of class 1" in text
+    assert "top-1" not in text and "confidence" not in text.lower()
+
+
+def test_page_fits_1280_pixels(chromium, report, tmp_path):
+    """No horizontal scroll at 1280 px, with every collapsible detail closed and opened."""
+    page, _ = report
+    measure = ("document.body.setAttribute('data-closed', document.documentElement.scrollWidth);"
+               "document.querySelectorAll('details').forEach(d => d.open = true);"
+               "document.body.setAttribute('data-open', document.documentElement.scrollWidth);"
+               "document.body.setAttribute('data-client', document.documentElement.clientWidth);"
+               "document.body.setAttribute('data-details', document.querySelectorAll('details').length);")
+    dom = _run(chromium, ["--window-size=1280,1000", "--dump-dom",
+                          _with_script(page, tmp_path, measure).as_uri()], tmp_path).stdout
+    got = {k: int(v) for k, v in re.findall(r'data-(closed|open|client|details)="(\d+)"', dom)}
+    assert set(got) == {"closed", "open", "client", "details"}, dom[:500]
+    assert got["details"] >= 2 and 1200 <= got["client"] <= 1280
+    assert got["closed"] <= got["client"] and got["open"] <= got["client"], got
+
+
+def test_screenshot_at_1280_is_not_blank_and_fits(chromium, report, tmp_path):
+    page, _ = report
     shot = tmp_path / "shot.png"
-    res = _run(chromium, [f"--screenshot={shot}", "--window-size=1200,1800", html.as_uri()], tmp_path)
+    res = _run(chromium, [f"--screenshot={shot}", "--window-size=1280,1800", "--hide-scrollbars", page.as_uri()],
+               tmp_path)
     assert shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
     import matplotlib.image as mpimg
 
     img = mpimg.imread(shot)
-    assert img.shape[0] >= 1000 and img.shape[1] >= 1000
+    assert img.shape[:2] == (1800, 1280)
     gray = img[..., :3].mean(axis=2)
     assert gray.std() > 0.05  # text, tables and figures, not a blank page
     assert (gray < 0.5).mean() > 0.005  # some dark pixels (text, lines)
+    # the headline box (its blue left border) is near the top, and nothing is drawn in the right margin
+    blue = (np.abs(img[..., 0] - 0x09 / 255) < 0.1) & (np.abs(img[..., 2] - 0xDA / 255) < 0.1)
+    assert blue[:400].any()
+    assert gray[:, -60:].min() > 0.95
 
 
-def test_rendered_figures_equal_the_api(chromium, report, tmp_path):
-    html, df = report
-    res = _run(chromium, ["--dump-dom", html.as_uri()], tmp_path)
-    dom = res.stdout
-    assert "<h2>Reliability</h2>" in dom and "data:image/png;base64" in dom
-    assert f"{calframe.ece(df):.4f}" in dom
-    for row in calframe.ece(df, by="region").iter_rows(named=True):
-        # the per-group summary row: region, n, accuracy (+ bounds), then ece
-        m = re.search(rf"<tr><td>{row['region']}</td><td>{row['n']}</td>(.*?)</tr>", dom)
-        assert m is not None and f"<td>{row['ece']:.4f}</td>" in m.group(1)
-    for row in calframe.vece(df, "age", by="region").iter_rows(named=True):  # the report ranks per region
-        assert f"<td>{row['vece']:.4f}</td>" in dom
-    for row in calframe.vce_curve(df, "age", by="region", n_points=200).summary.iter_rows(named=True):
-        assert f"<td>{row['vce']:.4f}</td>" in dom and np.isfinite(row["vce"])
+# --------------------------------------------------------------------------- the `make browser` step
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _make_browser(tmp: Path, names: str, **env: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """`make browser` with a fake apt-get first on PATH that records its arguments instead of installing."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    fake = tmp / "bin"
+    fake.mkdir(exist_ok=True)
+    log = tmp / "apt.log"
+    (fake / "apt-get").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\n")
+    (fake / "apt-get").chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if k != "CALFRAME_NO_BROWSER"},
+           "PATH": f"{fake}:{os.environ['PATH']}", **env}
+    res = subprocess.run(["make", "-s", "-C", str(ROOT), "browser", f"CHROMIUM_NAMES={names}"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    return res, log
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the install branch needs root")
+def test_make_browser_says_what_it_installs(tmp_path):
+    res, log = _make_browser(tmp_path, "no-such-browser")
+    assert res.returncode == 0, res.stderr
+    assert "installing chromium with apt-get (Debian package 'chromium') for the browser tests" in res.stdout
+    assert log.read_text().splitlines() == ["update -qq", "install -y -qq chromium"]
+
+
+def test_make_browser_is_a_no_op_when_chromium_is_there(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "my-chromium").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "my-chromium").chmod(0o755)
+    res, log = _make_browser(tmp_path, "my-chromium")
+    assert res.returncode == 0 and res.stdout == "" and not log.exists(), res.stdout + res.stderr
+
+
+def test_make_browser_switch_skips_it(tmp_path):
+    res, log = _make_browser(tmp_path, "no-such-browser", CALFRAME_NO_BROWSER="1")
+    assert res.returncode == 0 and "CALFRAME_NO_BROWSER=1" in res.stdout and not log.exists()

@@ -1,0 +1,169 @@
+"""What the report says: the verdict rule and the headline, lens-aware labels, and the console output of
+`calframe report` and `calframe demo` (100 columns by default; the demo's printed calls give its results).
+The page in a browser is tests/test_report_browser.py."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import calframe
+from calframe.report import build_report, verdict
+
+WIDTH = 100
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "calframe", *args], capture_output=True, text=True)
+
+
+def numpy_ece(p: np.ndarray, y: np.ndarray, bins: int = 15) -> float:
+    """Binned ECE of the positive class, written out: [a, b) bins of width 1/bins, p = 1 in the last one."""
+    b = np.minimum((p * bins).astype(int), bins - 1)
+    return sum(abs(p[b == k].mean() - y[b == k].mean()) * (b == k).sum() for k in np.unique(b)) / len(p)
+
+
+# --------------------------------------------------------------------------- the verdict and the headline
+
+
+@pytest.mark.parametrize("value, lo, hi, word", [
+    (0.006, 0.004, 0.008, "calibrated"),
+    (0.02, 0.01, 0.03, "calibrated"),        # the upper bound at the tolerance
+    (0.059, 0.049, 0.072, "not calibrated"),
+    (0.04, 0.03, 0.05, "undecided"),         # the lower bound at the tolerance: a larger error is not shown
+    (0.028, 0.02, 0.035, "undecided"),
+    (0.02, float("nan"), 0.025, "undecided"),
+    (0.02, None, None, "calibrated"),        # no interval: the estimate decides
+    (0.031, None, None, "not calibrated"),
+    (float("nan"), None, None, "undecided"),
+])
+def test_verdict_rule(value, lo, hi, word):
+    assert verdict(value, lo, hi, tolerance=0.03) == word
+
+
+@pytest.fixture(scope="module")
+def calibrated() -> pl.DataFrame:
+    """A calibrated model: label ~ Bernoulli(prob), in two groups."""
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.05, 0.95, 40_000)
+    return pl.DataFrame({"prob": p, "label": (rng.uniform(size=p.size) < p).astype(np.int8),
+                         "g": rng.choice(["a", "b"], p.size)})
+
+
+def test_headline_of_a_calibrated_model_without_intervals(calibrated):
+    p, y, g = calibrated["prob"].to_numpy(), calibrated["label"].to_numpy(), calibrated["g"].to_numpy()
+    per = {k: numpy_ece(p[g == k], y[g == k]) for k in ("a", "b")}
+    worst = max(per, key=per.get)
+    rep = build_report(calibrated, by="g", ci=None)
+    assert rep.headline() == (f"Calibrated overall (ECE {numpy_ece(p, y):.4f}); calibrated in every g "
+                              f"(worst g={worst}, ECE {per[worst]:.4f}).")
+    strict = build_report(calibrated, by="g", ci=None, tolerance=0.001).headline()
+    assert strict.startswith("Not calibrated overall") and "2 more" not in strict and "1 more of 2 gs" in strict
+    with pytest.raises(calframe.ParameterError, match="tolerance"):
+        build_report(calibrated, ci=None, tolerance=0)
+
+
+def test_report_json_holds_the_headline(calibrated):
+    rep = build_report(calibrated, ci=None)
+    assert rep.to_dict()["headline"] == rep.headline() and rep.options["tolerance"] == 0.03
+
+
+# --------------------------------------------------------------------------- lens-aware labels
+
+
+def test_labels_follow_the_lens():
+    pytest.importorskip("matplotlib")
+    from calframe.report import displays
+
+    df = calframe.datasets.grouped_miscalibration(n=3000, seed=2, age_shift=0.15)
+    for lens, x, y, curve_y, text_not in (
+            ("class:1", "Mean predicted probability of class 1", "Frequency of class 1",
+             "Frequency / probability of class 1", "top-1"),
+            ("top1", "Mean confidence (top-1)", "Accuracy", "Accuracy / confidence", "class 1")):
+        rep = build_report(df, variables=["age"], lens=lens, ci=None)
+        page = rep.to_html()
+        assert f"<th>{x}</th>" in page and f"<th>{y}</th>" in page and text_not not in page
+        shown = displays(rep)
+        assert shown["reliability"].hist_ax_.get_xlabel() == x and shown["reliability"].ax_.get_ylabel() == y
+        assert shown["curve:age"].ax_.get_ylabel() == curve_y
+
+
+# --------------------------------------------------------------------------- the console
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+@pytest.fixture(scope="module")
+def scores(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("console") / "scores.parquet"
+    calframe.datasets.grouped_miscalibration(n=3000, seed=1, age_shift=0.15).write_parquet(path)
+    return path
+
+
+def test_console_report_fits_100_columns(scores):
+    for by in ("region", "region,device"):
+        res = run("report", str(scores), "--by", by, "--vece", "age,device", "--n-boot", "30")
+        assert res.returncode == 0, res.stderr
+        assert max(map(len, _lines(res.stdout))) <= WIDTH, res.stdout
+        words = " ".join(res.stdout.split())
+        assert "overall (ECE " in words and "most miscalibrated along age" in words
+        assert "ece_lo" not in res.stdout and "log loss" not in res.stdout
+    wide = run("report", str(scores), "--by", "region", "--vece", "age", "--n-boot", "30", "--wide")
+    assert wide.returncode == 0, wide.stderr
+    assert all(f in wide.stdout for f in ("log loss", "RMSCE", "accuracy (top label)", "debiased CE"))
+    assert max(map(len, _lines(wide.stdout))) > WIDTH  # everything, however wide
+
+
+def _table_rows(table: str) -> list[list[str]]:
+    return [[c.strip() for c in re.split("[│┆]", line)[1:-1]] for line in table.splitlines() if line.startswith("│")]
+
+
+def test_demo_fits_100_columns_and_its_calls_give_its_results():
+    """Replays the demo's printed statements: each printed table is what its statements give."""
+    res = run("demo", "--rows", "2000", "--n-boot", "20")
+    assert res.returncode == 0, res.stderr
+    lines = _lines(res.stdout)
+    assert max(map(len, lines)) <= WIDTH
+    calls = [ln for ln in lines if re.search(r"calframe\.(ece|vece|summary|reliability|vece_rank|mlce)\(", ln)]
+    assert len(calls) >= 7 and all('lens="class:1"' in ln for ln in calls)
+    assert "MLCE can rise after the tree fix" in res.stdout
+    ns: dict = {}
+    code: list[str] = []
+    checked = 0
+    with pl.Config():  # the demo's pl.Config calls change only this block
+        i = 0
+        while i < len(lines):
+            if not lines[i].startswith("┌"):
+                if lines[i].strip() and not lines[i].startswith("#"):
+                    code.append(lines[i])
+                i += 1
+                continue
+            end = next(j for j in range(i, len(lines)) if lines[j].startswith("└"))
+            table, src, code = "\n".join(lines[i:end + 1]).rstrip(), "\n".join(code), []
+            i = end + 1
+            if "method" in _table_rows(table)[0]:  # the recalibration table: the row statements once per method
+                setup, row = src.split("ece = calframe.ece(out", 1)
+                exec(setup, ns)
+                printed = {r[0]: r[1:] for r in _table_rows(table)[2:]}
+                for method, rec in (("uncalibrated", None), ("tree on age", "tree"), ("lore on age", "lore")):
+                    ns["out"], ns["p"] = (ns["df"], "prob") if rec is None else (
+                        calframe.apply(ns["df"], ns[rec], name="p"), "p")
+                    exec("ece = calframe.ece(out" + row, ns)
+                    got = [f"{ns[c]:.4f}" for c in ("ece", "vece_age", "max_region_ece", "mlce_age", "mean_lce_age")]
+                    assert printed[method] == got, method
+                checked += 1
+                continue
+            *stmts, last = ast.parse(src).body
+            exec(compile(ast.Module(stmts, []), "<demo>", "exec"), ns)
+            assert str(eval(compile(ast.Expression(last.value), "<demo>", "eval"), ns)) == table, src
+            checked += 1
+    assert checked == 6  # head, overall, per region, VECE ranking, reliability, recalibration
