@@ -290,6 +290,8 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
     weights : str, optional
         Row weights: each row counts ``w`` times (integer weights give the value of repeated rows).
 
+    Notes
+    -----
     The rows are summed once per (group, cell) of a fixed partition of [0, 1]; each bandwidth the bisection
     tries is then a few FFTs per group, not a pass over the rows (calframe.smooth). A
     ``pl.LazyFrame`` is collected (its needed columns: the partition's sums are not pushed into Polars' plan) and
