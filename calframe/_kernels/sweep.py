@@ -9,7 +9,9 @@ float product differs from the integer ``i * b // n`` for some n and b, e.g. n =
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._runtime import njit
 
 
 @njit(inline="always")
