@@ -136,3 +136,127 @@ def int_range(v, nchunks):
         los[c] = a
         his[c] = b
     return los.min(), his.max()
+
+
+# --------------------------------------------------------------------------- string keys
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(inline="always")
+def _byte_mask(nbytes):
+    """The low ``nbytes`` (0..8) bytes of a uint64."""
+    if nbytes >= 8:
+        return _ALL
+    return (np.uint64(1) << np.uint64(8 * nbytes)) - np.uint64(1)
+
+
+@njit(inline="always")
+def _same(views, data, bases, valid, i, j):
+    """Whether rows i and j of an Arrow string_view column hold the same string (or are both null).
+
+    A view is two uint64 words: length (low 32 bits) and the first 4 bytes; then the next 8 bytes of a
+    string of at most 12 bytes (inline), else the data buffer index and offset. Bytes past the end of an
+    inline string are masked out."""
+    if valid is not None:
+        if not (valid[i] and valid[j]):
+            return valid[i] == valid[j]
+    a0, b0 = views[2 * i], views[2 * j]
+    ln = np.int64(a0 & _LOW32)
+    if ln != np.int64(b0 & _LOW32):
+        return False
+    a1, b1 = views[2 * i + 1], views[2 * j + 1]
+    if ln <= 12:
+        m0 = (_byte_mask(min(ln, 4)) << np.uint64(32)) | _LOW32
+        m1 = _byte_mask(max(ln - 4, 0))
+        return (a0 & m0) == (b0 & m0) and (a1 & m1) == (b1 & m1)
+    if a0 != b0:  # the length and the first 4 bytes
+        return False
+    oi = bases[np.int64(a1 & _LOW32)] + np.int64(a1 >> np.uint64(32))
+    oj = bases[np.int64(b1 & _LOW32)] + np.int64(b1 >> np.uint64(32))
+    for t in range(ln):
+        if data[oi + t] != data[oj + t]:
+            return False
+    return True
+
+
+@njit(inline="always")
+def _home(h, bits):
+    """The first slot of hash h in a table of 2^bits slots (Fibonacci hashing: Polars' hash mixed again)."""
+    return np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+
+
+@njit(cache=True)
+def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps, rep_hash):
+    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]``, their first rows
+    into ``reps[lo:]`` and hashes into ``rep_hash[lo:]``: returns the number of codes. ``rows`` None: the rows
+    themselves (one open-addressing table, doubled at half load, compared with :func:`_same`)."""
+    bits = 10
+    table = np.full(1 << bits, -1, dtype=np.int64)
+    m = 0
+    for t in range(lo, hi):
+        i = t if rows is None else rows[t]
+        h = hashes[i]
+        k = _home(h, bits)
+        mask = (1 << bits) - 1
+        while True:
+            c = table[k]
+            if c < 0:
+                table[k] = m
+                reps[lo + m] = i
+                rep_hash[lo + m] = h
+                out[t] = m
+                m += 1
+                break
+            if rep_hash[lo + c] == h and _same(views, data, bases, valid, i, reps[lo + c]):
+                out[t] = c
+                break
+            k = (k + 1) & mask
+        if 2 * m > (1 << bits):
+            bits += 1
+            table = np.full(1 << bits, -1, dtype=np.int64)
+            mask = (1 << bits) - 1
+            for c in range(m):
+                k = _home(rep_hash[lo + c], bits)
+                while table[k] >= 0:
+                    k = (k + 1) & mask
+                table[k] = c
+    return m
+
+
+@njit(parallel=True, cache=True)
+def string_codes(views, data, bases, valid, hashes, nchunks):
+    """(int32 code of each row, first row of each code): the codes of a string_view column, numbered in order
+    of first appearance (so the same for any thread count).
+
+    Each chunk of rows numbers its own strings, then the chunks' first rows are numbered in chunk order
+    and each row's chunk code is mapped to that number. ``hashes``: Polars' ``Series.hash`` (uint64), used
+    to place strings in the tables only; strings are compared byte for byte (:func:`_same`)."""
+    n = hashes.shape[0]
+    step = (n + nchunks - 1) // nchunks
+    local = np.empty(n, dtype=np.int64)
+    reps = np.empty(n, dtype=np.int64)
+    rep_hash = np.empty(n, dtype=np.uint64)
+    counts = np.zeros(nchunks, dtype=np.int64)
+    for c in prange(nchunks):
+        counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), local,
+                            reps, rep_hash)
+    # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
+    firsts = np.empty(counts.sum(), dtype=np.int64)
+    at = 0
+    for c in range(nchunks):
+        firsts[at : at + counts[c]] = reps[c * step : c * step + counts[c]]
+        at += counts[c]
+    merged = np.empty(firsts.shape[0], dtype=np.int64)
+    g_reps = np.empty(firsts.shape[0], dtype=np.int64)
+    g_hash = np.empty(firsts.shape[0], dtype=np.uint64)
+    n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps, g_hash)
+    codes = np.empty(n, dtype=np.int32)
+    for c in prange(nchunks):
+        base = 0
+        for d in range(c):
+            base += counts[d]
+        for i in range(c * step, min(n, (c + 1) * step)):
+            codes[i] = merged[base + local[i]]
+    return codes, g_reps[:n_codes].copy()

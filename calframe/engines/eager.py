@@ -14,6 +14,7 @@ from typing import Union
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow as pa
 
 from .. import figures as F
 from .. import lenses as L
@@ -21,6 +22,7 @@ from .. import request as R
 from .._columns import Scored, Selected, check_group_weights, score, select_rows, weight_exponents
 from .._kernels import accumulate as K
 from .._kernels import fused as FK
+from .._names import fresh_name
 from .._limits import TableTooLargeError, check_cells
 from ..binning import Binning, Bins, bin_values, bin_variable, uniform_edges
 from ..figures import check_by_names, output_columns
@@ -140,6 +142,33 @@ def _direct_keys(s: pl.Series, n_bins: int) -> tuple[np.ndarray, int, int] | Non
     return v, int(lo), span
 
 
+def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
+    """A String (or Categorical / Enum, read as its strings) key column: (int32 codes in order of first
+    appearance, number of codes, key table: row c the key of code c), or None for any other dtype.
+
+    The codes come from Polars' own hash and the column's Arrow string_view buffers (zero-copy), strings
+    compared byte for byte (:func:`calframe._kernels.fused.string_codes`)."""
+    dt = s.dtype
+    if isinstance(dt, (pl.Categorical, pl.Enum)):
+        s = s.cast(pl.String)
+    elif dt != pl.String:
+        return None
+    s = s.rechunk()
+    arr = s.to_arrow(compat_level=pl.CompatLevel.newest())
+    if not isinstance(arr, pa.StringViewArray):
+        return None
+    bufs = arr.buffers()
+    off = arr.offset
+    views = np.frombuffer(bufs[1], dtype=np.uint64)[2 * off : 2 * (off + len(arr))]
+    parts = [np.frombuffer(b, dtype=np.uint8) for b in bufs[2:] if b is not None] or [np.zeros(1, dtype=np.uint8)]
+    data = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    bases = np.concatenate(([0], np.cumsum([p.shape[0] for p in parts])[:-1])).astype(np.int64)
+    valid = s.is_not_null().to_numpy() if s.null_count() else None
+    n = len(s)
+    codes, reps = FK.string_codes(views, data, bases, valid, s.hash().to_numpy(), int(min(32, max(1, n >> 16))))
+    return codes, reps.shape[0], pl.DataFrame([s.gather(reps).cast(dt)])
+
+
 def fused_sums(
     req: R.Request, sel: Selected
 ) -> tuple[np.ndarray, np.ndarray, pl.DataFrame | None, float | np.ndarray] | None:
@@ -150,7 +179,8 @@ def fused_sums(
 
     It applies to the CE family with uniform bins (no explicit edges), a scalar lens, no ``ci`` and no
     variable; one real probability column, a 0/1 label (integer, float or Boolean), real weights, and no
-    ``by`` or one integer key column (no nulls, a range that fits the table). Its sums are those of
+    ``by`` or one key column: integers (no nulls, a range that fits the table: direct slots) or strings
+    (String, Categorical, Enum: :func:`_string_keys`). Its sums are those of
     ``score`` -> :func:`binned_sums` up to the order of additions (chunks by sizes only, so the same bits
     on every thread count), and the weights are scaled per group as :func:`calframe._columns.scale_weights`.
     """
@@ -166,12 +196,17 @@ def fused_sums(
     lens = _FUSED_LENS.get(str(L.resolve_lens(req.lens, True)))
     if lens is None:
         return None
-    keys, lo, n_slots = None, 0, 1
+    keys, lo, n_slots, key_table = None, 0, 1, None
     if sel.by_cols:
-        direct = _direct_keys(df[sel.by_cols[0]], b.bins)
-        if direct is None:
-            return None
-        keys, lo, n_slots = direct
+        col = df[sel.by_cols[0]]
+        direct = _direct_keys(col, b.bins)
+        if direct is not None:
+            keys, lo, n_slots = direct
+        else:
+            hashed = _string_keys(col)
+            if hashed is None:
+                return None
+            keys, n_slots, key_table = hashed
     p = df[sel.prob_cols[0]].to_numpy()
     y = df[sel.label_col].to_numpy()
     nchunks = K.n_chunks(p.shape[0], n_slots * b.bins)
@@ -193,17 +228,23 @@ def fused_sums(
     if w is None:
         rows = table[:, :, 0].sum(axis=1).astype(np.int64)
     present = np.flatnonzero(rows)
-    if keys is None:
-        key_table = None
-    else:
+    if key_table is not None:  # codes in order of appearance (every one present): the keys sorted, nulls last
+        i = fresh_name(key_table.columns, "i")
+        present = key_table.with_row_index(i).sort(key_table.columns, nulls_last=True, maintain_order=True)[i]
+        present = present.to_numpy()
+        key_table = key_table[present]
+    elif keys is not None:
         name = sel.by_cols[0]
         key_table = pl.DataFrame([pl.Series(name, (present + lo).astype(keys.dtype)).cast(df[name].dtype)])
+    if keys is not None:
         table, rows = table[present], rows[present]
+        if w is not None:
+            scales = scales[present]
     check_cells(rows.shape[0], b.bins)
     if w is not None:
         if not (table[:, :, 0].sum(axis=1) > 0).all():  # a group of zero weights: the detailed error
             return None
-        scale: float | np.ndarray = scales[present] if keys is not None else float(scales[0])
+        scale: float | np.ndarray = scales if keys is not None else float(scales[0])
     else:
         scale = 1.0
     return np.ascontiguousarray(table), rows, key_table, scale
