@@ -188,40 +188,51 @@ def _home(h, bits):
 
 
 @njit(cache=True)
-def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps, rep_hash):
-    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]``, their first rows
-    into ``reps[lo:]`` and hashes into ``rep_hash[lo:]``: returns the number of codes. ``rows`` None: the rows
-    themselves (one open-addressing table, doubled at half load, compared with :func:`_same`)."""
+def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps):
+    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
+    rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
+    open-addressing table of (hash, code) slots, at most a quarter full (doubled past that), strings
+    compared with :func:`_same` where the hashes agree."""
     bits = 10
-    table = np.full(1 << bits, -1, dtype=np.int64)
+    slot_hash = np.zeros(1 << bits, dtype=np.uint64)
+    slot_code = np.full(1 << bits, -1, dtype=np.int64)
     m = 0
     for t in range(lo, hi):
         i = t if rows is None else rows[t]
         h = hashes[i]
-        k = _home(h, bits)
         mask = (1 << bits) - 1
+        k = _home(h, bits)
+        v0, v1 = views[2 * i], views[2 * i + 1]
         while True:
-            c = table[k]
+            c = slot_code[k]
             if c < 0:
-                table[k] = m
+                slot_code[k] = m
+                slot_hash[k] = h
                 reps[lo + m] = i
-                rep_hash[lo + m] = h
                 out[t] = m
                 m += 1
                 break
-            if rep_hash[lo + c] == h and _same(views, data, bases, valid, i, reps[lo + c]):
-                out[t] = c
-                break
+            if slot_hash[k] == h:
+                r = reps[lo + c]
+                # the same view words and a non-null inline string: the same string (the common case)
+                if (v0 == views[2 * r] and v1 == views[2 * r + 1] and (v0 & _LOW32) <= np.uint64(12)
+                        and (valid is None or (valid[i] and valid[r]))) or _same(views, data, bases, valid, i, r):
+                    out[t] = c
+                    break
             k = (k + 1) & mask
-        if 2 * m > (1 << bits):
+        if 4 * m > (1 << bits):
+            old_hash, old_code = slot_hash, slot_code
             bits += 1
-            table = np.full(1 << bits, -1, dtype=np.int64)
             mask = (1 << bits) - 1
-            for c in range(m):
-                k = _home(rep_hash[lo + c], bits)
-                while table[k] >= 0:
-                    k = (k + 1) & mask
-                table[k] = c
+            slot_hash = np.zeros(1 << bits, dtype=np.uint64)
+            slot_code = np.full(1 << bits, -1, dtype=np.int64)
+            for j in range(old_code.shape[0]):
+                if old_code[j] >= 0:
+                    k = _home(old_hash[j], bits)
+                    while slot_code[k] >= 0:
+                        k = (k + 1) & mask
+                    slot_code[k] = old_code[j]
+                    slot_hash[k] = old_hash[j]
     return m
 
 
@@ -237,11 +248,9 @@ def string_codes(views, data, bases, valid, hashes, nchunks):
     step = (n + nchunks - 1) // nchunks
     local = np.empty(n, dtype=np.int64)
     reps = np.empty(n, dtype=np.int64)
-    rep_hash = np.empty(n, dtype=np.uint64)
     counts = np.zeros(nchunks, dtype=np.int64)
     for c in prange(nchunks):
-        counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), local,
-                            reps, rep_hash)
+        counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), local, reps)
     # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
     firsts = np.empty(counts.sum(), dtype=np.int64)
     at = 0
@@ -250,8 +259,7 @@ def string_codes(views, data, bases, valid, hashes, nchunks):
         at += counts[c]
     merged = np.empty(firsts.shape[0], dtype=np.int64)
     g_reps = np.empty(firsts.shape[0], dtype=np.int64)
-    g_hash = np.empty(firsts.shape[0], dtype=np.uint64)
-    n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps, g_hash)
+    n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
     codes = np.empty(n, dtype=np.int32)
     for c in prange(nchunks):
         base = 0
