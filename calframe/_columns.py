@@ -252,31 +252,16 @@ def column_names(func: str, param: str, x: Any, frame: Any) -> list[str]:
 # --------------------------------------------------------------------------- resolve
 
 
-def resolve(
-    frame: Any,
-    *,
-    func: str,
-    prob: str | Sequence[str] | None = None,
-    label: str | None = None,
-    by: str | Sequence[str] | None = None,
-    weights: str | None = None,
-    nulls: str = "raise",
-    extra: Sequence[str] = (),
-    allow_weights: bool = True,
-    check_finite: bool = True,
-    check_weights: bool = True,
-) -> Scored:
-    """Validate ``frame`` for ``func`` and return its numeric :class:`Scored` view: :func:`select_rows`, then
-    :func:`score`.
+def resolve(frame: Any, *, check_finite: bool = True, check_weights: bool = True, **select: Any) -> Scored:
+    """Validate ``frame`` and return its numeric :class:`Scored` view: :func:`select_rows` (``select``: its
+    keyword arguments, ``func`` first), then :func:`score`.
 
     ``check_finite=False`` leaves the NaN/infinity check of numeric ``extra``
     columns to the caller (``check_finite_variable``), which may fold it into a pass of its own.
     ``check_weights=False`` leaves the checks of weight totals (the frame's, each group's) to the
     caller: a Dask partition is a part of the frame (its sums are merged, then checked).
     """
-    sel = select_rows(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=extra,
-                      allow_weights=allow_weights)
-    return score(sel, check_finite, check_weights)
+    return score(select_rows(frame, **select), check_finite, check_weights)
 
 
 @dataclass(frozen=True)
