@@ -3,7 +3,9 @@
 Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_binned.py [--rows 10000000] [--repeat 3]``.
 
 Every timing is the median of ``--repeat`` runs after one warm-up run, in one
-process, on the same seeded data. Each row prints the figure each contender
+process, on the same seeded data. The summary at the end gives each target's
+ratio beside the GB/s calframe reaches (the bytes of the columns it reads over
+its time) and the machine's memory bandwidth measured here (numpy sum / copy). Each row prints the figure each contender
 computed, so the timings compare equal work; peers that are not installed are
 reported as missing. Ratios are "peer time / calframe time" (higher = calframe
 faster); the targets are from the issue tracker.
@@ -59,6 +61,46 @@ class Table:
             mark = "" if tgt is None else (f">={tgt:g}x" + (" ok" if ratio >= tgt else " MISS"))
             print(f"{name:58s} {sec:9.4f} {ratio:7.1f}x {mark:>7s}  {fmt_value(value)} {note}")
         return ratios
+
+    def seconds(self, name: str) -> float:
+        return dict((r[0], r[1]) for r in self.rows)[name]
+
+
+def memory_bandwidth() -> float:
+    """The machine's memory bandwidth in GB/s: the best of numpy sums (read) and copies (read + write) of
+    a 512 MB array, far larger than any cache."""
+    a = np.ones(1 << 26)
+    b = np.empty_like(a)
+    best = 0.0
+    for _ in range(3):
+        sec, _ = timeit(lambda: a.sum(), 1)
+        best = max(best, a.nbytes / sec)
+        sec, _ = timeit(lambda: np.copyto(b, a), 1)
+        best = max(best, 2 * a.nbytes / sec)
+    return best / 1e9
+
+
+#: the targets of the summary (issue 14): case -> (table, contender, target ratio)
+SUMMARY_TARGETS = {
+    "ECE, one group": ("relplot binnedECE", 3.0),
+    "1e3 groups, int keys": ("pure Polars pipeline (bin, group_by x2)", 3.0),
+    "1e3 groups, str keys": ("pure Polars pipeline (bin, group_by x2)", 1.0),
+    "1e5 groups, int keys": ("pure Polars pipeline (bin, group_by x2)", 3.0),
+    "1e5 groups, str keys": ("pure Polars pipeline (bin, group_by x2)", None),
+}
+
+
+def summary(results: dict[str, tuple[dict[str, float], float, float]], bandwidth: float) -> None:
+    """One line per target: the ratio, and the GB/s calframe reaches (column bytes read / its time)."""
+    print(f"\n## Summary: ratios against the targets; measured memory bandwidth {bandwidth:.1f} GB/s")
+    print(f"{'case':24s} {'contender':42s} {'ratio':>7s} {'target':>7s} {'calframe':>9s} {'GB/s':>6s} {'of bw':>6s}")
+    for case, (ratios, sec, nbytes) in results.items():
+        name, target = SUMMARY_TARGETS[case]
+        ratio = ratios.get(name)
+        shown = "-" if ratio is None else f"{ratio:.1f}x"
+        mark = "" if target is None else f">={target:g}x" + ("" if ratio is None else " ok" if ratio >= target else " MISS")
+        gbs = nbytes / sec / 1e9
+        print(f"{case:24s} {name:42s} {shown:>7s} {mark:>7s} {sec:8.4f}s {gbs:6.1f} {gbs / bandwidth:6.0%}")
 
 
 def try_import(name: str):
@@ -129,7 +171,7 @@ def bench_ungrouped(n: int, repeat: int) -> dict[str, float]:
         pt, yt = torch.from_numpy(p), torch.from_numpy(y.astype(np.int64))
         sec, v = timeit(lambda: float(tm.binary_calibration_error(pt, yt, n_bins=BINS, norm="l1")), repeat)
         t.add("torchmetrics binary_calibration_error", sec, v, "(top-label)")
-    return t.show({"relplot binnedECE": 2, "netcal ECE": 20})
+    return t.show({"relplot binnedECE": 3, "netcal ECE": 20}), t.seconds("calframe.ece")
 
 
 # --------------------------------------------------------------------------- 2. per group
@@ -192,10 +234,10 @@ def bench_grouped(n: int, n_groups: int, key_kind: str, repeat: int, slow_groups
         t.add("fairlearn MetricFrame(relplot binnedECE)", sec * fl_scale, f"mean {v.mean():.6f}",
               f"(timed on {len(fl_sub):,} groups, x{fl_scale:.0f})")
     fastest_alt = "pure Polars pipeline (bin, group_by x2)"
-    targets = {fastest_alt: 5, "pandas groupby().apply(relplot binnedECE)": 5}
+    targets = {fastest_alt: 3 if key_kind == "int" else 1, "pandas groupby().apply(relplot binnedECE)": 5}
     if n_groups <= 1000:
         targets["fairlearn MetricFrame(relplot binnedECE)"] = 100
-    return t.show(targets)
+    return t.show(targets), t.seconds("calframe.ece(by=)")
 
 
 # --------------------------------------------------------------------------- 3. equal-mass per group
@@ -271,10 +313,15 @@ def main() -> None:
 
     print(f"calframe {calframe.__version__}, numba {numba.__version__} ({numba.get_num_threads()} threads), "
           f"polars {pl.__version__}, pandas {pd.__version__}, numpy {np.__version__}, {os.cpu_count()} cores")
-    bench_ungrouped(args.rows, args.repeat)
+    bandwidth = memory_bandwidth()
+    n = args.rows
+    results = {"ECE, one group": (*bench_ungrouped(n, args.repeat), n * 9)}  # float64 p, int8 label
     for n_groups in (1_000, 100_000):
         for kind in ("int", "str"):
-            bench_grouped(args.rows, n_groups, kind, args.repeat, args.slow_groups)
+            key_bytes = 8 if kind == "int" else 16  # int64 keys; a string_view row is 16 bytes
+            case = f"1e{len(str(n_groups)) - 1} groups, {kind} keys"
+            results[case] = (*bench_grouped(n, n_groups, kind, args.repeat, args.slow_groups), n * (9 + key_bytes))
+    summary(results, bandwidth)
     bench_equal_mass(args.rows, 1_000, args.repeat)
     bench_kernel(args.rows, args.repeat)
     bench_first_call()

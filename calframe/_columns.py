@@ -252,7 +252,35 @@ def column_names(func: str, param: str, x: Any, frame: Any) -> list[str]:
 # --------------------------------------------------------------------------- resolve
 
 
-def resolve(
+def resolve(frame: Any, *, check_finite: bool = True, check_weights: bool = True, **select: Any) -> Scored:
+    """Validate ``frame`` and return its numeric :class:`Scored` view: :func:`select_rows` (``select``: its
+    keyword arguments, ``func`` first), then :func:`score`.
+
+    ``check_finite=False`` leaves the NaN/infinity check of numeric ``extra``
+    columns to the caller (``check_finite_variable``), which may fold it into a pass of its own.
+    ``check_weights=False`` leaves the checks of weight totals (the frame's, each group's) to the
+    caller: a Dask partition is a part of the frame (its sums are merged, then checked).
+    """
+    return score(select_rows(frame, **select), check_finite, check_weights)
+
+
+@dataclass(frozen=True)
+class Selected:
+    """A call's columns, looked up and selected (an eager Polars frame), rows with nulls dropped or refused:
+    what :func:`score` validates (or the eager engine's fused pass, calframe/engines/eager.py)."""
+
+    df: pl.DataFrame
+    func: str
+    flavor: Flavor
+    prob_cols: list[str]
+    multi_cols: bool
+    label_col: str
+    by_cols: list[str]
+    weights: str | None
+    extra_cols: list[str]
+
+
+def select_rows(
     frame: Any,
     *,
     func: str,
@@ -263,16 +291,9 @@ def resolve(
     nulls: str = "raise",
     extra: Sequence[str] = (),
     allow_weights: bool = True,
-    check_finite: bool = True,
-    check_weights: bool = True,
-) -> Scored:
-    """Validate ``frame`` for ``func`` and return its numeric :class:`Scored` view.
-
-    ``check_finite=False`` leaves the NaN/infinity check of numeric ``extra``
-    columns to the caller (``check_finite_variable``), which may fold it into a pass of its own.
-    ``check_weights=False`` leaves the checks of weight totals (the frame's, each group's) to the
-    caller: a Dask partition is a part of the frame (its sums are merged, then checked).
-    """
+) -> Selected:
+    """The first half of :func:`resolve`: parameters and names checked, the needed columns selected, the
+    key dtypes checked, rows with nulls refused (``nulls="raise"``) or dropped with a warning."""
     flavor = flavor_of(frame)
     if nulls not in ("raise", "drop"):
         raise bad_param(func, "nulls", "'raise' or 'drop'", nulls)
@@ -315,7 +336,13 @@ def resolve(
         E.warn_nulls_dropped(func, before - df.height, df.height)
         if df.height == 0:
             raise E.all_rows_null(func)
+    return Selected(df, func, flavor, prob_cols, multi_cols, label_col, by_cols, weights, extra_cols)
 
+
+def score(sel: Selected, check_finite: bool = True, check_weights: bool = True) -> Scored:
+    """The second half of :func:`resolve`: every value validated, group codes, weights scaled."""
+    df, func, weights, by_cols = sel.df, sel.func, sel.weights, sel.by_cols
+    prob_cols, multi_cols, label_col = sel.prob_cols, sel.multi_cols, sel.label_col
     probs = _probabilities(df, prob_cols, multi_cols, func)
     k = 2 if probs.ndim == 1 else probs.shape[1]
     labels = _labels(df[label_col], k, probs.ndim == 1, func)
@@ -328,7 +355,7 @@ def resolve(
         if w is not None and check_weights:
             check_group_weights(func, weights, np.bincount(groups, weights=w, minlength=n_groups), counts, keys)
     extras, extra_kind = {}, {}
-    for c in extra_cols:
+    for c in sel.extra_cols:
         extras[c], extra_kind[c] = _variable(df[c], func, check_finite)
     return Scored(
         probs=probs,
@@ -338,7 +365,7 @@ def resolve(
         n_groups=n_groups,
         keys=keys,
         weights=w,
-        flavor=flavor,
+        flavor=sel.flavor,
         prob_name=prob_cols if multi_cols else prob_cols[0],
         label_name=label_col,
         extra=extras,

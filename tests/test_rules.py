@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from calframe._columns import resolve
 from calframe._kernels import accumulate as K
+from calframe._kernels import fused as FK
 from calframe._kernels import vector as VK
 from calframe import generalized as G
 from calframe._render import Sql
@@ -75,6 +76,16 @@ def numba_kernel(x: np.ndarray, bins: int, closed: str) -> np.ndarray:
     return counts.argmax(axis=1)
 
 
+def fused_kernel(x: np.ndarray, bins: int, closed: str) -> np.ndarray:
+    """The eager engine's fused pass (calframe/_kernels/fused.py): each value in a slot of its own."""
+    n = x.shape[0]
+    flat, _, bad = FK.binned_pass(x, np.zeros(n, dtype=np.int8), np.arange(n), 0, None, np.ones(n),
+                                  uniform_edges(bins, closed), closed == "right", FK.CLASS1, bins, n, 1)
+    counts = flat.reshape(n, bins, 3)[:, :, 0]
+    assert bad == 0 and (counts.sum(axis=1) == 1).all()
+    return counts.argmax(axis=1)
+
+
 def polars_bins(x: np.ndarray, bins: int, closed: str) -> np.ndarray:
     return pl.DataFrame({"x": x}).select(uniform_bin_expr(pl.col("x"), bins, closed).alias("b"))["b"].to_numpy()
 
@@ -131,6 +142,7 @@ def test_uniform_bin_every_rendering_every_bin_count(con, closed):
         want = ref_bins(x, ref_edges(bins, closed)[1:-1], closed)
         np.testing.assert_array_equal(uniform_bins(x, bins, closed), want, err_msg=f"numpy B={bins}")
         np.testing.assert_array_equal(numba_kernel(x, bins, closed), want, err_msg=f"numba B={bins}")
+        np.testing.assert_array_equal(fused_kernel(x, bins, closed), want, err_msg=f"fused B={bins}")
         np.testing.assert_array_equal(polars_bins(x, bins, closed), want, err_msg=f"polars B={bins}")
         if closed == "left":  # GECE's uniform grid (left-closed only)
             got = VK.digitize_uniform(x[:, None], 1, uniform_edges(bins, "left"))[:, 0]
@@ -176,6 +188,7 @@ def test_uniform_bin_renderings_agree_hypothesis(con, bv, closed):
     want = ref_bins(x, ref_edges(bins, closed)[1:-1], closed)
     np.testing.assert_array_equal(uniform_bins(x, bins, closed), want)
     np.testing.assert_array_equal(numba_kernel(x, bins, closed), want)
+    np.testing.assert_array_equal(fused_kernel(x, bins, closed), want)
     np.testing.assert_array_equal(polars_bins(x, bins, closed), want)
     np.testing.assert_array_equal(duckdb_macro_bins(con, x, np.full(x.shape[0], bins), closed), want)
 

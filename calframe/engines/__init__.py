@@ -36,7 +36,7 @@ def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | No
         streamed = lazy.run(frame, req)
         if streamed is not None:
             return streamed
-    return eager._evaluate(req, frame, figures or eager.ce_figures(req))
+    return eager._evaluate(req, frame, figures)
 
 
 def dask_engine() -> Any:

@@ -14,14 +14,17 @@ from typing import Union
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow as pa
 
 from .. import figures as F
 from .. import lenses as L
 from .. import request as R
-from .._columns import Scored, check_group_weights, resolve
+from .._columns import Scored, Selected, check_group_weights, score, select_rows, weight_exponents
 from .._kernels import accumulate as K
+from .._kernels import fused as FK
+from .._names import fresh_name
 from .._limits import TableTooLargeError, check_cells
-from ..binning import Binning, Bins, bin_values, bin_variable
+from ..binning import Binning, Bins, bin_values, bin_variable, uniform_edges
 from ..figures import check_by_names, output_columns
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
@@ -116,6 +119,137 @@ def ce_figures(req: R.Request) -> dict[str, Figure]:
     return figures
 
 
+# --------------------------------------------------------------------------- the fused pass
+
+#: the scalar lenses of binary input the fused pass computes (calframe.lenses.binary_rule)
+_FUSED_LENS = {"class:1": FK.CLASS1, "class:0": FK.CLASS0, "top1": FK.TOP1}
+
+
+def _real(dtype: pl.DataType) -> bool:
+    return dtype.is_float() or dtype.is_integer()
+
+
+def _direct_keys(s: pl.Series, n_bins: int) -> tuple[np.ndarray, int, int] | None:
+    """An integer key column as direct table slots (key - lo): (values, lo, n_slots), or None (nulls, UInt64,
+    or a range whose partial tables would pass accumulate.PARTIAL_BUDGET)."""
+    if not s.dtype.is_integer() or s.dtype == pl.UInt64 or s.null_count():
+        return None
+    v = s.to_numpy()
+    lo, hi = FK.int_range(v, int(min(8, max(1, v.shape[0] >> 16))))
+    span = int(hi) - int(lo) + 1
+    if 3 * span * n_bins > K.PARTIAL_BUDGET:
+        return None
+    return v, int(lo), span
+
+
+def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
+    """A String (or Categorical / Enum, read as its strings) key column: (int32 codes in order of first
+    appearance, number of codes, key table: row c the key of code c), or None for any other dtype.
+
+    The codes come from Polars' own hash and the column's Arrow string_view buffers (zero-copy), strings
+    compared byte for byte (:func:`calframe._kernels.fused.string_codes`)."""
+    dt = s.dtype
+    if isinstance(dt, (pl.Categorical, pl.Enum)):
+        s = s.cast(pl.String)
+    elif dt != pl.String:
+        return None
+    s = s.rechunk()
+    arr = s.to_arrow(compat_level=pl.CompatLevel.newest())
+    if not isinstance(arr, pa.StringViewArray):
+        return None
+    bufs = arr.buffers()
+    off = arr.offset
+    views = np.frombuffer(bufs[1], dtype=np.uint64)[2 * off : 2 * (off + len(arr))]
+    parts = [np.frombuffer(b, dtype=np.uint8) for b in bufs[2:] if b is not None] or [np.zeros(1, dtype=np.uint8)]
+    data = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    bases = np.concatenate(([0], np.cumsum([p.shape[0] for p in parts])[:-1])).astype(np.int64)
+    valid = s.is_not_null().to_numpy() if s.null_count() else None
+    n = len(s)
+    codes, reps = FK.string_codes(views, data, bases, valid, s.hash().to_numpy(), int(min(32, max(1, n >> 16))))
+    return codes, reps.shape[0], pl.DataFrame([s.gather(reps).cast(dt)])
+
+
+def fused_sums(
+    req: R.Request, sel: Selected
+) -> tuple[np.ndarray, np.ndarray, pl.DataFrame | None, float | np.ndarray] | None:
+    """(per (group, bin) sums, rows per group, keys, weight scale) of a binned CE of binary input from one fused
+    pass (:func:`calframe._kernels.fused.binned_pass`: validation, lens, uniform bin and sums in one read of
+    each column), or None where the pass does not apply or some value is bad: the caller then runs
+    :func:`calframe._columns.score` and the figure as usual, which raise the detailed errors.
+
+    It applies to the CE family with uniform bins (no explicit edges), a scalar lens, no ``ci`` and no
+    variable; one real probability column, a 0/1 label (integer, float or Boolean), real weights, and no
+    ``by`` or one key column: integers (no nulls, a range that fits the table: direct slots) or strings
+    (String, Categorical, Enum: :func:`_string_keys`). Its sums are those of
+    ``score`` -> :func:`binned_sums` up to the order of additions (chunks by sizes only, so the same bits
+    on every thread count), and the weights are scaled per group as :func:`calframe._columns.scale_weights`.
+    """
+    b = req.binning
+    if req.kind != "ce" or req.ci is not None or req.variables or b is None or b.scheme != "uniform" or b.edges:
+        return None
+    df = sel.df
+    if sel.multi_cols or not _real(df[sel.prob_cols[0]].dtype) or len(sel.by_cols) > 1:
+        return None
+    ydt = df[sel.label_col].dtype
+    if not (_real(ydt) or ydt == pl.Boolean) or (sel.weights is not None and not _real(df[sel.weights].dtype)):
+        return None
+    lens = _FUSED_LENS.get(str(L.resolve_lens(req.lens, True)))
+    if lens is None:
+        return None
+    keys, lo, n_slots, key_table = None, 0, 1, None
+    if sel.by_cols:
+        col = df[sel.by_cols[0]]
+        direct = _direct_keys(col, b.bins)
+        if direct is not None:
+            keys, lo, n_slots = direct
+        else:
+            hashed = _string_keys(col)
+            if hashed is None:
+                return None
+            keys, n_slots, key_table = hashed
+    p = df[sel.prob_cols[0]].to_numpy()
+    y = df[sel.label_col].to_numpy()
+    nchunks = K.n_chunks(p.shape[0], n_slots * b.bins)
+    w = None
+    mult = np.ones(n_slots)
+    if sel.weights is not None:
+        w = np.asarray(df[sel.weights].to_numpy(), dtype=np.float64)
+        tops, bad = FK.weight_tops(keys, lo, w, n_slots, nchunks)
+        e = weight_exponents(tops)
+        if bad or e.min() < -1022:  # bad weights (the detailed error), or a scale 2^-e past float64
+            return None
+        mult, scales = np.ldexp(1.0, -e), np.ldexp(1.0, e)
+    edges = uniform_edges(b.bins, b.closed)
+    flat, rows, bad = FK.binned_pass(p, y, keys, lo, w, mult, edges, b.closed == "right", lens, b.bins, n_slots,
+                                     nchunks)
+    if bad:
+        return None
+    table = flat.reshape((n_slots, b.bins, 3))
+    if w is None:
+        rows = table[:, :, 0].sum(axis=1).astype(np.int64)
+    present = np.flatnonzero(rows)
+    if key_table is not None:  # codes in order of appearance (every one present): the keys sorted, nulls last
+        i = fresh_name(key_table.columns, "i")
+        present = key_table.with_row_index(i).sort(key_table.columns, nulls_last=True, maintain_order=True)[i]
+        present = present.to_numpy()
+        key_table = key_table[present]
+    elif keys is not None:
+        name = sel.by_cols[0]
+        key_table = pl.DataFrame([pl.Series(name, (present + lo).astype(keys.dtype)).cast(df[name].dtype)])
+    if keys is not None:
+        table, rows = table[present], rows[present]
+        if w is not None:
+            scales = scales[present]
+    check_cells(rows.shape[0], b.bins)
+    if w is not None:
+        if not (table[:, :, 0].sum(axis=1) > 0).all():  # a group of zero weights: the detailed error
+            return None
+        scale: float | np.ndarray = scales if keys is not None else float(scales[0])
+    else:
+        scale = 1.0
+    return np.ascontiguousarray(table), rows, key_table, scale
+
+
 # --------------------------------------------------------------------------- run and shape
 
 
@@ -130,16 +264,28 @@ def _group_counts(scored: Scored) -> np.ndarray:
 def _evaluate(
     req: R.Request,
     frame: Frame,
-    figures: dict[str, Figure],
+    figures: dict[str, Figure] | None = None,
     *,
     scalar: bool = True,
     prepare: Callable[[Scored], Scored] | None = None,
 ) -> Result:
     """The eager engine: resolve -> figures (-> bootstrap) -> :func:`figures.shape`. A LazyFrame is collected
-    (its needed columns) and the result returned as a LazyFrame (one row, ``n`` and the figure, for a float)."""
+    (its needed columns) and the result returned as a LazyFrame (one row, ``n`` and the figure, for a float).
+
+    ``figures`` None: the request's own CE figure, from the fused pass (:func:`fused_sums`) where it applies."""
+    own = figures is None
+    figures = figures if figures is not None else ce_figures(req)
     check_by_names(req.func, req.by, output_columns(list(figures), req.ci, req.long), frame)
-    scored = resolve(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
-                     nulls=req.nulls, extra=list(req.variables))
+    sel = select_rows(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
+                      nulls=req.nulls, extra=list(req.variables))
+    lazy = isinstance(frame, pl.LazyFrame)  # collected for these figures: the result is a LazyFrame again
+    fused = fused_sums(req, sel) if own and len(figures) == 1 else None
+    if fused is not None:
+        sums, counts, keys, scale = fused
+        out = F.shape(req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys, sel.flavor,
+                      scalar=scalar and not lazy)
+        return out.lazy() if lazy else out
+    scored = score(sel)
     if prepare is not None:
         scored = prepare(scored)
         if req.weights is not None:  # a selection can leave a group only rows of weight 0
@@ -147,7 +293,6 @@ def _evaluate(
             check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
     values = {name: f(scored) for name, f in figures.items()}
     bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed) if req.ci is not None else {}
-    lazy = isinstance(frame, pl.LazyFrame)  # collected for these figures: the result is a LazyFrame again
     out = F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
     return out.lazy() if lazy else out
 

@@ -1,0 +1,270 @@
+"""The fused binned pass: validate, lens, bin and accumulate binary rows in one read of each column.
+
+No dataframe knowledge: plain arrays in, arrays out (the engine, calframe/engines/eager.py, decides when
+it applies and falls back to the detailed checks of calframe._columns when a row is bad).
+
+Determinism: as :func:`calframe._kernels.accumulate.accumulate`, rows are cut into a number of chunks
+that depends on the sizes only (``accumulate.n_chunks``); each chunk sums its rows in order into its own
+partial table and the tables are added in chunk order: the same bits for any thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .accumulate import _uniform_bin, partials, sum_partials
+from .prefetch import AHEAD, prefetch_row
+
+#: lens codes of :func:`binned_pass` (calframe.lenses.binary_rule): class:1, class:0, top1
+CLASS1, CLASS0, TOP1 = 0, 1, 2
+
+#: a table of more cells than this (per chunk) does not stay in cache: the pass prefetches its cells
+PREFETCH_CELLS = 1 << 15
+
+
+@njit(inline="always")
+def _lensed(x, a, lens):
+    """(conf, acc) of a binary row: calframe.lenses.binary_rule, operation for operation."""
+    if lens == CLASS1:
+        return x, a
+    if lens == CLASS0:
+        return 1.0 - x, 1.0 - a
+    if x > 0.5:
+        return x, a
+    return 1.0 - x, 1.0 - a
+
+
+@njit(inline="always")
+def _slot(keys, i, lo):
+    return 0 if keys is None else np.int64(keys[i]) - lo
+
+
+@njit(parallel=True, cache=True)
+def weight_tops(keys, lo, w, n_slots, nchunks):
+    """(largest weight of each slot, number of weights that are not finite and >= 0): the pre-pass of a
+    weighted :func:`binned_pass` (the weights are scaled per group by their largest, as
+    calframe._columns.scale_weights)."""
+    n = w.shape[0]
+    part = np.zeros((nchunks, n_slots))
+    bad = np.zeros(nchunks, dtype=np.int64)
+    step = (n + nchunks - 1) // nchunks
+    for c in prange(nchunks):
+        top = part[c]
+        nb = 0
+        for i in range(c * step, min(n, (c + 1) * step)):
+            v = w[i]
+            if v >= 0.0 and v <= 1.7976931348623157e308:
+                s = _slot(keys, i, lo)
+                if v > top[s]:
+                    top[s] = v
+            else:
+                nb += 1
+        bad[c] = nb
+    out = part[0].copy()
+    for c in range(1, nchunks):
+        out = np.maximum(out, part[c])
+    return out, bad.sum()
+
+
+@njit(parallel=True, cache=True)
+def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, nchunks):
+    """Per (slot, bin) sums ``[sum w, sum w*conf, sum w*acc]`` (flat, n_slots * n_bins * 3), rows per slot
+    (weighted only; else empty: the weight sums count the rows), and the number of bad rows.
+
+    ``p``: positive-class probabilities (any real dtype), ``y``: 0/1 labels (int, float or bool); a row
+    with p outside [0, 1] (NaN included) or a label other than 0 / 1 is bad and not summed (the caller
+    raises the detailed error). ``keys``: None (one slot) or integers, row i in slot ``keys[i] - lo``.
+    ``w``: None (all 1) or float64 weights (checked by :func:`weight_tops`), multiplied by
+    ``w_mult[slot]`` (an array even without weights). ``lens``: CLASS1, CLASS0 or TOP1. Bins: ``_uniform_bin`` on the uniform ``edges``.
+    """
+    n = p.shape[0]
+    n_cells = n_slots * n_bins
+    part, step = partials(n, nchunks, 3 * n_cells)
+    counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
+    bad = np.zeros(nchunks, dtype=np.int64)
+    far = n_cells > PREFETCH_CELLS
+    for c in prange(nchunks):
+        tab = part[c].reshape((n_cells, 3))
+        cnt = counts[c]
+        lo_i = c * step
+        hi_i = min(n, lo_i + step)
+        nb = 0
+        for i in range(lo_i, hi_i):
+            if far and i + AHEAD < hi_i:  # the table is out of cache: ask for the cell of a row ahead
+                j = i + AHEAD
+                xj = np.float64(p[j])
+                kj = int(min(xj, 1.0) * n_bins) if xj > 0.0 else 0
+                prefetch_row(tab, _slot(keys, j, lo) * n_bins + min(kj, n_bins - 1))
+            x = np.float64(p[i])
+            a = y[i]
+            if not (x >= 0.0 and x <= 1.0 and (a == 0 or a == 1)):
+                nb += 1
+                continue
+            conf, acc = _lensed(x, np.float64(a), lens)
+            s = _slot(keys, i, lo)
+            k = s * n_bins + _uniform_bin(conf, edges, n_bins, right)
+            if w is None:
+                tab[k, 0] += 1.0
+                tab[k, 1] += conf
+                tab[k, 2] += acc
+            else:
+                wi = w[i] * w_mult[s]
+                tab[k, 0] += wi
+                tab[k, 1] += wi * conf
+                tab[k, 2] += wi * acc
+                cnt[s] += 1
+        bad[c] = nb
+    return sum_partials(part), sum_partials(counts), bad.sum()
+
+
+@njit(parallel=True, cache=True)
+def int_range(v, nchunks):
+    """(min, max) of a non-empty integer array, as int64."""
+    n = v.shape[0]
+    step = (n + nchunks - 1) // nchunks
+    los = np.empty(nchunks, dtype=np.int64)
+    his = np.empty(nchunks, dtype=np.int64)
+    for c in prange(nchunks):
+        a = np.int64(v[min(c * step, n - 1)])
+        b = a
+        for i in range(c * step, min(n, (c + 1) * step)):
+            x = np.int64(v[i])
+            a = x if x < a else a
+            b = x if x > b else b
+        los[c] = a
+        his[c] = b
+    return los.min(), his.max()
+
+
+# --------------------------------------------------------------------------- string keys
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(inline="always")
+def _byte_mask(nbytes):
+    """The low ``nbytes`` (0..8) bytes of a uint64."""
+    if nbytes >= 8:
+        return _ALL
+    return (np.uint64(1) << np.uint64(8 * nbytes)) - np.uint64(1)
+
+
+@njit(inline="always")
+def _same(views, data, bases, valid, i, j):
+    """Whether rows i and j of an Arrow string_view column hold the same string (or are both null).
+
+    A view is two uint64 words: length (low 32 bits) and the first 4 bytes; then the next 8 bytes of a
+    string of at most 12 bytes (inline), else the data buffer index and offset. Bytes past the end of an
+    inline string are masked out."""
+    if valid is not None:
+        if not (valid[i] and valid[j]):
+            return valid[i] == valid[j]
+    a0, b0 = views[2 * i], views[2 * j]
+    ln = np.int64(a0 & _LOW32)
+    if ln != np.int64(b0 & _LOW32):
+        return False
+    a1, b1 = views[2 * i + 1], views[2 * j + 1]
+    if ln <= 12:
+        m0 = (_byte_mask(min(ln, 4)) << np.uint64(32)) | _LOW32
+        m1 = _byte_mask(max(ln - 4, 0))
+        return (a0 & m0) == (b0 & m0) and (a1 & m1) == (b1 & m1)
+    if a0 != b0:  # the length and the first 4 bytes
+        return False
+    oi = bases[np.int64(a1 & _LOW32)] + np.int64(a1 >> np.uint64(32))
+    oj = bases[np.int64(b1 & _LOW32)] + np.int64(b1 >> np.uint64(32))
+    for t in range(ln):
+        if data[oi + t] != data[oj + t]:
+            return False
+    return True
+
+
+@njit(inline="always")
+def _home(h, bits):
+    """The first slot of hash h in a table of 2^bits slots (Fibonacci hashing: Polars' hash mixed again)."""
+    return np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+
+
+@njit(cache=True)
+def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps):
+    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
+    rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
+    open-addressing table of (hash, code) slots, at most a quarter full (doubled past that), strings
+    compared with :func:`_same` where the hashes agree."""
+    bits = 10
+    slot_hash = np.zeros(1 << bits, dtype=np.uint64)
+    slot_code = np.full(1 << bits, -1, dtype=np.int64)
+    m = 0
+    for t in range(lo, hi):
+        i = t if rows is None else rows[t]
+        h = hashes[i]
+        mask = (1 << bits) - 1
+        k = _home(h, bits)
+        v0, v1 = views[2 * i], views[2 * i + 1]
+        while True:
+            c = slot_code[k]
+            if c < 0:
+                slot_code[k] = m
+                slot_hash[k] = h
+                reps[lo + m] = i
+                out[t] = m
+                m += 1
+                break
+            if slot_hash[k] == h:
+                r = reps[lo + c]
+                # the same view words and a non-null inline string: the same string (the common case)
+                if (v0 == views[2 * r] and v1 == views[2 * r + 1] and (v0 & _LOW32) <= np.uint64(12)
+                        and (valid is None or (valid[i] and valid[r]))) or _same(views, data, bases, valid, i, r):
+                    out[t] = c
+                    break
+            k = (k + 1) & mask
+        if 4 * m > (1 << bits):
+            old_hash, old_code = slot_hash, slot_code
+            bits += 1
+            mask = (1 << bits) - 1
+            slot_hash = np.zeros(1 << bits, dtype=np.uint64)
+            slot_code = np.full(1 << bits, -1, dtype=np.int64)
+            for j in range(old_code.shape[0]):
+                if old_code[j] >= 0:
+                    k = _home(old_hash[j], bits)
+                    while slot_code[k] >= 0:
+                        k = (k + 1) & mask
+                    slot_code[k] = old_code[j]
+                    slot_hash[k] = old_hash[j]
+    return m
+
+
+@njit(parallel=True, cache=True)
+def string_codes(views, data, bases, valid, hashes, nchunks):
+    """(int32 code of each row, first row of each code): the codes of a string_view column, numbered in order
+    of first appearance (so the same for any thread count).
+
+    Each chunk of rows numbers its own strings, then the chunks' first rows are numbered in chunk order
+    and each row's chunk code is mapped to that number. ``hashes``: Polars' ``Series.hash`` (uint64), used
+    to place strings in the tables only; strings are compared byte for byte (:func:`_same`)."""
+    n = hashes.shape[0]
+    step = (n + nchunks - 1) // nchunks
+    local = np.empty(n, dtype=np.int64)
+    reps = np.empty(n, dtype=np.int64)
+    counts = np.zeros(nchunks, dtype=np.int64)
+    for c in prange(nchunks):
+        counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), local, reps)
+    # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
+    firsts = np.empty(counts.sum(), dtype=np.int64)
+    at = 0
+    for c in range(nchunks):
+        firsts[at : at + counts[c]] = reps[c * step : c * step + counts[c]]
+        at += counts[c]
+    merged = np.empty(firsts.shape[0], dtype=np.int64)
+    g_reps = np.empty(firsts.shape[0], dtype=np.int64)
+    n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
+    codes = np.empty(n, dtype=np.int32)
+    for c in prange(nchunks):
+        base = 0
+        for d in range(c):
+            base += counts[d]
+        for i in range(c * step, min(n, (c + 1) * step)):
+            codes[i] = merged[base + local[i]]
+    return codes, g_reps[:n_codes].copy()

@@ -1,0 +1,161 @@
+"""The eager engine's fused pass (calframe/_kernels/fused.py, engines/eager.fused_sums) against numpy by hand:
+edge values, weights, groups emptied by nulls="drop", string keys, and the same bits on 1 and 2 threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import calframe
+from calframe import request as R
+from calframe._columns import select_rows
+from calframe._kernels import fused as FK
+from calframe.engines import eager
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ece_by_hand(p, y, w=None, bins=15, closed="left"):
+    """ECE of the positive class: numpy.digitize on the inner edges (left) or (a, b] edges i / B (right)."""
+    w = np.ones_like(p) if w is None else w
+    if closed == "left":
+        b = np.digitize(p, np.linspace(0, 1, bins + 1)[1:-1])
+    else:
+        b = np.searchsorted(np.array([i / bins for i in range(1, bins)]), p, side="left")
+    total = sum(abs((w * p)[b == k].sum() - (w * y)[b == k].sum()) for k in range(bins))
+    return total / w.sum()
+
+
+def edge_data(n=4000, seed=3):
+    rng = np.random.default_rng(seed)
+    edges = np.concatenate([np.linspace(0, 1, 16), [i / 15 for i in range(16)], [0.0, 1.0, 0.5]])
+    near = np.concatenate([np.nextafter(edges, 2), np.nextafter(edges, -1)]).clip(0, 1)
+    p = np.concatenate([edges, near, rng.random(n)])
+    y = (rng.random(p.size) < p).astype(np.int64)
+    return p, y, rng
+
+
+@pytest.mark.parametrize("by", [None, "g", "s"])
+def test_fused_pass_is_used(by):
+    """The benchmarked calls take the fused pass (not the general path)."""
+    p, y, rng = edge_data()
+    df = pl.DataFrame({"prob": p, "label": y, "g": rng.integers(0, 5, p.size), "s": rng.choice(["a", "b"], p.size)})
+    req = R.ce("ece", "ece", None, None, p=1, by=by)
+    assert eager.fused_sums(req, select_rows(df, func="ece", by=by)) is not None
+
+
+@pytest.mark.parametrize("closed", ["left", "right"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ungrouped_by_hand(closed, weighted):
+    p, y, rng = edge_data()
+    w = rng.random(p.size) * 7 if weighted else None
+    df = pl.DataFrame({"prob": p, "label": y, "w": w if weighted else np.ones(p.size)})
+    got = calframe.ece(df, closed=closed, weights="w" if weighted else None)
+    assert got == pytest.approx(ece_by_hand(p, y, w, closed=closed), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("key", ["int", "str"])
+def test_grouped_by_hand_with_groups_emptied_by_drop(key):
+    """Groups whose every row has a null label vanish with nulls="drop"; the others equal numpy by hand."""
+    p, y, rng = edge_data()
+    g = rng.integers(0, 6, p.size)
+    w = rng.random(p.size) * 3
+    keys = g if key == "int" else np.array([f"k{v}" for v in g])
+    df = pl.DataFrame({"prob": p, "label": y, "g": keys, "w": w}).with_columns(
+        label=pl.when(pl.Series(g) == 4).then(None).otherwise(pl.col("label")))
+    with pytest.warns(UserWarning):
+        got = calframe.ece(df, by="g", weights="w", nulls="drop")
+    kept = sorted(set(g.tolist()) - {4})
+    assert got["g"].to_list() == (kept if key == "int" else [f"k{v}" for v in kept])
+    for v, (n, e) in zip(kept, got.select("n", "ece").rows()):
+        m = g == v
+        assert n == m.sum()
+        assert e == pytest.approx(ece_by_hand(p[m], y[m], w[m]), rel=1e-12, abs=1e-15)
+
+
+def test_string_keys_nulls_long_strings_and_order():
+    """Null keys last, long (out-of-line) strings told apart from ones sharing their first 12 bytes."""
+    rng = np.random.default_rng(5)
+    names = ["b", "a", "a long key shared prefix 1", "a long key shared prefix 2", "é", None, ""]
+    k = rng.integers(0, len(names), 5000)
+    p = rng.random(5000)
+    y = (rng.random(5000) < p).astype(np.int8)
+    df = pl.DataFrame({"prob": p, "label": y, "s": [names[i] for i in k]})
+    got = calframe.ece(df, by="s")
+    want_keys = sorted(n for n in names if n is not None) + [None]
+    assert got["s"].to_list() == want_keys
+    for key, n, e in got.rows():
+        m = np.array([names[i] == key for i in k])
+        assert n == m.sum()
+        assert e == pytest.approx(ece_by_hand(p[m], y[m]), rel=1e-12, abs=1e-15)
+
+
+def test_bad_rows_fall_back_to_the_detailed_errors():
+    """A value the pass refuses raises the message of the general path, counts included."""
+    df = pl.DataFrame({"prob": [0.2, 1.5, np.nan, 0.4], "label": [0, 1, 1, 0], "g": [1, 1, 2, 2]})
+    with pytest.raises(calframe.InvalidValueError, match=r"NaN or infinite probabilities in 1 row and probabilities outside \[0, 1\] in 1 row"):
+        calframe.ece(df, by="g")
+    with pytest.raises(calframe.InvalidValueError):
+        calframe.ece(pl.DataFrame({"prob": [0.2, 0.4], "label": [0, 2]}))
+
+
+def test_kernel_sums_by_hand():
+    """binned_pass's table and counts against numpy: lenses, weights scaled per slot, keys offset by lo."""
+    rng = np.random.default_rng(9)
+    n = 3000
+    p = rng.random(n)
+    p[:4] = [0.0, 1.0, 0.5, 1 / 3]
+    y = rng.integers(0, 2, n).astype(np.int8)
+    g = rng.integers(10, 14, n)
+    w = rng.random(n)
+    mult = np.array([1.0, 0.5, 2.0, 0.25])
+    edges = np.linspace(0, 1, 11)
+    for lens, conf, acc in ((FK.CLASS1, p, y), (FK.CLASS0, 1 - p, 1 - y),
+                            (FK.TOP1, np.where(p > 0.5, p, 1 - p), np.where(p > 0.5, y, 1 - y))):
+        flat, rows, bad = FK.binned_pass(p, y, g, 10, w, mult, edges, False, lens, 10, 4, 3)
+        t = flat.reshape(4, 10, 3)
+        b = np.digitize(conf, edges[1:-1])
+        ws = w * mult[g - 10]
+        assert bad == 0 and rows.tolist() == np.bincount(g - 10).tolist()
+        for s in range(4):
+            for k in range(10):
+                m = (g - 10 == s) & (b == k)
+                np.testing.assert_allclose(t[s, k], [ws[m].sum(), (ws * conf)[m].sum(), (ws * acc)[m].sum()],
+                                           rtol=1e-13, atol=1e-15)
+    _, _, bad = FK.binned_pass(np.array([0.1, -0.0, np.nan, 2.0]), np.array([0, 1, 1, 3]), None, 0, None,
+                               np.ones(1), edges, False, FK.CLASS1, 10, 1, 1)
+    assert bad == 2  # NaN and 2.0 (label 3 on the same row); -0.0 is in [0, 1]
+
+
+SAME_BITS = """
+import json, numpy as np, polars as pl, numba, calframe
+rng = np.random.default_rng(1)
+n = 300_000
+p = rng.random(n); y = (rng.random(n) < p).astype(np.int8)
+df = pl.DataFrame({"prob": p, "label": y, "g": rng.integers(0, 700, n), "w": rng.random(n),
+                   "s": np.array([f"key{i}" for i in range(900)])[rng.integers(0, 900, n)]})
+out = [calframe.ece(df).hex(), calframe.ece(df, weights="w").hex()]
+for by in ("g", "s"):
+    out += [v.hex() for v in calframe.ece(df, by=by, weights="w")["ece"].to_list()]
+print(json.dumps({"threads": numba.get_num_threads(), "out": out}))
+"""
+
+
+def test_same_bits_on_one_and_two_threads():
+    runs = []
+    for threads in ("1", "2"):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": threads}
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(SAME_BITS)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert [r["threads"] for r in runs] == [1, 2]
+    assert runs[0]["out"] == runs[1]["out"]
