@@ -356,9 +356,10 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
 
     def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
         req = R.companion(func, prob, label, **options)
+        figures: dict[str, Figure] = {func: lambda s: group_means(rows(s), s)}
         if is_dask_frame(frame):
-            return _dask().run(frame, req)
-        return _run(req, frame, {func: lambda s: group_means(rows(s), s)})
+            return _dask().run(frame, req, figures)
+        return _run(req, frame, figures)
 
     metric.__name__ = metric.__qualname__ = func
     metric.__doc__ = f"""{doc}

@@ -635,8 +635,8 @@ def _materialize(value: Any) -> Any:
     """A lazy result computed (LazyFrame collected, Dask frame computed)."""
     if isinstance(value, pl.LazyFrame):
         return value.collect()
-    if dd is not None and isinstance(value, dd.DataFrame):
-        return value.compute()
+    if dd is not None and (isinstance(value, dd.DataFrame) or type(value).__name__ == "DaskResult"):
+        return value.compute()  # a Dask frame (apply), or a figure on Dask (lazy)
     return value
 
 
