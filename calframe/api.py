@@ -420,6 +420,12 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
         "brier": lambda s: group_means(_brier_rows(s), s),
         "log_loss": lambda s: group_means(_log_loss_rows(s), s),
     }
+    if is_dask_frame(frame):
+        if disparity:  # the disparity table on the collected columns
+            return _dask().collected(req.func, frame, _dask().needed(frame, replace(req, kind="rows")),
+                                     lambda pdf: summary(pdf, prob, label, lens=lens, bins=bins, disparity=True,
+                                                         **options))
+        return _dask().summary(frame, req, figures)
     if disparity:
         return _disparity_table(Plan(req, frame, figures))
     return _run(req, frame, figures, scalar=False)  # type: ignore[no-any-return]
@@ -1112,7 +1118,7 @@ def gece(
         if lens == "marginal":
             per = np.stack([G.gece(*lensed(scored, c), binning_, pv, dist, scored.groups, scored.n_groups,
                                    scored.weights) for c in range(scored.n_classes)])
-            return per.max(axis=0) if np.isinf(pv) else (per**pv).mean(axis=0) ** (1.0 / pv)
+            return gece_marginal(per, pv)
         gp, yp = lensed(scored)
         # every lensed output of validated probabilities lies in [-tol, 1 + tol] (tol: the row-sum tolerance)
         return G.gece(gp, yp, binning_, pv, dist, scored.groups, scored.n_groups, scored.weights,
@@ -1130,8 +1136,19 @@ def gece(
                 output = lensed(scored)[0][:, 0] if lens != "marginal" else L.top1(scored)[0]
         return _select_rows(scored, func, labels_in, output, output_between)
 
-    frame = _where(frame, where, func)
-    return _run(req, frame, {"gece": figure}, prepare=select)
+    def rows(frame: Frame) -> Result:
+        return _run(req, _where(frame, where, func), {"gece": figure}, prepare=select)
+
+    if is_dask_frame(frame):
+        selects = where is not None or labels_in is not None or output_between is not None
+        return _dask().gece(frame, req, {"gece": figure}, lensed, rows, selects)
+    return rows(frame)
+
+
+def gece_marginal(per_class: np.ndarray, p: float) -> np.ndarray:
+    """The marginal GECE from the classes' (class:c) figures, (n_classes, n_groups): their max for p = inf, else
+    their power mean."""
+    return per_class.max(axis=0) if np.isinf(p) else (per_class**p).mean(axis=0) ** (1.0 / p)
 
 
 def _gece_module():

@@ -486,6 +486,47 @@ def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
     return _finish(out, meta)
 
 
+def _gece_partition(pdf, spec, meta, gece, partition_info=None) -> pd.DataFrame:
+    """:func:`_gece_rows`, guarded (:func:`_guarded`)."""
+    return _guarded(_gece_rows, pdf, spec, meta, gece)
+
+
+def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
+    """The generalized ECE's per (group, class, cell) sums on one partition, in the sums frame's columns: a cell
+    of uniform(bins) on the first K' - 1 lensed coordinates (generalized.uniform_grid's cells, keyed by their
+    mixed-radix index in BIN), one row per lensed coordinate j (FIG = j: SC = sum w g'_j, SA = sum w y'_j, N and
+    ROWS the cell's), CLS the class of the marginal lens. ``gece``: (lensed, bins, marginal), api.gece's lens."""
+    from .. import generalized as G
+    from .._kernels import vector as VK
+
+    lensed, bins, marginal = gece
+    scored, kept, dropped = _scored(pdf, spec)
+    out = _marker(pdf, spec, meta, dropped)
+    if scored is None:
+        return _finish(out, meta)
+    keys, _ = _local_keys(kept, scored, spec.by)
+    exps = np.broadcast_to(np.frexp(scored.weight_scale)[1] - 1, (scored.n_groups,)).astype(np.int64)
+    groups = scored.group_codes.astype(np.int64)
+    for c in range(scored.n_classes) if marginal else (None,):
+        gp, yp = lensed(scored) if c is None else lensed(scored, c)
+        gp = np.ascontiguousarray(gp, dtype=np.float64)
+        m = gp.shape[1]
+        if m > 1 and bins > 1:
+            cell = VK.mixed_radix_keys(VK.digitize_uniform(gp, m - 1, uniform_edges(bins, "left")), None, bins)
+        else:
+            cell = np.zeros(gp.shape[0], dtype=np.int64)
+        uniq, inv = np.unique(np.stack([groups, cell], axis=1), axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        sums = G.accumulate(gp, yp, inv, len(uniq), None, 1, scored.weights)[0]
+        rows = np.bincount(inv, minlength=len(uniq)).astype(np.int64)
+        g = uniq[:, 0]
+        for j in range(m):
+            out.append(_frame(meta, keys, g, {FIG: j, CLS: 0 if c is None else c, BIN: uniq[:, 1], ROWS: rows,
+                                              N: sums[:, 0], SC: sums[:, 1 + j], SA: sums[:, 1 + m + j],
+                                              EXP: exps[g]}))
+    return _finish(out, meta)
+
+
 def _checked_edges_binner(spec: _Spec, var: str, v: np.ndarray):
     """api._checked_variable_binner's edge checks, per partition (the single-value check is global, on the client)."""
     edges = spec.binning.edges
@@ -845,7 +886,8 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 # --------------------------------------------------------------------------- the engine
 
 #: the public functions this engine runs; calframe.frames.dispatch refuses the others on a Dask frame
-SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "apply")
+SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "summary",
+             "gece", "apply")
 
 
 def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
@@ -887,12 +929,15 @@ class _Merged:
         return _figure_sums(self.spec, self.frame, self.groups, self.g, self.bins, f, c)
 
 
-def _pass(ddf: Any, spec: _Spec) -> tuple[Any, Callable[[pd.DataFrame], _Merged]]:
+def _pass(ddf: Any, spec: _Spec, gece: Any = None) -> tuple[Any, Callable[[pd.DataFrame], _Merged]]:
     """A request's first pass over the partitions, lazy (a Delayed of a small merged frame), and the client's
     continuation from its value to the :class:`_Merged` sums. Fixed bins: the sums pass itself. Data-dependent
     bins: the level-0 histogram; the continuation computes the edges and the sums pass (further passes, run
-    while the caller computes)."""
+    while the caller computes). ``gece``: the generalized ECE's cell sums instead (:func:`_gece_rows`)."""
     runner = _Runner(ddf, spec)
+    if gece is not None:
+        first = runner._lazy(_gece_partition, SUMS_COLS, SUMS_AGG, gece)
+        return first, lambda frame: _merged(spec, runner.merged(frame), None, {})
     if "dd" not in spec.modes:
         return runner.sums_lazy(None), lambda frame: _merged(spec, runner.merged(frame), None, {})
 
@@ -1117,15 +1162,89 @@ def _reliability_result(m: _Merged) -> pd.DataFrame:
     return F.to_flavor(F.reliability_table(sums, counts, bins_, m.groups.keys), "pandas")
 
 
+def _ce_value(req: Request, m: _Merged, f: int = 0) -> np.ndarray:
+    """The CE_p figure of ``req`` on figure ``f``'s merged sums (a variable's, for several variables)."""
+    n_classes = int(m.frame[CLS].max()) + 1
+    return F.binned(req, lambda c: m.figure_sums(f, c)[0], n_classes, m.weight_scale)
+
+
 def _ce_values(req: Request, m: _Merged) -> dict[str, np.ndarray]:
     """The CE_p figures of ``req`` (one per variable for several) from the merged sums."""
-    n_classes = int(m.frame[CLS].max()) + 1
-    return {name: F.binned(req, lambda c, f=f: m.figure_sums(f, c)[0], n_classes, m.weight_scale)
-            for f, name in enumerate(req.figure_names)}
+    return {name: _ce_value(req, m, f) for f, name in enumerate(req.figure_names)}
 
 
 def _ce_result(req: Request, m: _Merged) -> Any:
     return F.shape(req, _ce_values(req, m), m.counts, m.groups.keys, "pandas")
+
+
+def summary(ddf: Any, req: Request, figures: dict) -> DaskResult:
+    """:func:`calframe.summary` (``figures``: the eager engine's, for ``ci=``, which collects the needed columns).
+    Its figures come from exact sums, in one graph: the uniform bins' sums (ECE, MCE, RMSCE and, with weights,
+    the debiased figure), the equal-mass sums of the debiased figure (its exact edges: further passes when
+    computed), and the one-bin sums of accuracy, Brier score and log loss."""
+    from ..request import summary_parts
+
+    F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
+    if req.ci is not None:
+        return collected(req.func, ddf, _spec(ddf, req).needed, partial(_eager_figures, req, figures, scalar=False))
+    parts = summary_parts(req)
+    debiased = parts["ce_debiased"]
+    passes = [_pass(ddf, _spec(ddf, req, modes=("fixed",)))]
+    if debiased.binning != req.binning:
+        passes.append(_pass(ddf, _spec(ddf, debiased, modes=("dd",))))
+    companions = ("accuracy", "brier", "log_loss")
+    passes += [_pass(ddf, _spec(ddf, req, companion=c)) for c in companions]
+
+    def assemble(uniform: _Merged, *rest: _Merged) -> Any:
+        ms = dict(zip(companions, rest[-3:]))
+        values = {"accuracy": _companion_figure(ms["accuracy"])}
+        for name, sub in parts.items():
+            values[name] = _ce_value(sub, rest[0] if name == "ce_debiased" and len(rest) == 4 else uniform)
+        values.update(brier=_companion_figure(ms["brier"]), log_loss=_companion_figure(ms["log_loss"]))
+        return F.shape(req, values, uniform.counts, uniform.groups.keys, "pandas", scalar=False)
+
+    return result(req.func, passes, assemble)
+
+
+def gece(ddf: Any, req: Request, figures: dict, lensed: Callable[..., Any], rows: Callable[[pd.DataFrame], Any],
+         needs_rows: bool) -> DaskResult:
+    """:func:`calframe.gece`: uniform bins from exact per (group, cell) sums (:func:`_gece_rows`, finalized by
+    :func:`calframe.generalized.gece_from_sums`). Adaptive bins, row selections (``where``, ``labels_in``,
+    ``output_between``: ``needs_rows``), ``ci=`` and class probabilities in one Array/List column collect the
+    needed columns (all columns with ``where``) and run ``rows`` (the eager call) on them."""
+    spec = _spec(ddf, req)
+    F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
+    scheme, bins = req.options.binning
+    one_column = isinstance(spec.prob, str) and not pd.api.types.is_numeric_dtype(ddf._meta[spec.prob].dtype)
+    if needs_rows or req.ci is not None or scheme != "uniform" or one_column:
+        return collected(req.func, ddf, list(ddf.columns) if needs_rows else spec.needed, rows)
+    marginal = req.options.lens == "marginal"
+    return result(req.func, [_pass(ddf, spec, (lensed, int(bins), marginal))],
+                  lambda m: F.shape(req, {"gece": _gece_value(req, m, marginal)}, m.counts, m.groups.keys, "pandas"))
+
+
+def _gece_value(req: Request, m: _Merged, marginal: bool) -> np.ndarray:
+    """GECE per group from the merged cell sums (:func:`_gece_rows`); the marginal lens combines the classes'."""
+    from .. import generalized as G
+
+    frame, per = m.frame, []
+    for c in np.unique(frame[CLS].to_numpy()):
+        sel = frame[CLS].to_numpy() == c
+        part, g = frame[sel], m.g[sel]
+        j = part[FIG].to_numpy()
+        width = int(j.max()) + 1
+        uniq, inv = np.unique(np.stack([g, part[BIN].to_numpy()], axis=1), axis=0, return_inverse=True)
+        rank = np.arange(len(uniq)) - np.searchsorted(uniq[:, 0], uniq[:, 0], side="left")  # the cell in its group
+        b = rank[inv.reshape(-1)]
+        n_bins = int(b.max()) + 1
+        check_cells(m.groups.n, n_bins, 1 + 2 * width)
+        sums = np.zeros((m.groups.n, n_bins, 1 + 2 * width))
+        first = j == 0
+        np.add.at(sums[..., 0], (g[first], b[first]), part[N].to_numpy()[first])
+        np.add.at(sums, (g, b, 1 + j), part[SC].to_numpy())
+        np.add.at(sums, (g, b, 1 + width + j), part[SA].to_numpy())
+        per.append(G.gece_from_sums(sums, req.p, req.options.distance))
+    return api.gece_marginal(np.stack(per), req.p) if marginal else per[0]
 
 
 def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
