@@ -95,6 +95,7 @@ from .engines.eager import (Binner, Figure, _ce_figure, _evaluate, _group_counts
 from .frames.dispatch import is_dask_frame, native_kind
 from .binning import Binning, Bins, qcut_order_statistics
 from .metrics import ce_from_sums
+from .request import Request
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
 Columns = Union[str, Sequence[str], None]
@@ -670,6 +671,12 @@ def vece_rank(
     req = R.vece_rank(variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
                       exclude=exclude, vce=vce)
     func, vce = req.func, req.options.vce
+    if is_dask_frame(frame):  # the rows collected (every column when the candidates are the frame's)
+        extra = () if variables is None else tuple(as_names(variables))
+        return _dask().collected(func, frame, list(frame.columns) if variables is None else _dask().needed(
+            frame, replace(req, kind="rows", variables=extra)), lambda pdf: vece_rank(
+                pdf, variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
+                exclude=exclude, vce=vce))
     flavor_of(frame)
     names = columns_of(frame)
     skip = set(req.options.exclude) | set(as_names(by))
@@ -870,6 +877,10 @@ def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | No
                       quantiles=quantiles, level=level, **options)
     func, by, o = req.func, req.by, req.options
     check_by_names(func, by, VCE_CURVE_COLUMNS + VCE_SUMMARY_COLUMNS, frame)
+    if is_dask_frame(frame):  # LOESS needs the rows: the needed columns collected
+        return _dask().collected(func, frame, _dask().needed(frame, replace(req, kind="rows")), lambda pdf: vce_curve(
+            pdf, variable, prob, label, span=span, degree=degree, family=family, n_points=n_points,
+            quantiles=quantiles, level=level, **options))
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=req.nulls, extra=[variable],
                      allow_weights=False)
     if scored.extra_kind[variable] != "numeric":
@@ -1405,6 +1416,10 @@ def fit(
         raise bad_param(func, "features", f"None for method {method!r} (only 'lore' uses features)", features)
     feat_cols = [] if features is None else _features(frame, features, func)
     extra = ([variable] if variable is not None else []) + feat_cols
+    if is_dask_frame(frame):  # the fit needs the rows: the needed columns collected
+        rows = Request(func, "rows", func, prob, label, by, None, nulls, variables=tuple(extra))
+        return _dask().collected(func, frame, _dask().needed(frame, rows), lambda pdf: fit(
+            pdf, method, prob, label, variable=variable, features=features, by=by, nulls=nulls, **params))
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=extra, allow_weights=False)
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
             "by": as_names(by), "n_classes": scored.n_classes, "binary": scored.binary}

@@ -887,7 +887,7 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 #: the public functions this engine runs; calframe.frames.dispatch refuses the others on a Dask frame
 SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "summary",
-             "gece", "apply")
+             "gece", "vece_rank", "vce_curve", "fit", "apply")
 
 
 def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
@@ -1114,6 +1114,11 @@ def collected(what: str, ddf: Any, columns: Sequence[Any], eager: Callable[[pd.D
     import dask
 
     return DaskResult(dask.delayed(_identity)(ddf[list(dict.fromkeys(columns))]), eager, what)
+
+
+def needed(ddf: Any, req: Request) -> list[str]:
+    """The columns ``req`` reads (its columns checked against the Dask metadata now)."""
+    return _spec(ddf, req).needed
 
 
 def _identity(frame: pd.DataFrame) -> pd.DataFrame:
