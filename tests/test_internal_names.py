@@ -233,8 +233,8 @@ def test_dask_dispatch(sync_dask):
         calframe.ece(df, "prob", lens="class:1"), abs=TOL)
     pd.testing.assert_frame_equal(calframe.vece(ddf, "age", by="g", lens="class:1").compute(),
                                   ddf.calib.vece("age", by="g", lens="class:1").compute())
-    with pytest.raises(calframe.ColumnTypeError, match=r"gece: Dask DataFrames are not supported.*compute\(\)"):
-        calframe.gece(ddf)
+    with pytest.raises(calframe.ColumnTypeError, match=r"lce: Dask DataFrames are not supported.*compute\(\)"):
+        calframe.lce(ddf, ["age"])
     with pytest.raises(calframe.ParameterError, match="ddf.calib.ece"):
         calframe.ece(ddf, bogus=1)
 
