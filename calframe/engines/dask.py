@@ -6,8 +6,8 @@ imports Dask. Then::
 
     >>> import dask.dataframe as dd, calframe, calframe.frames.dask   # doctest: +SKIP
     >>> ddf = dd.read_parquet("scores/")                               # doctest: +SKIP
-    >>> ddf.calib.ece(by="region")          # a pandas frame, as calframe.ece(pandas_df, by="region")  # doctest: +SKIP
-    >>> ddf.calib.vece("age")               # exact quantile edges across partitions                 # doctest: +SKIP
+    >>> ddf.calib.ece(by="region").compute()  # a pandas frame, as calframe.ece(pandas_df, by="region")  # doctest: +SKIP
+    >>> dask.compute(ddf.calib.vece("age"), ddf.calib.summary())  # computed together                # doctest: +SKIP
 
 What runs where
 ---------------
@@ -38,9 +38,12 @@ statistics, and a last pass bins with those edges (``assign_bins``) and
 accumulates. Results equal calframe's in-memory results up to float summation
 order (< 1e-12).
 
-Not supported on Dask: bootstrap intervals (``ci=``, NotImplementedError),
-``summary``, ``gece``, local calibration and ``fit`` (fit on a sample with
-calframe, then ``ddf.calib.apply(rec)``).
+Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the
+finalize (and the later passes of exact edges) runs where Dask finalizes. ``summary``
+and uniform-bin ``gece`` come from exact sums too; ``ci=``, ``vce_curve``, ``fit``,
+``vece_rank`` and ``gece`` on the rows (adaptive bins, selections) collect the needed
+columns and run the eager function (:func:`collected`). Not on Dask: local calibration
+(``lce``, ``mlce``, ``mlce_curve``).
 """
 
 from __future__ import annotations
@@ -1018,8 +1021,9 @@ class DaskResult(DaskMethodsMixin):
 
     The graph holds the first pass over the partitions (per-partition sums, merged by Dask into one small
     frame); the rest (finalizing the figures, and for exact quantile / equal-mass edges the further passes) runs
-    on the client when computed, with calframe's warnings and errors (counts over every partition) raised there.
-    Computes to what calframe returns for the computed pandas frame.
+    where Dask finalizes the computation (the calling process, or a worker under ``distributed``), with
+    calframe's warnings and errors (counts over every partition) raised there. Computes to what calframe
+    returns for the computed pandas frame.
     """
 
     __slots__ = ("_first", "_then", "_what")
@@ -1098,7 +1102,7 @@ def _compute_now(*colls: Any) -> tuple:
 
 def result(what: str, parts: Sequence[tuple[Any, Callable[[Any], Any]]], assemble: Callable[..., Any]) -> DaskResult:
     """One lazy result from the first passes ``parts`` (``(Delayed, continuation)`` each, :func:`_pass`):
-    ``assemble(*continued values)`` on the client."""
+    ``assemble(*continued values)`` when computed."""
     import dask
 
     def then(values: list) -> Any:
@@ -1108,7 +1112,7 @@ def result(what: str, parts: Sequence[tuple[Any, Callable[[Any], Any]]], assembl
 
 
 def collected(what: str, ddf: Any, columns: Sequence[Any], eager: Callable[[pd.DataFrame], Any]) -> DaskResult:
-    """``eager`` (calframe on pandas) run on ``ddf[columns]`` computed into one pandas frame on the client: the
+    """``eager`` (calframe on pandas) run on ``ddf[columns]`` computed into one pandas frame: the
     figures that need the rows themselves (bootstrap intervals, LOESS curves, fits). The same rows in the same
     order as ``ddf.compute()``, so the same result, bit for bit."""
     import dask
