@@ -116,9 +116,9 @@ def main() -> None:
             def fresh() -> Any:
                 return dd.read_parquet(path)
 
-            t_ece_dask, ece_dask = best(lambda: fresh().calib.ece(by="g"), args.repeat)
-            t_vece_dask, vece_dask = best(lambda: fresh().calib.vece("age", by="g"), args.repeat)
-            t_em_dask, em_dask = best(lambda: fresh().calib.ece(by="g", binning="equal_mass"), args.repeat)
+            t_ece_dask, ece_dask = best(lambda: fresh().calib.ece(by="g").compute(), args.repeat)
+            t_vece_dask, vece_dask = best(lambda: fresh().calib.vece("age", by="g").compute(), args.repeat)
+            t_em_dask, em_dask = best(lambda: fresh().calib.ece(by="g", binning="equal_mass").compute(), args.repeat)
             t_count, _ = best(lambda: fresh().map_partitions(touch).compute(), args.repeat)
             nparts = fresh().npartitions
 

@@ -95,6 +95,7 @@ from .engines.eager import (Binner, Figure, _ce_figure, _evaluate, _group_counts
 from .frames.dispatch import is_dask_frame, native_kind
 from .binning import Binning, Bins, qcut_order_statistics
 from .metrics import ce_from_sums
+from .request import Request
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
 Columns = Union[str, Sequence[str], None]
@@ -358,9 +359,10 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
 
     def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
         req = R.companion(func, prob, label, **options)
+        figures: dict[str, Figure] = {func: lambda s: group_means(rows(s), s)}
         if is_dask_frame(frame):
-            return _dask().run(frame, req)
-        return _run(req, frame, {func: lambda s: group_means(rows(s), s)})
+            return _dask().run(frame, req, figures)
+        return _run(req, frame, figures)
 
     metric.__name__ = metric.__qualname__ = func
     metric.__doc__ = f"""{doc}
@@ -421,6 +423,12 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
         "brier": lambda s: group_means(_brier_rows(s), s),
         "log_loss": lambda s: group_means(_log_loss_rows(s), s),
     }
+    if is_dask_frame(frame):
+        if disparity:  # the disparity table on the collected columns
+            return _dask().collected(req.func, frame, _dask().needed(frame, replace(req, kind="rows")),
+                                     lambda pdf: summary(pdf, prob, label, lens=lens, bins=bins, disparity=True,
+                                                         **options))
+        return _dask().summary(frame, req, figures)
     if disparity:
         return _disparity_table(Plan(req, frame, figures))
     return _run(req, frame, figures, scalar=False)  # type: ignore[no-any-return]
@@ -665,6 +673,12 @@ def vece_rank(
     req = R.vece_rank(variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
                       exclude=exclude, vce=vce)
     func, vce = req.func, req.options.vce
+    if is_dask_frame(frame):  # the rows collected (every column when the candidates are the frame's)
+        extra = () if variables is None else tuple(as_names(variables))
+        return _dask().collected(func, frame, list(frame.columns) if variables is None else _dask().needed(
+            frame, replace(req, kind="rows", variables=extra)), lambda pdf: vece_rank(
+                pdf, variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
+                exclude=exclude, vce=vce))
     flavor_of(frame)
     names = columns_of(frame)
     skip = set(req.options.exclude) | set(as_names(by))
@@ -865,6 +879,10 @@ def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | No
                       quantiles=quantiles, level=level, **options)
     func, by, o = req.func, req.by, req.options
     check_by_names(func, by, VCE_CURVE_COLUMNS + VCE_SUMMARY_COLUMNS, frame)
+    if is_dask_frame(frame):  # LOESS needs the rows: the needed columns collected
+        return _dask().collected(func, frame, _dask().needed(frame, replace(req, kind="rows")), lambda pdf: vce_curve(
+            pdf, variable, prob, label, span=span, degree=degree, family=family, n_points=n_points,
+            quantiles=quantiles, level=level, **options))
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=req.nulls, extra=[variable],
                      allow_weights=False)
     if scored.extra_kind[variable] != "numeric":
@@ -1113,7 +1131,7 @@ def gece(
         if lens == "marginal":
             per = np.stack([G.gece(*lensed(scored, c), binning_, pv, dist, scored.groups, scored.n_groups,
                                    scored.weights) for c in range(scored.n_classes)])
-            return per.max(axis=0) if np.isinf(pv) else (per**pv).mean(axis=0) ** (1.0 / pv)
+            return gece_marginal(per, pv)
         gp, yp = lensed(scored)
         # every lensed output of validated probabilities lies in [-tol, 1 + tol] (tol: the row-sum tolerance)
         return G.gece(gp, yp, binning_, pv, dist, scored.groups, scored.n_groups, scored.weights,
@@ -1131,8 +1149,19 @@ def gece(
                 output = lensed(scored)[0][:, 0] if lens != "marginal" else L.top1(scored)[0]
         return _select_rows(scored, func, labels_in, output, output_between)
 
-    frame = _where(frame, where, func)
-    return _run(req, frame, {"gece": figure}, prepare=select)
+    def rows(frame: Frame) -> Result:
+        return _run(req, _where(frame, where, func), {"gece": figure}, prepare=select)
+
+    if is_dask_frame(frame):
+        selects = where is not None or labels_in is not None or output_between is not None
+        return _dask().gece(frame, req, {"gece": figure}, lensed, rows, selects)
+    return rows(frame)
+
+
+def gece_marginal(per_class: np.ndarray, p: float) -> np.ndarray:
+    """The marginal GECE from the classes' (class:c) figures, (n_classes, n_groups): their max for p = inf, else
+    their power mean."""
+    return per_class.max(axis=0) if np.isinf(p) else (per_class**p).mean(axis=0) ** (1.0 / p)
 
 
 def _gece_module():
@@ -1389,6 +1418,10 @@ def fit(
         raise bad_param(func, "features", f"None for method {method!r} (only 'lore' uses features)", features)
     feat_cols = [] if features is None else _features(frame, features, func)
     extra = ([variable] if variable is not None else []) + feat_cols
+    if is_dask_frame(frame):  # the fit needs the rows: the needed columns collected
+        rows = Request(func, "rows", func, prob, label, by, None, nulls, variables=tuple(extra))
+        return _dask().collected(func, frame, _dask().needed(frame, rows), lambda pdf: fit(
+            pdf, method, prob, label, variable=variable, features=features, by=by, nulls=nulls, **params))
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=extra, allow_weights=False)
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
             "by": as_names(by), "n_classes": scored.n_classes, "binary": scored.binary}

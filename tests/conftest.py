@@ -185,13 +185,19 @@ def adult_split() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def collected(result: Any) -> Any:
-    """A call's result with a LazyFrame collected (a LazyFrame in gives a LazyFrame out; errors in its data are
-    raised when it is collected: docs/spec.md section 8, "Lazy in, lazy out")."""
+    """A call's result with a LazyFrame collected and a Dask result computed (a LazyFrame in gives a LazyFrame out,
+    a Dask DataFrame a lazy ``DaskResult``; errors in their data are raised when collected or computed:
+    docs/spec.md section 8, "Lazy in, lazy out")."""
+    if type(result).__name__ == "DaskResult":
+        return result.compute()
     return result.collect() if isinstance(result, pl.LazyFrame) else result
 
 
 def figure(result: Any) -> Any:
-    """The float of a call without ``by``: a LazyFrame's one-row result (``n`` and the figure) read back."""
+    """The float of a call without ``by``: a LazyFrame's one-row result (``n`` and the figure) read back, a Dask
+    result computed."""
+    if type(result).__name__ == "DaskResult":  # a Dask DataFrame's lazy result computes to the float
+        return result.compute()
     if not isinstance(result, pl.LazyFrame):
         return result
     df = result.collect()

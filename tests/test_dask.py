@@ -7,6 +7,7 @@ tiny distributed LocalCluster (2 worker processes, 1 thread each).
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pandas as pd
@@ -75,6 +76,8 @@ def data(client):
 
 
 def _same(got, want):
+    assert isinstance(got, cfd.DaskResult), type(got)  # lazy: computed here
+    got = got.compute()
     if isinstance(want, float):
         assert isinstance(got, float)
         assert abs(got - want) <= TOL or (np.isnan(got) and np.isnan(want)), (got, want)
@@ -224,8 +227,11 @@ def test_refinement_levels_give_the_same_edges(data, monkeypatch):
     real = cfd._Runner.hist
     monkeypatch.setattr(cfd, "GATHER_CELL", 2)
     monkeypatch.setattr(cfd._Runner, "hist", lambda self, level, parents: calls.append(level) or real(self, level, parents))
-    _same(ddf.calib.ece(**BINARY, binning="equal_mass", by="s"), calframe.ece(df, **BINARY, binning="equal_mass", by="s"))
-    _same(ddf.calib.vece("score", **BINARY, by="g"), calframe.vece(df, "score", **BINARY, by="g"))
+    with dask.config.set(scheduler="synchronous"):  # the patches hold in this process (a result's later passes run
+        # where Dask finalizes it: on a worker under distributed)
+        _same(ddf.calib.ece(**BINARY, binning="equal_mass", by="s"),
+              calframe.ece(df, **BINARY, binning="equal_mass", by="s"))
+        _same(ddf.calib.vece("score", **BINARY, by="g"), calframe.vece(df, "score", **BINARY, by="g"))
     assert max(calls) >= 1
 
 
@@ -241,8 +247,9 @@ def test_concentrated_values(client, monkeypatch):
     p[:300] = rng.random(300)
     df = pd.DataFrame({"prob": p, "label": rng.integers(0, 2, n), "g": rng.integers(0, 2, n)})
     ddf = dd.from_pandas(df, npartitions=3)
-    for binning in ("quantile", "equal_mass"):
-        _same(ddf.calib.rmsce(binning=binning, by="g"), calframe.rmsce(df, binning=binning, by="g"))
+    with dask.config.set(scheduler="synchronous"):  # the patches hold in this process
+        for binning in ("quantile", "equal_mass"):
+            _same(ddf.calib.rmsce(binning=binning, by="g"), calframe.rmsce(df, binning=binning, by="g"))
     assert max(calls) == len(cfd.SHIFTS) - 1
 
 
@@ -254,13 +261,17 @@ def test_nulls_drop(data):
     df = df.assign(prob=df["prob"].astype("Float64"))
     df.loc[df.index[[3, 500, 1499]], "prob"] = pd.NA
     ddf = _ddf(df)
-    with pytest.warns(calframe.CalframeWarning, match="dropped 3 rows"):
-        got = ddf.calib.ece(by="s", nulls="drop")
+    with pytest.warns(calframe.CalframeWarning, match="dropped 3 rows") as caught:
+        got = ddf.calib.ece(by="s", nulls="drop").compute()  # the warning comes when computed
+        for _ in range(100):  # finalized on a worker: distributed forwards its warning to the client
+            if caught.list:
+                break
+            time.sleep(0.05)
     with pytest.warns(calframe.CalframeWarning):
         want = calframe.ece(df, by="s", nulls="drop")
-    _same(got, want)
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=0, atol=TOL)
     with pytest.raises(calframe.InvalidValueError, match="null"):
-        ddf.calib.ece(by="s")
+        ddf.calib.ece(by="s").compute()
 
 
 def test_bad_probability_raises_calframe_error(data):
@@ -268,9 +279,9 @@ def test_bad_probability_raises_calframe_error(data):
     bad = df.copy()
     bad.loc[bad.index[1000], "prob"] = 1.5  # in the fourth partition only
     with pytest.raises(calframe.InvalidValueError, match="outside"):
-        _ddf(bad).calib.ece()
+        _ddf(bad).calib.ece().compute()
     with pytest.raises(calframe.InvalidValueError, match="outside"):
-        _ddf(bad).calib.vece("age")
+        _ddf(bad).calib.vece("age").compute()
 
 
 def test_eager_errors(data):
@@ -283,8 +294,8 @@ def test_eager_errors(data):
         ddf.calib.ece(bins=0)
     with pytest.raises(calframe.ParameterError):
         ddf.calib.ece(binning="quantile", weights="w")
-    with pytest.raises(NotImplementedError, match="bootstrap"):
-        ddf.calib.ece(ci=0.9)
+    with pytest.raises(calframe.ParameterError, match="'ci' parameter"):
+        ddf.calib.ece(ci=1.5)
 
 
 def test_constant_variable(data):
@@ -292,14 +303,159 @@ def test_constant_variable(data):
     ddf = _ddf(df.assign(k=1.0, c="x"))
     for v in ("k", "c"):
         with pytest.raises(calframe.InvalidValueError, match="single distinct value"):
-            ddf.calib.vece(v)
+            ddf.calib.vece(v).compute()
 
 
 def test_empty_frame(client):
     df = _data(10)
     ddf = dd.from_pandas(df, npartitions=2)
     with pytest.raises(calframe.EmptyInputError):
-        ddf[ddf["prob"] > 2].calib.ece()
+        ddf[ddf["prob"] > 2].calib.ece().compute()
+
+
+# --------------------------------------------------------------------------- lazy results, computed together
+
+
+def test_results_are_lazy_and_compute_together(data, monkeypatch):
+    df, ddf = data
+    calls = []
+    real = cfd._sums_rows
+    monkeypatch.setattr(cfd, "_sums_rows", lambda *a: calls.append(1) or real(*a))  # (runs on the workers)
+    a, b, s = ddf.calib.ece(by="s"), ddf.calib.brier(), ddf.calib.summary(by="g")
+    assert all(isinstance(r, cfd.DaskResult) for r in (a, b, s))
+    assert dask.is_dask_collection(a) and not calls  # nothing computed by the calls
+    got_a, got_b, got_s = dask.compute(a, b, s)
+    _same(cfd.DaskResult(dask.delayed(got_a), lambda v: v, "x"), calframe.ece(df, by="s"))
+    assert got_b == pytest.approx(calframe.brier(df), abs=TOL)
+    pd.testing.assert_frame_equal(got_s, calframe.summary(df, by="g"), check_exact=False, rtol=0, atol=TOL)
+
+
+# --------------------------------------------------------------------------- summary, gece, ci, vece_rank, vce_curve, fit
+
+
+def _uniform_ece(conf, acc, bins=15):
+    """ECE by hand: numpy.digitize on linspace edges (left-closed bins), bin-weighted |mean conf - mean acc|."""
+    b = np.digitize(conf, np.linspace(0, 1, bins + 1)[1:-1])
+    return sum(np.mean(b == k) * abs(conf[b == k].mean() - acc[b == k].mean()) for k in np.unique(b))
+
+
+@pytest.mark.parametrize("kw", [{}, {"by": "s"}, {"by": ["g", "gn"], "weights": "w"}, {"lens": "top1", "bins": 7}])
+def test_summary(data, kw):
+    df, ddf = data
+    _same(ddf.calib.summary(**BINARY, **kw), calframe.summary(df, **BINARY, **kw))
+
+
+def test_summary_multiclass_and_by_hand(data):
+    df, ddf = data
+    _same(ddf.calib.summary(**MULTI, by="s"), calframe.summary(df, **MULTI, by="s"))
+    got = ddf.calib.summary(**BINARY).compute().iloc[0]
+    p, y = df["prob"].to_numpy(), df["label"].to_numpy()
+    assert got["n"] == len(df)
+    assert got["accuracy"] == pytest.approx(np.mean((p > 0.5) == (y == 1)), abs=TOL)
+    assert got["brier"] == pytest.approx(np.mean((p - y) ** 2), abs=TOL)
+    assert got["ece"] == pytest.approx(_uniform_ece(p, y.astype(float)), abs=TOL)
+
+
+@pytest.mark.parametrize("kw", [
+    {**MULTI},
+    {**MULTI, "by": "s", "lens": "full", "bins": 4},
+    {**MULTI, "lens": "topk", "k": 2, "distance": "l2", "p": 2},
+    {**MULTI, "by": "g", "lens": "marginal", "p": "inf"},
+    {**MULTI, "lens": "grouping", "groups": [[0], [1, 2]], "weights": "w", "by": "gn"},
+    {**BINARY, "by": "s", "distance": ("interval", 0.1, 0.3)},
+])
+def test_gece_uniform_from_sums(data, kw):
+    df, ddf = data
+    _same(ddf.calib.gece(**kw), calframe.gece(df, **kw))
+
+
+def test_gece_by_hand(data):
+    # the full lens on 3 classes, uniform(2) cells on the first two probabilities: 1/2 L1 between the cell's mean
+    # probabilities and its class frequencies, weighted by the cell's share of the rows
+    df, ddf = data
+    g = df[["p0", "p1", "p2"]].to_numpy()
+    y = np.eye(3)[df["cls"].to_numpy()]
+    cell = (g[:, 0] >= 0.5) * 2 + (g[:, 1] >= 0.5)
+    want = sum(np.mean(cell == c) * 0.5 * np.abs(g[cell == c].mean(0) - y[cell == c].mean(0)).sum()
+               for c in np.unique(cell))
+    assert ddf.calib.gece(**MULTI, lens="full", bins=2).compute() == pytest.approx(want, abs=TOL)
+
+
+@pytest.mark.parametrize("kw", [
+    {"binning": "adaptive", "gamma": 0.1, "by": "s"},
+    {"labels_in": [0, 2], "by": "g"},
+    {"where": "cls > 0", "lens": "top1"},
+    {"output_between": (0.4, 0.9)},
+])
+def test_gece_on_the_rows(data, kw):
+    # adaptive bins and row selections need the rows: the needed columns are collected, the same result
+    df, ddf = data
+    _same(ddf.calib.gece(**MULTI, **kw), calframe.gece(df, **MULTI, **kw))
+
+
+@pytest.mark.parametrize("func, kw", [
+    ("ece", {**BINARY, "by": "s"}),
+    ("rmsce", {**MULTI, "binning": "equal_mass", "by": "g"}),
+    ("vece", {**BINARY, "variable": ["age", "region"], "by": "s"}),
+    ("brier", {**BINARY, "by": "gn", "weights": "w"}),
+    ("summary", {**BINARY, "by": "s"}),
+    ("gece", {**MULTI, "lens": "topk", "k": 2}),
+])
+def test_ci_equals_eager_bounds(data, func, kw):
+    # the bootstrap resamples rows within groups: the needed columns, collected, give eager's draws for the seed
+    df, ddf = data
+    kw = dict(kw, ci=0.9, n_boot=40, seed=3)
+    got, want = getattr(ddf.calib, func)(**kw).compute(), getattr(calframe, func)(df, **kw)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("kw", [{"exclude": ["gn", "s"]}, {"variables": ["age", "score", "region"], "by": "s"},
+                                {"variables": ["age", "score"], "vce": True}])
+def test_vece_rank(data, kw):
+    df, ddf = data
+    _same(ddf.calib.vece_rank(**BINARY, **kw), calframe.vece_rank(df, **BINARY, **kw))
+
+
+def test_vece_rank_by_hand(data):
+    # quantile(10) bins of score by hand (pandas.qcut), VECE = sum_b n_b/N |mean p_b - mean y_b|
+    df, ddf = data
+    got = ddf.calib.vece_rank(["score"], **BINARY).compute()
+    b = pd.qcut(df["score"], 10, labels=False).to_numpy()
+    p, y = df["prob"].to_numpy(), df["label"].to_numpy()
+    want = sum(np.mean(b == k) * abs(p[b == k].mean() - y[b == k].mean()) for k in range(10))
+    assert got["vece"].item() == pytest.approx(want, abs=TOL)
+
+
+def test_vce_curve(data):
+    df, ddf = data
+    got = ddf.calib.vce_curve("score", **BINARY, by="s", n_points=40).compute()
+    want = calframe.vce_curve(df, "score", **BINARY, by="s", n_points=40)
+    pd.testing.assert_frame_equal(got.curve, want.curve, check_exact=True)
+    pd.testing.assert_frame_equal(got.summary, want.summary, check_exact=True)
+
+
+@pytest.mark.parametrize("method, kw", [("platt", {}), ("histogram", {"by": "s"}), ("temperature", MULTI),
+                                        ("beta", {}), ("tree", {"variable": "age", "max_depth": 2})])
+def test_fit_equals_eager_on_the_same_rows(data, method, kw):
+    df, ddf = data
+    kw = {**BINARY, **kw} if "prob" not in kw else kw
+    rec = ddf.calib.fit(method, **kw).compute()
+    want = calframe.fit(df, method, **kw)
+    got_out, want_out = ddf.calib.apply(rec, name="q").compute(), calframe.apply(df, want, name="q")
+    pd.testing.assert_frame_equal(got_out, want_out, check_exact=True)
+
+
+def test_new_functions_raise_eager_errors_with_totals(data):
+    df, _ = data
+    bad = df.copy()
+    bad.loc[bad.index[[10, 1000, 1400]], "prob"] = 1.5  # in three partitions
+    for func, kw in [("summary", {"by": "s"}), ("gece", {}), ("vece_rank", {"variables": ["age"]}),
+                     ("fit", {"method": "platt"}), ("ece", {"ci": 0.9, "n_boot": 5})]:
+        with pytest.raises(calframe.InvalidValueError) as eager:
+            getattr(calframe, func)(bad, **BINARY, **kw)
+        with pytest.raises(calframe.InvalidValueError) as lazy:
+            getattr(_ddf(bad).calib, func)(**BINARY, **kw).compute()
+        assert str(lazy.value) == str(eager.value) and "3 rows" in str(eager.value), (func, str(lazy.value))
 
 
 # --------------------------------------------------------------------------- apply
@@ -358,7 +514,7 @@ def test_signed_zero_and_nan_float_keys(client, func, kw, flavour):
     df = signed_zero_keys_frame()
     ddf = dd.from_pandas(as_flavour(df, flavour), npartitions=3, sort=False)
     args = {**MULTI, "by": ["s", "x"], **kw}
-    got, want = getattr(ddf.calib, func)(**args), getattr(calframe, func)(df, **args)
+    got, want = getattr(ddf.calib, func)(**args).compute(), getattr(calframe, func)(df, **args)
     assert isinstance(got, pd.DataFrame)
     assert_polars_equal(pl.from_pandas(got), want, check_dtypes=False, abs_tol=TOL, rel_tol=0)
     # the groups by hand: -0.0 is 0.0 (shown as 0.0), NaN and null one missing key; one row each (reliability: per bin)

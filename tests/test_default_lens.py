@@ -148,8 +148,8 @@ def test_dask_default_is_the_positive_class(aged):
     p, y = aged["prob"].to_numpy(), aged["label"].to_numpy()
     with dask.config.set(scheduler="synchronous"):
         ddf = dd.from_pandas(pdf, npartitions=3)
-        assert ddf.calib.vece("age") == pytest.approx(qcut_vece(p, y, aged["age"].to_numpy()), rel=1e-12)
-        assert ddf.calib.ece() == pytest.approx(uniform_ece(p, y.astype(float)), rel=1e-12)
+        assert ddf.calib.vece("age").compute() == pytest.approx(qcut_vece(p, y, aged["age"].to_numpy()), rel=1e-12)
+        assert ddf.calib.ece().compute() == pytest.approx(uniform_ece(p, y.astype(float)), rel=1e-12)
 
 
 # --------------------------------------------------------------------------- class probabilities: the top label

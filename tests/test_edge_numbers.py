@@ -165,8 +165,8 @@ def test_weight_sums_past_float64_on_lazy_and_dask_give_the_unweighted_value():
     dd = pytest.importorskip("dask.dataframe")
     importlib.import_module("calframe.frames.dask")  # registers ddf.calib
     ddf = dd.from_pandas(df.to_pandas(), npartitions=3)
-    assert ddf.calib.ece(weights="w", lens="top1") == pytest.approx(want, rel=1e-12)
-    assert ddf.calib.brier(weights="w") == pytest.approx(np.mean((p - y) ** 2), rel=1e-12)
+    assert ddf.calib.ece(weights="w", lens="top1").compute() == pytest.approx(want, rel=1e-12)
+    assert ddf.calib.brier(weights="w").compute() == pytest.approx(np.mean((p - y) ** 2), rel=1e-12)
 
 
 WEIGHTED = {
@@ -323,7 +323,7 @@ HUGE = {  # bins=b in 1000 groups: a 1e9-cell table (24 GB of sums, ~72 GB with 
     "lazy": lambda df, b: calframe.ece(df.lazy(), bins=b, by="g").collect(),  # the limit is checked at collect
     "reliability": lambda df, b: calframe.reliability(df, bins=b, by="g"),
     "summary": lambda df, b: calframe.summary(df, bins=b, by="g"),
-    "dask": lambda df, b: _dask(df).calib.ece(bins=b, by="g"),
+    "dask": lambda df, b: _dask(df).calib.ece(bins=b, by="g").compute(),
 }
 
 

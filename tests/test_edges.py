@@ -130,7 +130,7 @@ def test_dask_edges_are_the_drivers(monkeypatch, case, scheme, bins):
     if case == "large":
         df = df.head(30_000)
     with dask.config.set(scheduler="synchronous"):
-        dd.from_pandas(df.to_pandas(), npartitions=3).calib.ece(by="g", binning=scheme, bins=bins)
+        dd.from_pandas(df.to_pandas(), npartitions=3).calib.ece(by="g", binning=scheme, bins=bins).compute()
     assert len(seen) == 1
     np.testing.assert_array_equal(seen[0], _driver(df, Binning(scheme, bins)))
 

@@ -21,6 +21,7 @@ import pytest
 
 import calframe
 from calframe import sql
+from conftest import collected
 
 #: internal names of the eager path, the LazyFrame queries, the Dask sums and apply (before issue 11)
 INTERNAL = ["__calframe_i", "__cf_i", "__cf_bin", "__cf_len", "__cf_ok", "__cf_conf", "__cf_g", "__cf_row",
@@ -68,6 +69,7 @@ def _convert(df: pd.DataFrame, kind: str):
 
 
 def _pandas(x):
+    x = collected(x)
     if isinstance(x, pl.LazyFrame):
         x = x.collect()
     return x.to_pandas() if isinstance(x, pl.DataFrame) else x
@@ -224,15 +226,15 @@ def test_dask_dispatch(sync_dask):
     df = _data()
     ddf = dd.from_pandas(df, npartitions=3)
     want = _hand_ece(df, "prob", "label", ["g"]).to_numpy()
-    got = calframe.ece(ddf, "prob", "label", by="g", lens="class:1")
+    got = calframe.ece(ddf, "prob", "label", by="g", lens="class:1").compute()
     assert isinstance(got, pd.DataFrame)
     np.testing.assert_allclose(got["ece"].to_numpy(), want, rtol=0, atol=TOL)
-    assert calframe.ece(frame=ddf, prob="prob", lens="class:1") == pytest.approx(
+    assert calframe.ece(frame=ddf, prob="prob", lens="class:1").compute() == pytest.approx(
         calframe.ece(df, "prob", lens="class:1"), abs=TOL)
-    pd.testing.assert_frame_equal(calframe.vece(ddf, "age", by="g", lens="class:1"),
-                                  ddf.calib.vece("age", by="g", lens="class:1"))
-    with pytest.raises(calframe.ColumnTypeError, match=r"gece: Dask DataFrames are not supported.*compute\(\)"):
-        calframe.gece(ddf)
+    pd.testing.assert_frame_equal(calframe.vece(ddf, "age", by="g", lens="class:1").compute(),
+                                  ddf.calib.vece("age", by="g", lens="class:1").compute())
+    with pytest.raises(calframe.ColumnTypeError, match=r"lce: Dask DataFrames are not supported.*compute\(\)"):
+        calframe.lce(ddf, ["age"])
     with pytest.raises(calframe.ParameterError, match="ddf.calib.ece"):
         calframe.ece(ddf, bogus=1)
 
@@ -241,7 +243,7 @@ def _message(fn, frame) -> str:
     with pytest.raises(calframe.CalframeError) as info:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fn(frame)
+            collected(fn(frame))
     return f"{type(info.value).__name__}: {info.value}"
 
 

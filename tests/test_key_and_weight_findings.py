@@ -117,7 +117,7 @@ def test_groups_far_apart_in_weight_keep_their_values(constructor, func, ref):
 def test_dask_groups_far_apart_in_weight_keep_their_values(dd, func, ref):
     d = _data()
     d["g"] = GROUPS
-    out = getattr(_dask_frame(dd, _spread(d)).calib, func)(**KW, by="g")
+    out = getattr(_dask_frame(dd, _spread(d)).calib, func)(**KW, by="g").compute()
     np.testing.assert_allclose(out[func].to_numpy(), _per_group(ref, d), rtol=1e-12)
 
 
@@ -161,8 +161,8 @@ def test_dask_scaling_one_group_by_a_power_of_two_changes_nothing(dd, call):
     factor = np.where(d["g"] == "c", 2.0**-1000, np.where(d["g"] == "a", 2.0**1000, 1.0))
     args = ("v",) if call == "vece" else ()
     kw = dict(KW, by="g", **({"bins": [0.0, 0.5, 1.0]} if call == "vece" else {}))
-    want = getattr(_dask_frame(dd, {**d, "w": d["m"]}).calib, call)(*args, **kw)
-    got = getattr(_dask_frame(dd, {**d, "w": d["m"] * factor}).calib, call)(*args, **kw)
+    want = getattr(_dask_frame(dd, {**d, "w": d["m"]}).calib, call)(*args, **kw).compute()
+    got = getattr(_dask_frame(dd, {**d, "w": d["m"] * factor}).calib, call)(*args, **kw).compute()
     pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-13)
 
 
@@ -177,7 +177,7 @@ def test_debiased_counts_rows_in_the_callers_units_per_group(dd):
     kw = dict(**KW, estimator="debiased", binning="uniform", bins=5, by="g")
     for frame in (pl.DataFrame(_spread(d, factors)), pl.LazyFrame(_spread(d, factors))):
         np.testing.assert_allclose(collected(calframe.rmsce(frame, **kw))["rmsce"].to_numpy(), want, rtol=1e-9)
-    got = _dask_frame(dd, _spread(d, factors)).calib.rmsce(**kw)
+    got = _dask_frame(dd, _spread(d, factors)).calib.rmsce(**kw).compute()
     np.testing.assert_allclose(got["rmsce"].to_numpy(), want, rtol=1e-9)
 
 
@@ -197,7 +197,7 @@ def test_dask_arrow_categorical_key_with_a_null_groups_as_eager(dd):
     groups and values of eager pandas (hand reference), the key still categorical."""
     d = _keyed()
     pdf = pl.DataFrame(d).with_columns(pl.col("k").cast(pl.Categorical)).to_pandas(use_pyarrow_extension_array=True)
-    got = dd.from_pandas(pdf, npartitions=3, sort=False).calib.ece("p", "y", by="k")
+    got = dd.from_pandas(pdf, npartitions=3, sort=False).calib.ece("p", "y", by="k").compute()
     k = np.array(d["k"], dtype=object)
     want = [_ref_ece(d["p"][k == v], d["y"][k == v], np.ones(int((k == v).sum()))) for v in ("a", "b", None)]
     assert got["k"].tolist()[:2] == ["a", "b"] and pd.isna(got["k"].iloc[2])
@@ -281,4 +281,4 @@ def test_dask_date_keys_come_back_as_dates(dd, kind):
     d = _dated()
     with dask.config.set({"dataframe.convert-string": kind != "pandas[object]"}):
         ddf = dd.from_pandas(_date_frames()[kind](d), npartitions=2, sort=False)
-        _check_days(ddf.calib.ece("p", "y", by="day"), d)
+        _check_days(ddf.calib.ece("p", "y", by="day").compute(), d)

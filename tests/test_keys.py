@@ -162,7 +162,7 @@ def test_signed_zero_keys_are_one_group_on_dask() -> None:
     d = _signed_zero_data()
     ddf = dd.from_pandas(pd.DataFrame(d), npartitions=2, sort=False)
     with dask.config.set(scheduler="synchronous"):
-        res = ddf.calib.ece(lens="class:1", by="g")
+        res = ddf.calib.ece(lens="class:1", by="g").compute()
     _check_groups(res, _expected_by_g(d))
 
 
@@ -440,5 +440,5 @@ def test_pandas_nan_label_on_dask_is_dropped_too() -> None:
     df, ok = _nan_label()
     with dask.config.set(scheduler="synchronous"), warnings.catch_warnings():
         warnings.simplefilter("ignore", calframe.CalframeWarning)
-        got = dd.from_pandas(df, npartitions=3).calib.ece(lens="class:1", nulls="drop")
+        got = dd.from_pandas(df, npartitions=3).calib.ece(lens="class:1", nulls="drop").compute()
     assert float(got) == pytest.approx(ece_hand(df["prob"].to_numpy()[ok], df["label"].to_numpy()[ok]), rel=1e-12)

@@ -124,7 +124,7 @@ FLAVOURS = list(FROM_POLARS) + (["dask"] if dd is not None else [])
 
 #: what ddf.calib offers (calframe/engines/dask.py SUPPORTED)
 DASK_FUNCS = {"ece", "mce", "rmsce", "ce", "reliability", "brier", "log_loss", "accuracy", "vece", "vmce",
-              "fit_apply"}
+              "summary", "gece", "vece_rank", "fit_apply"}
 #: the functions that need a variable / feature column
 VARIABLE_FUNCS = {"vece", "vmce", "vece_rank", "lce", "mlce"}
 FUNCS = ["ece", "mce", "rmsce", "ce", "reliability", "summary", "brier", "log_loss", "accuracy", "vece", "vmce",
@@ -635,8 +635,8 @@ def _materialize(value: Any) -> Any:
     """A lazy result computed (LazyFrame collected, Dask frame computed)."""
     if isinstance(value, pl.LazyFrame):
         return value.collect()
-    if dd is not None and isinstance(value, dd.DataFrame):
-        return value.compute()
+    if dd is not None and (isinstance(value, dd.DataFrame) or type(value).__name__ == "DaskResult"):
+        return value.compute()  # a Dask frame (apply), or a figure on Dask (lazy)
     return value
 
 
@@ -653,8 +653,8 @@ def invoke(func: str, frame: Any, params: dict, flavour: str, eager: Callable[[]
                 if func == "fit_apply":
                     fit_kw = dict(params["fit"])
                     method = fit_kw.pop("method")
-                    if flavour == "dask":  # ddf.calib has no fit: fit on the collected frame, apply on Dask
-                        rec = calframe.fit(eager(), method, **fit_kw)
+                    if flavour == "dask":  # a lazy fit, computed; apply is a Dask frame
+                        rec = frame.calib.fit(method, **fit_kw).compute()
                         value = frame.calib.apply(rec, **params["apply"])
                     else:
                         rec = calframe.fit(frame, method, **fit_kw)
@@ -860,14 +860,6 @@ def _unchanged(frame: pd.DataFrame, before: pd.DataFrame) -> bool:
     return True
 
 
-def for_flavour(params: dict, flavour: str) -> dict:
-    """The parameters as asked of ``flavour``: ddf.calib refuses ci= by design (NotImplementedError), so Dask
-    calls go without a bootstrap."""
-    if flavour != "dask" or "fit" in params:
-        return params
-    return {k: v for k, v in params.items() if k not in ("ci", "n_boot")}
-
-
 def check(func: str, case: Case, params: dict, flavours: list[str] | None = None) -> list[str]:
     """Every problem of ``func(frame, **params)`` over the frame types, each with its reproducer."""
     problems = []
@@ -880,9 +872,7 @@ def check(func: str, case: Case, params: dict, flavours: list[str] | None = None
     else:
         by = params.get("by")
         keys = {by} if isinstance(by, str) else set(by or [])
-    all_params = params
     for flavour in flavours:
-        params = for_flavour(all_params, flavour)
         frame, eager, same_columns = build(case, flavour, search=func == "vece_rank" and "variables" not in params)
         before = frame.copy(deep=True) if isinstance(frame, pd.DataFrame) else None
         try:

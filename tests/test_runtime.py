@@ -229,7 +229,7 @@ def test_dask_threaded_scheduler_under_workqueue():
     pdf = pd.DataFrame({"prob": p, "label": y, "g": g})
     ddf = dd.from_pandas(pdf, npartitions=6)
     with dask.config.set(scheduler="threads", num_workers=4):
-        got = [ddf.calib.ece(lens="class:1", by="g")["ece"].tolist() for _ in range(3)]
+        got = [ddf.calib.ece(lens="class:1", by="g").compute()["ece"].tolist() for _ in range(3)]
     want = calframe.ece(pdf, lens="class:1", by="g")["ece"].tolist()
     print(json.dumps({"layer": numba.threading_layer(), "got": got, "want": want}))
     """, env={"NUMBA_THREADING_LAYER": "workqueue"})

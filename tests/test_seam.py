@@ -15,7 +15,7 @@ from calframe import figures as F, request as R
 from calframe.engines import run_binned
 from calframe.frames.namespace import FRAME_FUNCTIONS
 
-from conftest import as_flavour
+from conftest import as_flavour, collected
 
 
 def test_every_handle_is_generated_from_the_one_list() -> None:
@@ -70,9 +70,7 @@ def test_a_new_bin_sum_metric_reaches_every_engine_by_the_recipe(flavour, monkey
     n = 3000
     p = rng.random(n)
     df = pl.DataFrame({"g": rng.integers(0, 4, n), "prob": p, "label": (rng.random(n) < p**1.3).astype(np.int64)})
-    got = overconfidence(as_flavour(df, flavour), bins=10, by="g")
-    if isinstance(got, pl.LazyFrame):
-        got = got.collect()
+    got = collected(overconfidence(as_flavour(df, flavour), bins=10, by="g"))
     got = pl.from_pandas(got) if not isinstance(got, pl.DataFrame) else got
     want = overconfidence_by_hand(df, 10)
     assert got.columns == ["g", "n", "overconfidence"]

@@ -98,6 +98,9 @@ CALLS = {
     "brier": ("brier", {"by": "region"}),
     "log_loss": ("log_loss", {}),
     "accuracy": ("accuracy", {"by": "device"}),
+    "gece": ("gece", {}),
+    "gece_by": ("gece", {"by": "region", "lens": "top1", "bins": 10}),
+    "vece_rank": ("vece_rank", {"variables": ["age", "region"]}),
 }
 
 
@@ -132,7 +135,7 @@ def as_polars(res: object) -> object:
 def test_same_numbers_on_every_surface(data, surf_frame, surf, name):
     fn, kwargs = CALLS[name]
     expected = call(data["df"], fn, kwargs)
-    if surf in NARROW and fn in ("brier", "log_loss", "accuracy"):
+    if surf in NARROW and fn in ("brier", "log_loss", "accuracy", "gece", "vece_rank"):
         with pytest.raises(calframe.ParameterError, match=f"calframe.{fn} is not supported on"):
             call(surf_frame(surf), fn, kwargs)
         return
@@ -160,4 +163,18 @@ def test_reliability_on_every_surface(data, surf_frame, surf):
     for col in ("n", "bin"):
         assert got[col].to_list() == expected[col].to_list()
     for col in ("conf", "acc", "gap", "weight"):
+        np.testing.assert_allclose(got[col].to_numpy(), expected[col].to_numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("surf", SURFACES[1:])
+def test_summary_on_every_surface(data, surf_frame, surf):
+    expected = call(data["df"], "summary", {"by": "region"})
+    if surf in NARROW:
+        with pytest.raises(calframe.ParameterError, match="calframe.summary is not supported on"):
+            call(surf_frame(surf), "summary", {"by": "region"})
+        return
+    got = as_polars(call(surf_frame(surf), "summary", {"by": "region"}))
+    assert got.columns == expected.columns
+    assert got["region"].to_list() == expected["region"].to_list() and got["n"].to_list() == expected["n"].to_list()
+    for col in expected.columns[2:]:
         np.testing.assert_allclose(got[col].to_numpy(), expected[col].to_numpy(), rtol=1e-12, atol=1e-15)

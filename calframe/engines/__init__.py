@@ -28,7 +28,7 @@ def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | No
     narwhals engine (DuckDB, Spark, Ibis, pyarrow), streamed sums for a LazyFrame that can stream, else the eager
     engine."""
     if is_dask_frame(frame):
-        return dask_engine().run(frame, req)
+        return dask_engine().run(frame, req, figures)
     if narwhals.native_kind(frame) is not None:
         return narwhals.run(frame, req)
     if req.variable is not None or not req.variables:

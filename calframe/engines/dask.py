@@ -6,8 +6,8 @@ imports Dask. Then::
 
     >>> import dask.dataframe as dd, calframe, calframe.frames.dask   # doctest: +SKIP
     >>> ddf = dd.read_parquet("scores/")                               # doctest: +SKIP
-    >>> ddf.calib.ece(by="region")          # a pandas frame, as calframe.ece(pandas_df, by="region")  # doctest: +SKIP
-    >>> ddf.calib.vece("age")               # exact quantile edges across partitions                 # doctest: +SKIP
+    >>> ddf.calib.ece(by="region").compute()  # a pandas frame, as calframe.ece(pandas_df, by="region")  # doctest: +SKIP
+    >>> dask.compute(ddf.calib.vece("age"), ddf.calib.summary())  # computed together                # doctest: +SKIP
 
 What runs where
 ---------------
@@ -38,20 +38,33 @@ statistics, and a last pass bins with those edges (``assign_bins``) and
 accumulates. Results equal calframe's in-memory results up to float summation
 order (< 1e-12).
 
-Not supported on Dask: bootstrap intervals (``ci=``, NotImplementedError),
-``summary``, ``gece``, local calibration and ``fit`` (fit on a sample with
-calframe, then ``ddf.calib.apply(rec)``).
+Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the
+finalize (and the later passes of exact edges) runs where Dask finalizes. ``summary``
+and uniform-bin ``gece`` come from exact sums too; ``ci=``, ``vce_curve``, ``fit``,
+``vece_rank`` and ``gece`` on the rows (adaptive bins, selections) collect the needed
+columns and run the eager function (:func:`collected`). Not on Dask: local calibration
+(``lce``, ``mlce``, ``mlce_curve``).
 """
 
 from __future__ import annotations
 
+import base64
+import pickle
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+
+try:
+    from dask.base import DaskMethodsMixin
+except ImportError:  # without Dask this module only lists SUPPORTED (calframe.frames.dask registers nothing)
+    DaskMethodsMixin = object  # type: ignore[assignment,misc]
 
 from . import lazy as LZ
 from .. import api
@@ -68,7 +81,7 @@ from .._limits import check_cells
 from ..binning import Binning, Bins, edge_table, make_binning, pack_edges, take_each, uniform_edges
 from ..metrics import check_weight_sums
 
-__all__ = ["SUPPORTED", "apply", "run"]
+__all__ = ["SUPPORTED", "DaskResult", "apply", "collected", "result", "run"]
 
 Columns = str | Sequence[str] | None
 
@@ -79,15 +92,18 @@ ROWS, N, SC, SA, VMIN, VMAX, DROP = "__cf_rows", "__cf_n", "__cf_sc", "__cf_sa",
 #: the exponent e of the power of two 2^e a partition divided a group's weights by (a key of the merge, not summed)
 EXP = "__cf_exp"
 PAR, CELL, CNT, SHIFT, VAL = "__cf_par", "__cf_cell", "__cf_cnt", "__cf_shift", "__cf_val"
+#: a partition's input error (pickled, base64) on a marker row (fig = -2): the client raises it, counted over
+#: every partition (:meth:`_Runner.checked`)
+ERR = "__cf_err"
 
 _I8, _F8, _STR = np.dtype(np.int64), np.dtype(np.float64), pd.StringDtype()
 SUMS_COLS = {FIG: _I8, CLS: _I8, BIN: _I8, CAT: _STR, FIRST: _I8, ROWS: _I8, N: _F8, SC: _F8, SA: _F8,
-             VMIN: _F8, VMAX: _F8, DROP: _I8, EXP: _I8}
+             VMIN: _F8, VMAX: _F8, DROP: _I8, EXP: _I8, ERR: _STR}
 SUMS_AGG = {ROWS: "sum", N: "sum", SC: "sum", SA: "sum", FIRST: "min", VMIN: "min", VMAX: "max", DROP: "sum"}
-HIST_COLS = {FIG: _I8, CLS: _I8, PAR: _I8, CELL: _I8, CNT: _I8, VMIN: _F8, VMAX: _F8, DROP: _I8}
+HIST_COLS = {FIG: _I8, CLS: _I8, PAR: _I8, CELL: _I8, CNT: _I8, VMIN: _F8, VMAX: _F8, DROP: _I8, ERR: _STR}
 HIST_AGG = {CNT: "sum", VMIN: "min", VMAX: "max", DROP: "sum"}
 GATHER_COLS = {FIG: _I8, CLS: _I8, SHIFT: _I8, CELL: _I8, VAL: _F8}
-_DEFAULTS = {CAT: "", VMIN: np.inf, VMAX: -np.inf}
+_DEFAULTS = {CAT: "", ERR: "", VMIN: np.inf, VMAX: -np.inf}
 
 #: histogram levels: level L's cell of a value is (its order-preserving uint64 image) >> SHIFTS[L]
 SHIFTS = (44, 24, 4, 0)
@@ -308,7 +324,24 @@ def _rows_in(groups: np.ndarray, bits: np.ndarray, tuples: list[tuple], wanted: 
     return mask
 
 
+def _guarded(rows: Any, pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, *args: Any) -> pd.DataFrame:
+    """``rows(pdf, spec, meta, *args)``; a calframe input error becomes a marker row (fig = -2, the error in ERR),
+    so that the client raises it with the counts of every partition instead of Dask raising this partition's."""
+    try:
+        return rows(pdf, spec, meta, *args)
+    except CalframeError as exc:
+        if not len(pdf):
+            raise
+        keys = _keys_of(pdf, spec.by, slice(0, 1)) if spec.by else None
+        return _frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -2, ERR: base64.b64encode(pickle.dumps(exc)).decode()})
+
+
 def _hist_partition(pdf, spec, meta, level, parents, partition_info=None) -> pd.DataFrame:
+    """:func:`_hist_rows`, guarded (:func:`_guarded`)."""
+    return _guarded(_hist_rows, pdf, spec, meta, level, parents)
+
+
+def _hist_rows(pdf, spec, meta, level, parents) -> pd.DataFrame:
     """Per (group, source, cell): value count, min and max, for the cells of level ``level``.
 
     Level 0 covers every value; a deeper level only the values inside ``parents``
@@ -394,6 +427,12 @@ def _companion_values(name: str, scored: Scored) -> np.ndarray:
 
 
 def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
+    """:func:`_sums_rows`, guarded (:func:`_guarded`)."""
+    part = 0 if partition_info is None else int(partition_info["number"])
+    return _guarded(_sums_rows, pdf, spec, meta, plan, part)
+
+
+def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
     """Per (group key, figure, class, bin): rows, sum w, sum w*conf, sum w*acc (calframe's binned_sums)."""
     scored, kept, dropped = _scored(pdf, spec)
     out = _marker(pdf, spec, meta, dropped)
@@ -414,7 +453,6 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
         out.append(_frame(meta, keys, np.arange(scored.n_groups), {ROWS: counts, N: s[:, 0, 0], SC: s[:, 0, 1],
                                                                            EXP: exps}))
         return _finish(out, meta)
-    part = 0 if partition_info is None else int(partition_info["number"])
     unweighted = replace(scored, weights=None)
     for f, mode in enumerate(spec.modes):
         var = spec.variables[f] if spec.variables else None
@@ -448,6 +486,47 @@ def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
             if mode == "cat":
                 cols.update({BIN: 0, CAT: cats[b_idx], FIRST: pos[b_idx]})
             out.append(_frame(meta, keys, g_idx, cols))
+    return _finish(out, meta)
+
+
+def _gece_partition(pdf, spec, meta, gece, partition_info=None) -> pd.DataFrame:
+    """:func:`_gece_rows`, guarded (:func:`_guarded`)."""
+    return _guarded(_gece_rows, pdf, spec, meta, gece)
+
+
+def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
+    """The generalized ECE's per (group, class, cell) sums on one partition, in the sums frame's columns: a cell
+    of uniform(bins) on the first K' - 1 lensed coordinates (generalized.uniform_grid's cells, keyed by their
+    mixed-radix index in BIN), one row per lensed coordinate j (FIG = j: SC = sum w g'_j, SA = sum w y'_j, N and
+    ROWS the cell's), CLS the class of the marginal lens. ``gece``: (lensed, bins, marginal), api.gece's lens."""
+    from .. import generalized as G
+    from .._kernels import vector as VK
+
+    lensed, bins, marginal = gece
+    scored, kept, dropped = _scored(pdf, spec)
+    out = _marker(pdf, spec, meta, dropped)
+    if scored is None:
+        return _finish(out, meta)
+    keys, _ = _local_keys(kept, scored, spec.by)
+    exps = np.broadcast_to(np.frexp(scored.weight_scale)[1] - 1, (scored.n_groups,)).astype(np.int64)
+    groups = scored.group_codes.astype(np.int64)
+    for c in range(scored.n_classes) if marginal else (None,):
+        gp, yp = lensed(scored) if c is None else lensed(scored, c)
+        gp = np.ascontiguousarray(gp, dtype=np.float64)
+        m = gp.shape[1]
+        if m > 1 and bins > 1:
+            cell = VK.mixed_radix_keys(VK.digitize_uniform(gp, m - 1, uniform_edges(bins, "left")), None, bins)
+        else:
+            cell = np.zeros(gp.shape[0], dtype=np.int64)
+        uniq, inv = np.unique(np.stack([groups, cell], axis=1), axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        sums = G.accumulate(gp, yp, inv, len(uniq), None, 1, scored.weights)[0]
+        rows = np.bincount(inv, minlength=len(uniq)).astype(np.int64)
+        g = uniq[:, 0]
+        for j in range(m):
+            out.append(_frame(meta, keys, g, {FIG: j, CLS: 0 if c is None else c, BIN: uniq[:, 1], ROWS: rows,
+                                              N: sums[:, 0], SC: sums[:, 1 + j], SA: sums[:, 1 + m + j],
+                                              EXP: exps[g]}))
     return _finish(out, meta)
 
 
@@ -543,27 +622,42 @@ class _Runner:
         self.spec = spec
         self.key_meta = _keys_of(ddf._meta, spec.by)
 
-    def _compute(self, coll: Any) -> pd.DataFrame:
-        """``coll.compute()``; a partition's input error is raised again with counts over every partition."""
-        try:
-            return coll.compute()
-        except CalframeError as exc:
+    def checked(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A computed pass: a partition's input error (a marker row, :func:`_guarded`) is raised again with the
+        counts over every partition (:func:`_raise_totals`), else as the partition raised it."""
+        err = frame[ERR].to_numpy() if ERR in frame.columns else np.empty(0, dtype=object)
+        failed = [e for e in err if isinstance(e, str) and e]
+        if failed:
             _raise_totals(self.ddf, self.spec)
-            raise exc
+            raise pickle.loads(base64.b64decode(failed[0]))
+        return frame
 
-    def _reduce(self, fn, cols: dict, agg: dict, *args: Any) -> pd.DataFrame:
+    @staticmethod
+    def _compute(coll: Any) -> pd.DataFrame:
+        """``coll`` computed now: a later pass, run while the caller computes a result (:func:`_compute_now`)."""
+        return _compute_now(coll)[0]
+
+    def _lazy(self, fn, cols: dict, agg: dict, *args: Any) -> Any:
+        """The merged per-partition frames of ``fn``: a Delayed of one small pandas frame (computes nothing)."""
         meta = _meta(self.key_meta, cols)
         parts = self.ddf.map_partitions(fn, self.spec, meta, *args, meta=meta, clear_divisions=True,
                                         enforce_metadata=False)
         keys = key_names(len(self.spec.by)) + [c for c in cols if c not in agg]
-        return self._compute(parts.groupby(keys, dropna=False, sort=False, observed=True).agg(agg, split_out=1)
-                             ).reset_index()
+        merged = parts.groupby(keys, dropna=False, sort=False, observed=True).agg(agg, split_out=1)
+        return merged.to_delayed(optimize_graph=True)[0]
 
-    def sums(self, plan: dict | None) -> pd.DataFrame:
-        return self._reduce(_sums_partition, SUMS_COLS, SUMS_AGG, plan)
+    def sums_lazy(self, plan: dict | None) -> Any:
+        return self._lazy(_sums_partition, SUMS_COLS, SUMS_AGG, plan)
+
+    def hist_lazy(self, level: int, parents: dict | None) -> Any:
+        return self._lazy(_hist_partition, HIST_COLS, HIST_AGG, level, parents)
+
+    def merged(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A computed merged pass as a plain frame (the group-by keys as columns), its errors raised."""
+        return self.checked(frame.reset_index())
 
     def hist(self, level: int, parents: dict | None) -> pd.DataFrame:
-        return self._reduce(_hist_partition, HIST_COLS, HIST_AGG, level, parents)
+        return self.merged(self._compute(self.hist_lazy(level, parents)))
 
     def gather(self, targets: dict) -> pd.DataFrame:
         meta = _meta(self.key_meta, GATHER_COLS)
@@ -573,10 +667,11 @@ class _Runner:
 
     # ----------------------------------------------------------------- exact edges
 
-    def exact_edges(self) -> tuple[dict, _Groups, dict[tuple[int, int], Bins]]:
-        """Per-group edges of every data-dependent binning, computed from exact order statistics."""
+    def exact_edges(self, hist0: pd.DataFrame) -> tuple[dict, _Groups, dict[tuple[int, int], Bins]]:
+        """Per-group edges of every data-dependent binning, computed from exact order statistics; ``hist0``: the
+        level-0 histogram (:meth:`merged`)."""
         spec = self.spec
-        hist, dropped = _split_markers(self.hist(0, None))
+        hist, dropped = _split_markers(hist0)
         if hist.empty:
             _raise_empty(spec.func, dropped)
         groups = _Groups.of(hist, spec)
@@ -748,7 +843,7 @@ def _raise_totals(ddf: Any, spec: _Spec) -> None:
     """
     import dask
 
-    parts = dask.compute(*[dask.delayed(_partition_stats)(p, spec) for p in ddf.to_delayed()])
+    parts = _compute_now(*[dask.delayed(_partition_stats)(p, spec) for p in ddf.to_delayed()])
     for i, v in enumerate(spec.variables or (None,)):
         plan, lf = _check_plan(spec, ddf._meta, v)
         LZ._run_checks(plan, _merge_stats([p[i] for p in parts]), lf)
@@ -794,7 +889,8 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 # --------------------------------------------------------------------------- the engine
 
 #: the public functions this engine runs; calframe.frames.dispatch refuses the others on a Dask frame
-SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "apply")
+SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "summary",
+             "gece", "vece_rank", "vce_curve", "fit", "apply")
 
 
 def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
@@ -819,13 +915,44 @@ def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
                  key_types=tuple(key_types.values()), lens=req.lens, binning=req.binning, **kw)
 
 
-def _binned(ddf: Any, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, dict]:
-    """The merged per (group, figure, class, bin) sums (weights divided by ``info["weight_scale"]``, one power of
-    two per group), their global group index, and the data-dependent Bins."""
-    plan, groups, dd_bins = None, None, {}
-    if "dd" in spec.modes:
-        plan, groups, dd_bins = _Runner(ddf, spec).exact_edges()
-    frame, dropped = _split_markers(_Runner(ddf, spec).sums(plan))
+@dataclass
+class _Merged:
+    """The merged per (group, figure, class, bin) sums of one request (weights divided by ``weight_scale``, one
+    power of two per group), their global groups, row counts per group and data-dependent Bins."""
+
+    spec: _Spec
+    frame: pd.DataFrame
+    groups: _Groups
+    counts: np.ndarray
+    g: np.ndarray
+    bins: dict
+    weight_scale: np.ndarray
+
+    def figure_sums(self, f: int, c: int) -> tuple[np.ndarray, np.ndarray, Bins]:
+        return _figure_sums(self.spec, self.frame, self.groups, self.g, self.bins, f, c)
+
+
+def _pass(ddf: Any, spec: _Spec, gece: Any = None) -> tuple[Any, Callable[[pd.DataFrame], _Merged]]:
+    """A request's first pass over the partitions, lazy (a Delayed of a small merged frame), and the client's
+    continuation from its value to the :class:`_Merged` sums. Fixed bins: the sums pass itself. Data-dependent
+    bins: the level-0 histogram; the continuation computes the edges and the sums pass (further passes, run
+    while the caller computes). ``gece``: the generalized ECE's cell sums instead (:func:`_gece_rows`)."""
+    runner = _Runner(ddf, spec)
+    if gece is not None:
+        first = runner._lazy(_gece_partition, SUMS_COLS, SUMS_AGG, gece)
+        return first, lambda frame: _merged(spec, runner.merged(frame), None, {})
+    if "dd" not in spec.modes:
+        return runner.sums_lazy(None), lambda frame: _merged(spec, runner.merged(frame), None, {})
+
+    def then(hist0: pd.DataFrame) -> _Merged:
+        plan, groups, dd_bins = runner.exact_edges(runner.merged(hist0))
+        return _merged(spec, runner.merged(runner._compute(runner.sums_lazy(plan))), groups, dd_bins)
+
+    return runner.hist_lazy(0, None), then
+
+
+def _merged(spec: _Spec, frame: pd.DataFrame, groups: _Groups | None, dd_bins: dict) -> _Merged:
+    frame, dropped = _split_markers(frame)
     if frame.empty:
         _raise_empty(spec.func, dropped)
     if groups is None:
@@ -838,7 +965,7 @@ def _binned(ddf: Any, spec: _Spec) -> tuple[pd.DataFrame, _Groups, np.ndarray, d
     if spec.weights:  # the eager rule on the totals over every partition
         totals = np.bincount(g[first], weights=frame.loc[first, N].to_numpy(), minlength=groups.n)
         check_group_weights(spec.func, spec.weights, totals, counts, groups.keys)
-    return frame, groups, counts, {"g": g, "bins": dd_bins, "weight_scale": scale}
+    return _Merged(spec, frame, groups, counts, g, dd_bins, scale)
 
 
 def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarray, dd_bins: dict, f: int,
@@ -888,15 +1015,133 @@ def _modes(ddf: Any, req: Request) -> tuple[str, ...]:
     return tuple(modes)
 
 
-def run(ddf: Any, req: Request) -> Any:
-    """A parsed request on a Dask DataFrame: sums per partition, added by Dask, finalized by :mod:`calframe.figures`;
-    the result is what calframe returns for a pandas frame."""
+class DaskResult(DaskMethodsMixin):
+    """A calframe result on a Dask DataFrame, not computed yet: ``.compute()``, or ``dask.compute(a, b, ...)`` to
+    compute several in one run (their passes share the reads of the partitions).
+
+    The graph holds the first pass over the partitions (per-partition sums, merged by Dask into one small
+    frame); the rest (finalizing the figures, and for exact quantile / equal-mass edges the further passes) runs
+    where Dask finalizes the computation (the calling process, or a worker under ``distributed``), with
+    calframe's warnings and errors (counts over every partition) raised there. Computes to what calframe
+    returns for the computed pandas frame.
+    """
+
+    __slots__ = ("_first", "_then", "_what")
+
+    def __init__(self, first: Any, then: Callable[[Any], Any], what: str) -> None:
+        self._first, self._then, self._what = first, then, what
+
+    def __dask_graph__(self) -> Any:
+        return self._first.__dask_graph__()
+
+    def __dask_keys__(self) -> Any:
+        return self._first.__dask_keys__()
+
+    def __dask_layers__(self) -> Any:
+        return self._first.__dask_layers__()
+
+    def __dask_tokenize__(self) -> Any:
+        return ("calframe.DaskResult", self._first.key, id(self))
+
+    def __dask_optimize__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
+        return self._first.__dask_optimize__(dsk, keys, **kwargs)
+
+    @staticmethod
+    def __dask_scheduler__(*args: Any, **kwargs: Any) -> Any:
+        import dask.threaded
+
+        return dask.threaded.get(*args, **kwargs)
+
+    def __dask_postcompute__(self) -> Any:
+        finish, args = self._first.__dask_postcompute__()
+        return _then, (finish, args, self._then)
+
+    def __repr__(self) -> str:
+        return f"DaskResult({self._what}: not computed yet; .compute() or dask.compute(...))"
+
+
+def _then(results: Any, finish: Any, args: tuple, then: Callable[[Any], Any]) -> Any:
+    """A result's continuation, where Dask finalizes a computation: in the caller's process on the threaded and
+    synchronous schedulers, on a worker under ``distributed`` (whose warnings are then sent to the client)."""
+    value = finish(results, *args)
+    if not _on_worker():
+        return then(value)
+    import distributed
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = then(value)
+    for w in caught:
+        distributed.warn(w.message, w.category)
+    return out
+
+
+def _on_worker() -> bool:
+    """Whether this runs in a task on a ``distributed`` worker."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return False
+    return True
+
+
+def _compute_now(*colls: Any) -> tuple:
+    """``dask.compute(*colls)`` from a result's continuation: on a ``distributed`` worker, through the worker's
+    client, the task seceding from the worker's threads while it waits (so the passes it starts can run)."""
+    import dask
+
+    if not _on_worker():
+        return dask.compute(*colls)
+    from distributed import worker_client
+
+    with worker_client() as client:
+        return tuple(client.gather(client.compute(list(colls))))
+
+
+def result(what: str, parts: Sequence[tuple[Any, Callable[[Any], Any]]], assemble: Callable[..., Any]) -> DaskResult:
+    """One lazy result from the first passes ``parts`` (``(Delayed, continuation)`` each, :func:`_pass`):
+    ``assemble(*continued values)`` when computed."""
+    import dask
+
+    def then(values: list) -> Any:
+        return assemble(*[cont(v) for (_, cont), v in zip(parts, values)])
+
+    return DaskResult(dask.delayed(list)([d for d, _ in parts]), then, what)
+
+
+def collected(what: str, ddf: Any, columns: Sequence[Any], eager: Callable[[pd.DataFrame], Any]) -> DaskResult:
+    """``eager`` (calframe on pandas) run on ``ddf[columns]`` computed into one pandas frame: the
+    figures that need the rows themselves (bootstrap intervals, LOESS curves, fits). The same rows in the same
+    order as ``ddf.compute()``, so the same result, bit for bit."""
+    import dask
+
+    return DaskResult(dask.delayed(_identity)(ddf[list(dict.fromkeys(columns))]), eager, what)
+
+
+def needed(ddf: Any, req: Request) -> list[str]:
+    """The columns ``req`` reads (its columns checked against the Dask metadata now)."""
+    return _spec(ddf, req).needed
+
+
+def _identity(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame
+
+
+def _eager_figures(req: Request, figures: dict | None, frame: pd.DataFrame, **kw: Any) -> Any:
+    """The eager engine's run of ``req`` on a pandas frame (what calframe's functions do for pandas)."""
+    from .eager import _evaluate, ce_figures
+
+    return _evaluate(req, frame, figures or ce_figures(req), **kw)
+
+
+def run(ddf: Any, req: Request, figures: dict | None = None) -> DaskResult:
+    """A parsed request on a Dask DataFrame, lazy: sums per partition, added by Dask, finalized by
+    :mod:`calframe.figures` on the client. ``figures``: the eager engine's figures of the request, for ``ci=``
+    (the bootstrap resamples rows within groups: the needed columns are collected, :func:`collected`)."""
     if req.ci is not None:
-        raise NotImplementedError(
-            f"{req.func}: bootstrap intervals (ci=) are not available on Dask DataFrames: each draw resamples rows "
-            "within groups across all partitions. Compute the figure here and the intervals on a sample "
-            f"(calframe.{req.func}(ddf.sample(frac=...).compute(), ci=0.95)), or on the collected frame."
-        )
+        return collected(req.func, ddf, _spec(ddf, req).needed, partial(_eager_figures, req, figures))
     if req.sweep:
         raise ParameterError(
             f"The 'binning' parameter of {req.func}: 'sweep' is not available on Dask DataFrames (it sorts each "
@@ -905,23 +1150,110 @@ def run(ddf: Any, req: Request) -> Any:
             "sample.", "binning")
     if req.kind == "companion":
         spec = _spec(ddf, req, companion=req.func)
-        frame, groups, counts, info = _binned(ddf, spec)
-        sums, _ = _sums_array(frame, info["g"], groups.n, 1, np.zeros(len(frame), dtype=np.int64))
-        return F.shape(req, {req.name: F.companion(sums)}, counts, groups.keys, "pandas")
-    if req.kind == "reliability":
-        spec = _spec(ddf, req, modes=_modes(ddf, req))
-        frame, groups, _, info = _binned(ddf, spec)
-        sums, counts, bins_ = _figure_sums(spec, frame, groups, info["g"], info["bins"], 0, 0)
-        return F.to_flavor(F.reliability_table(sums, counts, bins_, groups.keys), "pandas")
+        return result(req.func, [_pass(ddf, spec)], partial(_companion_result, req))
     spec = _spec(ddf, req, modes=_modes(ddf, req))
-    frame, groups, counts, info = _binned(ddf, spec)
-    n_classes = int(frame[CLS].max()) + 1
-    values = {
-        name: F.binned(req, lambda c, f=f: _figure_sums(spec, frame, groups, info["g"], info["bins"], f, c)[0],
-                   n_classes, info["weight_scale"])
-        for f, name in enumerate(req.figure_names)
-    }
-    return F.shape(req, values, counts, groups.keys, "pandas")
+    if req.kind == "reliability":
+        return result(req.func, [_pass(ddf, spec)], _reliability_result)
+    return result(req.func, [_pass(ddf, spec)], partial(_ce_result, req))
+
+
+def _companion_figure(m: _Merged) -> np.ndarray:
+    sums, _ = _sums_array(m.frame, m.g, m.groups.n, 1, np.zeros(len(m.frame), dtype=np.int64))
+    return F.companion(sums)
+
+
+def _companion_result(req: Request, m: _Merged) -> Any:
+    return F.shape(req, {req.name: _companion_figure(m)}, m.counts, m.groups.keys, "pandas")
+
+
+def _reliability_result(m: _Merged) -> pd.DataFrame:
+    sums, counts, bins_ = m.figure_sums(0, 0)
+    return F.to_flavor(F.reliability_table(sums, counts, bins_, m.groups.keys), "pandas")
+
+
+def _ce_value(req: Request, m: _Merged, f: int = 0) -> np.ndarray:
+    """The CE_p figure of ``req`` on figure ``f``'s merged sums (a variable's, for several variables)."""
+    n_classes = int(m.frame[CLS].max()) + 1
+    return F.binned(req, lambda c: m.figure_sums(f, c)[0], n_classes, m.weight_scale)
+
+
+def _ce_values(req: Request, m: _Merged) -> dict[str, np.ndarray]:
+    """The CE_p figures of ``req`` (one per variable for several) from the merged sums."""
+    return {name: _ce_value(req, m, f) for f, name in enumerate(req.figure_names)}
+
+
+def _ce_result(req: Request, m: _Merged) -> Any:
+    return F.shape(req, _ce_values(req, m), m.counts, m.groups.keys, "pandas")
+
+
+def summary(ddf: Any, req: Request, figures: dict) -> DaskResult:
+    """:func:`calframe.summary` (``figures``: the eager engine's, for ``ci=``, which collects the needed columns).
+    Its figures come from exact sums, in one graph: the uniform bins' sums (ECE, MCE, RMSCE and, with weights,
+    the debiased figure), the equal-mass sums of the debiased figure (its exact edges: further passes when
+    computed), and the one-bin sums of accuracy, Brier score and log loss."""
+    from ..request import summary_parts
+
+    F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
+    if req.ci is not None:
+        return collected(req.func, ddf, _spec(ddf, req).needed, partial(_eager_figures, req, figures, scalar=False))
+    parts = summary_parts(req)
+    debiased = parts["ce_debiased"]
+    passes = [_pass(ddf, _spec(ddf, req, modes=("fixed",)))]
+    if debiased.binning != req.binning:
+        passes.append(_pass(ddf, _spec(ddf, debiased, modes=("dd",))))
+    companions = ("accuracy", "brier", "log_loss")
+    passes += [_pass(ddf, _spec(ddf, req, companion=c)) for c in companions]
+
+    def assemble(uniform: _Merged, *rest: _Merged) -> Any:
+        ms = dict(zip(companions, rest[-3:]))
+        values = {"accuracy": _companion_figure(ms["accuracy"])}
+        for name, sub in parts.items():
+            values[name] = _ce_value(sub, rest[0] if name == "ce_debiased" and len(rest) == 4 else uniform)
+        values.update(brier=_companion_figure(ms["brier"]), log_loss=_companion_figure(ms["log_loss"]))
+        return F.shape(req, values, uniform.counts, uniform.groups.keys, "pandas", scalar=False)
+
+    return result(req.func, passes, assemble)
+
+
+def gece(ddf: Any, req: Request, figures: dict, lensed: Callable[..., Any], rows: Callable[[pd.DataFrame], Any],
+         needs_rows: bool) -> DaskResult:
+    """:func:`calframe.gece`: uniform bins from exact per (group, cell) sums (:func:`_gece_rows`, finalized by
+    :func:`calframe.generalized.gece_from_sums`). Adaptive bins, row selections (``where``, ``labels_in``,
+    ``output_between``: ``needs_rows``), ``ci=`` and class probabilities in one Array/List column collect the
+    needed columns (all columns with ``where``) and run ``rows`` (the eager call) on them."""
+    spec = _spec(ddf, req)
+    F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
+    scheme, bins = req.options.binning
+    one_column = isinstance(spec.prob, str) and not pd.api.types.is_numeric_dtype(ddf._meta[spec.prob].dtype)
+    if needs_rows or req.ci is not None or scheme != "uniform" or one_column:
+        return collected(req.func, ddf, list(ddf.columns) if needs_rows else spec.needed, rows)
+    marginal = req.options.lens == "marginal"
+    return result(req.func, [_pass(ddf, spec, (lensed, int(bins), marginal))],
+                  lambda m: F.shape(req, {"gece": _gece_value(req, m, marginal)}, m.counts, m.groups.keys, "pandas"))
+
+
+def _gece_value(req: Request, m: _Merged, marginal: bool) -> np.ndarray:
+    """GECE per group from the merged cell sums (:func:`_gece_rows`); the marginal lens combines the classes'."""
+    from .. import generalized as G
+
+    frame, per = m.frame, []
+    for c in np.unique(frame[CLS].to_numpy()):
+        sel = frame[CLS].to_numpy() == c
+        part, g = frame[sel], m.g[sel]
+        j = part[FIG].to_numpy()
+        width = int(j.max()) + 1
+        uniq, inv = np.unique(np.stack([g, part[BIN].to_numpy()], axis=1), axis=0, return_inverse=True)
+        rank = np.arange(len(uniq)) - np.searchsorted(uniq[:, 0], uniq[:, 0], side="left")  # the cell in its group
+        b = rank[inv.reshape(-1)]
+        n_bins = int(b.max()) + 1
+        check_cells(m.groups.n, n_bins, 1 + 2 * width)
+        sums = np.zeros((m.groups.n, n_bins, 1 + 2 * width))
+        first = j == 0
+        np.add.at(sums[..., 0], (g[first], b[first]), part[N].to_numpy()[first])
+        np.add.at(sums, (g, b, 1 + j), part[SC].to_numpy())
+        np.add.at(sums, (g, b, 1 + width + j), part[SA].to_numpy())
+        per.append(G.gece_from_sums(sums, req.p, req.options.distance))
+    return api.gece_marginal(np.stack(per), req.p) if marginal else per[0]
 
 
 def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:

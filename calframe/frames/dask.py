@@ -3,8 +3,10 @@
 
 The handle's methods are the public functions the Dask engine runs
 (:data:`calframe.engines.dask.SUPPORTED`), generated from the one public list
-(:mod:`calframe.frames.namespace`); each returns what calframe returns for a
-pandas frame. ``calframe.ece(ddf, ...)`` is the same call.
+(:mod:`calframe.frames.namespace`); each returns a lazy
+:class:`calframe.engines.dask.DaskResult` that computes (``.compute()``,
+``dask.compute(a, b)``) to what calframe returns for a pandas frame.
+``calframe.ece(ddf, ...)`` is the same call.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Dask DataFrames given to calframe's top-level functions: the functions the Dask engine runs take them.
 
 ``calframe.ece(ddf, ...)`` is ``ddf.calib.ece(...)``: the same parameters and
-results (a pandas frame, or a float); the function parses its request and
-hands it to :func:`calframe.engines.dask.run`. Functions that Dask frames do not
-support (``summary``, ``gece``, ``lce``, ``fit``, ...) raise a
+results (a lazy ``DaskResult``); the function parses its request and
+hands it to :mod:`calframe.engines.dask`. Functions that Dask frames do not
+support (``lce``, ``mlce``, ``mlce_curve``, ...) raise a
 :class:`~calframe.ColumnTypeError` saying what to do instead. Dask is never
 imported here: an object can only be a Dask DataFrame once ``dask.dataframe``
 has been imported.
