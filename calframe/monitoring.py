@@ -136,7 +136,7 @@ def monitor(
     prob_arg: Any = probs if multi else probs[0]
     if figure_options.get("nulls", "raise") == "drop":
         lf = lf.filter(pl.col(time_col).is_not_null())
-    lf = lf.with_columns(_checked(pl.col(time_col), _null_times)).sort(time_col)
+    lf = lf.with_columns(_checked(pl.col(time_col), _null_times)).sort(time_col, maintain_order=True)
 
     if w.ci is None:
         exprs = [getattr(expr, f)(prob_arg, label_col, **figure_args[f]) for f in w.figures]
@@ -185,12 +185,12 @@ def _figure_options(w: R.Windows, options: dict[str, Any]) -> dict[str, dict[str
 
 
 def _checked(e: pl.Expr, check: Callable[[pl.Series], None]) -> pl.Expr:
-    """``e``, with ``check`` run on every batch of it when the query runs (it raises a calframe error)."""
+    """``e``, with ``check`` run on all of it when the query runs (it raises a calframe error)."""
     def run(s: pl.Series) -> pl.Series:
         check(s)
         return s
 
-    return e.map_batches(run, is_elementwise=True)
+    return e.map_batches(run)
 
 
 def _null_times(s: pl.Series) -> None:
@@ -212,11 +212,11 @@ def _windows_ci(lf: pl.LazyFrame, w: R.Windows, names: list[str], prob: Any, lab
     members = (_windows(rows, w).agg(pl.col(row), pl.len().cast(pl.Int64).alias("n"))
                .with_row_index(win).with_columns(pl.col(win).cast(pl.Int64)).collect())
     long = (members.lazy().select(win, pl.col(row)).explode(row)
-            .join(rows, on=row, how="inner").drop(row).collect())
+            .join(rows, on=row, how="inner", maintain_order="left").drop(row).collect())
     out = members.select(w.time_col, win, "n")
     for f in w.figures:
         fn = getattr(api, f)
-        res = fn(long, prob, label, by=win, ci=w.ci, n_boot=w.n_boot, **figure_args[f])
+        res = fn(long, prob, label, by=win, ci=w.ci, n_boot=w.n_boot, **{**figure_args[f], "seed": w.seed})
         out = out.join(res.select(win, f, f"{f}_lo", f"{f}_hi"), on=win, how="left", maintain_order="left")
     return out.drop(win)
 
