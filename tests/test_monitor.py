@@ -198,3 +198,53 @@ def test_data_errors(df):
         calframe.monitor(df.head(0), "ts")
     with pytest.raises(InvalidValueError, match="prob"):
         calframe.monitor(df.with_columns(prob=pl.col("prob") + 1), "ts")
+
+
+# --------------------------------------------------------------------------- the drift plot
+
+
+@pytest.fixture
+def plt():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")
+
+
+def test_drift_display_from_frame(df, plt, tmp_path):
+    from calframe.plot import DriftDisplay
+
+    disp = DriftDisplay.from_frame(df, "ts", every="1d", baseline="2024-01-02", ci=0.9, n_boot=50, bins=10)
+    days = [dt.datetime(2024, 1, d) for d in range(1, 6)]
+    # the line: each day's ECE (by hand) at the window's middle
+    want = [calframe.ece(rows_in(df, d, d + DAY), bins=10) for d in days]
+    np.testing.assert_allclose(disp.line_.get_ydata(), want, rtol=1e-12)
+    assert list(disp.line_.get_xdata()) == [d + DAY / 2 for d in days]
+    base = calframe.ece(rows_in(df, days[1], days[2]), bins=10)
+    assert disp.baseline_ == pytest.approx(base, rel=1e-12)
+    assert list(disp.baseline_line_.get_ydata()) == [disp.baseline_] * 2
+    assert disp.band_ is not None and [b.get_height() for b in disp.counts_ax_.patches] == [
+        rows_in(df, d, d + DAY).height for d in days]
+    assert disp.ax_.get_ylabel() == "ECE" and disp.counts_ax_.get_xlabel() == "ts"
+    assert disp.ax_.get_title() == "ECE per window (lens class:1: probability of class 1 against its frequency)"
+    disp.figure_.savefig(tmp_path / "drift.png", dpi=60)
+    assert (tmp_path / "drift.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_drift_display_lens_and_tables(df, plt):
+    from calframe.plot import DriftDisplay
+
+    top1 = DriftDisplay.from_frame(df.lazy(), "ts", every="1d", lens="top1")
+    assert top1.ax_.get_title() == "ECE per window (lens top1: confidence (top-1) against accuracy)"
+    assert top1.band_ is None and top1.baseline_line_ is None
+    # from a computed table (pandas too); a figure with no lens is not labelled with one; gaps break the line
+    table = calframe.monitor(df.filter(pl.col("ts").dt.day() != 3).to_pandas(), "ts", figures=["brier", "ece"])
+    disp = DriftDisplay.from_monitor(table, figure="brier", lens="class:1").plot(counts=False)
+    assert disp.ax_.get_title() == "brier per window" and disp.counts_ax_ is None
+    assert np.isnan(disp.line_.get_ydata()[2]) and disp.ax_.get_xlabel() == "ts"
+    fig, ax = plt.subplots()
+    assert DriftDisplay(table, name="model A").plot(ax=ax).ax_.get_title().startswith("model A: ECE per window")
+    with pytest.raises(ParameterError, match="lacks column"):
+        DriftDisplay(table, figure="mce")
