@@ -240,7 +240,7 @@ def _every_window(windows: Any, w: R.Windows, dtype: pl.DataType) -> pl.LazyFram
 
 def _some_rows(s: pl.Series) -> None:
     if s.len() == 0:
-        raise EmptyInputError(f"{FUNC}: the frame has no rows; there is nothing to evaluate.")
+        raise E.no_rows(FUNC)
 
 
 def _instant(value: Any, dtype: pl.DataType) -> Any:
