@@ -1184,7 +1184,7 @@ class DriftDisplay:
     bootstrap interval; with ``<figure>_baseline`` (``monitor(...,
     baseline=...)``) a dashed horizontal line shows the baseline's value.
     Below, bars give each window's rows ``n`` (they span the window). For the
-    calibration errors the title names the lens (:func:`_lens_labels`).
+    calibration errors the title names the lens (:func:`lens_labels`).
 
     Parameters
     ----------
@@ -1282,7 +1282,7 @@ class DriftDisplay:
         main.set_axisbelow(True)
         head = f"{label} per window"
         if self.lens is not None and self.figure in _LENSED_FIGURES:
-            xl, yl = _lens_labels(self.lens)
+            xl, yl = lens_labels(self.lens)
             head += f" (lens {self.lens}: {_lens_phrase(xl, yl)})"
         main.set_title(head if self.name is None else f"{self.name}: {head}", fontsize=10)
         main.legend(loc="best", fontsize=8, frameon=False)
