@@ -579,7 +579,7 @@ breaches listed on standard error); 130 interrupted. Errors are one line on stan
 Outputs are written to a temporary file and renamed when complete: never half-written."""
 
 #: Each subcommand's examples (its --help epilog). tests/test_cli.py parses every line and runs some of them
-#: in a directory holding scores.parquet and cal.parquet (columns prob, label, region, age, device).
+#: in a directory holding scores.parquet and cal.parquet (columns prob, label, region, age, device, ts).
 EXAMPLES = {
     "report": """\
   calframe report scores.parquet --no-ci

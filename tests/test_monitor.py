@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +17,7 @@ import pytest
 import calframe
 from calframe import ColumnNotFoundError, ColumnTypeError, EmptyInputError, InvalidValueError, ParameterError
 
+ROOT = Path(__file__).resolve().parent.parent
 DAY = dt.timedelta(days=1)
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -248,3 +254,73 @@ def test_drift_display_lens_and_tables(df, plt):
     assert DriftDisplay(table, name="model A").plot(ax=ax).ax_.get_title().startswith("model A: ECE per window")
     with pytest.raises(ParameterError, match="lacks column"):
         DriftDisplay(table, figure="mce")
+
+
+# --------------------------------------------------------------------------- the report and the command line
+
+
+def run_cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "calframe", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_report_over_time(df, tmp_path):
+    import json
+
+    df.write_parquet(tmp_path / "s.parquet")
+    run = run_cli("report", "s.parquet", "--time-col", "ts", "--every", "1d", "--baseline", "2024-01-02",
+                  "--ci", "0.9", "--n-boot", "50", "--bins", "10", "--out", "r.html", "--json", "f.json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    got = json.loads((tmp_path / "f.json").read_text())
+    assert got["options"]["time_col"] == "ts" and got["options"]["ci"] == 0.9
+    days = [dt.datetime(2024, 1, d) for d in range(1, 6)]
+    base = calframe.ece(rows_in(df, days[1], days[2]), bins=10)
+    for w, day in zip(got["over_time"], days):
+        rows = rows_in(df, day, day + DAY)
+        assert w["ts"] == day.isoformat() and w["n"] == rows.height
+        assert w["ece"] == pytest.approx(calframe.ece(rows, bins=10), rel=1e-12)
+        assert w["ece_diff"] == pytest.approx(w["ece"] - base, abs=1e-12)
+        assert w["ece_lo"] < w["ece_hi"]
+    page = (tmp_path / "r.html").read_text()
+    section = page[page.index("<h2>Over time</h2>"):]
+    w = got["over_time"][4]
+    assert f"{w['ece']:.4f}</span> <span class='ci'>[{w['ece_lo']:.4f}, {w['ece_hi']:.4f}]" in section
+    assert f"{w['ece_diff']:+.4f}" in section and "2024-01-05" in section
+    if importlib.util.find_spec("matplotlib"):
+        assert section.count("data:image/png;base64,") == 1  # the drift plot
+    worst = max(got["over_time"], key=lambda r: r["ece"])
+    assert f"worst 1d window from {worst['ts'][:10]}" in got["headline"]
+
+    console = run_cli("report", "s.parquet", "--time-col", "ts", "--baseline", "2024-01-01,2024-01-03", cwd=tmp_path)
+    assert console.returncode == 0, console.stderr
+    assert "Over time: ECE per 1d window of ts" in console.stdout
+    assert max(len(line) for line in console.stdout.splitlines()) <= 100
+
+
+def test_report_fail_above_judges_windows(df, tmp_path):
+    df.write_parquet(tmp_path / "s.parquet")
+    daily = calframe.monitor(df, "ts", every="1d")
+    overall = calframe.ece(df)
+    limit = (max(overall, daily["ece"][3]) + daily["ece"][4]) / 2  # above day 4 and overall, below day 5
+    assert overall < limit < daily["ece"][4]
+    run = run_cli("report", "s.parquet", "--time-col", "ts", "--fail-above", f"ece={limit}", "--no-ci", cwd=tmp_path)
+    assert run.returncode == 3
+    breached = [line for line in run.stderr.splitlines() if "limit breached" in line]
+    assert breached == [f"calframe: limit breached: ece [ts=2024-01-05 00:00:00]: {daily['ece'][4]:.6g} > limit "
+                        f"{limit:g}"]
+    usage = run_cli("report", "s.parquet", "--every", "1d", cwd=tmp_path)
+    assert usage.returncode == 2 and "--time-col" in usage.stderr
+
+
+def test_default_interval_within_budget(df):
+    from calframe.report import BOOT_BUDGET, build_report
+
+    assert df.height * 200 <= BOOT_BUDGET
+    assert build_report(df, bins=10).options["ci"] == 0.95  # small: intervals by default
+    over = BOOT_BUDGET // df.height + 1  # draws that put rows x draws over the budget
+    rep = build_report(df, bins=10, n_boot=over)
+    assert rep.options["ci"] is None and "ece_lo" not in rep.summary.columns
+    assert f"{df.height:,} rows x {over} draws is over the default budget" in rep.to_text()
+    asked = build_report(df.lazy(), bins=10, n_boot=over, ci=0.9)  # asked for: computed whatever the size
+    assert asked.options["ci"] == 0.9 and "ece_lo" in asked.summary.columns
