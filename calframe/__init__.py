@@ -23,7 +23,7 @@ from ._errors import (
     ParameterError,
     UnsafeForkError,
 )
-from .api import accuracy, apply, brier, ce, disparity, ece, fit, gece, lce, load, mlce, mlce_curve, log_loss, mce, reliability, rmsce, smece, summary, vce_curve, vece, vece_rank, vmce, VCECurve
+from .api import accuracy, apply, brier, ce, disparity, ece, fit, gece, lce, load, mlce, mlce_curve, log_loss, mce, monitor, reliability, rmsce, smece, summary, vce_curve, vece, vece_rank, vmce, VCECurve
 from .frames import pandas as _pandas_accessor  # noqa: F401  (registers df.calib)
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
 from . import expr  # noqa: E402  (calframe.expr.ece(...) -> pl.Expr; registers pl.col(...).calib)
@@ -63,6 +63,7 @@ __all__ = [
     "gece",
     "log_loss",
     "mce",
+    "monitor",
     "reliability",
     "rmsce",
     "smece",

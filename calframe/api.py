@@ -1645,3 +1645,6 @@ def load(path: Any, *, key: bytes | str | None = None) -> Any:
     'platt'
     """
     return _rec_module().load(path, key=key)
+
+
+from .monitoring import monitor  # noqa: E402  (calframe.monitor: figures over time, built on calframe.expr)

@@ -93,11 +93,16 @@ def scan(path: str) -> pl.LazyFrame:
     raise DataError(f"unknown file type {suffix!r} for {path!r}; use .parquet, .csv or .arrow/.ipc/.feather")
 
 
+def scan_all(files: list[str]) -> pl.LazyFrame:
+    """The files (from :func:`expand`), concatenated, not read yet."""
+    frames = [scan(f) for f in files]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+
+
 def read(files: list[str]) -> pl.DataFrame:
     """The files (from :func:`expand`), concatenated and collected (reader errors become DataError)."""
-    frames = [scan(f) for f in files]
     with reading(", ".join(map(repr, files))):
-        return (frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")).collect()
+        return scan_all(files).collect()
 
 
 # --------------------------------------------------------------------------- outputs
@@ -235,29 +240,35 @@ def _limit(text: str) -> Limit:
     return Limit(figure, variable or None, limit)
 
 
-def _breaches(limits: list[Limit], rep: Any, frame: pl.DataFrame, args: argparse.Namespace) -> list[str]:
-    """One line per figure (and group) over its limit: judged on the value, or with ``--on upper`` on the
-    upper bound of the report's interval. Summary figures are judged overall and in every ``--by`` group;
-    ``vece``/``vmce`` in every group (overall without ``--by``). A NaN figure is a breach (it proves nothing)."""
+def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespace) -> list[str]:
+    """One line per figure (and group, or window) over its limit: judged on the value, or with ``--on upper`` on
+    the upper bound of the report's interval. Summary figures are judged overall and in every ``--by`` group, and
+    ``ece`` also in every ``--time-col`` window that has rows; ``vece``/``vmce`` in every group (overall without
+    ``--by``). A NaN figure is a breach (it proves nothing)."""
     from . import api
 
     by = _split(args.by) or []
     upper = args.on == "upper"
+    time_col = rep.options["time_col"]
     lines = []
     for lim in limits:
         if lim.variable is None:
             tables = [rep.summary] + ([rep.by_group] if rep.by_group is not None else [])
+            if lim.figure == "ece" and rep.over_time is not None:
+                tables.append(rep.over_time.filter(pl.col("n") > 0))
         else:
             fn = api.vece if lim.figure == "vece" else api.vmce
             tables = [fn(frame, lim.variable, prob=_prob(args.prob), label=args.label, by=by or None,
-                         lens=rep.options["lens"], nulls=args.nulls, ci=args.ci if upper else None,
+                         lens=rep.options["lens"], nulls=args.nulls, ci=rep.options["ci"] if upper else None,
                          n_boot=args.n_boot, seed=args.seed)]
+            tables = [t.collect() if isinstance(t, pl.LazyFrame) else t for t in tables]
         column = f"{lim.figure}_hi" if upper else lim.figure
         for table in tables:
             for row in table.iter_rows(named=True):
                 got = row[column]
                 if got is None or not got <= lim.limit:
-                    group = ", ".join(f"{c}={row[c]}" for c in by if c in row)
+                    keys = [c for c in by if c in row] or [c for c in (time_col,) if c and c in row]
+                    group = ", ".join(f"{c}={row[c]}" for c in keys)
                     lines.append(f"{lim}{f' [{group}]' if group else ''}: {'upper bound ' if upper else ''}"
                                  f"{'missing' if got is None else f'{got:.6g}'} > limit {lim.limit:g}")
     return lines
@@ -271,15 +282,24 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.on == "upper" and args.no_ci:
         raise UsageError("--on upper judges the upper bound of the interval: drop --no-ci (or use --on value)")
+    if args.time_col is None and (args.every is not None or args.baseline is not None):
+        raise UsageError("--every and --baseline cut the rows into time windows: give the time column with "
+                         "--time-col")
     files = expand(args.files)
     outputs = [(Path(p), what) for p, what in ((args.out, "the HTML report"), (args.json, "the JSON figures"))
                if p and p != "-"]
     check_outputs(outputs, files, args.overwrite)
-    frame = read(files)
+    frame = scan_all(files)  # each figure reads the columns it needs; those that can stream, stream
     prob, by, variables = _prob(args.prob), _split(args.by), _split(args.vece) or []
-    rep = build_report(frame, prob=prob, label=args.label, by=by, variables=variables, bins=args.bins,
-                       lens=args.lens, ci=None if args.no_ci else args.ci, n_boot=args.n_boot, seed=args.seed,
-                       nulls=args.nulls, tolerance=args.tolerance, title=args.title or f"Calibration report: {', '.join(args.files)}")
+    # the interval: --ci asks for it, --no-ci drops it, and by default it is computed within a budget (report.py)
+    ci = None if args.no_ci else args.ci if args.ci is not None else 0.95 if args.on == "upper" else "auto"
+    baseline = _split(args.baseline)
+    with reading(", ".join(map(repr, files))):
+        rep = build_report(frame, prob=prob, label=args.label, by=by, variables=variables, bins=args.bins,
+                           lens=args.lens, ci=ci, n_boot=args.n_boot, seed=args.seed, nulls=args.nulls,
+                           tolerance=args.tolerance, title=args.title or f"Calibration report: {', '.join(args.files)}",
+                           time_col=args.time_col, every=args.every or "1d",
+                           baseline=None if not baseline else baseline[0] if len(baseline) == 1 else tuple(baseline))
     if args.json:
         text = rep.to_json()
         if args.json == "-":
@@ -295,7 +315,8 @@ def _report(args: argparse.Namespace) -> int:
     else:
         print(lens[0].upper() + lens[1:])
         print(rep.to_text(wide=args.wide), end="")
-    breaches = _breaches(args.fail_above or [], rep, frame, args)
+    with reading(", ".join(map(repr, files))):
+        breaches = _breaches(args.fail_above or [], rep, frame, args)
     for line in breaches:
         print(f"calframe: limit breached: {line}", file=sys.stderr)
     return EXIT_BREACH if breaches else EXIT_OK
@@ -558,7 +579,7 @@ breaches listed on standard error); 130 interrupted. Errors are one line on stan
 Outputs are written to a temporary file and renamed when complete: never half-written."""
 
 #: Each subcommand's examples (its --help epilog). tests/test_cli.py parses every line and runs some of them
-#: in a directory holding scores.parquet and cal.parquet (columns prob, label, region, age, device).
+#: in a directory holding scores.parquet and cal.parquet (columns prob, label, region, age, device, ts).
 EXAMPLES = {
     "report": """\
   calframe report scores.parquet --no-ci
@@ -566,7 +587,9 @@ EXAMPLES = {
   calframe report 'scores/*.parquet' --by region --vece age,device --out report.html --json figs.json
   calframe report scores.parquet --prob prob --label label --lens top1 --no-ci --json -
   calframe report scores.parquet --by region --fail-above ece=0.05 --fail-above vece:age=0.03
-  calframe report scores.parquet --fail-above ece=0.05 --on upper --n-boot 200 --out report.html""",
+  calframe report scores.parquet --fail-above ece=0.05 --on upper --n-boot 200 --out report.html
+  calframe report scores.parquet --time-col ts --every 1d --baseline 2024-01-01 --out report.html
+  calframe report scores.parquet --time-col ts --every 1w --baseline 2024-01-01,2024-01-15 --ci 0.9""",
     "fit": """\
   calframe fit cal.parquet --method platt -o platt.parquet
   calframe fit cal.parquet --method tree --variable age -o rec.calib
@@ -606,9 +629,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--lens", default=None,
                      help="top1 or class:<c>; default: class:1 (the positive class) for one probability column, "
                           "top1 for class probability columns")
-    rep.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
+    rep.add_argument("--ci", type=float, default=None, metavar="LEVEL",
+                     help="bootstrap intervals at this level, e.g. 0.95. Default: 0.95 when rows x --n-boot is at "
+                     "most 10,000,000 (50,000 rows at 200 draws), else none, which the report says: the bootstrap "
+                     "is the slow part (1e6 rows: minutes), the rest takes seconds")
     rep.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals")
-    rep.add_argument("--n-boot", type=int, default=200)
+    rep.add_argument("--n-boot", type=int, default=200, help="bootstrap draws (default 200)")
     rep.add_argument("--seed", type=_seed, default=0, help="bootstrap seed, a non-negative integer (default 0)")
     rep.add_argument("--nulls", choices=["raise", "drop"], default="raise")
     rep.add_argument("--title")
@@ -623,11 +649,20 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--overwrite", action="store_true", help=overwrite)
     rep.add_argument("--fail-above", action="append", type=_limit, metavar="FIGURE=LIMIT",
                      help=f"exit 3 (after writing the outputs) when FIGURE exceeds LIMIT, overall or in any --by "
-                     f"group; FIGURE is one of {', '.join(GATED_FIGURES)}, or vece:VARIABLE / vmce:VARIABLE "
+                     f"group (ece: and in any --time-col window); FIGURE is one of {', '.join(GATED_FIGURES)}, or vece:VARIABLE / vmce:VARIABLE "
                      "(repeatable)")
     rep.add_argument("--on", choices=["value", "upper"], default="value",
                      help="judge --fail-above on the figure (value, default) or on the upper bound of its "
-                     "bootstrap interval (upper; needs the interval, not --no-ci)")
+                     "bootstrap interval (upper; computes the interval, 0.95 unless --ci; not with --no-ci)")
+    rep.add_argument("--time-col", metavar="COLUMN",
+                     help="a Date or Datetime column: adds the ECE per time window ('Over time'); --fail-above "
+                     "ece=... then also judges every window with rows")
+    rep.add_argument("--every", metavar="DURATION",
+                     help="window length, a Polars duration: 1h, 1d (default), 1w, 1mo, ... (windows start on the "
+                     "calendar grid: days at midnight, weeks on Monday)")
+    rep.add_argument("--baseline", metavar="START[,END]",
+                     help="compare every window with one window (its start, e.g. 2024-01-01) or with the rows "
+                     "from START to END (excluded)")
     rep.set_defaults(run=_report)
 
     fit = sub.add_parser("fit", help="fit a recalibrator on calibration files and save it (data only, no pickle)",

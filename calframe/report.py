@@ -38,6 +38,8 @@ class Report:
     reliability: pl.DataFrame
     variables: pl.DataFrame | None
     curves: dict[str, Any] = field(default_factory=dict)
+    #: the figures per time window (:func:`calframe.monitor`), with ``time_col``
+    over_time: pl.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def rows(df: pl.DataFrame | None) -> list[dict[str, Any]] | None:
@@ -55,6 +57,7 @@ class Report:
             "variables": rows(self.variables),
             "vce": {v: rows(c.summary if isinstance(c.summary, pl.DataFrame) else pl.from_pandas(c.summary))
                     for v, c in self.curves.items()},
+            "over_time": rows(self.over_time),
         }
 
     def to_json(self, indent: int = 2) -> str:
@@ -107,6 +110,11 @@ def _iso_duration(td: dt.timedelta) -> str:
     return f"{sign}P{day}T{time}" if time else f"{sign}P{day}" if day else "PT0S"
 
 
+#: The default report's bootstrap budget: rows x draws resampled (``ci="auto"``). Above it the default report has
+#: no interval (an explicit ``ci`` always computes them): 50,000 rows at the default 200 draws.
+BOOT_BUDGET = 10_000_000
+
+
 def build_report(
     frame: Any,
     *,
@@ -116,14 +124,17 @@ def build_report(
     variables: Sequence[str] = (),
     bins: int = 15,
     lens: str | None = None,
-    ci: float | None = 0.95,
+    ci: float | None | str = "auto",
     n_boot: int = 200,
     seed: int = 0,
     nulls: str = "raise",
     title: str = "Calibration report",
     tolerance: float = TOLERANCE,
+    time_col: str | None = None,
+    every: Any = "1d",
+    baseline: Any = None,
 ) -> Report:
-    """Compute the figures of a report (summary, per group, reliability, VECE ranking, VCE curves).
+    """Compute the figures of a report (summary, per group, reliability, VECE ranking, VCE curves, over time).
 
     Every calibration figure uses one lens: ``lens``, or by default (None)
     ``class:1`` for a single probability column (binary input) and ``top1``
@@ -131,15 +142,29 @@ def build_report(
     ``report.options["lens"]`` and is printed in the HTML page. ``tolerance``
     is the ECE the headline's verdicts compare the interval with (:func:`verdict`).
 
+    ``ci``: the level of the bootstrap intervals, None for none, or
+    ``"auto"`` (default): 0.95 when the rows times ``n_boot`` are at most
+    :data:`BOOT_BUDGET` (50,000 rows at 200 draws), else none, said in
+    ``options["ci_note"]`` and on the page (docs/plots.md, "Time and memory").
+    ``frame`` may be a LazyFrame (``pl.scan_parquet``): each figure reads the
+    columns it needs, and those that stream, stream.
+
+    With ``time_col``, the ECE per ``every`` window of that column
+    (:func:`calframe.monitor`, with the report's intervals) against
+    ``baseline`` (a window start or a (start, end) pair) is ``report.over_time``.
+
     >>> import calframe
     >>> rep = build_report(calframe.datasets.grouped_miscalibration(n=2000, seed=0), by="region", ci=None)
     >>> rep.headline().split(" (ECE")[0], rep.options["tolerance"]
     ('Calibrated overall', 0.03)
+    >>> build_report(calframe.datasets.grouped_miscalibration(n=60_000, seed=0), bins=10).options["ci"] is None
+    True
     """
     from ._params import check_positive_float
 
     tolerance = check_positive_float("report", "tolerance", tolerance, below=1.0)
     lens = L.lens_used(frame, prob, lens, func="report")
+    ci, ci_note = _interval_level(frame, ci, n_boot)
     common = dict(prob=prob, label=label, nulls=nulls, lens=lens)
     summary = api.summary(frame, bins=bins, ci=ci, n_boot=n_boot, seed=seed, **common)  # type: ignore[arg-type]
     by_group = None
@@ -149,22 +174,38 @@ def build_report(
     variables_df = None
     curves: dict[str, Any] = {}
     if variables:
-        variables_df = api.vece_rank(frame, list(variables), by=by, **common)  # type: ignore[arg-type]
-        kinds = dict(zip(variables_df["variable"].to_list(), variables_df["kind"].to_list())) if isinstance(
-            variables_df, pl.DataFrame) else {}
+        variables_df = _pl(api.vece_rank(frame, list(variables), by=by, **common))  # type: ignore[arg-type]
+        kinds = dict(zip(variables_df["variable"].to_list(), variables_df["kind"].to_list()))  # type: ignore[index]
         for v in variables:
             if kinds.get(v) == "numeric":
                 curves[v] = api.vce_curve(frame, v, by=by, n_points=200, **common)  # type: ignore
+    over_time = None
+    if time_col is not None:
+        over_time = api.monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci, n_boot=n_boot,
+                                seed=seed, **common)
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
-                          "lens": lens, "ci": ci, "n_boot": n_boot, "seed": seed,
-                          "tolerance": tolerance},
-                  _pl(summary), _pl(by_group), _pl(reliability), _pl(variables_df), curves)
+                          "lens": lens, "ci": ci, "ci_note": ci_note, "n_boot": n_boot, "seed": seed,
+                          "tolerance": tolerance, "time_col": time_col, "every": every if time_col else None,
+                          "baseline": baseline},
+                  _pl(summary), _pl(by_group), _pl(reliability), variables_df, curves, _pl(over_time))
+
+
+def _interval_level(frame: Any, ci: float | None | str, n_boot: int) -> tuple[float | None, str | None]:
+    """(the interval level, why there is none when ``ci="auto"`` decided so)."""
+    if ci != "auto":
+        return ci, None  # type: ignore[return-value]
+    n = frame.select(pl.len()).collect().item() if isinstance(frame, pl.LazyFrame) else len(frame)
+    if n * n_boot <= BOOT_BUDGET:
+        return 0.95, None
+    return None, (f"{n:,} rows x {n_boot} draws is over the default budget of {BOOT_BUDGET:,} resampled rows; "
+                  "ask for one with --ci 0.95 (ci=0.95), which takes longer")
 
 
 def _pl(df: Any) -> pl.DataFrame | None:
+    """An API result as an eager Polars frame (a LazyFrame collected, pandas converted)."""
     if df is None or isinstance(df, pl.DataFrame):
         return df
-    return pl.from_pandas(df)
+    return df.collect() if isinstance(df, pl.LazyFrame) else pl.from_pandas(df)
 
 
 # --------------------------------------------------------------------------- words and numbers
@@ -284,8 +325,41 @@ def headline(report: "Report") -> str:
         top = _worst_first(report.variables, "vece").row(0, named=True)
         where = f" in {_group_name(top, by)}" if by else ""
         parts.append(f"most miscalibrated along {top['variable']} (VECE {num(top['vece'])}{where})")
+    if report.over_time is not None and report.over_time["ece"].drop_nulls().len():
+        parts.append(_worst_window(report))
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:]
+
+
+def _worst_window(report: "Report") -> str:
+    """The headline's phrase on the windows: the worst one, and how far it is from the baseline."""
+    o = report.options
+    top = _worst_first(report.over_time, "ece").row(0, named=True)  # type: ignore[arg-type]
+    change = f", {top['ece_diff']:+.4f} against the baseline" if top.get("ece_diff") is not None else ""
+    return (f"worst {o['every']} window from {_when(top[o['time_col']])} (ECE {interval(*_bounds(top, 'ece'))}"
+            f"{change})")
+
+
+def _when(t: Any) -> str:
+    """A window start as the report prints it: the date alone at midnight."""
+    if isinstance(t, dt.datetime) and t.time() == dt.time(0):
+        return t.date().isoformat()
+    return t.isoformat(sep=" ") if isinstance(t, dt.datetime) else str(t)
+
+
+def window_table(report: "Report") -> pl.DataFrame:
+    """The windows as text, in time order: start, rows, ECE (and interval), the change against the baseline,
+    the verdict of the window's ECE (for the console and the page)."""
+    o = report.options
+    df = report.over_time
+    rows = df.rows(named=True)  # type: ignore[union-attr]
+    cols = {f"{o['time_col']} ({o['every']} from)": [_when(r[o["time_col"]]) for r in rows],
+            LABELS["n"]: [str(r["n"]) for r in rows],
+            LABELS["ece"]: [interval(*_bounds(r, "ece")) if r["n"] else "no rows" for r in rows]}
+    if "ece_diff" in df.columns:  # type: ignore[union-attr]
+        cols["vs baseline"] = ["n/a" if r["ece_diff"] is None else f"{r['ece_diff']:+.4f}" for r in rows]
+    cols["verdict"] = [verdict(*_bounds(r, "ece"), tolerance=o["tolerance"]) if r["n"] else "" for r in rows]
+    return pl.DataFrame(cols, schema={c: pl.String for c in cols})
 
 
 def rule(report: "Report") -> str:
@@ -293,8 +367,9 @@ def rule(report: "Report") -> str:
     o = report.options
     tol = f"{o['tolerance']:g}"
     if o["ci"] is None:
-        return (f"Calibrated means the ECE is at most {tol} (the tolerance); this report has no bootstrap interval, "
-                "so the estimate alone decides (add the interval to tell noise from miscalibration).")
+        why = f" ({o['ci_note']})" if o.get("ci_note") else ""
+        return (f"Calibrated means the ECE is at most {tol} (the tolerance); this report has no bootstrap interval"
+                f"{why}, so the estimate alone decides (add the interval to tell noise from miscalibration).")
     return (f"Calibrated means the whole {o['ci']:.0%} interval of the ECE lies at or below {tol} (the tolerance): "
             "the data rule out a larger error. Not calibrated: the whole interval lies above it. Undecided: the "
             "interval straddles it, and more rows would decide.")
@@ -343,6 +418,8 @@ def _render_text(report: "Report", wide: bool, width: int) -> str:
             table = _worst_first(report.variables, "vece").select(cols)
             out += ["Along variables, worst VECE first", str(table.rename({c: LABELS[c] for c in table.columns
                                                                           if c in LABELS and c not in by})), ""]
+        if report.over_time is not None:
+            out += [f"Over time: ECE per {o['every']} window of {o['time_col']}", str(window_table(report)), ""]
     if not wide:
         out.append("(essential columns; --wide shows every figure)")
     return "\n".join(out).rstrip() + "\n"
@@ -420,6 +497,11 @@ def displays(report: Report) -> dict[str, Any]:
             out[f"curve:{v}"] = plot.VariableCurveDisplay(curve, lens=lens).plot()
         except Exception as exc:
             out[f"curve:{v}"] = f"curve for {v} unavailable: {exc}"
+    if report.over_time is not None:
+        try:
+            out["drift"] = plot.DriftDisplay(report.over_time, time_col=report.options["time_col"], lens=lens).plot()
+        except Exception as exc:
+            out["drift"] = f"drift plot unavailable: {exc}"
     return out
 
 
@@ -534,15 +616,30 @@ def _variables(report: Report, figs: dict[str, str]) -> Section | None:
     return Section("Calibration along variables (VECE)", note, "\n".join(body))
 
 
+def _over_time(report: Report, figs: dict[str, str]) -> Section | None:
+    if report.over_time is None:
+        return None
+    o = report.options
+    base = o["baseline"]
+    against = "" if base is None else (
+        f" The dashed line is the ECE of the baseline ({base if isinstance(base, str) else ' to '.join(map(str, base))}"
+        "), and the table gives each window's difference to it.")
+    note = (f"The ECE of each {o['every']} window of {o['time_col']}, in time order, with the window's rows below "
+            f"the plot.{against} A model drifts when its windows climb away from the baseline; a window with few "
+            "rows is noisy. Good: flat, near the baseline and below the tolerance. A window with no rows has no ECE.")
+    body = (f"<div class='figs'>{figs['drift']}</div>" if "drift" in figs else "") + _table(window_table(report))
+    return Section("Over time", note, body)
+
+
 #: The page's sections, in order: each takes the report and its embedded figures and returns a Section, or None
 #: when the report has nothing for it. A new section is one more function here.
-SECTIONS = (_overall, _by_group, _reliability, _variables)
+SECTIONS = (_overall, _by_group, _reliability, _variables, _over_time)
 
 
 def _render_html(report: Report) -> str:
     figs = _figures(report)
     o = report.options
-    ci = "no bootstrap interval" if o["ci"] is None else (
+    ci = f"no bootstrap interval{': ' + o['ci_note'] if o.get('ci_note') else ''}" if o["ci"] is None else (
         f"{o['ci']:.0%} bootstrap intervals in brackets ({o['n_boot']} draws, seed {o['seed']})")
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",

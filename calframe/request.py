@@ -13,8 +13,10 @@ figure's parameters go.
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import inspect
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict, TypeVar, Union
@@ -702,3 +704,81 @@ def smece(prob: Columns = None, label: str | None = None, **call: Any) -> Reques
     sigma = check_positive_float(func, "sigma", o["sigma"], allow_none=True)
     return _checked_ci(func, o, Request(func, "smece", func, prob, label, o["by"], o["weights"], o["nulls"], lens_,
                                         options=SmoothOptions(sigma)))
+
+
+# --------------------------------------------------------------------------- monitoring over time (monitor)
+
+#: the figures :func:`calframe.monitor` computes per window: the scalar figures of :mod:`calframe.expr`
+MONITOR_FIGURES = ("ece", "mce", "rmsce", "ce", "brier", "log_loss", "accuracy")
+_DURATION = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
+
+
+@dataclass(frozen=True)
+class Windows:
+    """:func:`calframe.monitor`'s windows, as Polars' ``group_by_dynamic`` takes them: ``every``, ``period``
+    (default ``every``), ``offset`` (default none), ``closed``; ``baseline``: None, one instant (the window
+    starting there) or a ``(start, end)`` pair (rows with start <= time < end), as given (read against the
+    time column's type by the run); ``figures``: the names of the figures per window."""
+
+    time_col: str
+    every: str | _dt.timedelta
+    period: str | _dt.timedelta
+    offset: str | _dt.timedelta | None
+    closed: str
+    baseline: Any
+    figures: tuple[str, ...]
+    ci: float | None
+    n_boot: int
+    seed: int | None
+
+    @property
+    def sub_day(self) -> bool:
+        """Whether ``every``, ``period`` or ``offset`` counts time below a day (a Date column cannot)."""
+        def below(d: Any) -> bool:
+            if isinstance(d, _dt.timedelta):
+                return d % _dt.timedelta(days=1) != _dt.timedelta(0)
+            return any(u in ("ns", "us", "ms", "s", "m", "h") for _, u in _DURATION.findall(str(d)))
+        return any(below(d) for d in (self.every, self.period, self.offset) if d is not None)
+
+
+def duration(func: str, name: str, value: Any, *, signed: bool = False) -> str | _dt.timedelta:
+    """A Polars duration: a string of ``<int><unit>`` parts (units ns, us, ms, s, m, h, d, w, mo, q, y; e.g.
+    ``"1d"``, ``"1h30m"``, ``"1mo"``) or a ``datetime.timedelta``; > 0, or any sign when ``signed`` (``offset``)."""
+    expected = ("a Polars duration such as '1d', '12h', '1w', '1mo' or '1h30m' (units ns, us, ms, s, m, h, d, w, "
+                f"mo, q, y) or a datetime.timedelta, {'' if signed else 'greater than zero'}").rstrip(", ")
+    if isinstance(value, _dt.timedelta) and (signed or value > _dt.timedelta(0)):
+        return value
+    if isinstance(value, str):
+        body = value[1:] if signed and value.startswith("-") else value
+        parts = _DURATION.findall(body)
+        if body and "".join(n + u for n, u in parts) == body and (signed or any(int(n) for n, _ in parts)):
+            return value
+    raise bad_param(func, name, expected, value)
+
+
+def monitor(time_col: Any, *, every: Any, period: Any, offset: Any, window_closed: Any, baseline: Any,
+            figures: Any, ci: Any, n_boot: Any, seed: Any) -> Windows:
+    """:func:`calframe.monitor`'s own parameters, in the order of its signature (the figures' options are
+    checked by the figures)."""
+    func = "monitor"
+    if not isinstance(time_col, str) or not time_col:
+        raise bad_param(func, "time_col", "the name of a Date or Datetime column", time_col)
+    every_ = duration(func, "every", every)
+    period_ = every_ if period is None else duration(func, "period", period)
+    offset_ = None if offset is None else duration(func, "offset", offset, signed=True)
+    if window_closed not in ("left", "right", "both", "none"):
+        raise bad_param(func, "window_closed", "'left', 'right', 'both' or 'none'", window_closed)
+    names = (figures,) if isinstance(figures, str) else tuple(figures) if isinstance(figures, (list, tuple)) else ()
+    if not names or any(f not in MONITOR_FIGURES for f in names) or len(set(names)) != len(names):
+        raise bad_param(func, "figures", f"a figure name or a list of distinct ones among {list(MONITOR_FIGURES)}",
+                        figures)
+    if baseline is not None:
+        pair = isinstance(baseline, (tuple, list))
+        ok = (len(baseline) == 2 and all(isinstance(b, (str, _dt.date)) for b in baseline)) if pair else isinstance(
+            baseline, (str, _dt.date))
+        if not ok:
+            raise bad_param(func, "baseline", "a window start (a date, datetime or ISO string such as '2024-01-01') "
+                            "or a (start, end) pair of them", baseline)
+    check_ci(func, ci, n_boot, seed)
+    return Windows(time_col, every_, period_, offset_, window_closed,
+                   tuple(baseline) if isinstance(baseline, list) else baseline, names, ci, n_boot, seed)

@@ -412,7 +412,8 @@ def test_every_help_example_parses(capsys, command):
 
 def test_help_examples_run(work, capsys):
     """The report, fit and apply examples run as written on scores.parquet / scores/ / cal.parquet."""
-    df = pl.read_parquet(work / "x.parquet")
+    df = pl.read_parquet(work / "x.parquet").with_columns(  # a score every hour from 2024-01-01 (25 days)
+        ts=pl.datetime(2024, 1, 1) + pl.duration(hours=pl.int_range(pl.len())))
     df.write_parquet(work / "scores.parquet")
     (work / "scores").mkdir()
     df.write_parquet(work / "scores" / "a.parquet")

@@ -1,0 +1,308 @@
+"""Calibration over time: figures per time window (Polars ``group_by_dynamic``), against a baseline.
+
+``calframe.monitor(df, "ts", every="1d")`` is one row per window: the window's
+start and end, its rows ``n`` and each figure of ``figures``, computed by the
+expressions of :mod:`calframe.expr` inside ``group_by_dynamic`` (the same
+numbers as ``calframe.ece`` on each window's rows: one call for all windows).
+With ``baseline`` each figure is also compared with its value on the baseline
+rows (``<figure>_baseline`` and ``<figure>_diff`` = window - baseline); with
+``ci`` each window gets bootstrap bounds (``<figure>_lo``, ``<figure>_hi``),
+drawn within each window by the ``by=`` machinery of the eager functions.
+Rules: docs/monitoring.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+import pandas as pd
+import polars as pl
+
+from . import api, expr
+from . import _errors as E
+from . import request as R
+from ._columns import _from_pandas, columns_of, resolve_names
+from ._errors import ColumnNotFoundError, ColumnTypeError, EmptyInputError, InvalidValueError, ParameterError
+from ._names import fresh_name
+
+Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
+FUNC = "monitor"
+
+
+def monitor(
+    frame: Frame,
+    time_col: str,
+    *,
+    every: str | dt.timedelta = "1d",
+    figures: str | Sequence[str] = ("ece",),
+    prob: str | Sequence[str] | None = None,
+    label: str | None = None,
+    baseline: str | dt.date | tuple[str | dt.date, str | dt.date] | None = None,
+    period: str | dt.timedelta | None = None,
+    offset: str | dt.timedelta | None = None,
+    window_closed: str = "left",
+    ci: float | None = None,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    **figure_options: Any,
+) -> Frame:
+    """Calibration figures per time window, optionally against a baseline (docs/monitoring.md).
+
+    Windows are Polars' ``group_by_dynamic`` windows on ``time_col`` (a Date
+    or Datetime column): they start every ``every`` (a Polars duration:
+    ``"1d"``, ``"12h"``, ``"1w"`` (from Monday), ``"1mo"``, ... or a
+    ``timedelta``), on the calendar grid shifted by ``offset``, and span
+    ``period`` (default ``every``; longer windows overlap), closed on the
+    ``window_closed`` side (default ``"left"``: start <= time < end). Every
+    window from the first to the last that holds rows is a row of the result,
+    in time order; a window without rows has ``n`` = 0 and null figures (as a
+    :mod:`calframe.expr` figure of an empty group: there is nothing to
+    evaluate).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame, polars.LazyFrame or pandas.DataFrame
+        Scored rows, in any order.
+    time_col : str
+        The Date or Datetime column that places each row in time (no nulls;
+        ``nulls="drop"`` drops those rows as it drops rows with a null
+        probability or label).
+    figures : str or list of str
+        Any of ``ece``, ``mce``, ``rmsce``, ``ce``, ``brier``, ``log_loss``,
+        ``accuracy`` (default ``("ece",)``).
+    baseline : date, datetime, ISO string, or (start, end) pair of them, optional
+        What each window is compared with: one window start (that window's
+        rows: ``"2024-01-01"``), or the rows with start <= time < end (a
+        reference period, e.g. the first month: ``("2024-01-01",
+        "2024-02-01")``). Naive values are in the column's time zone. Adds
+        ``<figure>_baseline`` (the figure on those rows, one value repeated)
+        and ``<figure>_diff`` (window minus baseline).
+    ci, n_boot, seed : as :func:`calframe.ece`
+        Percentile bootstrap bounds per window (``<figure>_lo``,
+        ``<figure>_hi``), rows resampled within each window. The bounds need
+        the rows in memory: a LazyFrame is collected (and the result given
+        back lazy). ``<figure>_diff`` has no interval.
+    **figure_options
+        Options of the figures (``bins``, ``binning``, ``closed``, ``lens``,
+        ``weights``, ``nulls``, ``p``, ...): each goes to the figures that take
+        it (an option no figure of ``figures`` takes is an error).
+
+    Returns
+    -------
+    The input's kind of frame (a ``pl.LazyFrame`` for a LazyFrame: nothing is
+    read until it is collected; a pandas frame for pandas): ``time_col`` (the
+    window start), ``<time_col>_end``, ``n`` (the window's rows), then per
+    figure its value, ``_lo`` / ``_hi`` with ``ci`` and ``_baseline`` /
+    ``_diff`` with ``baseline``.
+
+    Examples
+    --------
+    >>> import datetime as dt, polars as pl, calframe
+    >>> df = calframe.datasets.grouped_miscalibration(n=3000, seed=0).with_columns(
+    ...     ts=pl.datetime_range(dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 3, 23), "1m", eager=True)
+    ...     .sample(3000, seed=0).sort())
+    >>> out = calframe.monitor(df, "ts", every="1d", baseline="2024-01-01")
+    >>> out.columns
+    ['ts', 'ts_end', 'n', 'ece', 'ece_baseline', 'ece_diff']
+    >>> out["n"].to_list()
+    [1023, 1009, 968]
+    >>> first = df.filter(pl.col("ts") < dt.datetime(2024, 1, 2))
+    >>> out["ece"][0] == calframe.ece(first)  # a window's figure is the figure of its rows
+    True
+    """
+    w = R.monitor(time_col, every=every, period=period, offset=offset, window_closed=window_closed,
+                  baseline=baseline, figures=figures, ci=ci, n_boot=n_boot, seed=seed)
+    names = columns_of(frame)
+    weights = figure_options.get("weights")
+    probs, multi, label_col, _, weight_cols, _ = resolve_names(names, FUNC, prob, label, None, weights)
+    if time_col not in names:
+        raise ColumnNotFoundError(f"{FUNC}: the time column {time_col!r} (time_col=) is not in the frame; it has "
+                                  f"columns {names}.")
+    needed = list(dict.fromkeys([time_col, *probs, label_col, *weight_cols]))
+    lf = _lazy(frame, needed)
+    dtype = lf.collect_schema()[time_col]
+    if not isinstance(dtype, (pl.Date, pl.Datetime)):
+        raise ColumnTypeError(f"{FUNC}: the time column {time_col!r} has type {dtype}, not a date or datetime. "
+                              f"Parse it first, e.g. pl.col({time_col!r}).str.to_datetime(), or pass another "
+                              "time_col.")
+    if isinstance(dtype, pl.Date) and w.sub_day:
+        raise ParameterError(f"The 'every' parameter of {FUNC}: the time column {time_col!r} holds dates, so "
+                             "every, period and offset count whole days (d, w, mo, q, y); got every="
+                             f"{w.every!r}, period={w.period!r}, offset={w.offset!r}.", "every")
+    figure_args = _figure_options(w, figure_options)
+    prob_arg: Any = probs if multi else probs[0]
+    if figure_options.get("nulls", "raise") == "drop":
+        lf = lf.filter(pl.col(time_col).is_not_null())
+    lf = lf.with_columns(_checked(pl.col(time_col), _null_times)).sort(time_col, maintain_order=True)
+
+    if w.ci is None:
+        exprs = [getattr(expr, f)(prob_arg, label_col, **figure_args[f]) for f in w.figures]
+        windows = _windows(lf, w).agg(pl.len().cast(pl.Int64).alias("n"), *exprs)
+    else:
+        windows = _windows_ci(lf, w, names, prob_arg, label_col, figure_args)
+    out = _every_window(windows, w, dtype)
+    if w.baseline is not None:
+        out = _against_baseline(out, lf, w, dtype, prob_arg, label_col, figure_args)
+    out = out.select(time_col, f"{time_col}_end", "n", *[c for f in w.figures for c in _figure_columns(f, w)])
+    if isinstance(frame, pl.LazyFrame):
+        return out.lazy() if isinstance(out, pl.DataFrame) else out
+    got = out.collect() if isinstance(out, pl.LazyFrame) else out
+    return got.to_pandas() if isinstance(frame, pd.DataFrame) else got
+
+
+# --------------------------------------------------------------------------- the parts
+
+
+def _lazy(frame: Any, cols: list[str]) -> pl.LazyFrame:
+    """The needed columns as a LazyFrame (pandas converted as every calframe function converts it)."""
+    if isinstance(frame, pl.LazyFrame):
+        return frame.select(cols)
+    if isinstance(frame, pl.DataFrame):
+        return frame.lazy().select(cols)
+    if isinstance(frame, pd.DataFrame):
+        return _from_pandas(frame, cols, FUNC).lazy()
+    raise ColumnTypeError(f"{FUNC}: expected a Polars DataFrame / LazyFrame or a pandas DataFrame; got "
+                          f"{type(frame).__name__}.")
+
+
+def _figure_options(w: R.Windows, options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each figure's options: those of ``options`` its expression takes (and the seed, when it takes one)."""
+    out: dict[str, dict[str, Any]] = {}
+    used: set[str] = set()
+    for f in w.figures:
+        takes = inspect.signature(getattr(expr, f)).parameters
+        out[f] = {k: v for k, v in {**options, "seed": w.seed}.items() if k in takes}
+        used |= out[f].keys()
+    unknown = sorted(set(options) - used)
+    if unknown:
+        raise ParameterError(f"{FUNC}: no figure of figures={list(w.figures)} takes the option(s) {unknown}; the "
+                             "options are those of calframe.expr.<figure> (bins, binning, closed, lens, weights, "
+                             "nulls, ...). The windows' closed side is window_closed=.", unknown[0])
+    return out
+
+
+def _checked(e: pl.Expr, check: Callable[[pl.Series], None]) -> pl.Expr:
+    """``e``, with ``check`` run on all of it when the query runs (it raises a calframe error)."""
+    def run(s: pl.Series) -> pl.Series:
+        check(s)
+        return s
+
+    return e.map_batches(run)
+
+
+def _null_times(s: pl.Series) -> None:
+    if s.null_count():
+        raise InvalidValueError(f"{FUNC}: the time column {s.name!r} has null values in {E.rows(s.null_count())}; "
+                                "each row needs a time to fall in a window. Drop them, or pass nulls='drop'.")
+
+
+def _windows(lf: pl.LazyFrame, w: R.Windows) -> Any:
+    return lf.group_by_dynamic(w.time_col, every=w.every, period=w.period, offset=w.offset, closed=w.closed)
+
+
+def _windows_ci(lf: pl.LazyFrame, w: R.Windows, names: list[str], prob: Any, label: str,
+                figure_args: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """The windows with bootstrap bounds: each window's rows (a row in several overlapping windows once in each)
+    numbered by window, and every figure of the eager API with ``by=`` the window and ``ci``."""
+    row, win = fresh_name(names, "row"), fresh_name(names, "window")
+    rows = lf.with_row_index(row)
+    members = (_windows(rows, w).agg(pl.col(row), pl.len().cast(pl.Int64).alias("n"))
+               .with_row_index(win).with_columns(pl.col(win).cast(pl.Int64)).collect())
+    long = (members.lazy().select(win, pl.col(row)).explode(row)
+            .join(rows, on=row, how="inner", maintain_order="left").drop(row).collect())
+    out = members.select(w.time_col, win, "n")
+    for f in w.figures:
+        fn = getattr(api, f)
+        res = fn(long, prob, label, by=win, ci=w.ci, n_boot=w.n_boot, **{**figure_args[f], "seed": w.seed})
+        out = out.join(res.select(win, f, f"{f}_lo", f"{f}_hi"), on=win, how="left", maintain_order="left")
+    return out.drop(win)
+
+
+def _shift(e: pl.Expr, d: str | dt.timedelta) -> pl.Expr:
+    return e.dt.offset_by(d) if isinstance(d, str) else e + pl.lit(d)
+
+
+def _every_window(windows: Any, w: R.Windows, dtype: pl.DataType) -> pl.LazyFrame:
+    """Every window from the first to the last with rows (the empty ones: ``n`` = 0, null figures), with its
+    end; a frame with no window at all is refused when the query runs."""
+    t = w.time_col
+    windows = windows.lazy()
+    span = _checked(pl.col(t), _some_rows)
+    grid = windows.select(
+        (pl.date_range if isinstance(dtype, pl.Date) else pl.datetime_range)(
+            span.min(), span.max(), interval=w.every).alias(t))
+    return (grid.join(windows, on=t, how="left", maintain_order="left")
+            .with_columns(pl.col("n").fill_null(0), _shift(pl.col(t), w.period).alias(f"{t}_end")))
+
+
+def _some_rows(s: pl.Series) -> None:
+    if s.len() == 0:
+        raise E.no_rows(FUNC)
+
+
+def _instant(value: Any, dtype: pl.DataType) -> Any:
+    """A baseline bound (date, datetime or ISO string) as a value of the time column's type (a naive datetime is
+    in the column's time zone)."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise R.bad_param(FUNC, "baseline", "dates, datetimes or ISO 8601 strings such as '2024-01-01'",
+                              value) from None
+    s = pl.Series([value])
+    if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None and s.dtype == pl.Datetime and (
+            s.dtype.time_zone is None):
+        s = s.dt.replace_time_zone(dtype.time_zone)
+    if isinstance(dtype, pl.Date) and isinstance(value, dt.datetime) and value.time() != dt.time(0):
+        raise R.bad_param(FUNC, "baseline", "dates for a Date time column", value)
+    return s.cast(dtype).item()
+
+
+def _baseline_rows(w: R.Windows, dtype: pl.DataType) -> tuple[Any, Any, str, str]:
+    """(start, end, closed side, description) of the baseline rows; a single instant must start a window."""
+    b = w.baseline
+    if isinstance(b, tuple):
+        lo, hi = _instant(b[0], dtype), _instant(b[1], dtype)
+        if not lo < hi:
+            raise R.bad_param(FUNC, "baseline", "a (start, end) pair with start < end", b)
+        return lo, hi, "left", f"{lo} <= {w.time_col} < {hi}"
+    lo = _instant(b, dtype)
+    neg = None if w.offset is None else (w.offset[1:] if w.offset.startswith("-") else "-" + w.offset) if isinstance(
+        w.offset, str) else -w.offset
+    start = pl.lit(lo, dtype=dtype)
+    start = start if neg is None else _shift(start, neg)
+    start = start.dt.truncate(w.every)
+    start = start if w.offset is None else _shift(start, w.offset)
+    aligned = pl.select(start).item()
+    if aligned != lo:
+        raise ParameterError(f"The 'baseline' parameter of {FUNC}: {b!r} does not start a window of every="
+                             f"{w.every!r}{'' if w.offset is None else f', offset={w.offset!r}'} (the window "
+                             f"holding it starts at {aligned}). Give a window start, or a (start, end) pair for a "
+                             "range of rows.", "baseline")
+    hi = pl.select(_shift(pl.lit(lo, dtype=dtype), w.period)).item()
+    return lo, hi, w.closed, f"the window starting {lo}"
+
+
+def _against_baseline(out: pl.LazyFrame, lf: pl.LazyFrame, w: R.Windows, dtype: pl.DataType, prob: Any,
+                      label: str, figure_args: dict[str, dict[str, Any]]) -> pl.LazyFrame:
+    """``out`` with each figure on the baseline rows (``<figure>_baseline``) and the windows' differences."""
+    lo, hi, closed, what = _baseline_rows(w, dtype)
+
+    def some(s: pl.Series) -> None:  # a figure of no rows is null (calframe.expr)
+        if s.null_count():
+            raise EmptyInputError(f"{FUNC}: the baseline ({what}) holds no rows to evaluate; choose a baseline "
+                                  "with rows.")
+
+    rows = lf.filter(pl.col(w.time_col).is_between(lo, hi, closed=closed))
+    base = rows.select(_checked(getattr(expr, f)(prob, label, **figure_args[f]), some).alias(f"{f}_baseline")
+                       for f in w.figures)
+    return (out.join(base, how="cross", maintain_order="left")
+            .with_columns((pl.col(f) - pl.col(f"{f}_baseline")).alias(f"{f}_diff") for f in w.figures))
+
+
+def _figure_columns(f: str, w: R.Windows) -> list[str]:
+    return [f, *([f"{f}_lo", f"{f}_hi"] if w.ci is not None else []),
+            *([f"{f}_baseline", f"{f}_diff"] if w.baseline is not None else [])]
