@@ -1,0 +1,78 @@
+"""Should the narwhals engine replace calframe's Dask engine? Both on the same Dask frame, side by side.
+
+The narwhals engine (calframe.engines.narwhals) runs DuckDB, Ibis, PySpark and pyarrow frames; narwhals also
+reaches Dask. This script runs it on a persisted Dask DataFrame (its small edge tables handed to it as
+one-partition Dask frames, which the engine does not do by itself, since it does not take Dask frames) and
+prints its time beside the Dask engine's (calframe.engines.dask), with the largest difference of the per-group
+ECEs. The decision rule (issue 13): replace the Dask engine only if the narwhals one keeps exact edges and is at
+most 1.2x slower. Results are in docs/scaling-out-dask.md ("Why Dask keeps its own engine").
+
+Run: .venv/bin/python benchmarks/bench_dask_narwhals.py [--rows 2000000] [--groups 1000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--groups", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")  # narwhals' notice that Dask support moves to narwhals-dask
+    import dask
+    import dask.dataframe as dd
+    import narwhals as nw
+
+    import calframe.frames.dask  # noqa: F401
+    from calframe import request as R
+    from calframe.engines import dask as D
+    from calframe.engines import narwhals as N
+
+    dask.config.set(scheduler="threads")
+    engine_table = N._Engine.table
+
+    def table(self, df: pl.DataFrame):  # a small table in the user's engine: for Dask, a one-partition frame
+        if self.kind is None:
+            return nw.from_native(dd.from_pandas(df.to_pandas(), npartitions=1))
+        return engine_table(self, df)
+
+    N._Engine.table = table
+    rng = np.random.default_rng(0)
+    n = args.rows
+    pdf = pd.DataFrame({"p": rng.uniform(size=n), "y": rng.integers(0, 2, n), "g": rng.integers(0, args.groups, n)})
+    ddf = dd.from_pandas(pdf, npartitions=args.partitions).persist()
+
+    def computed(r):
+        r = r.compute() if hasattr(r, "compute") else r
+        return pl.from_pandas(r) if isinstance(r, pd.DataFrame) else (r if isinstance(r, pl.DataFrame) else
+                                                                      pl.from_arrow(r))
+
+    print(f"{n:,} rows, {args.partitions} partitions, {args.groups} groups, 15 bins, best of {args.repeat}")
+    print(f"{'binning':<10}{'Dask engine':>14}{'narwhals on Dask':>18}{'ratio':>8}   max |diff| of the ECEs")
+    for binning in ("uniform", "quantile"):
+        req = R.ce("ece", "ece", "p", "y", p=1, by="g", binning=binning, bins=15)
+        times = {"dask": [], "nw": []}
+        out = {}
+        for _ in range(args.repeat):
+            for name, run in (("dask", D.run), ("nw", N.run)):
+                t = time.perf_counter()
+                out[name] = computed(run(ddf, req)).sort("g")
+                times[name].append(time.perf_counter() - t)
+        a, b = min(times["dask"]), min(times["nw"])
+        diff = float(np.abs(out["dask"]["ece"].to_numpy() - out["nw"]["ece"].to_numpy()).max()) \
+            if out["dask"].height == out["nw"].height else float("nan")
+        print(f"{binning:<10}{a:>13.3f}s{b:>17.3f}s{b / a:>7.1f}x   {diff:.2g}")
+
+
+if __name__ == "__main__":
+    main()
