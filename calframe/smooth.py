@@ -1,4 +1,4 @@
-"""The smooth ECE (Błasiok & Nakkiran 2023) as relplot 1.0.3 computes it, from per (group, cell) sums.
+"""The smooth ECE (Błasiok & Nakkiran 2023) as relplot 1.0.3 computes it, from the rows' grids.
 
 relplot's ``smECE(f, y)`` (``relplot/metrics.py``, ``relplot/kernels.py``), step by step (docs/spec.md,
 "Smooth ECE"):
@@ -14,14 +14,21 @@ relplot's ``smECE(f, y)`` (``relplot/metrics.py``, ``relplot/kernels.py``), step
    halvings of [0, 1] keeping the upper end ``hi`` where ``s < 0.001 or s < smooth_ece(s)`` fails; the result
    is ``smooth_ece(hi)``.
 
-Both grids are linear in the rows, so they come from sums. The rows are summed once per (group, cell) of a
-partition of [0, 1] whose nodes include every node of every grid the bisection can ask for (its bandwidths are
-k / 1024: 1001 nodes for k >= 11, nine finer grids below): within a cell, each grid's hat functions are
-linear in x, so ``[sum w, sum w d, sum w r, sum w r d]`` (d = x - the cell's left node) give every grid exactly
-(up to rounding). Without groups the rows are summed on that fine partition; with groups on the 1001-node grid,
-and the rows of a group whose bisection goes below 11/1024 again on the fine one. A caller's fixed bandwidth
-whose grid is none of these gets a pass on its own grid. Each trial then costs two
-FFTs of a few thousand points per group, not a pass over the rows.
+How calframe computes it:
+
+- The grids: one pass over the rows sums every group's 1001-node grid (the grid of every bandwidth >= 0.01, so
+  of every trial of the bisection from 11/1024 up); a trial on a finer grid (s < 0.01, or a caller's ``sigma``)
+  gets a pass on that grid for the groups that need it.
+- The smoothing: the reflected grid is the even periodic extension of the grid (period ``P = 2 (m - 1)``) and
+  the kernel reaches less than a period, so the convolution is circular: the grid's real spectrum is its
+  DCT-I (computed once per group), the kernel's is the FFT of its samples wrapped on the period (once per
+  bandwidth), and a trial is one inverse FFT of their product per group. The density's sum is one dot
+  product (``dens``: the adjoint of the smoothing applied to the interpolation weights).
+- Few frequencies: below s ~ 0.06 the kernel's spectrum falls under 1e-13 of its peak after a few dozen
+  coefficients. There a trial is ``sum_j |sum_{k < K} V_k B_kj|`` (``B``: the smoothing of the first ``K``
+  spectral coefficients, interpolated at the evaluation points): a small matrix product per group instead of
+  an FFT. The coefficients dropped change a smooth ECE by at most ``2 sum_{k >= K} |kernel spectrum_k| /
+  kernel spectrum_0`` (each ``|V_k| <= 2 sum|r|``, ``|r| <= b`` node by node), which :data:`SPECTRUM_TOL` bounds.
 """
 
 from __future__ import annotations
@@ -44,13 +51,23 @@ REFINE = 10
 DENSITY_EPS = 1e-4
 #: the fewest evaluation points (relplot's ``config.smECE_mesh_pts``)
 MESH = 200
-#: rows go to fine-partition tables in batches of this many groups (a table is ~0.45 MB per group)
-FINE_GROUPS = 64
+#: the spectral coefficients kept by the few-frequencies evaluation: the dropped ones sum to at most this
+#: fraction of the kernel's total (a smooth ECE moves by at most twice that: far below the 1e-9 of the tests)
+SPECTRUM_TOL = 1e-13
+#: the few-frequencies evaluation is used when K x (evaluation points) is at most this many times P log2 P
+#: (the inverse FFT's work), measured
+FEW_COST = 1.0
+#: the grids of one pass hold at most this many values (groups beyond it go to further passes)
+GRID_BUDGET = 1 << 24
 
 
 def grid_nodes(sigma: float) -> int:
     """Nodes of the grid the rows are spread on at bandwidth ``sigma`` (``GaussianKernel.apply``)."""
     return max(2000, round(20 / sigma)) // 2 + 1
+
+
+#: the grid of every bandwidth >= 0.01 (all the bisection's trials from 11/1024 up)
+COARSE_NODES = grid_nodes(1.0)
 
 
 def eval_points(sigma: float) -> int:
@@ -66,125 +83,54 @@ def kernel_values(m: int, sigma: float) -> np.ndarray:
     return res
 
 
-# --------------------------------------------------------------------------- partitions of [0, 1]
-
-
-@dataclass(frozen=True, eq=False)  # hashed by identity (the partitions are cached)
-class Partition:
-    """Cells ``[nodes[c], nodes[c + 1])`` and a lookup table of uniform slots (``cell_moments``)."""
-
-    nodes: np.ndarray
-    lookup: np.ndarray
-
-    @property
-    def n_cells(self) -> int:
-        return self.nodes.shape[0] - 1
-
-
-def _partition(nodes: np.ndarray, slots: int) -> Partition:
-    lookup = (np.searchsorted(nodes, np.arange(slots + 1) / slots, side="right") - 1).clip(0, nodes.shape[0] - 2)
-    return Partition(nodes, lookup.astype(np.int64))
-
-
-#: the bandwidths below 11/1024 the bisection can try (k / 1024, k >= 2) use grids finer than 1001 nodes
-FINE_SIGMAS = tuple(k / 1024 for k in range(2, 11))
-COARSE_NODES = grid_nodes(11 / 1024)
-
-
-#: the grids the fine partition holds
-FINE_GRIDS = frozenset({COARSE_NODES} | {grid_nodes(s) for s in FINE_SIGMAS})
-
-
-@functools.lru_cache(maxsize=8)
-def uniform_partition(m: int) -> Partition:
-    """The intervals of the ``m``-node grid (1001 nodes: every bandwidth >= 11/1024)."""
-    return _partition(np.arange(m) / (m - 1), 4 * m)
-
-
-@functools.cache
-def fine_partition() -> Partition:
-    """The intervals between the nodes of every grid the bisection can use (:data:`FINE_GRIDS`)."""
-    nodes = np.unique(np.concatenate([np.arange(m) / (m - 1) for m in FINE_GRIDS]))
-    return _partition(nodes, 1 << 16)
-
-
-@functools.cache
-def _placement(part: Partition, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each cell's interval of the ``m``-node grid and its left node's place in it (``cells_to_grid``)."""
-    nodes = part.nodes
-    s = m - 1
-    mid = (nodes[:-1] + nodes[1:]) / 2
-    k = np.minimum(np.floor(mid * s).astype(np.int64), m - 2)
-    return k, nodes[:-1] * s - k
-
-
-def moments(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, part: Partition,
-            groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """Per (group, cell) moments ``(G, n_cells, 4)``: of all rows (G = 1), or of the groups ``which`` of
-    ``groups = (order, starts, which)`` (``accumulate.group_order``)."""
-    if groups is None:
-        flat = SK.cell_moments(conf, acc, weights, part.nodes, part.lookup,
-                               AK.n_chunks(conf.shape[0], part.n_cells * SK.N_MOMENTS // 3))
-    else:
-        flat = SK.group_cell_moments(conf, acc, weights, *groups, part.nodes, part.lookup)
-    return flat.reshape(-1, part.n_cells, SK.N_MOMENTS)
-
-
-def grids(table: np.ndarray, part: Partition, m: int) -> np.ndarray:
-    """The ``m``-node grids ``(G, 2, m)`` (weights, residuals) from cell moments."""
-    k, a0 = _placement(part, m)
-    return SK.cells_to_grid(table, k, a0, float(m - 1), m)
-
-
 # --------------------------------------------------------------------------- smoothing a grid
 
 
 @dataclass(frozen=True, eq=False)
 class Smoother:
-    """Reflect, convolve, interpolate at one bandwidth: ``sum_j |a_j|`` by FFT per grid, ``sum_j b_j`` as one
-    dot product (the map is linear: ``dens`` is its adjoint applied to the interpolation weights)."""
+    """Reflect, convolve, interpolate at one bandwidth, from the grids' spectra (:func:`spectra`): ``sum_j |a_j|``
+    per grid, and ``sum_j b_j`` as one dot product (the map is linear: ``dens`` is its adjoint applied to the
+    interpolation weights)."""
 
     sigma: float
     m: int
-    n_fft: int
-    kernel_fft: np.ndarray
+    kernel_fft: np.ndarray  # the kernel's spectrum on the period 2 (m - 1): m coefficients
     inds: np.ndarray
     frac: np.ndarray
     dens: np.ndarray
+    basis: np.ndarray | None  # (K, n_eval): the few-frequencies evaluation, or None (an FFT per grid)
 
     @property
     def n_eval(self) -> int:
         return self.inds.shape[0]
 
+    @property
+    def period(self) -> int:
+        return 2 * (self.m - 1)
+
     def smoothed(self, spectra: np.ndarray) -> np.ndarray:
-        """The smoothed grids ``(G, m)`` from the spectra of their reflections (:func:`spectra`)."""
-        full = sfft.irfft(spectra * self.kernel_fft, self.n_fft, axis=-1)
-        lo = self.m - 1 + self.m // 2  # np.convolve(..., "valid")[m // 2 : m // 2 + m]
-        return full[..., lo : lo + self.m]
+        """The smoothed grids ``(G, m)`` from their spectra (relplot's reflect and convolve)."""
+        return sfft.irfft(spectra * self.kernel_fft, self.period, axis=-1, workers=-1)[..., : self.m]
 
     def at_points(self, smoothed: np.ndarray) -> np.ndarray:
         """Linear interpolation at the evaluation points (relplot's ``interpolate``)."""
         return smoothed[..., self.inds] * (1 - self.frac) + smoothed[..., self.inds + 1] * self.frac
 
-    def values(self, grid: np.ndarray, spectra: np.ndarray) -> np.ndarray:
-        """smooth_ece of each grid ``(G, 2, m)`` (the spectra of their residual rows given)."""
-        num = np.abs(self.at_points(self.smoothed(spectra))).sum(axis=-1)
-        return num / (grid[:, 0] @ self.dens + self.n_eval * DENSITY_EPS)
+    def abs_sums(self, spectra: np.ndarray, sel: np.ndarray) -> np.ndarray:
+        """``sum_j |a_j|`` of the residual grids ``sel`` of ``spectra`` (G, m)."""
+        if self.basis is not None:
+            return SK.abs_sums(spectra, sel, self.basis)
+        full = sfft.irfft(spectra[sel] * self.kernel_fft, self.period, axis=-1, workers=-1)
+        return SK.abs_at_points(full, self.inds, self.frac)
+
+    def values(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray) -> np.ndarray:
+        """smooth_ece of the grids ``sel`` of ``grids`` (G, m, 2), the spectra of their residuals given."""
+        return self.abs_sums(spectra, sel) / (grids[sel, :, 0] @ self.dens + self.n_eval * DENSITY_EPS)
 
 
-def reflection(m: int) -> np.ndarray:
-    """Indices of ``concatenate([flip(v)[:-1], v, flip(v)[1:]])`` in ``v`` (``ReflectedGaussianKernel``)."""
-    return np.concatenate([np.arange(m - 1, 0, -1), np.arange(m), np.arange(m - 2, -1, -1)])
-
-
-def spectra(values: np.ndarray, m: int) -> np.ndarray:
-    """FFT of the reflected grids (last axis ``m``), zero-padded to :func:`fft_size`."""
-    return sfft.rfft(values[..., reflection(m)], fft_size(m), axis=-1)
-
-
-def fft_size(m: int) -> int:
-    """A fast FFT length >= 3m - 2: the circular convolution then equals the linear one on the kept part."""
-    return sfft.next_fast_len(3 * m - 2, real=True)
+def spectra(values: np.ndarray) -> np.ndarray:
+    """The real spectra of the grids' reflections (last axis): their DCT-I, the FFT of the even extension."""
+    return sfft.dct(values, type=1, axis=-1, workers=-1)
 
 
 def interpolation(m: int, n_eval: int) -> tuple[np.ndarray, np.ndarray]:
@@ -195,20 +141,32 @@ def interpolation(m: int, n_eval: int) -> tuple[np.ndarray, np.ndarray]:
     return inds, (t - inds * bucket) / bucket
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def smoother(sigma: float) -> Smoother:
-    """The smoother at ``sigma`` (cached: the bisection's bandwidths repeat across groups and calls)."""
+    """The smoother at ``sigma`` (cached: the bisection's bandwidths repeat across groups and calls).
+
+    relplot's ``np.convolve(reflected, kernel, "valid")[m // 2 : m // 2 + m]`` gives node i
+    ``sum_d v~[i - d] kernel[d + m // 2]`` (d from ``-(m // 2)`` to ``m - 1 - m // 2``; ``v~`` the reflection,
+    the even extension of period P): a circular convolution with the kernel wrapped on the period."""
     m = grid_nodes(sigma)
-    n = fft_size(m)
-    ker = sfft.rfft(kernel_values(m, sigma), n)
+    period = 2 * (m - 1)
+    wrapped = np.zeros(period)
+    wrapped[(np.arange(m) - m // 2) % period] = kernel_values(m, sigma)
+    ker = sfft.rfft(wrapped)
     inds, frac = interpolation(m, eval_points(sigma))
     w = np.bincount(inds, 1 - frac, minlength=m) + np.bincount(inds + 1, frac, minlength=m)
-    lo = m - 1 + m // 2
-    u = np.zeros(n)
-    u[lo : lo + m] = w
-    z = sfft.irfft(sfft.rfft(u) * np.conj(ker), n)[: 3 * m - 2]  # the convolution's adjoint (a correlation)
-    dens = np.bincount(reflection(m), z, minlength=m)  # the reflection's adjoint
-    return Smoother(sigma, m, n, ker, inds, frac, dens)
+    z = sfft.irfft(sfft.rfft(w, period) * np.conj(ker), period)  # the convolution's adjoint (a correlation)
+    dens = z[:m].copy()
+    dens[1 : m - 1] += z[period - 1 : m - 1 : -1]  # the even extension's adjoint
+    sm = Smoother(sigma, m, ker, inds, frac, dens, None)
+    mag = np.abs(ker) * np.where((np.arange(m) == 0) | (np.arange(m) == m - 1), 1.0, 2.0)
+    tail = np.cumsum(mag[::-1])[::-1]  # tail[k]: the coefficients from k on
+    n_k = int(np.argmax(tail <= SPECTRUM_TOL * mag[0])) if tail[-1] <= SPECTRUM_TOL * mag[0] else m
+    if n_k * inds.shape[0] > FEW_COST * period * np.log2(period):
+        return sm
+    unit = np.zeros((n_k, m), dtype=complex)
+    unit[np.arange(n_k), np.arange(n_k)] = 1.0
+    return replace(sm, basis=sm.at_points(sm.smoothed(unit)))
 
 
 # --------------------------------------------------------------------------- the bisection, all groups at once
@@ -240,8 +198,27 @@ def bisect(value: Callable[[np.ndarray, float], np.ndarray], n_groups: int) -> t
     return np.array([seen[s][g] for g, s in enumerate(start.tolist())]), start
 
 
+def node_grids(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
+               n_groups: int, sel: np.ndarray, m: int) -> np.ndarray:
+    """The ``m``-node grids ``(len(sel), m, 2)`` (weights, residuals ``conf - acc``) of groups ``sel``: one pass
+    over the rows per :data:`GRID_BUDGET` values."""
+    out = np.empty((sel.shape[0], m, 2))
+    batch = max(1, GRID_BUDGET // (2 * m))
+    for b in range(0, sel.shape[0], batch):
+        part = sel[b : b + batch]
+        slots = None
+        if groups is not None:
+            slots = np.full(n_groups, -1, dtype=np.int64)
+            slots[part] = np.arange(part.shape[0])
+        width = 2 * m * part.shape[0]
+        chunks = AK.n_chunks(conf.shape[0], -(-width // 3))
+        flat = SK.node_sums(conf, acc, weights, groups, slots, part.shape[0], m, chunks)
+        out[b : b + batch] = flat.reshape(part.shape[0], m, 2)
+    return out
+
+
 class Rows:
-    """The lensed rows of one call, summed once, and smooth_ece of any of their groups at any bandwidth.
+    """The lensed rows of one call, spread on grids, and smooth_ece of any of their groups at any bandwidth.
 
     ``conf``, ``acc``: the lens's outputs (f and y of relplot); ``weights`` in the caller's units (the density's
     ``1e-4`` is absolute: integer weights are repeated rows)."""
@@ -250,55 +227,25 @@ class Rows:
                  n_groups: int) -> None:
         self.conf, self.acc, self.weights = conf, acc, weights
         self.groups, self.n_groups = groups, n_groups
-        self._grids: dict[int, np.ndarray] = {}  # m -> (G, 2, m), every group
+        everyone = np.arange(n_groups)
+        self._grids = {COARSE_NODES: self.node_grids(everyone, COARSE_NODES)}  # m -> (G, m, 2), every group
         self._spectra: dict[int, np.ndarray] = {}
-        self._fine: dict[int, np.ndarray] = {}  # group -> its fine-partition moments
-        self._order = None if groups is None else AK.group_order(groups, n_groups)  # rows by group
-        if groups is None:  # one pass on the fine partition serves every bandwidth
-            self._fine[0] = moments(conf, acc, weights, fine_partition())[0]
-        else:
-            self._uniform(COARSE_NODES)
 
-    def _by_group(self, which: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        return None if self._order is None else (*self._order, which)
-
-    def _uniform(self, m: int) -> None:
-        """Every group's ``m``-node grid from a pass on that grid's own intervals."""
-        part = uniform_partition(m)
-        table = moments(self.conf, self.acc, self.weights, part, self._by_group(np.arange(self.n_groups)))
-        self._grids[m] = grids(table, part, m)
-
-    def grid(self, sel: np.ndarray, m: int) -> np.ndarray:
-        """The ``m``-node grids of groups ``sel``: from the fine partition's sums when it holds the grid (the
-        bisection's), else from a pass of their own (a caller's ``sigma``)."""
-        if m not in self._grids and m not in FINE_GRIDS:
-            self._uniform(m)
-        if m in self._grids:
-            return self._grids[m][sel]
-        self._fine_tables([g for g in sel.tolist() if g not in self._fine])
-        out = grids(np.stack([self._fine[g] for g in sel.tolist()]), fine_partition(), m)
-        if self.groups is None:
-            self._grids[m] = out
-        return out
-
-    def _fine_tables(self, todo: list[int]) -> None:
-        """Fine-partition moments of the groups ``todo`` (their rows only, in batches of groups)."""
-        for b in range(0, len(todo), FINE_GROUPS):
-            batch = todo[b : b + FINE_GROUPS]
-            table = moments(self.conf, self.acc, self.weights, fine_partition(), self._by_group(np.array(batch)))
-            self._fine.update(zip(batch, table))
+    def node_grids(self, sel: np.ndarray, m: int) -> np.ndarray:
+        """The ``m``-node grids of groups ``sel`` (:func:`node_grids`)."""
+        return node_grids(self.conf, self.acc, self.weights, self.groups, self.n_groups, sel, m)
 
     def value(self, sel: np.ndarray, sigma: float) -> np.ndarray:
-        """smooth_ece of groups ``sel`` at bandwidth ``sigma``."""
+        """smooth_ece of groups ``sel`` at bandwidth ``sigma``: from every group's grid when it is the 1001-node
+        one (its spectra serve every later bandwidth), else from a pass of their own."""
         sm = smoother(sigma)
-        grid = self.grid(sel, sm.m)
-        if sm.m in self._grids:  # every group's grid: their spectra serve every later bandwidth of this grid
+        if sm.m in self._grids:
+            grids = self._grids[sm.m]
             if sm.m not in self._spectra:
-                self._spectra[sm.m] = spectra(self._grids[sm.m][:, 1], sm.m)
-            spec = self._spectra[sm.m][sel]
-        else:
-            spec = spectra(grid[:, 1], sm.m)
-        return sm.values(grid, spec)
+                self._spectra[sm.m] = spectra(grids[..., 1])
+            return sm.values(grids, self._spectra[sm.m], sel)
+        grids = self.node_grids(sel, sm.m)
+        return sm.values(grids, spectra(grids[..., 1]), np.arange(sel.shape[0]))
 
     def smece(self, sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(smECE, bandwidth) per group: at ``sigma``, or the bisection's."""
@@ -319,11 +266,11 @@ def curve(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, sigma: 
     its ``prepare_rel_diagram`` draws the mean of bootstrapped ones), ``density`` the smoothed weights (relplot's
     ``kde``: divided by the total weight)."""
     sm = smoother(sigma)
-    rows = Rows(conf, conf - acc, weights, None, 1)  # the residual of conf - acc is acc: the outcome's grid
-    grid = rows.grid(np.zeros(1, dtype=np.int64), sm.m)[0]
+    # the residual of conf - acc is acc: the outcome's grid
+    grid = node_grids(conf, conf - acc, weights, None, 1, np.zeros(1, dtype=np.int64), sm.m)[0].T
     inds, frac = interpolation(sm.m, n_points)
     at = replace(sm, inds=inds, frac=frac)
-    dens, ys = at.at_points(at.smoothed(spectra(grid, sm.m)))
+    dens, ys = at.at_points(at.smoothed(spectra(grid)))
     return np.linspace(0, 1, n_points), ys / (dens + DENSITY_EPS), dens / grid[0].sum()
 
 

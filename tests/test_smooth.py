@@ -116,18 +116,41 @@ def test_surfaces_agree():
     assert calframe.smece(df.lazy(), by=None, ci=None).collect()["n"][0] == len(df)
 
 
-def test_partition_holds_every_grid_of_the_bisection():
-    """The rows are summed once per cell of the fine partition: exact for a grid whose nodes are all partition
-    nodes. Every bandwidth the bisection can try is k / 1024 (k = 2..1024) or the caller's sigma."""
-    nodes = set(S.fine_partition().nodes.tolist())
-    for k in range(2, 1025):
-        m = S.grid_nodes(k / 1024)
-        assert set((np.arange(m) / (m - 1)).tolist()) <= nodes, k
+def test_grids_are_relplots():
+    """Every grid the bisection can use (bandwidths k / 1024, k = 2..1024) is relplot's smooth_round_to_grid of the
+    rows: the 1001-node one of the first pass for k >= 11, the finer ones of their own passes."""
+    from relplot.kernels import smooth_round_to_grid
+
+    df = _binary(5000, 20, power=2.0, ends=True)
+    f, y = df["prob"].to_numpy(), df["label"].to_numpy().astype(float)
+    assert {S.grid_nodes(k / 1024) for k in range(11, 1025)} == {S.COARSE_NODES}
+    for m in sorted({S.grid_nodes(k / 1024) for k in range(2, 1025)}):
+        grid = S.node_grids(f, y, None, None, 1, np.zeros(1, dtype=np.int64), m)[0]
+        assert np.abs(grid[:, 0] - smooth_round_to_grid(f, np.ones_like(f), m)).max() < 1e-10, m
+        assert np.abs(grid[:, 1] - smooth_round_to_grid(f, f - y, m)).max() < 1e-10, m
+
+
+@pytest.mark.parametrize("k", [3, 10, 20, 30, 40, 50, 64, 128])
+def test_few_frequencies_equal_the_fft(k):
+    """Where the kernel's spectrum is negligible past a few coefficients, smooth_ece sums only those: the same
+    value as the inverse FFT of every coefficient, to the bound of the coefficients left out."""
+    from dataclasses import replace
+
+    df = pl.concat([_binary(3000, 21, power=3.0), _binary(20_000, 22), _binary(500, 23, ends=True)])
+    g = np.repeat(np.arange(3), [3000, 20_000, 500])
+    rows = S.Rows(df["prob"].to_numpy(), df["label"].to_numpy().astype(float), None, g, 3)
+    sm = S.smoother(k / 1024)
+    assert (sm.basis is not None) == (40 <= k <= 50)  # an FFT per grid below (long grids), above (a wide kernel)
+    grids = rows.node_grids(np.arange(3), sm.m)
+    spec = S.spectra(grids[..., 1])
+    every = np.arange(3)
+    got = sm.values(grids, spec, every)
+    want = replace(sm, basis=None).values(grids, spec, every)
+    assert np.abs(got - want).max() < 1e-12
 
 
 def test_fixed_sigma_off_the_bisection_grid():
-    """A caller's sigma below 11/1024 that is not k / 1024 needs a grid the partition does not hold: the rows
-    are summed again on that grid (still relplot's value)."""
+    """A caller's sigma below 0.01 that is not k / 1024 gets a grid of its own (still relplot's value)."""
     df = _binary(20_000, 18, power=1.2)
     want = relplot.metrics.smECE_sigma(df["prob"].to_numpy(), df["label"].to_numpy().astype(float), 0.0043)
     assert abs(calframe.smece(df, sigma=0.0043) - want) < TOL
@@ -183,3 +206,31 @@ def test_expression_equals_by():
     want = calframe.smece(df, by="region", lens="top1").sort("region")
     assert np.abs(got["smece"].to_numpy() - want["smece"].to_numpy()).max() < 1e-12  # other groups share a batch
     assert df.select(pl.col("prob").calib.smece(label="label")).item() == pytest.approx(calframe.smece(df), abs=1e-12)
+
+
+_THREADS_SCRIPT = """
+import numpy as np, polars as pl, calframe
+rng = np.random.default_rng(24)
+n = 200_003  # several row chunks of the grids' pass
+p = rng.random(n)
+df = pl.DataFrame({"prob": p, "label": (rng.random(n) < p**1.5).astype(np.int64), "g": rng.integers(0, 40, n),
+                   "w": rng.uniform(0, 2, n)})
+vals = [calframe.smece(df), calframe.smece(df, sigma=0.004)]
+vals += calframe.smece(df, by="g", weights="w").sort("g")["smece"].to_list()
+print(" ".join(float(v).hex() for v in vals))
+"""
+
+
+def test_same_bits_on_one_and_two_threads():
+    """The grids' pass sums its rows in chunks fixed by the sizes: the same bits on any number of threads."""
+    import os
+    import subprocess
+    import sys
+
+    out = []
+    for threads in ("1", "2"):
+        env = {**os.environ, "NUMBA_NUM_THREADS": threads}
+        run = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], env=env, capture_output=True, text=True,
+                             check=True)
+        out.append(run.stdout.split())
+    assert len(out[0]) == 42 and out[0] == out[1]

@@ -1,7 +1,8 @@
-"""Numba kernel of the smooth ECE: per (group, cell) moments of the rows, one pass.
+"""Numba kernels of the smooth ECE: the rows' grids (one pass), and sums of |smoothed residuals|.
 
 No dataframe knowledge, no validation, no defaults: plain arrays in, arrays out. Deterministic as
-:mod:`.accumulate` (chunks fixed by the sizes, partial tables added in chunk order).
+:mod:`.accumulate` (chunks fixed by the sizes, partial tables added in chunk order; the other kernels compute each
+group on its own, in a fixed order).
 """
 
 from __future__ import annotations
@@ -12,69 +13,72 @@ from numba import prange
 from .._runtime import njit
 from .accumulate import partials, sum_partials
 
-#: the moments of a cell: [sum w, sum w*d, sum w*r, sum w*r*d], d = conf - (the cell's left node), r = conf - acc
-N_MOMENTS = 4
-
-
-@njit(inline="always")
-def _add_row(tab, x, a, w, nodes, lookup):
-    """Row (x, a, w) into its cell of ``tab``: cell c is ``[nodes[c], nodes[c + 1])`` (the last one closed),
-    ``lookup[int(x * (len(lookup) - 1))]`` the cell holding that slot's left end."""
-    n_cells = nodes.shape[0] - 1
-    c = lookup[int(x * (lookup.shape[0] - 1))]
-    while c < n_cells - 1 and nodes[c + 1] <= x:
-        c += 1
-    d = x - nodes[c]
-    r = x - a
-    k = N_MOMENTS * c
-    tab[k] += w
-    tab[k + 1] += w * d
-    tab[k + 2] += w * r
-    tab[k + 3] += w * r * d
-
 
 @njit(parallel=True, cache=True)
-def cell_moments(conf, acc, weights, nodes, lookup, nchunks):
-    """The cell moments of all rows -> flat array (n_cells * 4). ``weights``: float64 or None (all 1)."""
+def node_sums(conf, acc, weights, groups, slots, n_slots, m, nchunks):
+    """The ``m``-node grids of the rows, in one pass -> flat ``(n_slots, m, 2)``: [..., 0] the weights, [..., 1]
+    the weighted residuals ``conf - acc``, each row spread on the two nodes around it as relplot's
+    ``smooth_round_to_grid`` does (node ``k = int(x (m - 1))`` clipped to ``[0, m - 2]`` gets ``1 - frac``, node
+    ``k + 1`` gets ``frac``, ``frac = x (m - 1) - k``).
+
+    ``groups``: codes or None (one group); a row of group ``g`` goes to slot ``slots[g]``, or nowhere if that is
+    negative. ``weights``: float64 or None (all 1)."""
     n = conf.shape[0]
-    part, step = partials(n, nchunks, N_MOMENTS * (nodes.shape[0] - 1))
+    part, step = partials(n, nchunks, 2 * m * n_slots)
+    scale = float(m - 1)
     for ch in prange(nchunks):
         tab = part[ch]
         for i in range(ch * step, min(n, (ch + 1) * step)):
-            _add_row(tab, conf[i], acc[i], 1.0 if weights is None else weights[i], nodes, lookup)
+            s = 0 if groups is None else slots[groups[i]]
+            if s < 0:
+                continue
+            x = conf[i]
+            t = x * scale
+            k = min(max(int(t), 0), m - 2)
+            frac = t - k
+            r = x - acc[i]
+            w = 1.0
+            if weights is not None:
+                w = weights[i]
+                r = w * r
+            j = 2 * (s * m + k)
+            tab[j] += (1 - frac) * w
+            tab[j + 1] += (1 - frac) * r
+            tab[j + 2] += frac * w
+            tab[j + 3] += frac * r
     return sum_partials(part)
 
 
 @njit(parallel=True, cache=True)
-def group_cell_moments(conf, acc, weights, order, starts, which, nodes, lookup):
-    """The cell moments of the groups ``which`` -> (len(which), n_cells * 4), each group from its rows
-    ``order[starts[g]:starts[g + 1]]`` in order (``accumulate.group_order``): one small table per group, which
-    stays in cache, and no partial tables."""
-    out = np.zeros((which.shape[0], N_MOMENTS * (nodes.shape[0] - 1)))
-    for q in prange(which.shape[0]):
-        g = which[q]
-        tab = out[q]
-        for j in range(starts[g], starts[g + 1]):
-            i = order[j]
-            _add_row(tab, conf[i], acc[i], 1.0 if weights is None else weights[i], nodes, lookup)
+def abs_sums(spectra, sel, basis):
+    """``sum_j |sum_k spectra[g, k] basis[k, j]|`` for each group ``g`` of ``sel`` (the first ``len(basis)``
+    coefficients of its spectrum), each group on its own in a fixed order."""
+    n_k, n_eval = basis.shape
+    out = np.empty(sel.shape[0])
+    for q in prange(sel.shape[0]):
+        row = spectra[sel[q]]
+        vals = np.zeros(n_eval)
+        for k in range(n_k):
+            c = row[k]
+            for j in range(n_eval):
+                vals[j] += c * basis[k, j]
+        tot = 0.0
+        for j in range(n_eval):
+            tot += abs(vals[j])
+        out[q] = tot
     return out
 
 
-@njit(cache=True)
-def cells_to_grid(table, k, a0, s, m):
-    """Grid values of the hat functions of ``m`` nodes (spacing 1/s) from cell moments ``table`` (G, C, 4):
-    ``(G, 2, m)``, [0] the weights, [1] the residuals. Cell c lies in grid interval ``k[c]``, its left node at
-    ``a0[c]`` of that interval: a row at ``x = node + d`` gives ``1 - a0 - s d`` to node k and ``a0 + s d`` to k + 1
-    (relplot's ``smooth_round_to_grid``)."""
-    g_n, n_cells, _ = table.shape
-    out = np.zeros((g_n, 2, m))
-    for g in range(g_n):
-        for c in range(n_cells):
-            kc = k[c]
-            for v in range(2):
-                sw = table[g, c, 2 * v]
-                swd = table[g, c, 2 * v + 1]
-                right = a0[c] * sw + s * swd
-                out[g, v, kc] += sw - right
-                out[g, v, kc + 1] += right
+@njit(parallel=True, cache=True)
+def abs_at_points(smoothed, inds, frac):
+    """``sum_j |smoothed[g, i_j] (1 - f_j) + smoothed[g, i_j + 1] f_j|`` per row ``g`` (relplot's
+    ``interpolate`` at the evaluation points, then the sum of absolute values)."""
+    out = np.empty(smoothed.shape[0])
+    for g in prange(smoothed.shape[0]):
+        row = smoothed[g]
+        tot = 0.0
+        for j in range(inds.shape[0]):
+            i = inds[j]
+            tot += abs(row[i] * (1 - frac[j]) + row[i + 1] * frac[j])
+        out[g] = tot
     return out
