@@ -34,6 +34,7 @@ How calframe computes it:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -51,11 +52,14 @@ REFINE = 10
 DENSITY_EPS = 1e-4
 #: the fewest evaluation points (relplot's ``config.smECE_mesh_pts``)
 MESH = 200
-#: the spectral coefficients kept by the few-frequencies evaluation: the dropped ones sum to at most this
-#: fraction of the kernel's total (a smooth ECE moves by at most twice that: far below the 1e-9 of the tests)
+#: the basis gives the value when the coefficients it leaves out sum to at most this fraction of the kernel's
+#: total (a smooth ECE moves by at most about that: far below the 1e-9 of the tests)
 SPECTRUM_TOL = 1e-13
-#: the few-frequencies evaluation is used when K x (evaluation points) is at most this many times P log2 P
-#: (the inverse FFT's work), measured
+#: bounds are widened by this much (far above the rounding of both the bounds and the FFT's value), so a test
+#: they decide is the one the value would decide
+MARGIN = 1e-12
+#: a smoother has a basis when K x (evaluation points) is at most this many times P log2 P (the inverse FFT's
+#: work)
 FEW_COST = 1.0
 #: the grids of one pass hold at most this many values (groups beyond it go to further passes)
 GRID_BUDGET = 1 << 24
@@ -89,7 +93,7 @@ def kernel_values(m: int, sigma: float) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class Smoother:
     """Reflect, convolve, interpolate at one bandwidth, from the grids' spectra (:func:`spectra`): ``sum_j |a_j|``
-    per grid, and ``sum_j b_j`` as one dot product (the map is linear: ``dens`` is its adjoint applied to the
+    per grid; ``sum_j b_j`` as one dot product (the map is linear: ``dens`` is its adjoint applied to the
     interpolation weights)."""
 
     sigma: float
@@ -98,7 +102,9 @@ class Smoother:
     inds: np.ndarray
     frac: np.ndarray
     dens: np.ndarray
-    basis: np.ndarray | None  # (K, n_eval): the few-frequencies evaluation, or None (an FFT per grid)
+    basis: np.ndarray | None = None  # (K, n_eval): the smoothing of the first K coefficients at the points
+    exact: bool = False  # the basis alone gives the value (the other coefficients are below SPECTRUM_TOL)
+    tail: np.ndarray | None = None  # the bound's adjoint with |kernel - its first K coefficients|
 
     @property
     def n_eval(self) -> int:
@@ -116,16 +122,35 @@ class Smoother:
         """Linear interpolation at the evaluation points (relplot's ``interpolate``)."""
         return smoothed[..., self.inds] * (1 - self.frac) + smoothed[..., self.inds + 1] * self.frac
 
-    def abs_sums(self, spectra: np.ndarray, sel: np.ndarray) -> np.ndarray:
-        """``sum_j |a_j|`` of the residual grids ``sel`` of ``spectra`` (G, m)."""
-        if self.basis is not None:
-            return SK.abs_sums(spectra, sel, self.basis)
-        full = sfft.irfft(spectra[sel] * self.kernel_fft, self.period, axis=-1, workers=-1)
-        return SK.abs_at_points(full, self.inds, self.frac)
+    def density(self, sums: np.ndarray) -> np.ndarray:
+        """``sum_j (b_j + 1e-4)`` from ``sum_i b_i dens_i`` (:func:`~calframe._kernels.smooth.grid_dots`)."""
+        return sums + self.n_eval * DENSITY_EPS
 
     def values(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray) -> np.ndarray:
-        """smooth_ece of the grids ``sel`` of ``grids`` (G, m, 2), the spectra of their residuals given."""
-        return self.abs_sums(spectra, sel) / (grids[sel, :, 0] @ self.dens + self.n_eval * DENSITY_EPS)
+        """smooth_ece of the grids ``sel`` of ``grids`` (G, m, 2), the spectra (G, m) of their residuals given."""
+        if self.exact:
+            num = SK.abs_sums(spectra, sel, self.basis)
+        else:
+            full = sfft.irfft(spectra[sel] * self.kernel_fft, self.period, axis=-1, workers=-1)
+            num = SK.abs_at_points(full, self.inds, self.frac)
+        return num / self.density(SK.grid_dots(grids, sel, self.dens, None)[:, 0])
+
+    def bounds(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray) -> Bounds:
+        """smooth_ece of the grids ``sel`` bounded without an FFT (a smoother with a basis): ``sum_j |a_j|`` is
+        within ``E`` of the basis's ``A`` (``E``: the coefficients left out, bounded through ``|r|``), and at most
+        ``sum_j (smoothed |r|)_j`` (the smoothing's weights are positive): one dot product each."""
+        den, bound, rest = SK.grid_dots(grids, sel, self.dens, self.tail).T
+        den = self.density(den)
+        return Bounds(SK.abs_sums(spectra, sel, self.basis) / den, rest / den, bound / den)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """smooth_ece is within ``radius`` of ``estimate``, and at most ``most`` (per group)."""
+
+    estimate: np.ndarray
+    radius: np.ndarray
+    most: np.ndarray
 
 
 def spectra(values: np.ndarray) -> np.ndarray:
@@ -141,49 +166,80 @@ def interpolation(m: int, n_eval: int) -> tuple[np.ndarray, np.ndarray]:
     return inds, (t - inds * bucket) / bucket
 
 
+def _adjoint(kernel_fft: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The smoothing's adjoint (kernel spectrum ``kernel_fft`` on the period) applied to node weights ``weights``:
+    ``sum_i (smoothed u)_i weights_i = u @ result`` for every grid ``u``."""
+    m = weights.shape[0]
+    period = 2 * (m - 1)
+    z = sfft.irfft(sfft.rfft(weights, period) * np.conj(kernel_fft), period)  # the convolution's: a correlation
+    out = z[:m].copy()
+    out[1 : m - 1] += z[period - 1 : m - 1 : -1]  # the even extension's
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def smoother(sigma: float) -> Smoother:
     """The smoother at ``sigma`` (cached: the bisection's bandwidths repeat across groups and calls).
 
     relplot's ``np.convolve(reflected, kernel, "valid")[m // 2 : m // 2 + m]`` gives node i
     ``sum_d v~[i - d] kernel[d + m // 2]`` (d from ``-(m // 2)`` to ``m - 1 - m // 2``; ``v~`` the reflection,
-    the even extension of period P): a circular convolution with the kernel wrapped on the period."""
+    the even extension of period P): a circular convolution with the kernel wrapped on the period.
+
+    The basis: the first ``K`` coefficients, past which an unbounded Gaussian's spectrum is below 1e-16 of its
+    peak, if a product with them costs less than an inverse FFT."""
     m = grid_nodes(sigma)
     period = 2 * (m - 1)
     wrapped = np.zeros(period)
     wrapped[(np.arange(m) - m // 2) % period] = kernel_values(m, sigma)
     ker = sfft.rfft(wrapped)
     inds, frac = interpolation(m, eval_points(sigma))
-    w = np.bincount(inds, 1 - frac, minlength=m) + np.bincount(inds + 1, frac, minlength=m)
-    z = sfft.irfft(sfft.rfft(w, period) * np.conj(ker), period)  # the convolution's adjoint (a correlation)
-    dens = z[:m].copy()
-    dens[1 : m - 1] += z[period - 1 : m - 1 : -1]  # the even extension's adjoint
-    sm = Smoother(sigma, m, ker, inds, frac, dens, None)
-    mag = np.abs(ker) * np.where((np.arange(m) == 0) | (np.arange(m) == m - 1), 1.0, 2.0)
-    tail = np.cumsum(mag[::-1])[::-1]  # tail[k]: the coefficients from k on
-    n_k = int(np.argmax(tail <= SPECTRUM_TOL * mag[0])) if tail[-1] <= SPECTRUM_TOL * mag[0] else m
-    if n_k * inds.shape[0] > FEW_COST * period * np.log2(period):
+    at_nodes = np.bincount(inds, 1 - frac, minlength=m) + np.bincount(inds + 1, frac, minlength=m)
+    sm = Smoother(sigma, m, ker, inds, frac, _adjoint(ker, at_nodes))
+    n_k = min(m, math.ceil(math.sqrt(2 * math.log(1e16)) / (math.pi * sigma)))
+    if n_k * sm.n_eval > FEW_COST * period * math.log2(period):
         return sm
     unit = np.zeros((n_k, m), dtype=complex)
     unit[np.arange(n_k), np.arange(n_k)] = 1.0
-    return replace(sm, basis=sm.at_points(sm.smoothed(unit)))
+    basis = sm.at_points(sm.smoothed(unit))
+    mag = np.abs(ker[n_k:]) * np.where(np.arange(n_k, m) == m - 1, 1.0, 2.0)  # the coefficients left out
+    if mag.sum() <= SPECTRUM_TOL * abs(ker[0]):
+        return replace(sm, basis=basis, exact=True)
+    low = ker.copy()
+    low[n_k:] = 0
+    rest = np.abs(wrapped - sfft.irfft(low, period))
+    return replace(sm, basis=basis, tail=_adjoint(sfft.rfft(rest), at_nodes))
 
 
 # --------------------------------------------------------------------------- the bisection, all groups at once
 
 
-def bisect(value: Callable[[np.ndarray, float], np.ndarray], n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def bisect(value: Callable[[np.ndarray, float], np.ndarray], bounds: Callable[[np.ndarray, float], Bounds | None],
+           n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """relplot's ``search_param`` for every group at once: (smECE, bandwidth) per group. ``value(groups, s)``:
-    smooth_ece of those groups at bandwidth ``s``; groups at the same bandwidth are evaluated together."""
+    smooth_ece of those groups at bandwidth ``s``; ``bounds(groups, s)``: :class:`Bounds` of it, or None.
+    Groups at the same bandwidth are evaluated together. A test the bounds decide (by more than
+    :data:`MARGIN`) needs no value; the bounds give the value where their radius is at most
+    :data:`SPECTRUM_TOL`; the result is the value at the final bandwidth."""
     seen: dict[float, dict[int, float]] = {}
+
+    def record(sel: np.ndarray, s: float, got: np.ndarray) -> None:
+        seen.setdefault(s, {}).update(zip(sel.tolist(), got.tolist()))
 
     def holds(sig: np.ndarray) -> np.ndarray:
         """``s < eps or s < smooth_ece(s)`` per group (a group given s = 0 is not evaluated)."""
         ok = sig < SIGMA_EPS
-        for s in np.unique(sig[~ok]):
+        for s in np.unique(sig[~ok]).tolist():
             sel = np.flatnonzero(sig == s)
-            got = value(sel, float(s))
-            seen.setdefault(float(s), {}).update(zip(sel.tolist(), got.tolist()))
+            b = bounds(sel, s)
+            if b is not None:
+                lo = b.estimate - b.radius - MARGIN
+                hi = np.minimum(b.estimate + b.radius, b.most) + MARGIN
+                tight = b.radius <= SPECTRUM_TOL  # the estimate is the value
+                record(sel[tight], s, b.estimate[tight])
+                ok[sel] = np.where(tight, s < b.estimate, s < lo)
+                sel = sel[~tight & (lo <= s) & (s < hi)]  # undecided
+            got = value(sel, s)
+            record(sel, s, got)
             ok[sel] = s < got
         return ok
 
@@ -195,7 +251,15 @@ def bisect(value: Callable[[np.ndarray, float], np.ndarray], n_groups: int) -> t
         ok = holds(np.where(search, mid, 0.0))
         end = np.where(search & ok, mid, end)
         start = np.where(search & ~ok, mid, start)
-    return np.array([seen[s][g] for g, s in enumerate(start.tolist())]), start
+    out = np.empty(n_groups)
+    for s in np.unique(start).tolist():
+        sel = np.flatnonzero(start == s)
+        known = seen.get(s, {})
+        todo = np.array([g for g in sel.tolist() if g not in known], dtype=np.int64)
+        if todo.size:
+            record(todo, s, value(todo, s))
+        out[sel] = [seen[s][g] for g in sel.tolist()]
+    return out, start
 
 
 def node_grids(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
@@ -227,30 +291,33 @@ class Rows:
                  n_groups: int) -> None:
         self.conf, self.acc, self.weights = conf, acc, weights
         self.groups, self.n_groups = groups, n_groups
-        everyone = np.arange(n_groups)
-        self._grids = {COARSE_NODES: self.node_grids(everyone, COARSE_NODES)}  # m -> (G, m, 2), every group
-        self._spectra: dict[int, np.ndarray] = {}
+        self.grids = self.node_grids(np.arange(n_groups), COARSE_NODES)  # (G, m, 2): every group's 1001-node grid
+        self.spectra = spectra(self.grids[..., 1])  # (G, m): they serve every bandwidth >= 0.01
 
     def node_grids(self, sel: np.ndarray, m: int) -> np.ndarray:
         """The ``m``-node grids of groups ``sel`` (:func:`node_grids`)."""
         return node_grids(self.conf, self.acc, self.weights, self.groups, self.n_groups, sel, m)
 
     def value(self, sel: np.ndarray, sigma: float) -> np.ndarray:
-        """smooth_ece of groups ``sel`` at bandwidth ``sigma``: from every group's grid when it is the 1001-node
-        one (its spectra serve every later bandwidth), else from a pass of their own."""
+        """smooth_ece of groups ``sel`` at bandwidth ``sigma``: from every group's 1001-node grid, or (a finer
+        grid) from a pass of their own."""
         sm = smoother(sigma)
-        if sm.m in self._grids:
-            grids = self._grids[sm.m]
-            if sm.m not in self._spectra:
-                self._spectra[sm.m] = spectra(grids[..., 1])
-            return sm.values(grids, self._spectra[sm.m], sel)
+        if sm.m == COARSE_NODES:
+            return sm.values(self.grids, self.spectra, sel)
         grids = self.node_grids(sel, sm.m)
         return sm.values(grids, spectra(grids[..., 1]), np.arange(sel.shape[0]))
+
+    def bounds(self, sel: np.ndarray, sigma: float) -> Bounds | None:
+        """Bounds of smooth_ece of groups ``sel`` at ``sigma`` (:meth:`Smoother.bounds`), where they save an FFT."""
+        sm = smoother(sigma)
+        if sm.m != COARSE_NODES or sm.basis is None or sm.exact:
+            return None
+        return sm.bounds(self.grids, self.spectra, sel)
 
     def smece(self, sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(smECE, bandwidth) per group: at ``sigma``, or the bisection's."""
         if sigma is None:
-            return bisect(self.value, self.n_groups)
+            return bisect(self.value, self.bounds, self.n_groups)
         everyone = np.arange(self.n_groups)
         return self.value(everyone, float(sigma)), np.full(self.n_groups, float(sigma))
 

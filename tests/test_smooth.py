@@ -130,23 +130,27 @@ def test_grids_are_relplots():
         assert np.abs(grid[:, 1] - smooth_round_to_grid(f, f - y, m)).max() < 1e-10, m
 
 
-@pytest.mark.parametrize("k", [3, 10, 20, 30, 40, 50, 64, 128])
-def test_few_frequencies_equal_the_fft(k):
-    """Where the kernel's spectrum is negligible past a few coefficients, smooth_ece sums only those: the same
-    value as the inverse FFT of every coefficient, to the bound of the coefficients left out."""
+@pytest.mark.parametrize("k", [3, 10, 20, 30, 40, 60, 64, 80, 128, 512, 1024])
+def test_basis_and_bounds_hold_the_fft_value(k):
+    """Where the kernel's spectrum is negligible past a few coefficients, smooth_ece sums only those (the same
+    value as the inverse FFT of every coefficient); where it is not, they bound it without an FFT."""
     from dataclasses import replace
 
     df = pl.concat([_binary(3000, 21, power=3.0), _binary(20_000, 22), _binary(500, 23, ends=True)])
     g = np.repeat(np.arange(3), [3000, 20_000, 500])
     rows = S.Rows(df["prob"].to_numpy(), df["label"].to_numpy().astype(float), None, g, 3)
     sm = S.smoother(k / 1024)
-    assert (sm.basis is not None) == (40 <= k <= 50)  # an FFT per grid below (long grids), above (a wide kernel)
+    assert (sm.basis is not None, sm.exact) == (k >= 40, 40 <= k <= 60)  # long grids below: an FFT each
     grids = rows.node_grids(np.arange(3), sm.m)
     spec = S.spectra(grids[..., 1])
     every = np.arange(3)
-    got = sm.values(grids, spec, every)
-    want = replace(sm, basis=None).values(grids, spec, every)
-    assert np.abs(got - want).max() < 1e-12
+    want = replace(sm, exact=False).values(grids, spec, every)
+    assert np.abs(sm.values(grids, spec, every) - want).max() < 1e-12
+    if sm.basis is not None:
+        b = sm.bounds(grids, spec, every)
+        assert (np.abs(b.estimate - want) <= b.radius + 1e-13).all() and (want <= b.most + 1e-13).all()
+        if k <= 128:  # tight enough to decide (wider kernels: "most", sum |r| smoothed, decides)
+            assert b.radius.max() < (1e-13 if k <= 64 else 0.5 * want.min())
 
 
 def test_fixed_sigma_off_the_bisection_grid():

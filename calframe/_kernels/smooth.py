@@ -82,3 +82,26 @@ def abs_at_points(smoothed, inds, frac):
             tot += abs(row[i] * (1 - frac[j]) + row[i + 1] * frac[j])
         out[g] = tot
     return out
+
+
+@njit(parallel=True, cache=True)
+def grid_dots(grids, sel, dens, tail):
+    """Per group ``g`` of ``sel`` (grids ``(G, m, 2)``): ``[sum_i b_i dens_i, sum_i |r_i| dens_i,
+    sum_i |r_i| tail_i]`` (b the weights, r the residuals; the last is 0 where ``tail`` is None)."""
+    m = grids.shape[1]
+    out = np.zeros((sel.shape[0], 3))
+    for q in prange(sel.shape[0]):
+        grid = grids[sel[q]]
+        den = 0.0
+        bound = 0.0
+        rest = 0.0
+        for i in range(m):
+            r = abs(grid[i, 1])
+            den += grid[i, 0] * dens[i]
+            bound += r * dens[i]
+            if tail is not None:
+                rest += r * tail[i]
+        out[q, 0] = den
+        out[q, 1] = bound
+        out[q, 2] = rest
+    return out
