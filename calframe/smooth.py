@@ -266,17 +266,20 @@ def node_grids(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, gr
                n_groups: int, sel: np.ndarray, m: int) -> np.ndarray:
     """The ``m``-node grids ``(len(sel), m, 2)`` (weights, residuals ``conf - acc``) of groups ``sel``: one pass
     over the rows per :data:`GRID_BUDGET` values."""
-    out = np.empty((sel.shape[0], m, 2))
     batch = max(1, GRID_BUDGET // (2 * m))
+    out = None if sel.shape[0] <= batch else np.empty((sel.shape[0], m, 2))
     for b in range(0, sel.shape[0], batch):
         part = sel[b : b + batch]
         slots = None
         if groups is not None:
             slots = np.full(n_groups, -1, dtype=np.int64)
             slots[part] = np.arange(part.shape[0])
-        width = 2 * m * part.shape[0]
-        chunks = AK.n_chunks(conf.shape[0], -(-width // 3))
+        # partial tables within a third of accumulate's budget: at 1e7 rows x 1e3 groups 2 chunks took 0.10 s,
+        # 4 (the budget's) 0.13 s, 8 0.17 s
+        chunks = AK.n_chunks(conf.shape[0], 2 * m * part.shape[0])
         flat = SK.node_sums(conf, acc, weights, groups, slots, part.shape[0], m, chunks)
+        if out is None:
+            return flat.reshape(part.shape[0], m, 2)
         out[b : b + batch] = flat.reshape(part.shape[0], m, 2)
     return out
 

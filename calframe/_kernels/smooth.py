@@ -12,30 +12,46 @@ from numba import prange
 
 from .._runtime import njit
 from .accumulate import partials, sum_partials
+from .prefetch import prefetch_row
+
+
+#: rows ahead whose grid values are prefetched (groups' grids beyond the cache): measured at 1e7 rows x 1e3
+#: groups, 8 -> 0.19 s, 16 -> 0.15 s, 32 -> 0.20 s, none 0.27 s
+AHEAD = 16
+
+
+@njit(inline="always")
+def _node(x, scale, m):
+    """The node left of x on the ``m``-node grid (relplot's ``int(x (m - 1))`` clipped to ``[0, m - 2]``)."""
+    return min(max(int(x * scale), 0), m - 2)
 
 
 @njit(parallel=True, cache=True)
 def node_sums(conf, acc, weights, groups, slots, n_slots, m, nchunks):
     """The ``m``-node grids of the rows, in one pass -> flat ``(n_slots, m, 2)``: [..., 0] the weights, [..., 1]
     the weighted residuals ``conf - acc``, each row spread on the two nodes around it as relplot's
-    ``smooth_round_to_grid`` does (node ``k = int(x (m - 1))`` clipped to ``[0, m - 2]`` gets ``1 - frac``, node
-    ``k + 1`` gets ``frac``, ``frac = x (m - 1) - k``).
+    ``smooth_round_to_grid`` does (node ``k`` gets ``1 - frac``, node ``k + 1`` gets ``frac``,
+    ``frac = x (m - 1) - k``).
 
     ``groups``: codes or None (one group); a row of group ``g`` goes to slot ``slots[g]``, or nowhere if that is
-    negative. ``weights``: float64 or None (all 1)."""
+    negative. ``weights``: float64 or None (all 1). With groups, the grid values of the row ``AHEAD`` places
+    on are prefetched (``prefetch.py``)."""
     n = conf.shape[0]
     part, step = partials(n, nchunks, 2 * m * n_slots)
     scale = float(m - 1)
     for ch in prange(nchunks):
         tab = part[ch]
-        for i in range(ch * step, min(n, (ch + 1) * step)):
+        nodes = tab.reshape((n_slots * m, 2))
+        hi = min(n, (ch + 1) * step)
+        for i in range(ch * step, hi):
+            if groups is not None and i + AHEAD < hi:
+                prefetch_row(nodes, slots[groups[i + AHEAD]] * m + _node(conf[i + AHEAD], scale, m))
             s = 0 if groups is None else slots[groups[i]]
             if s < 0:
                 continue
             x = conf[i]
-            t = x * scale
-            k = min(max(int(t), 0), m - 2)
-            frac = t - k
+            k = _node(x, scale, m)
+            frac = x * scale - k
             r = x - acc[i]
             w = 1.0
             if weights is not None:
