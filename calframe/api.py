@@ -293,9 +293,9 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
 
     Notes
     -----
-    The rows are summed once per (group, cell) of a fixed partition of [0, 1]; each bandwidth the bisection
-    tries is then a few FFTs per group, not a pass over the rows (calframe.smooth). A
-    ``pl.LazyFrame`` is collected (its needed columns: the partition's sums are not pushed into Polars' plan) and
+    The rows are spread once on every group's grid (one pass over the frame); each bandwidth the bisection
+    tries is then a product of spectra per group, not a pass over the rows (calframe.smooth). A
+    ``pl.LazyFrame`` is collected (its needed columns: the grids' sums are not pushed into Polars' plan) and
     the result returned as a ``pl.LazyFrame`` (one row, ``n`` and the figure, without ``by``).
 
     Examples
