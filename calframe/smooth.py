@@ -142,10 +142,16 @@ class Smoother:
     def bounds(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray) -> Bounds:
         """smooth_ece of the grids ``sel`` bounded without an FFT (a smoother with a basis): ``sum_j |a_j|`` is
         within ``E`` of the basis's ``A`` (``E``: the coefficients left out, bounded through ``|r|``), and at most
-        ``sum_j (smoothed |r|)_j`` (the smoothing's weights are positive): one dot product each."""
-        den, bound, rest = SK.grid_dots(grids, sel, self.dens, self.tail).T
+        ``sum_j (smoothed |r|)_j`` (the smoothing's weights are positive): one dot product each. Where that
+        bound alone is below the bandwidth, ``A`` is not computed (the estimate is 0 within the bound)."""
+        den, most, rest = SK.grid_dots(grids, sel, self.dens, self.tail).T
         den = self.density(den)
-        return Bounds(SK.abs_sums(spectra, sel, self.basis) / den, rest / den, bound / den)
+        most /= den
+        estimate, radius = np.zeros(sel.shape[0]), most.copy()
+        need = most + MARGIN > self.sigma
+        estimate[need] = SK.abs_sums(spectra, sel[need], self.basis) / den[need]
+        radius[need] = rest[need] / den[need]
+        return Bounds(estimate, radius, most)
 
 
 @dataclass(frozen=True)

@@ -149,8 +149,8 @@ def test_basis_and_bounds_hold_the_fft_value(k):
     if sm.basis is not None:
         b = sm.bounds(grids, spec, every)
         assert (np.abs(b.estimate - want) <= b.radius + 1e-13).all() and (want <= b.most + 1e-13).all()
-        if k <= 128:  # tight enough to decide (wider kernels: "most", sum |r| smoothed, decides)
-            assert b.radius.max() < (1e-13 if k <= 64 else 0.5 * want.min())
+        decided = (b.radius < (1e-13 if k <= 64 else 0.5 * want.min())) | (b.most < k / 1024)
+        assert decided.all() or k > 128  # wider kernels: "most" (sum |r| smoothed) decides where it can
 
 
 def test_fixed_sigma_off_the_bisection_grid():
