@@ -503,12 +503,19 @@ def _figure_options(figure: str) -> list[str]:
 def _disparity_table(plan: Plan, func: str = "summary") -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
     """Run ``plan``'s figures with their spread over the groups (:class:`~calframe.disparities.Spread`) and read
     the disparity table off the ``by=`` result. Several variables (vece) are figures side by side."""
+    result, spread, ci = _spread_run(plan)
+    out = D.table(func, result, spread, ci)
+    return out.lazy() if isinstance(plan.frame, pl.LazyFrame) else out
+
+
+def _spread_run(plan: Plan) -> tuple[Any, D.Spread, float | None]:
+    """``plan``'s ``by=`` result with each figure's spread over the groups beside it (:meth:`D.Spread.figures`,
+    one bootstrap for both), the :class:`~calframe.disparities.Spread` that reads it and the interval level.
+    Without the spread's columns (:func:`calframe.disparities.own_columns`) the result is the plan's own."""
     req = replace(plan.req, several=False)
     labels = [f"{req.name}:{v}" for v in req.variables] if req.variables else list(plan.figures)
     spread = D.Spread(dict(zip(labels, plan.figures.values())))
-    result = _evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare)
-    out = D.table(func, result, spread, req.ci)
-    return out.lazy() if isinstance(plan.frame, pl.LazyFrame) else out
+    return _evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare), spread, req.ci
 
 
 @R.keywords(R.Table)

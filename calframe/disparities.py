@@ -104,9 +104,27 @@ class Spread:
 
 def group_labels(keys: pl.DataFrame) -> list[str]:
     """One label per group: ``"region=south"``, ``"region=south, device=ios"`` for several ``by`` columns (a null
-    key is ``null``), whatever the key columns' types."""
-    cols = [pl.concat_str(pl.lit(f"{c}="), pl.col(c).cast(pl.String).fill_null("null")) for c in keys.columns]
+    key is ``null``), whatever the key columns' types (a duration in ISO 8601, ``"P1DT2H"``, as the report's JSON).
+
+    >>> import datetime as dt
+    >>> group_labels(pl.DataFrame({"g": ["a", None], "d": [dt.timedelta(days=1, hours=2), dt.timedelta(0)]}))
+    ['g=a, d=P1DT2H', 'g=null, d=PT0S']
+    """
+    def text(c: str) -> pl.Expr:
+        col = pl.col(c)
+        return col.dt.to_string("iso") if isinstance(keys.schema[c], pl.Duration) else col.cast(pl.String)
+
+    cols = [pl.concat_str(pl.lit(f"{c}="), text(c).fill_null("null")) for c in keys.columns]
     return keys.select(pl.concat_str(cols, separator=", ").alias("label"))["label"].to_list()
+
+
+def own_columns(columns: list[str]) -> list[str]:
+    """``columns`` of a ``by=`` result without the derived figures :class:`Spread` adds (their bounds included).
+
+    >>> own_columns(["region", "n", "ece", "ece (difference)", "ece (ratio)", "ece_lo", "ece (ratio)_lo"])
+    ['region', 'n', 'ece', 'ece_lo']
+    """
+    return [c for c in columns if _DIFFERENCE not in c and _RATIO not in c]
 
 
 def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataFrame | pd.DataFrame:

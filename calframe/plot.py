@@ -631,6 +631,24 @@ class SmoothReliabilityDisplay:
         """Compute the smooth ECE (:func:`calframe.smece`, its bandwidth unless ``sigma`` is given), the curve at
         ``n_points`` points and, with ``band``, its ``level`` band over ``n_boot`` resamples (``seed``), then plot.
         A LazyFrame is collected; one panel (no ``by``)."""
+        disp = cls.compute(frame, prob, label, lens=lens, weights=weights, nulls=nulls, sigma=sigma, band=band,
+                           n_boot=n_boot, level=level, seed=seed, n_points=n_points, name=name)
+        return disp.plot(ax=ax, band=band, density=density, **kwargs)
+
+    @classmethod
+    def compute(cls, frame: Frame, prob: str | Sequence[str] | None = None, label: str | None = None, *,
+                lens: str | None = None, weights: str | None = None, nulls: str = "raise",
+                sigma: float | None = None, band: bool = True, n_boot: int = 100, level: float = 0.95,
+                seed: int | None = 0, n_points: int = 200, name: str | None = None) -> "SmoothReliabilityDisplay":
+        """:meth:`from_frame` without drawing (no matplotlib needed): the display holds the smooth ECE, its
+        bandwidth, the curve and, with ``band``, its band; ``.plot()`` draws it.
+
+        >>> import calframe, calframe.plot
+        >>> df = calframe.datasets.grouped_miscalibration(n=3000, seed=0)
+        >>> disp = calframe.plot.SmoothReliabilityDisplay.compute(df, band=False)
+        >>> disp.lower is None, disp.t.size, round(disp.smece, 6) == round(calframe.smece(df), 6)
+        (True, 200, True)
+        """
         from . import lenses as L
         from . import request as R
         from . import smooth as S
@@ -647,9 +665,8 @@ class SmoothReliabilityDisplay:
         lo = hi = None
         if band:
             lo, hi = S.bootstrap_band(conf, acc, w, float(width[0]), n_boot, level, seed, n_points)
-        disp = cls(t, mu, dens, lo, hi, smece=float(value[0]), sigma=float(width[0]),
+        return cls(t, mu, dens, lo, hi, smece=float(value[0]), sigma=float(width[0]),
                    lens=L.lens_used(frame, prob, lens, func=func), name=name)
-        return disp.plot(ax=ax, band=band, density=density, **kwargs)
 
 
 # --------------------------------------------------------------------------- variable curves

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import datetime as dt
 import decimal
 import html
@@ -21,7 +22,9 @@ from typing import Any, NamedTuple, Sequence
 import polars as pl
 
 from . import api
+from . import disparities as D
 from . import lenses as L
+from ._errors import CalframeError
 
 #: The default tolerance of the verdict rule (``verdict``): a calibration error of 0.03, three points of probability.
 TOLERANCE = 0.03
@@ -40,6 +43,10 @@ class Report:
     curves: dict[str, Any] = field(default_factory=dict)
     #: the figures per time window (:func:`calframe.monitor`), with ``time_col``
     over_time: pl.DataFrame | None = None
+    #: how far apart the ``by`` groups are (:func:`calframe.disparity` of the summary figures, same draws)
+    disparity: pl.DataFrame | None = None
+    #: the smooth reliability diagram, computed and not drawn (:class:`calframe.plot.SmoothReliabilityDisplay`)
+    smooth: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         def rows(df: pl.DataFrame | None) -> list[dict[str, Any]] | None:
@@ -58,6 +65,13 @@ class Report:
             "vce": {v: rows(c.summary if isinstance(c.summary, pl.DataFrame) else pl.from_pandas(c.summary))
                     for v, c in self.curves.items()},
             "over_time": rows(self.over_time),
+            "disparity": rows(self.disparity),
+            "smooth": None if self.smooth is None else {
+                "smece": self.smooth.smece, "sigma": self.smooth.sigma,
+                "curve": rows(pl.DataFrame({"t": self.smooth.t, "smoothed": self.smooth.mu,
+                                            "density": self.smooth.density,
+                                            **({} if self.smooth.lower is None else
+                                               {"lower": self.smooth.lower, "upper": self.smooth.upper})}))},
         }
 
     def to_json(self, indent: int = 2) -> str:
@@ -134,7 +148,8 @@ def build_report(
     every: Any = "1d",
     baseline: Any = None,
 ) -> Report:
-    """Compute the figures of a report (summary, per group, reliability, VECE ranking, VCE curves, over time).
+    """Compute the figures of a report (summary, per group and their disparity, reliability, smooth reliability,
+    VECE ranking, VCE curves, over time).
 
     Every calibration figure uses one lens: ``lens``, or by default (None)
     ``class:1`` for a single probability column (binary input) and ``top1``
@@ -146,6 +161,13 @@ def build_report(
     ``"auto"`` (default): 0.95 when the rows times ``n_boot`` are at most
     :data:`BOOT_BUDGET` (50,000 rows at 200 draws), else none, said in
     ``options["ci_note"]`` and on the page (docs/plots.md, "Time and memory").
+    The smooth reliability diagram's bootstrap band follows the same level (no
+    interval, no band).
+
+    The summary holds the smooth ECE (``smece``, :func:`calframe.smece`, no
+    interval) beside the binned figures, the groups too with ``by``; then
+    ``report.disparity`` is :func:`calframe.disparity` of the summary figures,
+    from the same bootstrap draws as the groups' intervals.
     ``frame`` may be a LazyFrame (``pl.scan_parquet``): each figure reads the
     columns it needs, and those that stream, stream.
 
@@ -167,9 +189,14 @@ def build_report(
     ci, ci_note = _interval_level(frame, ci, n_boot)
     common = dict(prob=prob, label=label, nulls=nulls, lens=lens)
     summary = api.summary(frame, bins=bins, ci=ci, n_boot=n_boot, seed=seed, **common)  # type: ignore[arg-type]
-    by_group = None
+    smooth = _smooth_display(frame, ci, n_boot, seed, **common)
+    summary = _pl(summary).with_columns(smece=pl.lit(None if smooth is None else smooth.smece, pl.Float64))
+    by_group = disparity = disparity_note = None
     if by is not None:
-        by_group = api.summary(frame, bins=bins, by=by, ci=ci, n_boot=n_boot, seed=seed, **common)  # type: ignore
+        by_group, disparity, disparity_note = _groups(frame, dict(bins=bins, by=by, ci=ci, n_boot=n_boot, seed=seed, **common))
+        if smooth is not None:
+            per = _pl(api.smece(frame, by=by, **common)).select(*_by_list(by), "smece")  # type: ignore[arg-type]
+            by_group = by_group.join(per, on=_by_list(by), how="left", nulls_equal=True, maintain_order="left")
     reliability = api.reliability(frame, bins=bins, by=by, **common)  # type: ignore[arg-type]
     variables_df = None
     curves: dict[str, Any] = {}
@@ -186,8 +213,40 @@ def build_report(
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
                           "lens": lens, "ci": ci, "ci_note": ci_note, "n_boot": n_boot, "seed": seed,
                           "tolerance": tolerance, "time_col": time_col, "every": every if time_col else None,
-                          "baseline": baseline},
-                  _pl(summary), _pl(by_group), _pl(reliability), variables_df, curves, _pl(over_time))
+                          "baseline": baseline, "disparity_note": disparity_note},
+                  summary, by_group, _pl(reliability), variables_df, curves, _pl(over_time), disparity, smooth)
+
+
+def _groups(frame: Any, options: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame | None, str | None]:
+    """The summary per group and its disparity table (:func:`calframe.disparity`) from one run: one bootstrap.
+
+    The groups' own figures and the spread over them are evaluated together (``api._spread_run``), so the
+    table's intervals come from the draws of the groups' intervals. A table that cannot be read (a group whose
+    figure is undefined) is None, with the reason."""
+    token = api._PLANNING.set(True)
+    try:
+        plan = api.summary(frame, **options)
+    finally:
+        api._PLANNING.reset(token)
+    result, spread, ci = api._spread_run(plan)
+    result = _pl(result)
+    try:
+        disparity, note = _pl(D.table("report", result, spread, ci)), None
+    except CalframeError as exc:
+        disparity, note = None, str(exc)
+    return result.select(D.own_columns(result.columns)), disparity, note  # type: ignore[union-attr]
+
+
+def _smooth_display(frame: Any, ci: float | None, n_boot: int, seed: int, *, prob: Any, label: Any, nulls: str,
+            lens: str) -> Any:
+    """The smooth reliability diagram, not drawn, with the report's bootstrap band (none without intervals:
+    the band is the same budget's); None for a lens without one scalar per row."""
+    from .plot import SmoothReliabilityDisplay
+
+    if lens != "top1" and not lens.startswith("class:"):
+        return None
+    return SmoothReliabilityDisplay.compute(frame, prob, label, lens=lens, nulls=nulls, band=ci is not None,
+                                            n_boot=n_boot, level=ci or 0.95, seed=seed)
 
 
 def _interval_level(frame: Any, ci: float | None | str, n_boot: int) -> tuple[float | None, str | None]:
@@ -212,17 +271,22 @@ def _pl(df: Any) -> pl.DataFrame | None:
 
 #: Column headers of the figures (summary, VECE ranking and VCE summary columns).
 LABELS = {"n": "rows", "accuracy": "accuracy (top label)", "ece": "ECE", "mce": "MCE", "rmsce": "RMSCE",
-          "ce_debiased": "debiased CE", "brier": "Brier", "log_loss": "log loss", "vece": "VECE", "vmce": "VMCE",
+          "ce_debiased": "debiased CE", "smece": "smooth ECE", "brier": "Brier", "log_loss": "log loss", "vece": "VECE", "vmce": "VMCE",
           "v_star": "v*", "vce": "VCE(v*)", "variable": "variable", "kind": "kind"}
 
 #: The summary figures, in the order tables show them; ``ESSENTIAL`` are those shown by default per group.
-FIGURES = ("ece", "ce_debiased", "mce", "rmsce", "brier", "log_loss", "accuracy")
+FIGURES = ("ece", "ce_debiased", "smece", "mce", "rmsce", "brier", "log_loss", "accuracy")
+#: the page's "All figures" per group: the smooth ECE per group is in the Smooth reliability section (one more
+#: column of intervals would not fit 1280 pixels)
+GROUP_FIGURES = tuple(f for f in FIGURES if f != "smece")
 ESSENTIAL = ("ece", "ce_debiased", "mce", "brier")
 
 #: What each summary figure is and what a good value looks like (the Overall table's last column).
 MEANINGS = {
     "ece": "average gap between prediction and outcome, over bins of the prediction; 0 is perfect",
     "ce_debiased": "the same gap (l2), with the upward bias of few rows per bin removed; 0 is perfect",
+    "smece": "the same gap on a kernel-smoothed curve instead of bins, so no bin count moves it; 0 is perfect "
+             "(no interval)",
     "mce": "largest gap of any bin; noisy where bins hold few rows",
     "rmsce": "root mean square gap over the bins; weighs large gaps more than ECE",
     "brier": "mean squared error of the probability; lower is better (rewards sharp predictions too)",
@@ -279,8 +343,18 @@ def verdict(value: Any, lo: Any = None, hi: Any = None, tolerance: float = TOLER
     return "calibrated" if hi <= tolerance else "not calibrated" if lo > tolerance else "undecided"
 
 
-def _group_name(row: dict[str, Any], by: list[str]) -> str:
-    return ", ".join(f"{c}={row[c]}" for c in by)
+def group_name(row: dict[str, Any], by: Sequence[str]) -> str:
+    """A group as the report and ``--fail-above`` name it: ``region=south, device=ios``; a null key is ``null``
+    (as :func:`calframe.disparity` and Polars write it).
+
+    >>> group_name({"region": None, "device": "ios"}, ["region", "device"])
+    'region=null, device=ios'
+    """
+    return ", ".join(f"{c}={_key(row[c])}" for c in by)
+
+
+def _key(value: Any) -> str:
+    return "null" if value is None else str(value)
 
 
 def _by_list(by: str | Sequence[str] | None) -> list[str]:
@@ -307,7 +381,7 @@ def headline(report: "Report") -> str:
         what = by[0] if len(by) == 1 else "group"
         words = [verdict(*_bounds(g, "ece"), tolerance=tol) for g in groups]
         best = groups[-1]["ece"]
-        best_name = str(groups[-1][by[0]]) if len(by) == 1 else _group_name(groups[-1], by)
+        best_name = _key(groups[-1][by[0]]) if len(by) == 1 else group_name(groups[-1], by)
         for word in ("not calibrated", "undecided"):
             hits = [g for g, w in zip(groups, words) if w == word]
             if hits:
@@ -316,14 +390,14 @@ def headline(report: "Report") -> str:
                 times = f", {ratio:.1f}\u00d7 the best {what} ({best_name})" if ratio is not None and math.isfinite(ratio) else ""
                 more = f" and {len(hits) - 1} more of {len(groups)} {what}s" if len(hits) > 1 else ""
                 parts.append(f"{'not' if word == 'not calibrated' else 'undecided'} for "
-                             f"{_group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{times}){more}")
+                             f"{group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{times}){more}")
                 break
         else:
-            parts.append(f"calibrated in every {what} (worst {_group_name(groups[0], by)}, "
+            parts.append(f"calibrated in every {what} (worst {group_name(groups[0], by)}, "
                          f"ECE {interval(*_bounds(groups[0], 'ece'))})")
     if report.variables is not None and report.variables.height:
         top = _worst_first(report.variables, "vece").row(0, named=True)
-        where = f" in {_group_name(top, by)}" if by else ""
+        where = f" in {group_name(top, by)}" if by else ""
         parts.append(f"most miscalibrated along {top['variable']} (VECE {num(top['vece'])}{where})")
     if report.over_time is not None and report.over_time["ece"].drop_nulls().len():
         parts.append(_worst_window(report))
@@ -382,7 +456,7 @@ def figure_table(df: pl.DataFrame, by: Sequence[str] = (), figures: Sequence[str
     Columns: the group columns, ``rows``, the ``figures`` (``LABELS`` as headers) and, with ``tolerance``, the
     ``verdict`` of the ECE. Rows keep ``df``'s order.
     """
-    cols: dict[str, list[str]] = {c: [str(v) for v in df[c]] for c in by}
+    cols: dict[str, list[str]] = {c: [_key(v) for v in df[c]] for c in by}
     cols[LABELS["n"]] = [str(v) for v in df["n"]]
     rows = df.rows(named=True)
     for f in figures:
@@ -479,7 +553,7 @@ def _png(fig: Any) -> str:
 
 def displays(report: Report) -> dict[str, Any]:
     """The report's plots as calframe.plot display objects, drawn, with the report's lens (keys ``reliability``
-    and ``curve:VARIABLE``); a plot that fails is its error message. Needs matplotlib (the ``plot`` extra)."""
+    ``smooth`` and ``curve:VARIABLE``, ``drift``); a plot that fails is its error message. Needs matplotlib (the ``plot`` extra)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -497,6 +571,11 @@ def displays(report: Report) -> dict[str, Any]:
             out[f"curve:{v}"] = plot.VariableCurveDisplay(curve, lens=lens).plot()
         except Exception as exc:
             out[f"curve:{v}"] = f"curve for {v} unavailable: {exc}"
+    if report.smooth is not None:
+        try:
+            out["smooth"] = copy.copy(report.smooth).plot()  # the report's display stays undrawn
+        except Exception as exc:
+            out["smooth"] = f"smooth reliability diagram unavailable: {exc}"
     if report.over_time is not None:
         try:
             out["drift"] = plot.DriftDisplay(report.over_time, time_col=report.options["time_col"], lens=lens).plot()
@@ -549,8 +628,9 @@ def _overall(report: Report, figs: dict[str, str]) -> Section:
                           "what it is": [MEANINGS[f] for f in FIGURES]})
     note = (f"ECE is the average gap between {pred} and {obs}, over {o['bins']} bins of the prediction, weighted by "
             f"rows ({row['n']} rows here): 0 is perfect, and 0.03 means predictions are off by 3 points on "
-            "average. Brier and log loss also reward sharp predictions: use them to compare models, not against "
-            "a bar.")
+            "average. The smooth ECE measures the same gap without bins (see Smooth reliability), so a second "
+            "opinion that no bin count moves. Brier and log loss also reward sharp predictions: use them to compare "
+            "models, not against a bar.")
     return Section("Overall", note, _table(table))
 
 
@@ -565,8 +645,62 @@ def _by_group(report: Report, figs: dict[str, str]) -> Section | None:
             "within groups, when their errors cancel (one group over-predicted, another under-predicted). Good: "
             f"every {what} calibrated, with similar ECEs.")
     body = (_table(figure_table(df, by, ESSENTIAL, o["tolerance"]))
-            + _details(f"All figures by {what}", _table(figure_table(df, by, FIGURES))))
-    return Section(f"By {what}", note, body)
+            + _details(f"All figures by {what}", _table(figure_table(df, by, GROUP_FIGURES))))
+    return Section(f"By {what}", note, body + _disparity(report, what))
+
+
+def _disparity(report: Report, what: str) -> str:
+    """The "how far apart" part of the By-group section: :func:`calframe.disparity` of each summary figure."""
+    o = report.options
+    head = f"<h3>How far apart the {html.escape(what)} groups are</h3>"
+    if report.disparity is None:
+        return head + f"<p class='meta'>disparity unavailable: {html.escape(o.get('disparity_note') or '')}</p>"
+    rows = {r["figure"]: r for r in report.disparity.iter_rows(named=True)}
+    shown = [rows[f] for f in FIGURES if f in rows]
+    one = len(_by_list(o["by"])) == 1  # "south", not "region=south", under a "worst region" header
+
+    def group(r: dict[str, Any], end: str) -> str:
+        return r[f"{end}_group"].split("=", 1)[1] if one else r[f"{end}_group"]
+
+    cols = {"figure": [LABELS[r["figure"]] for r in shown],
+            f"worst {what}": [group(r, "worst") for r in shown], "worst": [interval(*_bounds(r, "worst")) for r in shown],
+            f"best {what}": [group(r, "best") for r in shown], "best": [interval(*_bounds(r, "best")) for r in shown],
+            "difference": [interval(*_bounds(r, "difference")) for r in shown],
+            "ratio best / worst": [interval(*_bounds(r, "ratio")) for r in shown]}
+    during = "" if o["ci"] is None else (
+        f" The {o['ci']:.0%} intervals come from the same bootstrap draws as the groups' own: those of the "
+        "difference and the ratio are recomputed on every draw.")
+    note = (f"For each figure, the worst and the best {what} (for accuracy, the lowest is the worst), the "
+            "difference between them and the ratio of the best to the worst (calframe.disparity, fairlearn's "
+            "group_max, group_min, difference and ratio). Good: a difference near 0 and a ratio near 1; a "
+            f"ratio of 0.5 means the worst {what} errs twice as much as the best.{during}")
+    return head + f"<p class='note'>{html.escape(note)}</p>" + _table(pl.DataFrame(cols))
+
+
+def _smooth_section(report: Report, figs: dict[str, str]) -> Section | None:
+    if report.smooth is None:
+        return None
+    o = report.options
+    pred, obs = _words(o["lens"])
+    band = (f" The shaded band is the curve's pointwise {o['ci']:.0%} bootstrap band ({o['n_boot']} draws)."
+            if report.smooth.lower is not None else
+            f" No bootstrap band: {o['ci_note']}." if o.get("ci_note") else " No bootstrap band: this report has "
+            "no intervals.")
+    note = (f"The smooth reliability diagram (Błasiok & Nakkiran 2023, relplot): instead of cutting {pred} into bins, "
+            f"it averages {obs} of the rows near each value with a Gaussian kernel of width σ = "
+            f"{report.smooth.sigma:.4g}, chosen from the data (the width that equals the smooth ECE). The smooth ECE "
+            f"({num(report.smooth.smece)} here) is the average distance of that curve to the diagonal: the binned "
+            "ECE's gap without bins, so no choice of a bin count (which moves the binned ECE) plays a part. "
+            f"Calibrated: the curve on the diagonal and a smooth ECE near 0; below the curve, how the predictions "
+            f"are spread.{band}")
+    per = ""
+    if report.by_group is not None and "smece" in report.by_group.columns:
+        by = _by_list(o["by"])
+        df = _worst_first(report.by_group, "smece")
+        per = _details(f"Smooth ECE by {', '.join(by)}, worst first",
+                       _table(figure_table(df, by, ("smece", "ece"))))
+    body = (f"<div class='figs'>{figs['smooth']}</div>" if "smooth" in figs else "") + per
+    return Section("Smooth reliability", note, body)
 
 
 def _reliability(report: Report, figs: dict[str, str]) -> Section:
@@ -578,7 +712,7 @@ def _reliability(report: Report, figs: dict[str, str]) -> Section:
     x, y = lens_labels(o["lens"])
     rel = report.reliability.with_columns(adds=pl.col("weight") * pl.col("gap").abs())
     rel = _worst_first(rel, "adds")
-    table = pl.DataFrame({**{c: [str(v) for v in rel[c]] for c in by},
+    table = pl.DataFrame({**{c: [_key(v) for v in rel[c]] for c in by},
                           "bin": [f"[{num(lo)}, {num(hi)}]" for lo, hi in zip(rel["lower"], rel["upper"])],
                           "rows": [str(v) for v in rel["n"]], x: rel["conf"], y: rel["acc"], "gap": rel["gap"],
                           "adds to ECE": rel["adds"]})
@@ -633,7 +767,7 @@ def _over_time(report: Report, figs: dict[str, str]) -> Section | None:
 
 #: The page's sections, in order: each takes the report and its embedded figures and returns a Section, or None
 #: when the report has nothing for it. A new section is one more function here.
-SECTIONS = (_overall, _by_group, _reliability, _variables, _over_time)
+SECTIONS = (_overall, _by_group, _reliability, _smooth_section, _variables, _over_time)
 
 
 def _render_html(report: Report) -> str:

@@ -77,6 +77,18 @@ def test_null_and_typed_keys_are_labelled_as_polars_writes_them():
     assert d["worst_group"][0] == ["g=1", "g=3", "g=null"][int(np.argmax(values))]
 
 
+def test_duration_keys_are_labelled_in_iso_8601():
+    """A Duration key cannot be cast to a string in Polars; its label is ISO 8601, as the report's JSON."""
+    import datetime as dt
+
+    p = np.r_[np.full(100, 0.3), np.full(100, 0.7)]
+    frame = pl.DataFrame({"prob": p, "label": np.r_[np.zeros(70), np.ones(30), np.zeros(50), np.ones(50)],
+                          "wait": [dt.timedelta(hours=26)] * 100 + [dt.timedelta(seconds=90)] * 100})
+    d = calframe.disparity(frame, "ece", by="wait").row(0, named=True)  # ECE 0 and |0.7 - 0.5| = 0.2
+    assert (d["worst_group"], d["best_group"]) == ("wait=PT1M30S", "wait=P1DT2H")
+    assert d["difference"] == pytest.approx(0.2, abs=1e-12)
+
+
 def test_summary_disparity_has_one_row_per_summary_column(df):
     d = calframe.summary(df, by="region", disparity=True)
     grouped = calframe.summary(df, by="region")

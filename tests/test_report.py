@@ -93,6 +93,78 @@ def test_labels_follow_the_lens():
         shown = displays(rep)
         assert shown["reliability"].hist_ax_.get_xlabel() == x and shown["reliability"].ax_.get_ylabel() == y
         assert shown["curve:age"].ax_.get_ylabel() == curve_y
+        assert shown["smooth"].ax_.get_ylabel() == y and "smooth" in page.lower()
+
+
+# --------------------------------------------------------------------------- smooth ECE and disparity
+
+
+def _text(page: str) -> str:
+    """The page's text: tags dropped, entities decoded, whitespace collapsed."""
+    import html
+
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+@pytest.fixture(scope="module")
+def grouped() -> pl.DataFrame:
+    return calframe.datasets.grouped_miscalibration(n=4000, seed=3, age_shift=0.15)
+
+
+def test_smooth_section_holds_the_smooth_ece(grouped, monkeypatch):
+    from calframe import report
+
+    rep = build_report(grouped, by="region", n_boot=30)
+    overall = calframe.smece(grouped)
+    assert rep.summary["smece"].item() == pytest.approx(overall, rel=1e-12) == rep.smooth.smece
+    per = calframe.smece(grouped, by="region")
+    assert rep.by_group["region"].to_list() == per["region"].to_list()
+    np.testing.assert_allclose(rep.by_group["smece"].to_numpy(), per["smece"].to_numpy(), rtol=1e-12)
+    page = rep.to_html()
+    section = page.split("<h2>Smooth reliability</h2>")[1].split("<h2>")[0]
+    assert "without bins" in section and f"({overall:.4f} here)" in _text(section)
+    assert "95% bootstrap band (30 draws)" in section and rep.smooth.lower is not None
+    assert f"smooth ECE {overall:.4f} the same gap on a kernel-smoothed curve" in _text(page)  # the Overall table
+    assert rep.to_dict()["smooth"]["smece"] == rep.smooth.smece
+    # over the bootstrap budget: no interval, hence no band, and the note says why
+    monkeypatch.setattr(report, "BOOT_BUDGET", 4000 * 30 - 1)
+    small = build_report(grouped, n_boot=30)
+    assert small.options["ci"] is None and small.smooth.lower is None and small.smooth.smece == rep.smooth.smece
+    assert "No bootstrap band: 4,000 rows x 30 draws is over the default budget" in _text(small.to_html())
+
+
+def test_disparity_comes_from_the_groups_bootstrap(grouped):
+    rep = build_report(grouped, by="region", n_boot=30, seed=4)
+    boot = dict(by="region", ci=0.95, n_boot=30, seed=4)
+    assert rep.disparity.equals(calframe.disparity(grouped, "summary", **boot))
+    assert rep.by_group.drop("smece").equals(calframe.summary(grouped, **boot))
+    # by hand: the ECE per region (numpy), its max - min and min / max; the bounds are the worst group's own
+    p, y, g = grouped["prob"].to_numpy(), grouped["label"].to_numpy(), grouped["region"].to_numpy()
+    per = {k: numpy_ece(p[g == k], y[g == k]) for k in np.unique(g)}
+    ece = rep.disparity.filter(pl.col("figure") == "ece").row(0, named=True)
+    assert ece["worst_group"] == f"region={max(per, key=per.get)}"
+    assert ece["best_group"] == f"region={min(per, key=per.get)}"
+    assert ece["difference"] == pytest.approx(max(per.values()) - min(per.values()), rel=1e-9)
+    assert ece["ratio"] == pytest.approx(min(per.values()) / max(per.values()), rel=1e-9)
+    worst = rep.by_group.filter(pl.col("region") == max(per, key=per.get)).row(0, named=True)
+    assert (ece["worst_lo"], ece["worst_hi"]) == (worst["ece_lo"], worst["ece_hi"])
+    assert ece["difference_lo"] <= ece["difference"] <= ece["difference_hi"]
+    # on the page, in the By region section
+    section = _text(rep.to_html().split("<h2>By region</h2>")[1].split("<h2>")[0])
+    assert (f"ECE {max(per, key=per.get)} {ece['worst']:.4f} [{ece['worst_lo']:.4f}, {ece['worst_hi']:.4f}] "
+            f"{min(per, key=per.get)} {ece['best']:.4f} [{ece['best_lo']:.4f}, {ece['best_hi']:.4f}] "
+            f"{ece['difference']:.4f} [{ece['difference_lo']:.4f}, {ece['difference_hi']:.4f}] "
+            f"{ece['ratio']:.4f} [{ece['ratio_lo']:.4f}, {ece['ratio_hi']:.4f}]") in section
+    assert rep.to_dict()["disparity"][1]["figure"] == "ece"
+
+
+def test_report_names_a_null_group_null():
+    """The headline writes a null key as calframe.disparity does: ``region=null``, never Python's None."""
+    df = calframe.datasets.grouped_miscalibration(n=3000, seed=0)
+    df = df.with_columns(region=pl.when(pl.col("region") == "south").then(None).otherwise(pl.col("region")))
+    rep = build_report(df, by="region", ci=None, tolerance=0.001)
+    text = rep.headline() + " " + _text(rep.to_html())
+    assert "region=null" in text and "None" not in text
 
 
 # --------------------------------------------------------------------------- the console
