@@ -246,6 +246,7 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
     ``ece`` also in every ``--time-col`` window that has rows; ``vece``/``vmce`` in every group (overall without
     ``--by``). A NaN figure is a breach (it proves nothing)."""
     from . import api
+    from .report import group_name
 
     by = _split(args.by) or []
     upper = args.on == "upper"
@@ -268,7 +269,7 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
                 got = row[column]
                 if got is None or not got <= lim.limit:
                     keys = [c for c in by if c in row] or [c for c in (time_col,) if c and c in row]
-                    group = ", ".join(f"{c}={row[c]}" for c in keys)
+                    group = group_name(row, keys)
                     lines.append(f"{lim}{f' [{group}]' if group else ''}: {'upper bound ' if upper else ''}"
                                  f"{'missing' if got is None else f'{got:.6g}'} > limit {lim.limit:g}")
     return lines

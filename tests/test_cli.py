@@ -467,6 +467,17 @@ def test_fail_above_judges_every_group(tmp_path, capsys):
     assert code == 0, err
 
 
+def test_fail_above_names_a_null_group_null(tmp_path, capsys):
+    """A null key is written ``null``, as calframe.disparity and Polars write it (not Python's None)."""
+    path, _ = _gate_frame(tmp_path)
+    pl.read_parquet(path).with_columns(g=pl.when(pl.col("g") == "b").then(None).otherwise(pl.col("g"))) \
+        .write_parquet(path)
+    code, err = cli(capsys, "report", path, "--by", "g", "--no-ci", "--fail-above", "ece=0.1")
+    lines = [ln for ln in err.splitlines() if "limit breached" in ln]
+    assert code == 3 and len(lines) == 1 and "ece [g=null]: 0.2 > limit 0.1" in lines[0], err
+    assert "None" not in err
+
+
 def test_fail_above_vece_per_group(work, capsys):
     df = pl.read_parquet(work / "x.parquet")
     per = calframe.vece(df, "age", by="region")
