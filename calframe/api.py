@@ -1398,6 +1398,14 @@ def fit(
     The column names are stored with the recalibrator, so ``apply`` finds them
     on a new frame by default. Saved files hold only data (JSON + Parquet).
 
+    A ``pl.LazyFrame`` is collected (the columns the fit reads). On a Dask
+    DataFrame the result is a lazy ``DaskResult`` (``.compute()`` gives the
+    recalibrator): the columns the fit reads are collected into one pandas
+    frame, all of them, in partition order, and the fit is the eager one on it,
+    bit for bit. Nothing is sampled: when those columns do not fit in memory,
+    sample explicitly, e.g. ``calframe.fit(ddf.sample(frac=0.05,
+    random_state=0), "platt")`` (docs/scaling-out-dask.md).
+
     Examples
     --------
     >>> import calframe

@@ -563,6 +563,20 @@ def test_fixed_to_float_rounds_correctly():
     np.testing.assert_array_equal(_K.fixed_to_floats(hi, lo, np.full(len(vals), -84)), want)
 
 
+def test_spec_names_every_function_that_takes_a_lazyframe():
+    """docs/spec.md section 8, "Lazy in, lazy out", says what each public function whose docstring speaks of a
+    LazyFrame does with one (streams, collects, or builds a query)."""
+    import inspect
+    from pathlib import Path
+
+    spec = (Path(__file__).parents[1] / "docs" / "spec.md").read_text()
+    section = spec.split("### Lazy in, lazy out")[1].split("\n### ")[0]
+    lazy = [n for n in calframe.__all__ if inspect.isfunction(getattr(calframe, n))
+            and "LazyFrame" in (inspect.getdoc(getattr(calframe, n)) or "")]
+    assert {"monitor", "smece", "disparity", "fit", "apply"} <= set(lazy)
+    assert [n for n in lazy if f"`{n}`" not in section] == []
+
+
 def test_ci_on_a_lazyframe_collects_and_stays_lazy(scan):
     """ci= does not stream (spec section 8, "Lazy in, lazy out": a Poisson bootstrap would give other bounds than
     the eager one): the LazyFrame is collected, the eager bootstrap runs, the result comes back as a LazyFrame
