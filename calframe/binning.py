@@ -231,19 +231,28 @@ def edge_bins_nw(x: Any, inner: Sequence[float], closed: str) -> Any:
 
 
 def uniform_bin_nw(x: Any, bins: int, closed: str) -> Any:
-    """:func:`uniform_bins` as a narwhals Int32 expression, exact on every edge: the rule of
-    :func:`uniform_bin_expr` (:func:`uniform_k0` corrected by :func:`uniform_nudge`, or the literal edges).
-    ``x`` must not be NaN (the engine passes null for the rows its checks report)."""
+    """:func:`uniform_bins` as a narwhals Int32 expression, exact on every edge (null where ``x`` is null; ``x``
+    must not be NaN: the engine passes null for the rows its checks report).
+
+    One comparison per row: ``k0 = min(floor(x * m), B - 1)`` with ``m = B (1 + 2^-50)`` (rounded) is never
+    below the bin k of x and at most one above it (edge k, ``k * (1 / B)``, is k / B within a relative 2u,
+    u = 2^-53; the roundings of m and of ``x * m`` add 2u more, less than the bias of 8u, so ``x * m >= k``;
+    and ``x * m <= (k + 1)(1 + 12u) < k + 2`` for k below 2^49), so only the edge ``k0`` is compared
+    (left-closed: x below it; right-closed: x not above it, bin 0 holding 0). Where ``k * (1 / B)`` does
+    not reproduce the edges (right-closed, B = 5, 10, ...) or B is 1: :func:`edge_bins_nw` on the literal
+    edges."""
     import narwhals as nw
 
     if bins == 1 or not _edges_computable(bins, closed):
         return edge_bins_nw(x, [float(e) for e in uniform_edges(bins, closed)[1:-1]], closed)
     # k * (1 / B) in float64: Ibis writes float literals as decimals, which DuckDB reads as DECIMAL, and drops a
     # cast to float64 of what it types as float64 already; k (a whole number below 2^24) is exact in float32 and
-    # a DOUBLE once cast back, so the product is numpy's.
-    inv = 1.0 / bins
-    return uniform_nudge(x, uniform_k0(x, float(bins)), float(bins), closed,
-                         lambda k: k.cast(nw.Float32).cast(nw.Float64) * inv).cast(nw.Int32)
+    # a DOUBLE once cast back, so the product is numpy's. (min_horizontal skips a null: the comparison with a
+    # null x keeps the result null.)
+    k0 = nw.min_horizontal((x * (float(bins) * (1.0 + 2.0**-50))).floor(), nw.lit(float(bins - 1)))
+    edge = k0.cast(nw.Float32).cast(nw.Float64) * (1.0 / bins)
+    down = (edge > x) if closed == "left" else ((edge >= x) & (k0 >= 1.0))
+    return (k0 - down.cast(nw.Float64)).cast(nw.Int32)
 
 
 def edge_bins_sql(x: str, inner: Sequence[float], closed: str) -> str:

@@ -334,17 +334,16 @@ def _exact(res: pl.DataFrame, names: list[str]) -> pl.DataFrame:
     return LZ._exact_floats(res)
 
 
-def _sum_columns(plan: LZ._Plan, ok: str) -> tuple[list[Any], list[str]]:
-    """Row columns whose sums are the cell's exact sums: (expressions, names of the summed values)."""
+def _sum_columns(plan: LZ._Plan, ok: Any, conf: Any, acc: Any, w: Any = None, k: Any = None) -> tuple[list[Any], list[str]]:
+    """Row columns whose sums are the cell's exact sums: (expressions, names of the summed values). ``ok``: the row
+    flag (a bad row adds nothing to the fixed-point parts, whose casts its values could break); weighted: ``w``
+    the scaled weights (null on a bad row) and ``k`` their bucket. Unweighted, the accuracies (0 or 1 on a good
+    row) are summed as floats: exact below 2^53 rows, in any order."""
     nw = _nw()
-    good = nw.col(ok)
     if plan.weight_col is None:
-        conf = nw.when(good).then(nw.col(_CONF))
-        return _fixed_parts(_SC, conf, None) + [
-            nw.when(good).then(nw.col(_ACC)).cast(nw.Int64).alias(_SA)], [_SC]
-    w, k = nw.when(good).then(nw.col(_WT)), nw.col(_EB)
+        return _fixed_parts(_SC, nw.when(ok).then(conf), None) + [acc.alias(_SA)], [_SC]
     cols = []
-    for name, x in ((_W, w), (_SC, w * nw.col(_CONF)), (_SA, w * nw.col(_ACC))):
+    for name, x in ((_W, w), (_SC, w * conf), (_SA, w * acc)):
         cols += _fixed_parts(name, x, k)
     return cols, [_W, _SC, _SA]
 
@@ -428,7 +427,7 @@ class _Run:
             pl.Series(LZ._F1, [a for a, _ in f]), pl.Series(LZ._F2, [b for _, b in f]),
             pl.Series(LZ._SCALE, np.ldexp(1.0, e)))
 
-    def row_columns(self, x_name: str | None = None) -> list[Any]:
+    def row_columns(self) -> list[Any]:
         """Keys, lensed conf / acc, the row flag (_OK), keep, weights, the variable."""
         nw, plan = self.nw, self.plan
         conf, acc = _lensed(plan)
@@ -443,32 +442,46 @@ class _Run:
         return cols
 
     def main(self) -> pl.DataFrame:
-        """One query: per (keys, bin[, weight bucket]) rows, valid rows, exact sums (+ variable range)."""
+        """One query, one projection of the user's rows then the group-by: per (keys, bin[, weight bucket]) rows,
+        exact sums (+ variable range). A bad row (one the checks report) goes to bin -2 of its group (its
+        fixed-point parts null), so the cells count the bad rows without a column of their own (a categorical
+        variable has no spare bin: a summed row flag instead); nulls='drop': a dropped row goes to bin -1 (a
+        null bin for a categorical variable). The engine's optimizer evaluates each repeated subexpression
+        once (measured on DuckDB: staging the columns in separate projections is no faster)."""
         nw, plan = self.nw, self.plan
-        q = self.base(self.row_columns())
-        ok = nw.col(_OK)
+        conf, acc = _lensed(plan)
+        ok, keep = _row_ok(plan), _keep(plan)
+        cols = _key_cols(plan, self.schema)
+        w = k = None
         if plan.weight_col is not None:
-            q = q.with_columns(_bucket(nw.when(ok).then(nw.col(_WT))).alias(_EB))
+            w = nw.when(ok).then(self.weights())
+            k = _bucket(w)
+            cols.append(k.alias(_EB))
         b = plan.binning
-        if plan.var_kind == "categorical":
-            bin_ = nw.col(_CATV)
+        categorical = plan.var_kind == "categorical"
+        if categorical:
+            bin_ = nw.col(plan.var_col)
+            cols.append(ok.cast(nw.Int64).alias(_OK))
         else:
-            x = nw.when(ok).then(nw.col(_V if plan.var_col is not None else _CONF))
+            x = nw.when(ok).then(_var(plan) if plan.var_col is not None else conf)
             bin_ = (edge_bins_nw(x, [float(e) for e in b.edges[1:-1]], b.closed) if b.edges is not None
-                    else uniform_bin_nw(x, b.bins, b.closed))
-        if plan.nulls == "drop":
-            dropped = nw.lit(None) if plan.var_kind == "categorical" else nw.lit(-1)
-            bin_ = nw.when(nw.col(_KEEP)).then(bin_).otherwise(dropped)
-            if plan.var_kind != "categorical":
-                bin_ = bin_.cast(nw.Int32)
-        sums, summed = _sum_columns(plan, _OK)
-        q = q.with_columns(bin_.alias(_BIN), *sums, ok.cast(nw.Int64).alias(_OK))
-        aggs = _aggs(plan, summed) + [nw.col(_OK).sum().alias(_OK)]
+                    else uniform_bin_nw(x, b.bins, b.closed)).fill_null(nw.lit(-2))
+        if keep is not None:
+            bin_ = nw.when(keep).then(bin_).otherwise(nw.lit(None) if categorical else nw.lit(-1))
+        if not categorical:
+            bin_ = bin_.cast(nw.Int32)
+        sums, summed = _sum_columns(plan, ok, conf, acc, w, k)
+        cols += [bin_.alias(_BIN), *sums]
+        aggs = _aggs(plan, summed)
+        if categorical:
+            aggs.append(nw.col(_OK).sum().alias(_OK))
         if plan.var_kind == "numeric":
+            cols.append(_var(plan).alias(_V))
             aggs += [nw.col(_V).min().alias(_VMIN), nw.col(_V).max().alias(_VMAX)]
         cell = plan.keys + [_BIN] + ([_EB] if plan.weight_col is not None else [])
-        res = _collect(q.group_by(cell).agg(*aggs))
-        res = res.with_columns(pl.col(_LEN).cast(pl.Int64), pl.col(_OK).cast(pl.Int64))
+        res = _collect(self.base(cols).group_by(cell).agg(*aggs))
+        good = pl.col(_OK) if categorical else pl.when(pl.col(_BIN) == -2).then(0).otherwise(pl.col(_LEN))
+        res = res.with_columns(pl.col(_LEN).cast(pl.Int64), good.cast(pl.Int64).alias(_OK))
         if plan.weight_col is None:
             res = res.with_columns(pl.col(_SA).cast(pl.Float64))
         return _exact(res, summed)
@@ -611,7 +624,9 @@ class _Run:
         q = rows_.join(small(etab), on=jnames, how="inner")
         if plan.weight_col is not None:
             q = q.with_columns(_bucket(nw.col(_WT)).alias(_EB))
-        sums, summed = _sum_columns(plan, _OK)
+        ok = nw.col(_OK)
+        w = nw.when(ok).then(nw.col(_WT)) if plan.weight_col is not None else None
+        sums, summed = _sum_columns(plan, ok, nw.col(_CONF), nw.col(_ACC), w, nw.col(_EB))
         q = q.with_columns(bin_.cast(nw.Int32).alias(_BIN), *sums)
         cell = gk + [_BIN] + ([_EB] if plan.weight_col is not None else [])
         res = _collect(q.group_by(cell).agg(*_aggs(plan, summed)))
