@@ -188,14 +188,18 @@ def _collect(q: Any) -> pl.DataFrame:
 # --------------------------------------------------------------------------- expressions
 
 
-def _class_probs(plan: LZ._Plan) -> list[Any]:
+def _f64(plan: LZ._Plan, c: str) -> Any:
+    """Column ``c`` as Float64 (cast only when it is not one already: fewer nodes for the engine to build)."""
     nw = _nw()
-    return [nw.col(c).cast(nw.Float64) for c in plan.prob_cols]
+    return nw.col(c) if plan.schema[c] == pl.Float64 else nw.col(c).cast(nw.Float64)
+
+
+def _class_probs(plan: LZ._Plan) -> list[Any]:
+    return [_f64(plan, c) for c in plan.prob_cols]
 
 
 def _binary_prob(plan: LZ._Plan) -> Any:
-    nw = _nw()
-    return nw.col(plan.prob_cols[0]).cast(nw.Float64)
+    return _f64(plan, plan.prob_cols[0])
 
 
 def _all(parts: list[Any]) -> Any:
@@ -214,13 +218,11 @@ def _prob_ok(plan: LZ._Plan) -> Any:
 
 
 def _raw_weights(plan: LZ._Plan) -> Any:
-    nw = _nw()
-    return nw.col(plan.weight_col).cast(nw.Float64)
+    return _f64(plan, plan.weight_col)
 
 
 def _var(plan: LZ._Plan) -> Any:
-    nw = _nw()
-    return nw.col(plan.var_col).cast(nw.Float64)
+    return _f64(plan, plan.var_col)
 
 
 def _keep(plan: LZ._Plan) -> Any:
