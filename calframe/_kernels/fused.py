@@ -215,11 +215,11 @@ def _home(h, bits):
 def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps):
     """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
     rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
-    open-addressing table of (hash, code) slots, at most a quarter full (doubled past that), strings
-    compared with :func:`_same` where the hashes agree."""
+    open-addressing table, at most a quarter full (doubled past that), whose slots hold a string's hash
+    (``hashes[i]``), its two view words and its code + 1 (0: empty), so a row is mostly matched on one
+    cache line; strings are compared byte for byte (:func:`_same`) where the words do not settle it."""
     bits = 10
-    slot_hash = np.zeros(1 << bits, dtype=np.uint64)
-    slot_code = np.full(1 << bits, -1, dtype=np.int64)
+    tab = np.zeros((1 << bits, 4), dtype=np.uint64)
     m = 0
     for t in range(lo, hi):
         i = t if rows is None else rows[t]
@@ -228,67 +228,64 @@ def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps):
         k = _home(h, bits)
         v0, v1 = views[2 * i], views[2 * i + 1]
         while True:
-            c = slot_code[k]
+            c = np.int64(tab[k, 3]) - 1
             if c < 0:
-                slot_code[k] = m
-                slot_hash[k] = h
+                tab[k, 0] = h
+                tab[k, 1] = v0
+                tab[k, 2] = v1
+                tab[k, 3] = np.uint64(m + 1)
                 reps[lo + m] = i
                 out[t] = m
                 m += 1
                 break
-            if slot_hash[k] == h:
-                r = reps[lo + c]
+            if tab[k, 0] == h:
                 # the same view words and a non-null inline string: the same string (the common case)
-                if (v0 == views[2 * r] and v1 == views[2 * r + 1] and (v0 & _LOW32) <= np.uint64(12)
-                        and (valid is None or (valid[i] and valid[r]))) or _same(views, data, bases, valid, i, r):
+                if (v0 == tab[k, 1] and v1 == tab[k, 2] and (v0 & _LOW32) <= np.uint64(12)
+                        and (valid is None or valid[i])) or _same(views, data, bases, valid, i, reps[lo + c]):
                     out[t] = c
                     break
             k = (k + 1) & mask
         if 4 * m > (1 << bits):
-            old_hash, old_code = slot_hash, slot_code
+            old = tab
             bits += 1
             mask = (1 << bits) - 1
-            slot_hash = np.zeros(1 << bits, dtype=np.uint64)
-            slot_code = np.full(1 << bits, -1, dtype=np.int64)
-            for j in range(old_code.shape[0]):
-                if old_code[j] >= 0:
-                    k = _home(old_hash[j], bits)
-                    while slot_code[k] >= 0:
+            tab = np.zeros((1 << bits, 4), dtype=np.uint64)
+            for j in range(old.shape[0]):
+                if old[j, 3] > 0:
+                    k = _home(old[j, 0], bits)
+                    while tab[k, 3] > 0:
                         k = (k + 1) & mask
-                    slot_code[k] = old_code[j]
-                    slot_hash[k] = old_hash[j]
+                    tab[k] = old[j]
     return m
 
 
 @njit(parallel=True, cache=True)
 def string_codes(views, data, bases, valid, hashes, nchunks):
     """(int32 code of each row, first row of each code): the codes of a string_view column, numbered in order
-    of first appearance (so the same for any thread count).
+    of first appearance (so the same for any chunk and thread count).
 
     Each chunk of rows numbers its own strings, then the chunks' first rows are numbered in chunk order
-    and each row's chunk code is mapped to that number. ``hashes``: Polars' ``Series.hash`` (uint64), used
-    to place strings in the tables only; strings are compared byte for byte (:func:`_same`)."""
+    and each row's chunk code is mapped to that number, in place (fresh memory costs a page fault per 4 kB
+    here). ``hashes``: Polars' ``Series.hash`` (uint64), used to place strings in the tables only; strings
+    are compared byte for byte (:func:`_same`)."""
     n = hashes.shape[0]
     step = (n + nchunks - 1) // nchunks
-    local = np.empty(n, dtype=np.int64)
+    codes = np.empty(n, dtype=np.int32)
     reps = np.empty(n, dtype=np.int64)
     counts = np.zeros(nchunks, dtype=np.int64)
     for c in prange(nchunks):
-        counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), local, reps)
+        counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
     # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
     firsts = np.empty(counts.sum(), dtype=np.int64)
     at = 0
     for c in range(nchunks):
         firsts[at : at + counts[c]] = reps[c * step : c * step + counts[c]]
         at += counts[c]
-    merged = np.empty(firsts.shape[0], dtype=np.int64)
+    merged = np.empty(firsts.shape[0], dtype=np.int32)
     g_reps = np.empty(firsts.shape[0], dtype=np.int64)
     n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
-    codes = np.empty(n, dtype=np.int32)
-    for c in prange(nchunks):
-        base = 0
-        for d in range(c):
-            base += counts[d]
+    for c in prange(1, nchunks):  # the first chunk's codes are already the global ones
+        base = counts[:c].sum()
         for i in range(c * step, min(n, (c + 1) * step)):
-            codes[i] = merged[base + local[i]]
+            codes[i] = merged[base + codes[i]]
     return codes, g_reps[:n_codes].copy()

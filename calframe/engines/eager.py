@@ -165,7 +165,7 @@ def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
     bases = np.concatenate(([0], np.cumsum([p.shape[0] for p in parts])[:-1])).astype(np.int64)
     valid = s.is_not_null().to_numpy() if s.null_count() else None
     n = len(s)
-    codes, reps = FK.string_codes(views, data, bases, valid, s.hash().to_numpy(), int(min(32, max(1, n >> 16))))
+    codes, reps = FK.string_codes(views, data, bases, valid, s.hash().to_numpy(), int(min(4, max(1, n >> 16))))
     return codes, reps.shape[0], pl.DataFrame([s.gather(reps).cast(dt)])
 
 
