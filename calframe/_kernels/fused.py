@@ -4,7 +4,7 @@ No dataframe knowledge: plain arrays in, arrays out (the engine, calframe/engine
 it applies and falls back to the detailed checks of calframe._columns when a row is bad).
 
 Determinism: as :func:`calframe._kernels.accumulate.accumulate`, rows are cut into a number of chunks
-that depends on the sizes only (``accumulate.n_chunks``); each chunk sums its rows in order into its own
+that depends on the sizes only (:func:`n_chunks`); each chunk sums its rows in order into its own
 partial table and the tables are added in chunk order: the same bits for any thread count.
 """
 
@@ -15,6 +15,7 @@ from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from .accumulate import _uniform_bin, partials, sum_partials
+from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
 
 #: lens codes of :func:`binned_pass` (calframe.lenses.binary_rule): class:1, class:0, top1
@@ -22,6 +23,15 @@ CLASS1, CLASS0, TOP1 = 0, 1, 2
 
 #: a table of more cells than this (per chunk) does not stay in cache: the pass prefetches its cells
 PREFETCH_CELLS = 1 << 15
+#: the partial tables of :func:`binned_pass` together take at most this many bytes (at least two chunks): each
+#: is fresh memory, faulted in a page at a time (32 tables of 1e3 groups x 15 bins were 12 MB, ~15% of the pass)
+PARTIAL_BYTES = 1 << 21
+
+
+def n_chunks(n_rows: int, n_cells: int) -> int:
+    """Chunks of :func:`binned_pass`: accumulate.n_chunks, fewer where the tables pass PARTIAL_BYTES (sizes
+    only, never the thread count)."""
+    return min(n_chunks_rows(n_rows, n_cells), max(2, PARTIAL_BYTES // (24 * max(n_cells, 1))))
 
 
 @njit(inline="always")

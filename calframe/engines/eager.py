@@ -209,7 +209,7 @@ def fused_sums(
             keys, n_slots, key_table = hashed
     p = df[sel.prob_cols[0]].to_numpy()
     y = df[sel.label_col].to_numpy()
-    nchunks = K.n_chunks(p.shape[0], n_slots * b.bins)
+    nchunks = FK.n_chunks(p.shape[0], n_slots * b.bins)
     w = None
     mult = np.ones(n_slots)
     if sel.weights is not None:
