@@ -111,6 +111,16 @@ def _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, 
     return nb
 
 
+@njit(inline="always")
+def _by_lens(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, lens):
+    """:func:`_chunk` with ``lens`` a constant (and ``right`` the caller's constant)."""
+    if lens == CLASS1:
+        return _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, CLASS1)
+    if lens == CLASS0:
+        return _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, CLASS0)
+    return _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, TOP1)
+
+
 @njit(parallel=True, cache=True)
 def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, nchunks):
     """Per (slot, bin) sums ``[sum w, sum w*conf, sum w*acc]`` (flat, n_slots * n_bins * 3), rows per slot
@@ -137,18 +147,9 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
         lo_i = c * step
         hi_i = min(n, lo_i + step)
         if right:
-            if lens == CLASS1:
-                nb = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, True, CLASS1)
-            elif lens == CLASS0:
-                nb = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, True, CLASS0)
-            else:
-                nb = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, True, TOP1)
-        elif lens == CLASS1:
-            nb = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, False, CLASS1)
-        elif lens == CLASS0:
-            nb = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, False, CLASS0)
+            nb = _by_lens(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, True, lens)
         else:
-            nb = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, False, TOP1)
+            nb = _by_lens(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, False, lens)
         bad[c] = nb
     return sum_partials(part), sum_partials(counts), bad.sum()
 
