@@ -59,9 +59,8 @@ browser:
 
 # --require-extras: a test extra that fails to import fails the run (tests/conftest.py);
 # --hypothesis-profile=ci: derandomized, reproducible property tests.
-# -n 2 --dist loadgroup: two worker processes; the Spark tests and the browser tests each stay in one (conftest.py).
 test: $(VENV)/.installed-test java browser
-	$(BIN)/python -m pytest -q --require-extras --hypothesis-profile=ci -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q --require-extras --hypothesis-profile=ci
 
 # pyspark (a test extra, installed into .venv) runs on Java 17, which is never installed here: shown, or a clear stop.
 java:
