@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from ._errors import bad_param
 from .metrics import check_seed
 
 #: slope of the true probability around 0.5 in each region (1 = calibrated)
@@ -176,8 +177,6 @@ def adult(split: str = "test") -> pl.DataFrame:
 
     names = {"train": "adult.data.gz", "test": "adult.test.gz"}
     if split not in names:
-        from ._errors import bad_param
-
         raise bad_param("datasets.adult", "split", "'train' or 'test'", split)
     raw = gzip.decompress(resources.files("calframe").joinpath("data", names[split]).read_bytes())
     df = pl.read_csv(raw, has_header=False, new_columns=list(ADULT_COLUMNS), separator=",", null_values=[" ?"],
@@ -186,6 +185,20 @@ def adult(split: str = "test") -> pl.DataFrame:
     text = [c for c in ADULT_COLUMNS if c not in ADULT_NUMERIC]
     df = df.with_columns(pl.col(text).str.strip_chars()).with_columns(pl.col("income").str.strip_chars_end("."))
     return df.with_columns(label=(pl.col("income") == ">50K").cast(pl.Int8))
+
+
+def adult_design(train: pl.DataFrame, test: pl.DataFrame, without: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The unstandardised design matrices of :func:`adult_scored` for the two splits: the numeric columns, then a
+    one-hot encoding of the text columns (levels from ``train``, first dropped, nulls as zeros), without
+    ``native-country``, ``income`` and the columns in ``without``."""
+    unknown = sorted(set(without) - set(ADULT_COLUMNS[:-1]))
+    if unknown:
+        raise bad_param("datasets.adult_scored", "without", f"feature columns of Adult ({ADULT_COLUMNS[:-1]})",
+                        unknown)
+    numeric = [c for c in ADULT_NUMERIC if c not in without]
+    levels = {c: sorted(train[c].drop_nulls().unique().to_list()) for c in ADULT_COLUMNS
+              if c not in ADULT_NUMERIC and c not in ("native-country", "income", *without)}
+    return _one_hot(train, numeric, levels), _one_hot(test, numeric, levels)
 
 
 def _one_hot(df: pl.DataFrame, numeric: list[str], levels: dict[str, list[str]]) -> np.ndarray:
@@ -222,16 +235,7 @@ def adult_scored(l2: float = 1.0, without: Sequence[str] = ("age", "marital-stat
     (0.01, 0.064)
     """
     train, test = adult("train"), adult("test")
-    unknown = sorted(set(without) - set(ADULT_COLUMNS[:-1]))
-    if unknown:
-        from ._errors import bad_param
-
-        raise bad_param("datasets.adult_scored", "without", f"feature columns of Adult ({ADULT_COLUMNS[:-1]})",
-                        unknown)
-    numeric = [c for c in ADULT_NUMERIC if c not in without]
-    levels = {c: sorted(train[c].drop_nulls().unique().to_list()) for c in ADULT_COLUMNS
-              if c not in ADULT_NUMERIC and c not in ("native-country", "income", *without)}
-    x_tr, x_te = _one_hot(train, numeric, levels), _one_hot(test, numeric, levels)
+    x_tr, x_te = adult_design(train, test, without)
     mu, sd = x_tr.mean(0), x_tr.std(0)
     sd[sd == 0] = 1.0
     x_tr = np.hstack([np.ones((len(x_tr), 1)), (x_tr - mu) / sd])

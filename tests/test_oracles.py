@@ -137,14 +137,10 @@ def test_adult_scored_is_a_converged_logistic_regression():
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    from calframe.datasets import ADULT_COLUMNS, ADULT_NUMERIC, _one_hot, adult, adult_scored
+    from calframe.datasets import adult, adult_design, adult_scored
 
     train, test = adult("train"), adult("test")
-    drop = ("native-country", "income", "age", "marital-status", "relationship")
-    numeric = [c for c in ADULT_NUMERIC if c != "age"]
-    levels = {c: sorted(train[c].drop_nulls().unique().to_list()) for c in ADULT_COLUMNS
-              if c not in ADULT_NUMERIC and c not in drop}
-    x_tr, x_te = _one_hot(train, numeric, levels), _one_hot(test, numeric, levels)
+    x_tr, x_te = adult_design(train, test, ("age", "marital-status", "relationship"))
     mu, sd = x_tr.mean(0), x_tr.std(0)
     sd[sd == 0] = 1
     model = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000).fit((x_tr - mu) / sd, train["label"].to_numpy())
