@@ -16,6 +16,7 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from . import arrays as A
 
 #: rows per chunk of the accumulate pass (before the caps below)
 CHUNK_ROWS = 1 << 16
@@ -50,8 +51,9 @@ def accumulate(groups, bins, conf, acc, weights, edges, right, n_groups, n_bins)
     """
     n_cells = n_groups * n_bins
     out = _accumulate_chunked(
-        groups, bins, conf, acc, weights, edges, right, n_bins, n_cells, n_chunks(conf.shape[0], n_cells)
-    )
+        A.frozen(groups), A.frozen(bins), A.real(conf), A.frozen(acc), A.real(weights), A.real(edges), bool(right),
+        n_bins, n_cells, n_chunks(conf.shape[0], n_cells)
+    )  # read-only arrays: one compiled version for writable and Arrow-backed columns (calframe._kernels.arrays)
     return out.reshape((n_groups, n_bins, 3))
 
 

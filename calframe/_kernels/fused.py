@@ -14,6 +14,7 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from . import arrays as A
 from .accumulate import _uniform_bin, partials, sum_partials
 from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
@@ -111,17 +112,31 @@ def _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, 
     return nb
 
 
-@njit(inline="always")
-def _by_lens(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, lens):
-    """:func:`_chunk` with ``lens`` a constant (and ``right`` the caller's constant)."""
-    if lens == CLASS1:
-        return _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, CLASS1)
-    if lens == CLASS0:
-        return _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, CLASS0)
-    return _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, TOP1)
+def _make_pass(right: bool, lens: int):
+    """The row pass of one (closed side, lens) pair, both compile-time constants (testing them per row cost a
+    third of the ungrouped pass). One kernel per pair, so a call compiles only the pair it uses."""
+
+    @njit(parallel=True, cache=True)
+    def pass_(p, y, keys, lo, w, w_mult, edges, n_bins, n_slots, nchunks):
+        n = p.shape[0]
+        n_cells = n_slots * n_bins
+        part, step = partials(n, nchunks, 3 * n_cells)
+        counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
+        bad = np.zeros(nchunks, dtype=np.int64)
+        far = n_cells > PREFETCH_CELLS
+        for c in prange(nchunks):
+            tab = part[c].reshape((n_cells, 3))
+            lo_i = c * step
+            hi_i = min(n, lo_i + step)
+            bad[c] = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i, far, right, lens)
+        return sum_partials(part), sum_partials(counts), bad.sum()
+
+    return pass_
 
 
-@njit(parallel=True, cache=True)
+_PASSES = {(right, lens): _make_pass(right, lens) for right in (False, True) for lens in (CLASS1, CLASS0, TOP1)}
+
+
 def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, nchunks):
     """Per (slot, bin) sums ``[sum w, sum w*conf, sum w*acc]`` (flat, n_slots * n_bins * 3), rows per slot
     (weighted only; else empty: the weight sums count the rows), and the number of bad rows.
@@ -130,28 +145,15 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     with p outside [0, 1] (NaN included) or a label other than 0 / 1 is bad and not summed (the caller
     raises the detailed error). ``keys``: None (one slot) or integers, row i in slot ``keys[i] - lo``.
     ``w``: None (all 1) or float64 weights (checked by :func:`weight_tops`), multiplied by
-    ``w_mult[slot]`` (an array even without weights). ``lens``: CLASS1, CLASS0 or TOP1. Bins: ``_uniform_bin`` on the uniform ``edges``.
+    ``w_mult[slot]`` (an array even without weights). ``lens``: CLASS1, CLASS0 or TOP1. Bins:
+    ``_uniform_bin`` on the uniform ``edges``.
 
-    Each (closed side, lens) pair has its own copy of the row loop, with both as constants: testing them
-    per row cost a third of the ungrouped pass.
+    The columns reach the kernel in a few dtypes only (:func:`calframe._kernels.arrays.real`, ``label``,
+    ``codes``), read-only, so a fresh install compiles few versions of it.
     """
-    n = p.shape[0]
-    n_cells = n_slots * n_bins
-    part, step = partials(n, nchunks, 3 * n_cells)
-    counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
-    bad = np.zeros(nchunks, dtype=np.int64)
-    far = n_cells > PREFETCH_CELLS
-    for c in prange(nchunks):
-        tab = part[c].reshape((n_cells, 3))
-        cnt = counts[c]
-        lo_i = c * step
-        hi_i = min(n, lo_i + step)
-        if right:
-            nb = _by_lens(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, True, lens)
-        else:
-            nb = _by_lens(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, False, lens)
-        bad[c] = nb
-    return sum_partials(part), sum_partials(counts), bad.sum()
+    return _PASSES[bool(right), int(lens)](
+        A.real(p), A.label(y), A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), n_bins, n_slots, nchunks
+    )
 
 
 @njit(parallel=True, cache=True)

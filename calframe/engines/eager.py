@@ -21,6 +21,7 @@ from .. import lenses as L
 from .. import request as R
 from .._columns import Scored, Selected, check_group_weights, score, select_rows, weight_exponents
 from .._kernels import accumulate as K
+from .._kernels import arrays as KA
 from .._kernels import fused as FK
 from .._names import fresh_name
 from .._limits import TableTooLargeError, check_cells
@@ -134,7 +135,7 @@ def _direct_keys(s: pl.Series, n_bins: int) -> tuple[np.ndarray, int, int] | Non
     or a range whose partial tables would pass accumulate.PARTIAL_BUDGET)."""
     if not s.dtype.is_integer() or s.dtype == pl.UInt64 or s.null_count():
         return None
-    v = s.to_numpy()
+    v = KA.codes(s.to_numpy())
     lo, hi = FK.int_range(v, int(min(8, max(1, v.shape[0] >> 16))))
     span = int(hi) - int(lo) + 1
     if 3 * span * n_bins > K.PARTIAL_BUDGET:
@@ -207,13 +208,14 @@ def fused_sums(
             if hashed is None:
                 return None
             keys, n_slots, key_table = hashed
-    p = df[sel.prob_cols[0]].to_numpy()
-    y = df[sel.label_col].to_numpy()
+    keys = KA.codes(keys)
+    p = KA.real(df[sel.prob_cols[0]].to_numpy())
+    y = KA.label(df[sel.label_col].to_numpy())
     nchunks = FK.n_chunks(p.shape[0], n_slots * b.bins)
     w = None
     mult = np.ones(n_slots)
     if sel.weights is not None:
-        w = np.asarray(df[sel.weights].to_numpy(), dtype=np.float64)
+        w = KA.real(df[sel.weights].to_numpy())
         tops, bad = FK.weight_tops(keys, lo, w, n_slots, nchunks)
         e = weight_exponents(tops)
         if bad or e.min() < -1022:  # bad weights (the detailed error), or a scale 2^-e past float64
