@@ -8,6 +8,7 @@ maximum), on adversarial values: every edge, its neighbouring floats, 0, 1, ties
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import polars as pl
 import pytest
@@ -159,6 +160,32 @@ def test_uniform_bin_every_rendering_every_bin_count(con, closed):
     x, b = np.concatenate(xs), np.concatenate(bs)
     want = np.concatenate([ref_bins(v, ref_edges(int(bb[0]), closed)[1:-1], closed) for v, bb in zip(xs, bs)])
     np.testing.assert_array_equal(duckdb_macro_bins(con, x, b, closed), want)
+
+
+@numba.njit(cache=True)
+def _hot_bins(x, edges, n_bins, right):
+    """The row loops' uniform bin (calframe._kernels.accumulate._uniform_bin) of each x."""
+    out = np.empty(x.shape[0], dtype=np.int64)
+    for i in range(x.shape[0]):
+        out[i] = K._uniform_bin(x[i], edges, n_bins, right)
+    return out
+
+
+@pytest.mark.parametrize("closed", SIDES)
+def test_uniform_bin_fast_path_at_its_bound(closed):
+    """The hot bin's fast path (floor(x B) where x B is NEAR_EDGE from an integer) against numpy.digitize:
+    values on, next to and NEAR_EDGE / B (+- ulps) from sampled edges, for bin counts up to past FAST_BINS."""
+    rng = np.random.default_rng(5)
+    for bins in (1, 2, 3, 7, 10, 15, 49, 100, 999, 65_537, K.FAST_BINS - 1, K.FAST_BINS, K.FAST_BINS + 1, 3_000_001):
+        edges = uniform_edges(bins, closed)
+        ks = np.unique(np.concatenate([[0, 1, bins // 2, bins - 1, bins], rng.integers(0, bins + 1, 40)]))
+        base = ks / bins
+        d = K.NEAR_EDGE / bins
+        x = near(np.concatenate([edges[ks], base, base + d, base - d, base + d * (1 + 1e-7), base - d * (1 + 1e-7),
+                                 base + 2 * d, base - 2 * d, rng.random(50)]), ulps=3)
+        x = np.unique(np.clip(x, 0.0, 1.0))
+        want = ref_bins(x, edges[1:-1], closed)
+        np.testing.assert_array_equal(_hot_bins(x, edges, bins, closed == "right"), want, err_msg=f"B={bins}")
 
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
