@@ -156,25 +156,6 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     )
 
 
-@njit(parallel=True, cache=True)
-def int_range(v, nchunks):
-    """(min, max) of a non-empty integer array, as int64."""
-    n = v.shape[0]
-    step = (n + nchunks - 1) // nchunks
-    los = np.empty(nchunks, dtype=np.int64)
-    his = np.empty(nchunks, dtype=np.int64)
-    for c in prange(nchunks):
-        a = np.int64(v[min(c * step, n - 1)])
-        b = a
-        for i in range(c * step, min(n, (c + 1) * step)):
-            x = np.int64(v[i])
-            a = x if x < a else a
-            b = x if x > b else b
-        los[c] = a
-        his[c] = b
-    return los.min(), his.max()
-
-
 # --------------------------------------------------------------------------- string keys
 
 _LOW32 = np.uint64(0xFFFFFFFF)
