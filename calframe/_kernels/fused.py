@@ -83,7 +83,7 @@ def weight_tops(keys, lo, w, n_slots, nchunks):
 @njit(inline="always")
 def _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, lens):
     """Rows ``lo_i:hi_i`` into the chunk's table ``tab`` (n_cells x 3) and row counts ``cnt``: the number of bad
-    rows. Inlined with ``right`` and ``lens`` constants (:func:`binned_pass`), so neither is tested per row."""
+    rows. Inlined with ``lens`` a constant (:func:`_make_pass`), so it is not tested per row."""
     nb = 0
     for i in range(lo_i, hi_i):
         if far and i + AHEAD < hi_i:  # the table is out of cache: ask for the cell of a row ahead
@@ -112,12 +112,13 @@ def _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, 
     return nb
 
 
-def _make_pass(right: bool, lens: int):
-    """The row pass of one (closed side, lens) pair, both compile-time constants (testing them per row cost a
-    third of the ungrouped pass). One kernel per pair, so a call compiles only the pair it uses."""
+def _make_pass(lens: int):
+    """The row pass of one lens, a compile-time constant (testing it per row cost a third of the ungrouped
+    pass). One kernel per lens, so a call compiles only the lens it uses. The closed side is an argument: the
+    bin reads it only next to an edge (:func:`calframe._kernels.accumulate._uniform_bin`)."""
 
     @njit(parallel=True, cache=True)
-    def pass_(p, y, keys, lo, w, w_mult, edges, n_bins, n_slots, nchunks):
+    def pass_(p, y, keys, lo, w, w_mult, edges, right, n_bins, n_slots, nchunks):
         n = p.shape[0]
         n_cells = n_slots * n_bins
         part, step = partials(n, nchunks, 3 * n_cells)
@@ -134,7 +135,7 @@ def _make_pass(right: bool, lens: int):
     return pass_
 
 
-_PASSES = {(right, lens): _make_pass(right, lens) for right in (False, True) for lens in (CLASS1, CLASS0, TOP1)}
+_PASSES = {lens: _make_pass(lens) for lens in (CLASS1, CLASS0, TOP1)}
 
 
 def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, nchunks):
@@ -151,8 +152,9 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     The columns reach the kernel in a few dtypes only (:func:`calframe._kernels.arrays.real`, ``label``,
     ``codes``), read-only, so a fresh install compiles few versions of it.
     """
-    return _PASSES[bool(right), int(lens)](
-        A.real(p), A.label(y), A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), n_bins, n_slots, nchunks
+    return _PASSES[int(lens)](
+        A.real(p), A.label(y), A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right), n_bins,
+        n_slots, nchunks
     )
 
 
