@@ -72,6 +72,14 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.importorskip = _import_or_fail  # module-level importorskip calls look it up at collection time
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test marked ``spark`` in one pytest-xdist group, so one worker starts the one Spark session."""
+    for item in items:
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     pytest.importorskip = _importorskip
 
