@@ -125,7 +125,6 @@ def make_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def numpy_bincount_ece(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> float:
     b = np.minimum((p * bins).astype(np.int64), bins - 1)
-    n = np.bincount(b, minlength=bins)
     sp = np.bincount(b, weights=p, minlength=bins)
     sy = np.bincount(b, weights=y, minlength=bins)
     return float(np.abs(sp - sy).sum() / p.shape[0])
@@ -299,7 +298,7 @@ FIRST_CALL = textwrap.dedent(
 
 def bench_first_call() -> None:
     out = [float(subprocess.check_output([sys.executable, "-c", FIRST_CALL], text=True).strip()) for _ in range(2)]
-    print(f"\n## First call in a fresh process, 1e6 rows (target <= 1 s, kernels cached on disk)")
+    print("\n## First call in a fresh process, 1e6 rows (target <= 1 s, kernels cached on disk)")
     print(f"  first process: {out[0]:.3f} s (may include compiling into the cache), second process: {out[1]:.3f} s")
 
 
