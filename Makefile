@@ -76,5 +76,8 @@ bench: $(VENV)/.installed-bench
 docs: $(VENV)/.installed-docs
 	$(BIN)/mkdocs build --strict --site-dir site
 
+# numba's disk cache (calframe/**/__pycache__/*.nbi, *.nbc) is keyed on each kernel's own source file: after
+# editing an inline helper in another module, `make clean` (or deleting those files) recompiles the kernels.
 clean:
 	rm -rf $(VENV) build *.egg-info
+	find calframe -name '*.nbi' -delete -o -name '*.nbc' -delete
