@@ -589,7 +589,7 @@ class SmoothReliabilityDisplay:
     def plot(self, ax: Any = None, *, band: bool = True, density: bool = True,
              **kwargs: Any) -> "SmoothReliabilityDisplay":
         """Draw the curve (``**kwargs`` go to ``Axes.plot``), its band and the density. Returns the display."""
-        plt = _pyplot()
+        _pyplot()  # the clear error without matplotlib
         fig, mains, lows = _axes(ax, 1, "SmoothReliabilityDisplay", None, (5.0, 5.0), below=density)
         main = mains[0]
         main.plot([0, 1], [0, 1], linestyle="--", color=REF_COLOR, linewidth=1, label="Perfect calibration")

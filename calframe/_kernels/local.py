@@ -1141,7 +1141,6 @@ def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, met
     g_of_q = np.repeat(np.arange(len(gk)), g_qe - g_qs)
     q_rs = g_rs[g_of_q]
     q_re = g_re[g_of_q]
-    gb = gk
 
     out = np.zeros((n_q, M))
     nonempty = np.flatnonzero(g_re > g_rs)
