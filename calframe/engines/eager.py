@@ -141,7 +141,7 @@ def _direct_keys(s: pl.Series, n_bins: int) -> tuple[np.ndarray, int, int] | Non
     span = int(hi) - int(lo) + 1
     if 3 * span * n_bins > K.PARTIAL_BUDGET:
         return None
-    return KA.codes(s.to_numpy()), int(lo), span
+    return s.to_numpy(), int(lo), span
 
 
 def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
@@ -209,9 +209,9 @@ def fused_sums(
             if hashed is None:
                 return None
             keys, n_slots, key_table = hashed
-    keys = KA.codes(keys)
-    p = KA.real(df[sel.prob_cols[0]].to_numpy())
-    y = KA.label(df[sel.label_col].to_numpy())
+    keys = KA.codes(keys)  # the types binned_pass brings its columns to: weight_tops reads keys and w first
+    p = df[sel.prob_cols[0]].to_numpy()
+    y = df[sel.label_col].to_numpy()
     nchunks = FK.n_chunks(p.shape[0], n_slots * b.bins)
     w = None
     mult = np.ones(n_slots)
