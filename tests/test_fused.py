@@ -98,6 +98,88 @@ def test_string_keys_nulls_long_strings_and_order():
         assert e == pytest.approx(ece_by_hand(p[m], y[m]), rel=1e-12, abs=1e-15)
 
 
+def first_appearance(values):
+    """Codes numbered in order of first appearance, and each code's first row: a dict, by hand."""
+    seen, codes, firsts = {}, [], []
+    for i, v in enumerate(values):
+        if v not in seen:
+            seen[v] = len(seen)
+            firsts.append(i)
+        codes.append(seen[v])
+    return codes, firsts
+
+
+def kernel_codes(arr, inline: bool, nchunks: int):
+    """string_codes on an Arrow string_view array: the inline path (no hash column) or the hashed one."""
+    views, data, bases = eager.string_views(arr)
+    valid = None if arr.null_count == 0 else np.asarray(arr.is_valid())
+    hashes = None if inline else pl.Series(pl.from_arrow(arr)).hash().to_numpy()
+    return FK.string_codes(views, data, bases, valid, hashes, nchunks)
+
+
+SHORT = ["", "a", "ab", "abc", "abcd", "abcde", "abcdefgh", "abcdefghijkl", "abcdefghijk", "a\x00", "\x00",
+         "é", "éé", "b", "ba", "abcdefghijkm", None]
+
+
+@pytest.mark.parametrize("nchunks", [1, 3, 4])
+def test_inline_string_codes_by_hand(nchunks):
+    """Strings of at most 12 bytes (prefixes of each other, NUL bytes, 2-byte characters, the empty string,
+    nulls) and 5000 distinct keys (the tables grow several times): numbered in order of first appearance
+    on any chunk count, as the hashed path numbers them."""
+    rng = np.random.default_rng(11)
+    many = [f"k{i}" for i in range(5000)]
+    for names, n in ((SHORT, 4000), (many + SHORT, 40_000)):
+        values = [names[i] for i in rng.integers(0, len(names), n)]
+        arr = pl.Series(values, dtype=pl.String).to_arrow(compat_level=pl.CompatLevel.newest())
+        want, firsts = first_appearance(values)
+        for inline in (True, False):
+            codes, reps = kernel_codes(arr, inline, nchunks)
+            assert codes.tolist() == want and reps.tolist() == firsts
+
+
+def test_inline_string_codes_ignore_the_bytes_past_a_string():
+    """The inline path masks the bytes of a view past a string's end: Arrow's format asks for zeros there,
+    and Polars writes zeros, but a producer that leaves other bytes still gets one key for two views of
+    "ab" that differ only there; "ab" and "abX" (the same bytes, another length) are two. (The hashed path
+    does not promise this: Polars' hash reads those bytes.)"""
+    import pyarrow as pa
+
+    def view(s: bytes, pad: bytes) -> bytes:
+        return len(s).to_bytes(4, "little") + (s + pad)[:12].ljust(12, b"\x00")
+
+    raw = view(b"ab", b"") + view(b"ab", b"\xff" * 10) + view(b"abX", b"\x01") + view(b"ab", b"XYZ")
+    arr = pa.StringViewArray.from_buffers(pa.string_view(), 4, [None, pa.py_buffer(raw)])
+    assert arr.to_pylist() == ["ab", "ab", "abX", "ab"]
+    codes, reps = kernel_codes(arr, True, 1)
+    assert codes.tolist() == [0, 0, 1, 0] and reps.tolist() == [0, 2]
+
+
+def test_a_string_longer_than_12_bytes_takes_the_hashed_path():
+    """The inline path answers nothing for a column with a 13-byte string; _string_keys then places the
+    strings by Polars' hash and gets the same codes as by hand."""
+    values = ["ab", "abcdefghijklm", "ab", None, "abcdefghijklm", "abcdefghijkl"]
+    arr = pl.Series(values).to_arrow(compat_level=pl.CompatLevel.newest())
+    codes, reps = kernel_codes(arr, True, 2)
+    assert codes.size == 0 and reps.size == 0
+    codes, n, keys = eager._string_keys(pl.Series("s", values))
+    want, firsts = first_appearance(values)
+    assert codes.tolist() == want and n == len(firsts) and keys["s"].to_list() == [values[i] for i in firsts]
+
+
+def test_more_rows_than_the_inline_codes_hold_take_the_hashed_path(monkeypatch):
+    """INLINE_ROWS bounds the inline path (a code + 1 must fit 28 bits): past it, the hashed path, same codes."""
+    values = ["x", "y", None, "x", "z"] * 3
+    want, firsts = first_appearance(values)
+    calls = []
+    real = FK.string_codes
+    monkeypatch.setattr(FK, "string_codes", lambda *a: calls.append(a[4] is None) or real(*a))
+    for limit, paths in ((len(values), [True]), (len(values) - 1, [False])):
+        calls.clear()
+        monkeypatch.setattr(FK, "INLINE_ROWS", limit)
+        codes, n, keys = eager._string_keys(pl.Series("s", values))
+        assert calls == paths and codes.tolist() == want and n == len(firsts)
+
+
 def test_bad_rows_fall_back_to_the_detailed_errors():
     """A value the pass refuses raises the message of the general path, counts included."""
     df = pl.DataFrame({"prob": [0.2, 1.5, np.nan, 0.4], "label": [0, 1, 1, 0], "g": [1, 1, 2, 2]})

@@ -257,6 +257,107 @@ def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps):
     return m
 
 
+# the inline path: every string of at most 12 bytes, which Arrow keeps inside its view
+
+#: a view's first word: the length in its low 32 bits (at most 12 here, so bits 4..31 are 0), then 4 bytes
+_CODE = np.uint64(0xFFFFFFF0)  # bits 4..31: where a table slot keeps its code + 1
+_KEY0 = ~_CODE
+_NULL0 = np.uint64(0xF)  # the first word of a null row: length 15, no inline string's
+_LONG = -1  # _inline_lookup's answer on meeting a string of more than 12 bytes
+#: the inline path numbers at most this many rows, so a code + 1 fits the 28 bits of _CODE
+INLINE_ROWS = (1 << 28) - 2
+
+
+@njit(inline="always")
+def _inline_words(views, valid, i):
+    """(the view words of row i, bytes past the string's end cleared; whether it is longer than 12 bytes).
+    A null row is (_NULL0, 0)."""
+    if valid is not None and not valid[i]:
+        return _NULL0, np.uint64(0), False
+    a0 = views[2 * i]
+    ln = np.int64(a0 & _LOW32)
+    m0 = (_byte_mask(min(ln, 4)) << np.uint64(32)) | _LOW32
+    return a0 & m0, views[2 * i + 1] & _byte_mask(max(ln - 4, 0)), ln > 12
+
+
+@njit(inline="always")
+def _inline_home(w0, w1, bits):
+    """The first slot of words (w0, w1) in a table of 2^bits slots (both words multiplied, folded, mixed)."""
+    h = w0 * np.uint64(0x9E3779B97F4A7C15) ^ w1 * np.uint64(0xC2B2AE3D27D4EB4F)
+    h ^= h >> np.uint64(31)
+    return np.int64((h * np.uint64(0xBF58476D1CE4E5B9)) >> np.uint64(64 - bits))
+
+
+@njit(cache=True)
+def _inline_fill(views, valid, rows, tab, bits, start, hi, out, reps, lo, m):
+    """Rows ``start:hi`` (of ``rows``, or themselves) into ``tab`` until it is an eighth full: (the next row
+    (``hi``: all done; _LONG: a string of more than 12 bytes), the number of codes).
+
+    A slot is two words: the row's words with its code + 1 in the spare length bits (0: empty), and the
+    second word. The first probe is the common case and tested alone (one predictable branch per row)."""
+    mask = (1 << bits) - 1
+    for t in range(start, hi):
+        i = t if rows is None else rows[t]
+        w0, w1, long = _inline_words(views, valid, i)
+        if long:
+            return _LONG, m
+        k = _inline_home(w0, w1, bits)
+        s0 = tab[2 * k]
+        if s0 != 0 and (s0 & _KEY0) == w0 and tab[2 * k + 1] == w1:
+            out[t] = np.int32((s0 & _CODE) >> np.uint64(4)) - 1
+            continue
+        while True:
+            s0 = tab[2 * k]
+            if s0 == 0:
+                tab[2 * k] = w0 | (np.uint64(m + 1) << np.uint64(4))
+                tab[2 * k + 1] = w1
+                reps[lo + m] = i
+                out[t] = m
+                m += 1
+                if 8 * m > mask + 1:
+                    return t + 1, m
+                break
+            if (s0 & _KEY0) == w0 and tab[2 * k + 1] == w1:
+                out[t] = np.int32((s0 & _CODE) >> np.uint64(4)) - 1
+                break
+            k = (k + 1) & mask
+    return hi, m
+
+
+@njit(cache=True)
+def _inline_grow(old, bits):
+    """The slots of ``old`` in a table of 2^bits slots."""
+    mask = (1 << bits) - 1
+    tab = np.zeros(2 << bits, dtype=np.uint64)
+    for j in range(old.shape[0] // 2):
+        s0, s1 = old[2 * j], old[2 * j + 1]
+        if s0 != 0:
+            k = _inline_home(s0 & _KEY0, s1, bits)
+            while tab[2 * k] != 0:
+                k = (k + 1) & mask
+            tab[2 * k] = s0
+            tab[2 * k + 1] = s1
+    return tab
+
+
+@njit(cache=True)
+def _inline_lookup(views, valid, rows, lo, hi, out, reps):
+    """:func:`_lookup` for strings of at most 12 bytes, matched on their view words alone (no hash column,
+    no byte compares): the number of codes, or _LONG where a longer string is met."""
+    bits = 11
+    tab = np.zeros(2 << bits, dtype=np.uint64)
+    m = 0
+    t = lo
+    while True:
+        t, m = _inline_fill(views, valid, rows, tab, bits, t, hi, out, reps, lo, m)
+        if t == _LONG:
+            return _LONG
+        if t >= hi:
+            return m
+        bits += 1
+        tab = _inline_grow(tab, bits)
+
+
 @njit(parallel=True, cache=True)
 def string_codes(views, data, bases, valid, hashes, nchunks):
     """(int32 code of each row, first row of each code): the codes of a string_view column, numbered in order
@@ -265,14 +366,21 @@ def string_codes(views, data, bases, valid, hashes, nchunks):
     Each chunk of rows numbers its own strings, then the chunks' first rows are numbered in chunk order
     and each row's chunk code is mapped to that number, in place (fresh memory costs a page fault per 4 kB
     here). ``hashes``: Polars' ``Series.hash`` (uint64), used to place strings in the tables only; strings
-    are compared byte for byte (:func:`_same`)."""
-    n = hashes.shape[0]
+    are compared byte for byte (:func:`_same`). ``hashes`` None: the inline path (:func:`_inline_lookup`,
+    at most INLINE_ROWS rows), which answers two empty arrays where a string is longer than 12 bytes."""
+    n = views.shape[0] // 2
     step = (n + nchunks - 1) // nchunks
     codes = np.empty(n, dtype=np.int32)
     reps = np.empty(n, dtype=np.int64)
     counts = np.zeros(nchunks, dtype=np.int64)
     for c in prange(nchunks):
-        counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
+        if hashes is None:
+            counts[c] = _inline_lookup(views, valid, None, c * step, min(n, (c + 1) * step), codes, reps)
+        else:
+            counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), codes,
+                                reps)
+    if (counts < 0).any():
+        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64)
     # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
     firsts = np.empty(counts.sum(), dtype=np.int64)
     at = 0
@@ -281,7 +389,10 @@ def string_codes(views, data, bases, valid, hashes, nchunks):
         at += counts[c]
     merged = np.empty(firsts.shape[0], dtype=np.int32)
     g_reps = np.empty(firsts.shape[0], dtype=np.int64)
-    n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
+    if hashes is None:
+        n_codes = _inline_lookup(views, valid, firsts, 0, firsts.shape[0], merged, g_reps)
+    else:
+        n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
     for c in prange(1, nchunks):  # the first chunk's codes are already the global ones
         base = counts[:c].sum()
         for i in range(c * step, min(n, (c + 1) * step)):
