@@ -212,6 +212,15 @@ def test_kernel_sums_by_hand():
                 m = (g - 10 == s) & (b == k)
                 np.testing.assert_allclose(t[s, k], [ws[m].sum(), (ws * conf)[m].sum(), (ws * acc)[m].sum()],
                                            rtol=1e-13, atol=1e-15)
+        # unweighted: rows and acc counted in one int64 per cell (fused._chunk), unpacked to the same layout
+        flat, rows, bad = FK.binned_pass(p, y, g, 10, None, np.ones(4), edges, False, lens, 10, 4, 3)
+        t = flat.reshape(4, 10, 3)
+        assert bad == 0 and rows.size == 0
+        for s in range(4):
+            for k in range(10):
+                m = (g - 10 == s) & (b == k)
+                np.testing.assert_array_equal(t[s, k, [0, 2]], [m.sum(), acc[m].sum()])
+                assert t[s, k, 1] == pytest.approx(conf[m].sum(), rel=1e-13, abs=1e-15)
     _, _, bad = FK.binned_pass(np.array([0.1, -0.0, np.nan, 2.0]), np.array([0, 1, 1, 3]), None, 0, None,
                                np.ones(1), edges, False, FK.CLASS1, 10, 1, 1)
     assert bad == 2  # NaN and 2.0 (label 3 on the same row); -0.0 is in [0, 1]
