@@ -1,8 +1,8 @@
 """Binned calibration metrics: calframe against what a user would otherwise write.
 
-Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_binned.py [--rows 10000000] [--repeat 3]``.
+Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_binned.py [--rows 10000000] [--repeat 5]``.
 
-Every timing is the median of ``--repeat`` runs after one warm-up run, in one
+Every timing is the median of ``--repeat`` runs after warming up (_timing.timeit), in one
 process, on the same seeded data. The summary at the end gives each target's
 ratio beside the GB/s calframe reaches (the bytes of the columns it reads over
 its time) and the machine's memory bandwidth measured here (numpy sum / copy). Each row prints the figure each contender
@@ -285,6 +285,31 @@ def bench_kernel(n: int, repeat: int) -> None:
         print(f"  {n_groups:>7,} groups: {n / sec / 1e6:8.0f}M rows/s ({sec:.4f} s)")
 
 
+def read_floor(n: int, repeat: int) -> float:
+    """Seconds of the least a per-row pass over p (float64) and y (int8) can cost here: a numba loop that only
+    adds them, in row order per chunk on all threads, as the fused pass adds its rows (strict floating-point
+    order: each chunk's sum is one chain of dependent additions). The moonshot's context."""
+    from numba import njit, prange
+
+    @njit(parallel=True)
+    def read_all(p, y, nchunks):
+        n = p.shape[0]
+        step = (n + nchunks - 1) // nchunks
+        out = np.zeros(nchunks)
+        for c in prange(nchunks):
+            s = 0.0
+            for i in range(c * step, min(n, (c + 1) * step)):
+                s += p[i] + y[i]
+            out[c] = s
+        return out.sum()
+
+    p, y = make_data(n)
+    sec, _ = timeit(lambda: read_all(p, y, 32), repeat)
+    print(f"\n## A numba pass that only reads p and y (adds them in row order, 32 chunks): {sec:.4f} s, "
+          f"{n * 9 / sec / 1e9:.1f} GB/s")
+    return sec
+
+
 FIRST_CALL = textwrap.dedent(
     """
     import time, numpy as np, polars as pl
@@ -305,7 +330,7 @@ def bench_first_call() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--slow-groups", type=int, default=1000, help="groups timed for per-group Python loops")
     args = ap.parse_args()
     import numba
@@ -321,10 +346,14 @@ def main() -> None:
             results[case] = (*bench_grouped(n, n_groups, kind, args.repeat, args.slow_groups), n * (9 + key_bytes))
     bench_equal_mass(args.rows, 1_000, args.repeat)
     bench_kernel(args.rows, args.repeat)
+    floor = read_floor(args.rows, args.repeat)
     bench_first_call()
     # the bandwidth is measured last: freeing its 1 GB of arrays kept a core busy (the kernel reclaiming pages)
     # for the next ~0.1 s, which slowed the ungrouped ECE's runs from 15 to 24 ms when it ran first
-    summary(results, memory_bandwidth())
+    bw = memory_bandwidth()
+    summary(results, bw)
+    print(f"{'(floor: only reading p, y)':24s} {'':42s} {'':>7s} {'':>7s} {floor:8.4f}s {n * 9 / floor / 1e9:6.1f} "
+          f"{n * 9 / floor / 1e9 / bw:6.0%}")
 
 
 if __name__ == "__main__":
