@@ -111,10 +111,10 @@ def first_appearance(values):
 
 def kernel_codes(arr, inline: bool, nchunks: int):
     """string_codes on an Arrow string_view array: the inline path (no hash column) or the hashed one."""
-    views, data, bases = eager.string_views(arr)
+    views, addrs = eager.string_views(arr)
     valid = None if arr.null_count == 0 else np.asarray(arr.is_valid())
     hashes = None if inline else pl.Series(pl.from_arrow(arr)).hash().to_numpy()
-    return FK.string_codes(views, data, bases, valid, hashes, nchunks)
+    return FK.string_codes(views, addrs, valid, hashes, nchunks)
 
 
 SHORT = ["", "a", "ab", "abc", "abcd", "abcde", "abcdefgh", "abcdefghijkl", "abcdefghijk", "a\x00", "\x00",
@@ -166,13 +166,31 @@ def test_a_string_longer_than_12_bytes_takes_the_hashed_path():
     assert codes.tolist() == want and n == len(firsts) and keys["s"].to_list() == [values[i] for i in firsts]
 
 
+def test_long_strings_compared_at_every_byte():
+    """Strings of 13 to 29 bytes that differ from another of the same length in one byte only, at every
+    position past the 4 the view holds (the 8-byte words of fused._same, the last one overlapping): each is
+    its own key, and the copies of a string (stored apart in the data buffers) are one."""
+    base = "abcdefghijklmnopqrstuvwxyz0123"
+    names = []
+    for length in (13, 16, 20, 21, 28, 29):
+        s = base[:length]
+        names += [s] + [s[:j] + "#" + s[j + 1:] for j in range(4, length)]
+    rng = np.random.default_rng(8)
+    values = [names[i] for i in rng.integers(0, len(names), 3000)] + names
+    want, firsts = first_appearance(values)
+    for nchunks in (1, 3):
+        arr = pl.Series(values).to_arrow(compat_level=pl.CompatLevel.newest())
+        codes, reps = kernel_codes(arr, False, nchunks)
+        assert codes.tolist() == want and reps.tolist() == firsts
+
+
 def test_more_rows_than_the_inline_codes_hold_take_the_hashed_path(monkeypatch):
     """INLINE_ROWS bounds the inline path (a code + 1 must fit 28 bits): past it, the hashed path, same codes."""
     values = ["x", "y", None, "x", "z"] * 3
     want, firsts = first_appearance(values)
     calls = []
     real = FK.string_codes
-    monkeypatch.setattr(FK, "string_codes", lambda *a: calls.append(a[4] is None) or real(*a))
+    monkeypatch.setattr(FK, "string_codes", lambda *a: calls.append(a[3] is None) or real(*a))
     for limit, paths in ((len(values), [True]), (len(values) - 1, [False])):
         calls.clear()
         monkeypatch.setattr(FK, "INLINE_ROWS", limit)

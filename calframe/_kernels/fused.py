@@ -18,6 +18,7 @@ from . import arrays as A
 from .accumulate import _uniform_bin, partials, sum_partials
 from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
+from .raw import load_word
 
 #: lens codes of :func:`binned_pass` (calframe.lenses.binary_rule): class:1, class:0, top1
 CLASS1, CLASS0, TOP1 = 0, 1, 2
@@ -204,12 +205,14 @@ def _byte_mask(nbytes):
 
 
 @njit(inline="always")
-def _same(views, data, bases, valid, i, j):
+def _same(views, addrs, valid, i, j):
     """Whether rows i and j of an Arrow string_view column hold the same string (or are both null).
 
     A view is two uint64 words: length (low 32 bits) and the first 4 bytes; then the next 8 bytes of a
-    string of at most 12 bytes (inline), else the data buffer index and offset. Bytes past the end of an
-    inline string are masked out."""
+    string of at most 12 bytes (inline), else the data buffer index and offset (``addrs``: the data
+    buffers' addresses). Bytes past the end of an inline string are masked out; a longer string's bytes
+    past its first 4 are compared 8 at a time in place (:func:`calframe._kernels.raw.load_word`), the
+    last word ending at the string's end."""
     if valid is not None:
         if not (valid[i] and valid[j]):
             return valid[i] == valid[j]
@@ -224,12 +227,16 @@ def _same(views, data, bases, valid, i, j):
         return (a0 & m0) == (b0 & m0) and (a1 & m1) == (b1 & m1)
     if a0 != b0:  # the length and the first 4 bytes
         return False
-    oi = bases[np.int64(a1 & _LOW32)] + np.int64(a1 >> np.uint64(32))
-    oj = bases[np.int64(b1 & _LOW32)] + np.int64(b1 >> np.uint64(32))
-    for t in range(ln):
-        if data[oi + t] != data[oj + t]:
+    pi = addrs[np.int64(a1 & _LOW32)] + np.int64(a1 >> np.uint64(32))
+    pj = addrs[np.int64(b1 & _LOW32)] + np.int64(b1 >> np.uint64(32))
+    if pi == pj:  # the same bytes
+        return True
+    t = 4
+    while t + 8 <= ln:
+        if load_word(pi + t) != load_word(pj + t):
             return False
-    return True
+        t += 8
+    return t == ln or load_word(pi + ln - 8) == load_word(pj + ln - 8)  # ln > 12: the word starts past byte 4
 
 
 @njit(inline="always")
@@ -239,54 +246,68 @@ def _home(h, bits):
 
 
 @njit(cache=True)
-def _lookup(views, data, bases, valid, hashes, rows, lo, hi, out, reps):
-    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
-    rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
-    open-addressing table, at most a quarter full (doubled past that), whose slots hold a string's hash
-    (``hashes[i]``), its two view words and its code + 1 (0: empty), so a row is mostly matched on one
-    cache line; strings are compared byte for byte (:func:`_same`) where the words do not settle it."""
-    bits = 10
-    tab = np.zeros((1 << bits, 4), dtype=np.uint64)
-    m = 0
-    for t in range(lo, hi):
+def _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, start, hi, out, reps, lo, m):
+    """Rows ``start:hi`` (of ``rows``, or themselves) into ``tab`` until it is an eighth full: (the next row,
+    the number of codes). A slot is a string's hash (``hashes[i]``) and its code + 1 (0: empty); a row
+    whose hash matches is compared with the code's first row (:func:`_same`)."""
+    mask = (1 << bits) - 1
+    for t in range(start, hi):
         i = t if rows is None else rows[t]
         h = hashes[i]
-        mask = (1 << bits) - 1
         k = _home(h, bits)
-        v0, v1 = views[2 * i], views[2 * i + 1]
         while True:
-            c = np.int64(tab[k, 3]) - 1
+            c = np.int64(tab[2 * k + 1]) - 1
             if c < 0:
-                tab[k, 0] = h
-                tab[k, 1] = v0
-                tab[k, 2] = v1
-                tab[k, 3] = np.uint64(m + 1)
+                tab[2 * k] = h
+                tab[2 * k + 1] = np.uint64(m + 1)
                 reps[lo + m] = i
                 out[t] = m
                 m += 1
+                if 8 * m > mask + 1:
+                    return t + 1, m
                 break
-            if tab[k, 0] == h:
-                # the same view words and a non-null inline string: the same string (the common case)
-                if (v0 == tab[k, 1] and v1 == tab[k, 2] and (v0 & _LOW32) <= np.uint64(12)
-                        and (valid is None or valid[i])) or _same(views, data, bases, valid, i, reps[lo + c]):
-                    out[t] = c
-                    break
+            if tab[2 * k] == h and _same(views, addrs, valid, i, reps[lo + c]):
+                out[t] = c
+                break
             k = (k + 1) & mask
-        if 4 * m > (1 << bits):
-            old = tab
-            bits += 1
-            mask = (1 << bits) - 1
-            tab = np.zeros((1 << bits, 4), dtype=np.uint64)
-            for j in range(old.shape[0]):
-                if old[j, 3] > 0:
-                    k = _home(old[j, 0], bits)
-                    while tab[k, 3] > 0:
-                        k = (k + 1) & mask
-                    tab[k] = old[j]
-    return m
+    return hi, m
 
 
-# the inline path: every string of at most 12 bytes, which Arrow keeps inside its view
+@njit(cache=True)
+def _hashed_grow(old, bits):
+    """The slots of ``old`` (:func:`_hashed_fill`) in a table of 2^bits slots."""
+    mask = (1 << bits) - 1
+    tab = np.zeros(2 << bits, dtype=np.uint64)
+    for j in range(old.shape[0] // 2):
+        if old[2 * j + 1] > 0:
+            k = _home(old[2 * j], bits)
+            while tab[2 * k + 1] > 0:
+                k = (k + 1) & mask
+            tab[2 * k] = old[2 * j]
+            tab[2 * k + 1] = old[2 * j + 1]
+    return tab
+
+
+@njit(cache=True)
+def _lookup(views, addrs, valid, hashes, rows, lo, hi, out, reps):
+    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
+    rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
+    open-addressing table, grown (doubled) past an eighth full, filled by :func:`_hashed_fill` (the table
+    stays fixed inside its loop)."""
+    bits = 10
+    tab = np.zeros(2 << bits, dtype=np.uint64)
+    m = 0
+    t = lo
+    while True:
+        t, m = _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, t, hi, out, reps, lo, m)
+        if t >= hi:
+            return m
+        bits += 1
+        tab = _hashed_grow(tab, bits)
+
+
+# --------------------------------------------------------------------------- the inline path
+# every string of at most 12 bytes, which Arrow keeps inside its view
 
 #: a view's first word: the length in its low 32 bits (at most 12 here, so bits 4..31 are 0), then 4 bytes
 _CODE = np.uint64(0xFFFFFFF0)  # bits 4..31: where a table slot keeps its code + 1
@@ -388,14 +409,15 @@ def _inline_lookup(views, valid, rows, lo, hi, out, reps):
 
 
 @njit(parallel=True, cache=True)
-def string_codes(views, data, bases, valid, hashes, nchunks):
+def string_codes(views, addrs, valid, hashes, nchunks):
     """(int32 code of each row, first row of each code): the codes of a string_view column, numbered in order
     of first appearance (so the same for any chunk and thread count).
 
     Each chunk of rows numbers its own strings, then the chunks' first rows are numbered in chunk order
     and each row's chunk code is mapped to that number, in place (fresh memory costs a page fault per 4 kB
-    here). ``hashes``: Polars' ``Series.hash`` (uint64), used to place strings in the tables only; strings
-    are compared byte for byte (:func:`_same`). ``hashes`` None: the inline path (:func:`_inline_lookup`,
+    here). ``views``: the column's views as uint64 pairs; ``addrs``: its data buffers' addresses (int64; the
+    caller keeps them alive). ``hashes``: Polars' ``Series.hash`` (uint64), used to place strings in the
+    tables only; strings are compared in full (:func:`_same`). ``hashes`` None: the inline path (:func:`_inline_lookup`,
     at most INLINE_ROWS rows), which answers two empty arrays where a string is longer than 12 bytes."""
     n = views.shape[0] // 2
     step = (n + nchunks - 1) // nchunks
@@ -406,8 +428,7 @@ def string_codes(views, data, bases, valid, hashes, nchunks):
         if hashes is None:
             counts[c] = _inline_lookup(views, valid, None, c * step, min(n, (c + 1) * step), codes, reps)
         else:
-            counts[c] = _lookup(views, data, bases, valid, hashes, None, c * step, min(n, (c + 1) * step), codes,
-                                reps)
+            counts[c] = _lookup(views, addrs, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
     if (counts < 0).any():
         return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64)
     # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
@@ -421,7 +442,7 @@ def string_codes(views, data, bases, valid, hashes, nchunks):
     if hashes is None:
         n_codes = _inline_lookup(views, valid, firsts, 0, firsts.shape[0], merged, g_reps)
     else:
-        n_codes = _lookup(views, data, bases, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
+        n_codes = _lookup(views, addrs, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
     for c in prange(1, nchunks):  # the first chunk's codes are already the global ones
         base = counts[:c].sum()
         for i in range(c * step, min(n, (c + 1) * step)):

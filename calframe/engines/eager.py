@@ -144,17 +144,14 @@ def _direct_keys(s: pl.Series, n_bins: int) -> tuple[np.ndarray, int, int] | Non
     return s.to_numpy(), int(lo), span
 
 
-def string_views(arr: pa.StringViewArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(views: two uint64 words per row, data: the data buffers end to end, bases: where each buffer starts
-    in ``data``) of an Arrow string_view array, the input of :func:`calframe._kernels.fused.string_codes`;
-    zero-copy where the array has at most one data buffer."""
+def string_views(arr: pa.StringViewArray) -> tuple[np.ndarray, np.ndarray]:
+    """(views: two uint64 words per row, addrs: the data buffers' addresses) of an Arrow string_view array,
+    the input of :func:`calframe._kernels.fused.string_codes`: zero-copy (``arr`` must outlive its use)."""
     bufs = arr.buffers()
     off = arr.offset
     views = np.frombuffer(bufs[1], dtype=np.uint64)[2 * off : 2 * (off + len(arr))]
-    parts = [np.frombuffer(b, dtype=np.uint8) for b in bufs[2:] if b is not None] or [np.zeros(1, dtype=np.uint8)]
-    data = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    bases = np.concatenate(([0], np.cumsum([p.shape[0] for p in parts])[:-1])).astype(np.int64)
-    return views, data, bases
+    addrs = np.array([0 if b is None else b.address for b in bufs[2:]] or [0], dtype=np.int64)
+    return views, addrs
 
 
 def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
@@ -173,15 +170,15 @@ def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
     arr = s.to_arrow(compat_level=pl.CompatLevel.newest())
     if not isinstance(arr, pa.StringViewArray):
         return None
-    views, data, bases = string_views(arr)
+    views, addrs = string_views(arr)
     valid = s.is_not_null().to_numpy() if s.null_count() else None
     n = len(s)
     nchunks = int(min(4, max(1, n >> 16)))
     codes = np.empty(0, dtype=np.int32)
     if n <= FK.INLINE_ROWS:  # strings of at most 12 bytes: matched on their views, no hash column
-        codes, reps = FK.string_codes(views, data, bases, valid, None, nchunks)
+        codes, reps = FK.string_codes(views, addrs, valid, None, nchunks)
     if codes.shape[0] != n:
-        codes, reps = FK.string_codes(views, data, bases, valid, s.hash().to_numpy(), nchunks)
+        codes, reps = FK.string_codes(views, addrs, valid, s.hash().to_numpy(), nchunks)
     return codes, reps.shape[0], pl.DataFrame([s.gather(reps).cast(dt)])
 
 
