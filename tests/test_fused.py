@@ -114,7 +114,7 @@ def kernel_codes(arr, inline: bool, nchunks: int):
     views, addrs = eager.string_views(arr)
     valid = None if arr.null_count == 0 else np.asarray(arr.is_valid())
     hashes = None if inline else pl.Series(pl.from_arrow(arr)).hash().to_numpy()
-    return FK.string_codes(views, addrs, valid, hashes, nchunks)
+    return FK.string_codes(views, addrs, valid, hashes, nchunks, np.empty(len(arr), dtype=np.int32))
 
 
 SHORT = ["", "a", "ab", "abc", "abcd", "abcde", "abcdefgh", "abcdefghijkl", "abcdefghijk", "a\x00", "\x00",

@@ -409,7 +409,7 @@ def _inline_lookup(views, valid, rows, lo, hi, out, reps):
 
 
 @njit(parallel=True, cache=True)
-def string_codes(views, addrs, valid, hashes, nchunks):
+def string_codes(views, addrs, valid, hashes, nchunks, codes):
     """(int32 code of each row, first row of each code): the codes of a string_view column, numbered in order
     of first appearance (so the same for any chunk and thread count).
 
@@ -418,10 +418,12 @@ def string_codes(views, addrs, valid, hashes, nchunks):
     here). ``views``: the column's views as uint64 pairs; ``addrs``: its data buffers' addresses (int64; the
     caller keeps them alive). ``hashes``: Polars' ``Series.hash`` (uint64), used to place strings in the
     tables only; strings are compared in full (:func:`_same`). ``hashes`` None: the inline path (:func:`_inline_lookup`,
-    at most INLINE_ROWS rows), which answers two empty arrays where a string is longer than 12 bytes."""
+    at most INLINE_ROWS rows), which answers two empty arrays where a string is longer than 12 bytes.
+    ``codes``: the int32 array of n values to fill, allocated by numpy, which asks the OS for huge pages for
+    large arrays (numba's own np.empty does not: 40 MB of codes took 9.8K page faults, ~30 ms of system
+    time per call at 1e7 rows, against ~600 for numpy's)."""
     n = views.shape[0] // 2
     step = (n + nchunks - 1) // nchunks
-    codes = np.empty(n, dtype=np.int32)
     reps = np.empty(n, dtype=np.int64)
     counts = np.zeros(nchunks, dtype=np.int64)
     for c in prange(nchunks):
@@ -430,7 +432,7 @@ def string_codes(views, addrs, valid, hashes, nchunks):
         else:
             counts[c] = _lookup(views, addrs, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
     if (counts < 0).any():
-        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64)
+        return codes[:0], np.empty(0, dtype=np.int64)
     # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
     firsts = np.empty(counts.sum(), dtype=np.int64)
     at = 0

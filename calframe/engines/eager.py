@@ -174,11 +174,12 @@ def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
     valid = s.is_not_null().to_numpy() if s.null_count() else None
     n = len(s)
     nchunks = int(min(4, max(1, n >> 16)))
-    codes = np.empty(0, dtype=np.int32)
+    codes = np.empty(n, dtype=np.int32)  # numpy's allocation (string_codes says why)
+    reps = np.empty(0, dtype=np.int64)
     if n <= FK.INLINE_ROWS:  # strings of at most 12 bytes: matched on their views, no hash column
-        codes, reps = FK.string_codes(views, addrs, valid, None, nchunks)
-    if codes.shape[0] != n:
-        codes, reps = FK.string_codes(views, addrs, valid, s.hash().to_numpy(), nchunks)
+        _, reps = FK.string_codes(views, addrs, valid, None, nchunks, codes)  # fills codes
+    if n and not reps.shape[0]:
+        _, reps = FK.string_codes(views, addrs, valid, s.hash().to_numpy(), nchunks, codes)
     return codes, reps.shape[0], pl.DataFrame([s.gather(reps).cast(dt)])
 
 
