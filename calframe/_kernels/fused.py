@@ -15,7 +15,7 @@ from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
-from .accumulate import _uniform_bin, partials, sum_partials
+from .accumulate import _uniform_bin, sum_partials, sum_partials_into, tables
 from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
 from .raw import load_word
@@ -147,10 +147,11 @@ def _make_pass(lens: int):
     bin reads it only next to an edge (:func:`calframe._kernels.accumulate._uniform_bin`)."""
 
     @njit(parallel=True, cache=True)
-    def pass_(p, y, keys, lo, w, w_mult, edges, right, n_bins, n_slots, nchunks):
+    def pass_(p, y, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out):
         n = p.shape[0]
         n_cells = n_slots * n_bins
-        part, step = partials(n, nchunks, 3 * n_cells)
+        nchunks = part.shape[0]
+        step = (n + nchunks - 1) // nchunks
         counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
         bad = np.zeros(nchunks, dtype=np.int64)
         far = n_cells > PREFETCH_CELLS
@@ -161,7 +162,7 @@ def _make_pass(lens: int):
             bad[c] = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i, far, right, lens)
             if w is None:
                 _unpack(part[c], n_cells)
-        return sum_partials(part), sum_partials(counts), bad.sum()
+        return sum_partials_into(part, out), sum_partials(counts), bad.sum()
 
     return pass_
 
@@ -184,9 +185,10 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     ``codes``), read-only, so a fresh install compiles few versions of it.
     """
     nchunks = max(nchunks, -(-p.shape[0] // (PACKED_ROWS - 1)))  # chunks of fewer than 2^32 rows (_chunk)
+    part, out = tables(nchunks, 3 * n_slots * n_bins)  # numpy's allocation (accumulate.tables says why)
     return _PASSES[int(lens)](
         A.real(p), A.label(y), A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right), n_bins,
-        n_slots, nchunks
+        n_slots, part, out
     )
 
 
