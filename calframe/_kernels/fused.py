@@ -247,10 +247,21 @@ def _home(h, bits):
     return np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
 
 
+@njit(inline="always")
+def _new_code(tab, k, s0, s1, reps, lo, m, i, out, t):
+    """Slot k of a code table takes the words (s0, s1); row i (position t) gets the new code m, whose first
+    row it is: returns m + 1."""
+    tab[2 * k] = s0
+    tab[2 * k + 1] = s1
+    reps[lo + m] = i
+    out[t] = m
+    return m + 1
+
+
 @njit(cache=True)
 def _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, start, hi, out, reps, lo, m):
     """Rows ``start:hi`` (of ``rows``, or themselves) into ``tab`` until it is an eighth full: (the next row,
-    the number of codes). A slot is a string's hash (``hashes[i]``) and its code + 1 (0: empty); a row
+    the number of codes). A slot is a string's code + 1 (0: empty) and its hash (``hashes[i]``); a row
     whose hash matches is compared with the code's first row (:func:`_same`)."""
     mask = (1 << bits) - 1
     for t in range(start, hi):
@@ -258,54 +269,17 @@ def _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, start, hi, out, r
         h = hashes[i]
         k = _home(h, bits)
         while True:
-            c = np.int64(tab[2 * k + 1]) - 1
+            c = np.int64(tab[2 * k]) - 1
             if c < 0:
-                tab[2 * k] = h
-                tab[2 * k + 1] = np.uint64(m + 1)
-                reps[lo + m] = i
-                out[t] = m
-                m += 1
+                m = _new_code(tab, k, np.uint64(m + 1), h, reps, lo, m, i, out, t)
                 if 8 * m > mask + 1:
                     return t + 1, m
                 break
-            if tab[2 * k] == h and _same(views, addrs, valid, i, reps[lo + c]):
+            if tab[2 * k + 1] == h and _same(views, addrs, valid, i, reps[lo + c]):
                 out[t] = c
                 break
             k = (k + 1) & mask
     return hi, m
-
-
-@njit(cache=True)
-def _hashed_grow(old, bits):
-    """The slots of ``old`` (:func:`_hashed_fill`) in a table of 2^bits slots."""
-    mask = (1 << bits) - 1
-    tab = np.zeros(2 << bits, dtype=np.uint64)
-    for j in range(old.shape[0] // 2):
-        if old[2 * j + 1] > 0:
-            k = _home(old[2 * j], bits)
-            while tab[2 * k + 1] > 0:
-                k = (k + 1) & mask
-            tab[2 * k] = old[2 * j]
-            tab[2 * k + 1] = old[2 * j + 1]
-    return tab
-
-
-@njit(cache=True)
-def _lookup(views, addrs, valid, hashes, rows, lo, hi, out, reps):
-    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
-    rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
-    open-addressing table, grown (doubled) past an eighth full, filled by :func:`_hashed_fill` (the table
-    stays fixed inside its loop)."""
-    bits = 10
-    tab = np.zeros(2 << bits, dtype=np.uint64)
-    m = 0
-    t = lo
-    while True:
-        t, m = _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, t, hi, out, reps, lo, m)
-        if t >= hi:
-            return m
-        bits += 1
-        tab = _hashed_grow(tab, bits)
 
 
 # --------------------------------------------------------------------------- the inline path
@@ -315,7 +289,7 @@ def _lookup(views, addrs, valid, hashes, rows, lo, hi, out, reps):
 _CODE = np.uint64(0xFFFFFFF0)  # bits 4..31: where a table slot keeps its code + 1
 _KEY0 = ~_CODE
 _NULL0 = np.uint64(0xF)  # the first word of a null row: length 15, no inline string's
-_LONG = -1  # _inline_lookup's answer on meeting a string of more than 12 bytes
+_LONG = -1  # _inline_fill's (and _lookup's) answer on meeting a string of more than 12 bytes
 #: the inline path numbers at most this many rows, so a code + 1 fits the 28 bits of _CODE
 INLINE_ROWS = (1 << 28) - 2
 
@@ -361,11 +335,7 @@ def _inline_fill(views, valid, rows, tab, bits, start, hi, out, reps, lo, m):
         while True:
             s0 = tab[2 * k]
             if s0 == 0:
-                tab[2 * k] = w0 | (np.uint64(m + 1) << np.uint64(4))
-                tab[2 * k + 1] = w1
-                reps[lo + m] = i
-                out[t] = m
-                m += 1
+                m = _new_code(tab, k, w0 | (np.uint64(m + 1) << np.uint64(4)), w1, reps, lo, m, i, out, t)
                 if 8 * m > mask + 1:
                     return t + 1, m
                 break
@@ -377,14 +347,15 @@ def _inline_fill(views, valid, rows, tab, bits, start, hi, out, reps, lo, m):
 
 
 @njit(cache=True)
-def _inline_grow(old, bits):
-    """The slots of ``old`` in a table of 2^bits slots."""
+def _grow(old, bits, inline):
+    """The slots of ``old`` (:func:`_inline_fill`'s or :func:`_hashed_fill`'s table: a slot's first word is 0
+    where it is empty) in a table of 2^bits slots."""
     mask = (1 << bits) - 1
     tab = np.zeros(2 << bits, dtype=np.uint64)
     for j in range(old.shape[0] // 2):
         s0, s1 = old[2 * j], old[2 * j + 1]
         if s0 != 0:
-            k = _inline_home(s0 & _KEY0, s1, bits)
+            k = _inline_home(s0 & _KEY0, s1, bits) if inline else _home(s1, bits)
             while tab[2 * k] != 0:
                 k = (k + 1) & mask
             tab[2 * k] = s0
@@ -393,21 +364,27 @@ def _inline_grow(old, bits):
 
 
 @njit(cache=True)
-def _inline_lookup(views, valid, rows, lo, hi, out, reps):
-    """:func:`_lookup` for strings of at most 12 bytes, matched on their view words alone (no hash column,
-    no byte compares): the number of codes, or _LONG where a longer string is met."""
+def _lookup(views, addrs, valid, hashes, rows, lo, hi, out, reps):
+    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
+    rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
+    open-addressing table, doubled past an eighth full, filled with the table fixed inside the loop (a
+    table reassigned inside it cost ~40% per row). ``hashes`` None: the inline path (:func:`_inline_fill`),
+    which returns _LONG where a string is longer than 12 bytes; else :func:`_hashed_fill`."""
     bits = 11
     tab = np.zeros(2 << bits, dtype=np.uint64)
     m = 0
     t = lo
     while True:
-        t, m = _inline_fill(views, valid, rows, tab, bits, t, hi, out, reps, lo, m)
+        if hashes is None:
+            t, m = _inline_fill(views, valid, rows, tab, bits, t, hi, out, reps, lo, m)
+        else:
+            t, m = _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, t, hi, out, reps, lo, m)
         if t == _LONG:
             return _LONG
         if t >= hi:
             return m
         bits += 1
-        tab = _inline_grow(tab, bits)
+        tab = _grow(tab, bits, hashes is None)
 
 
 @njit(parallel=True, cache=True)
@@ -419,7 +396,7 @@ def string_codes(views, addrs, valid, hashes, nchunks, codes):
     and each row's chunk code is mapped to that number, in place (fresh memory costs a page fault per 4 kB
     here). ``views``: the column's views as uint64 pairs; ``addrs``: its data buffers' addresses (int64; the
     caller keeps them alive). ``hashes``: Polars' ``Series.hash`` (uint64), used to place strings in the
-    tables only; strings are compared in full (:func:`_same`). ``hashes`` None: the inline path (:func:`_inline_lookup`,
+    tables only; strings are compared in full (:func:`_same`). ``hashes`` None: the inline path (:func:`_inline_fill`,
     at most INLINE_ROWS rows), which answers two empty arrays where a string is longer than 12 bytes.
     ``codes``: the int32 array of n values to fill, allocated by numpy, which asks the OS for huge pages for
     large arrays (numba's own np.empty does not: 40 MB of codes took 9.8K page faults, ~30 ms of system
@@ -429,10 +406,7 @@ def string_codes(views, addrs, valid, hashes, nchunks, codes):
     reps = np.empty(n, dtype=np.int64)
     counts = np.zeros(nchunks, dtype=np.int64)
     for c in prange(nchunks):
-        if hashes is None:
-            counts[c] = _inline_lookup(views, valid, None, c * step, min(n, (c + 1) * step), codes, reps)
-        else:
-            counts[c] = _lookup(views, addrs, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
+        counts[c] = _lookup(views, addrs, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
     if (counts < 0).any():
         return codes[:0], np.empty(0, dtype=np.int64)
     # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
@@ -443,10 +417,7 @@ def string_codes(views, addrs, valid, hashes, nchunks, codes):
         at += counts[c]
     merged = np.empty(firsts.shape[0], dtype=np.int32)
     g_reps = np.empty(firsts.shape[0], dtype=np.int64)
-    if hashes is None:
-        n_codes = _inline_lookup(views, valid, firsts, 0, firsts.shape[0], merged, g_reps)
-    else:
-        n_codes = _lookup(views, addrs, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
+    n_codes = _lookup(views, addrs, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
     for c in prange(1, nchunks):  # the first chunk's codes are already the global ones
         base = counts[:c].sum()
         for i in range(c * step, min(n, (c + 1) * step)):
