@@ -258,6 +258,23 @@ def test_flavors_and_lazy():
     assert one.equals(calframe.ece(df, binning="sweep"))
 
 
+def test_the_sweep_runs_once_per_frame(monkeypatch):
+    """The figure and the chosen count share one sweep per scored frame: the call's, and each batch of
+    bootstrap draws' (3 draws of a small frame side by side: one batch). It ran twice per frame before;
+    the numbers are checked against the brute force above."""
+    from calframe.engines import eager
+
+    calls = []
+    real = eager.bin_values
+    monkeypatch.setattr(eager, "bin_values", lambda *a, **k: calls.append(a[3].scheme) or real(*a, **k))
+    df = grouped_frame()
+    out = calframe.ece(df, by="g", binning="sweep")
+    assert calls == ["sweep"] and out.columns == ["g", "n", "ece", "n_bins"]
+    calls.clear()
+    calframe.ece(df, by="g", binning="sweep", ci=0.9, n_boot=3, seed=1)
+    assert calls == ["sweep"] * 2
+
+
 def test_reliability_table_shows_the_chosen_bins():
     df = grouped_frame().filter(pl.col("g") == 1)
     p, y = df["prob"].to_numpy(), df["label"].to_numpy()

@@ -109,15 +109,23 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
 
 def ce_figures(req: R.Request) -> dict[str, Figure]:
     """The eager figures of a CE_p request on the confidence: the figure, and with ``binning="sweep"`` the bin
-    count each group's sweep chose (:data:`request.SWEEP_COUNT`)."""
-    figures = {req.name: _ce_figure(req)}
-    if req.sweep:
-        def count(scored: Scored) -> np.ndarray:
-            conf, acc = L.scalar(scored, req.lens, req.func)
-            return np.diff(bin_values(conf, scored.groups, scored.n_groups, req.binning, acc).offsets)
+    count each group's sweep chose (:data:`request.SWEEP_COUNT`).
 
-        figures[R.SWEEP_COUNT] = count
-    return figures
+    The sweep runs once per scored frame (the call's, then each bootstrap draw's) for both figures: its bins
+    are kept with the frame they belong to until the next one (sweep takes a scalar lens only, so one set of
+    bins serves the figure)."""
+    if not req.sweep:
+        return {req.name: _ce_figure(req)}
+    last: dict[str, object] = {}
+
+    def sweep_bins(scored: Scored) -> Bins:
+        if last.get("scored") is not scored:  # the frame itself is kept, so its identity is not reused
+            conf, acc = L.scalar(scored, req.lens, req.func)
+            last.update(scored=scored, bins=bin_values(conf, scored.groups, scored.n_groups, req.binning, acc))
+        return last["bins"]  # type: ignore[return-value]
+
+    return {req.name: _ce_figure(req, lambda scored, conf: sweep_bins(scored)),
+            R.SWEEP_COUNT: lambda scored: np.diff(sweep_bins(scored).offsets)}
 
 
 # --------------------------------------------------------------------------- the fused pass
