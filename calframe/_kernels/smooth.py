@@ -11,7 +11,7 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit
-from .accumulate import partials, sum_partials
+from .accumulate import sum_partials_into
 from .prefetch import prefetch_row
 
 
@@ -27,7 +27,7 @@ def _node(x, scale, m):
 
 
 @njit(parallel=True, cache=True)
-def node_sums(conf, acc, weights, groups, slots, n_slots, m, nchunks):
+def node_sums(conf, acc, weights, groups, slots, n_slots, m, part, out):
     """The ``m``-node grids of the rows, in one pass -> flat ``(n_slots, m, 2)``: [..., 0] the weights, [..., 1]
     the weighted residuals ``conf - acc``, each row spread on the two nodes around it as relplot's
     ``smooth_round_to_grid`` does (node ``k`` gets ``1 - frac``, node ``k + 1`` gets ``frac``,
@@ -35,9 +35,11 @@ def node_sums(conf, acc, weights, groups, slots, n_slots, m, nchunks):
 
     ``groups``: codes or None (one group); a row of group ``g`` goes to slot ``slots[g]``, or nowhere if that is
     negative. ``weights``: float64 or None (all 1). With groups, the grid values of the row ``AHEAD`` places
-    on are prefetched (``prefetch.py``)."""
+    on are prefetched (``prefetch.py``). ``part``, ``out``: the zeroed partial tables (one per chunk) and the
+    array they are added into, from :func:`calframe._kernels.accumulate.tables` (numpy's allocation)."""
     n = conf.shape[0]
-    part, step = partials(n, nchunks, 2 * m * n_slots)
+    nchunks = part.shape[0]
+    step = (n + nchunks - 1) // nchunks
     scale = float(m - 1)
     for ch in prange(nchunks):
         tab = part[ch]
@@ -62,7 +64,7 @@ def node_sums(conf, acc, weights, groups, slots, n_slots, m, nchunks):
             tab[j + 1] += (1 - frac) * r
             tab[j + 2] += frac * w
             tab[j + 3] += frac * r
-    return sum_partials(part)
+    return sum_partials_into(part, out)
 
 
 @njit(parallel=True, cache=True)
