@@ -111,6 +111,7 @@ from ._limits import check_cells
 from ._kernels import adaptive as AK
 from ._kernels import validate as VV
 from ._kernels import vector as VK
+from ._kernels.accumulate import tables
 from .binning import uniform_edges
 
 __all__ = [
@@ -500,8 +501,8 @@ def accumulate(
     check_cells(n_groups, n_bins, width)
     n_cells = n_groups * n_bins
     dense, pos = (np.empty((0, m)), y) if y.ndim == 1 else (y, np.empty(0, dtype=np.int64))
-    flat = VK.accumulate_vector(codes, np.ascontiguousarray(b, dtype=np.int32), g, dense, pos, w, n_bins, n_cells,
-                                VK.n_chunks(n, n_cells, width))
+    flat = VK.accumulate_vector(codes, np.ascontiguousarray(b, dtype=np.int32), g, dense, pos, w, n_bins,
+                                *tables(VK.n_chunks(n, n_cells, width), width * n_cells))
     return flat.reshape((n_groups, n_bins, width))
 
 

@@ -107,13 +107,6 @@ def _add_row(tab, k, x, a, w):
     tab[k3 + 2] += w * a
 
 
-@njit(inline="always")
-def partials(n, nchunks, width):
-    """The chunked pass's partial tables, one per chunk of ``width`` cells, and its chunk length: chunk c
-    sums rows ``c * step`` to ``min(n, (c + 1) * step)`` in order into ``part[c]``."""
-    return np.zeros((nchunks, width)), (n + nchunks - 1) // nchunks
-
-
 def tables(nchunks: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(zeroed partial tables, ``nchunks`` x ``width``; the array :func:`sum_partials_into` adds them into) for
     a chunked pass, allocated by numpy: numpy asks the OS for huge pages for large arrays, numba's np.zeros

@@ -28,7 +28,7 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
-from .accumulate import group_order as _group_order, partials as _partials, sum_partials as _sum_partials
+from .accumulate import group_order as _group_order, sum_partials_into as _sum_partials_into
 
 #: rows per chunk of the accumulate pass (before the caps below)
 CHUNK_ROWS = 1 << 16
@@ -376,19 +376,20 @@ def adaptive_bins(g, order, starts, min_sizes, use_median):
 
 
 @njit(parallel=True, cache=True)
-def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, n_cells, nchunks):
+def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, part, out):
     """Per (group, bin) ``[sum w, sum w g'_0..m-1, sum w y'_0..m-1]`` as a flat (n_cells * (1 + 2m)) array.
 
     y' is ``yp`` (n, m), or, when ``yp`` has no rows, one-hot with its 1 at ``ypos`` (n,).
 
-    Rows are cut into ``nchunks`` chunks (chosen from the sizes only); each chunk
-    sums its rows in order into its own partial table; the tables are added in
-    chunk order.
+    Rows are cut into as many chunks as ``part`` has tables (chosen from the sizes only); each chunk
+    sums its rows in order into its own partial table; the tables are added in chunk order into ``out``.
+    ``part`` and ``out``: :func:`calframe._kernels.accumulate.tables` (numpy's allocation).
     """
     n, m = gp.shape
     onehot = yp.shape[0] == 0 and n > 0
     width = 1 + 2 * m
-    part, step = _partials(n, nchunks, width * n_cells)
+    nchunks = part.shape[0]
+    step = (n + nchunks - 1) // nchunks
     for c in prange(nchunks):
         lo = c * step
         hi = min(n, lo + step)
@@ -405,5 +406,5 @@ def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, n_cells, nchu
             else:
                 for j in range(m):
                     tab[base + 1 + m + j] += w * yp[i, j]
-    return _sum_partials(part)
+    return _sum_partials_into(part, out)
 
