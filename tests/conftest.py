@@ -213,12 +213,30 @@ def figure(result: Any) -> Any:
     return df.item(0, df.width - 1)
 
 
+def _one_spark_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Fail where a second Spark session would start in one run: every test marked ``spark`` must run on one
+    pytest-xdist worker (``pytest_collection_modifyitems``, ``--dist loadgroup``). Each worker that starts one
+    leaves a file in the run's shared temporary directory, then looks for another's (pytest 9.2 with
+    pytest-xdist 3.8 split the group silently and started two JVMs)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp()
+    root = root.parent if worker else root  # the workers' directories share the run's root
+    me = root / f"spark-session-{worker or 'main'}"
+    me.touch()
+    others = sorted(p.name for p in root.glob("spark-session-*") if p != me)
+    if others:
+        pytest.fail(f"a second Spark session in one run ({me.name}; already: {', '.join(others)}): the tests "
+                    "marked spark must share one xdist group (--dist loadgroup); check that the installed "
+                    "pytest-xdist supports the installed pytest (pyproject's pin)")
+
+
 @pytest.fixture(scope="session")
-def spark() -> Any:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One local PySpark session (``local[2]``) for the whole run: it takes ~20 s to start. Tests that use it are
     marked ``spark`` (deselect with ``-m "not spark"``). pyspark is a test extra (``--require-extras`` fails
-    when it is missing); Java 17 must be on PATH."""
+    when it is missing); Java 17 must be on PATH. A second session in one run fails (:func:`_one_spark_session`)."""
     pyspark_sql = pytest.importorskip("pyspark.sql")
+    _one_spark_session(tmp_path_factory)
     session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("calframe-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "1g")
