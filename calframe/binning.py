@@ -432,8 +432,8 @@ def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, bin
         counts = np.array([values.shape[0]], dtype=np.int64)
         table = edge_table(counts, binning, lambda ranks: K.select_1d(values, ranks))
     else:
-        order, starts = K.group_order(groups, n_groups)
-        table = edge_table(np.diff(starts), binning, lambda ranks: K.select_within_groups(values, order, starts, ranks))
+        grouped, starts = K.group_values(values, groups, n_groups)
+        table = edge_table(np.diff(starts), binning, lambda ranks: K.select_within_groups(grouped, starts, ranks))
     edges, offsets, n_bins = pack_edges(table, binning)
     ids = K.assign_bins(values, groups, edges, offsets, binning.scheme == "quantile")
     return Bins(ids, n_bins, edges, offsets, binning)

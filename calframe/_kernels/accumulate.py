@@ -152,6 +152,32 @@ def _accumulate_chunked(groups, bins, conf, acc, weights, edges, right, n_bins, 
     return sum_partials_into(part, out)
 
 
+def group_values(values, groups, n_groups):
+    """(the values grouped: group 0's in row order, then group 1's, ...; segment starts, n_groups + 1): a
+    stable counting sort of the values themselves. A quickselect then reads each group's values in one
+    piece (:func:`select_within_groups`) instead of gathering them through
+    :func:`group_order`'s row order (1e7 random reads: the equal-mass bins of 1e7 rows in 1e3 groups took
+    395 ms that way, 307 ms this way). The output is numpy's allocation (:func:`tables` says why)."""
+    out = np.empty(values.shape[0])
+    return out, _group_values(A.real(values), A.codes(groups), n_groups, out)
+
+
+@njit(cache=True)
+def _group_values(values, groups, n_groups, out):
+    n = groups.shape[0]
+    starts = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(n):
+        starts[groups[i] + 1] += 1
+    for g in range(n_groups):
+        starts[g + 1] += starts[g]
+    fill = starts[:-1].copy()
+    for i in range(n):
+        g = groups[i]
+        out[fill[g]] = values[i]
+        fill[g] += 1
+    return starts
+
+
 @njit(cache=True)
 def group_order(groups, n_groups):
     """Stable counting sort by group: (row order, segment starts of length n_groups + 1)."""
@@ -282,12 +308,12 @@ def _multi_select(seg, ks):
 
 
 @njit(parallel=True, cache=True)
-def select_within_groups(values, order, starts, ranks):
-    """Order statistics per group: out[g, j] = the ranks[g, j]-th smallest value of group g.
+def select_within_groups(values, starts, ranks):
+    """Order statistics per group: out[g, j] = the ranks[g, j]-th smallest value of group g, whose values are
+    ``values[starts[g]:starts[g + 1]]`` (:func:`group_values`).
 
-    A multi-rank quickselect per group instead of a full sort; ranks are
-    clipped into the group. Groups without rows get NaN. ``order`` None: one
-    group holding every row in place.
+    A multi-rank quickselect per group (on a copy of its values) instead of a full sort; ranks are clipped
+    into the group. Groups without rows get NaN.
     """
     n_groups, m = ranks.shape
     out = np.full((n_groups, m), np.nan)
@@ -296,13 +322,7 @@ def select_within_groups(values, order, starts, ranks):
         n = starts[g + 1] - s0
         if n == 0:
             continue
-        seg = np.empty(n)
-        if order is None:
-            for j in range(n):
-                seg[j] = values[s0 + j]
-        else:
-            for j in range(n):
-                seg[j] = values[order[s0 + j]]
+        seg = values[s0 : s0 + n].copy()
         ks = np.empty(m, dtype=np.int64)
         for j in range(m):
             ks[j] = min(max(ranks[g, j], 0), n - 1)
