@@ -198,6 +198,37 @@ def test_more_rows_than_the_inline_codes_hold_take_the_hashed_path(monkeypatch):
         assert calls == paths and codes.tolist() == want and n == len(firsts)
 
 
+@pytest.mark.parametrize("kind", ["categorical", "enum"])
+def test_category_keys_as_slots(kind, monkeypatch):
+    """Categorical and Enum keys without nulls: their physical codes are the table's slots (no strings read;
+    a category with no rows leaves a gap), the keys read back from a row of each. Keys, their order (the
+    dtype's: an Enum's category order) and figures equal the general path's (``ci`` takes it) and numpy by
+    hand."""
+    order = ["zeta", "unused", "alpha", "a category name past 12 bytes", "mid"]
+    dtype = pl.Enum(order) if kind == "enum" else pl.Categorical
+    rng = np.random.default_rng(12)
+    present = [c for c in order if c != "unused"]
+    k = np.array(present)[rng.integers(0, len(present), 6000)]
+    p = rng.random(6000)
+    y = (rng.random(6000) < p).astype(np.int8)
+    g = pl.Series("g", ["unused"] + k.tolist(), dtype=dtype)[1:]  # "unused" gets a code, then no row
+    df = pl.DataFrame({"prob": p, "label": y, "g": g})
+    calls = []
+    real = FK.first_rows
+    monkeypatch.setattr(FK, "first_rows", lambda *a: calls.append(a[2:]) or real(*a))
+    got = calframe.ece(df, by="g")
+    assert calls and calls[0][1] == len(present)  # slots of the physical range, present ones found
+    general = calframe.ece(df, by="g", ci=0.9, n_boot=2, seed=0)
+    assert got["g"].dtype == dtype if kind == "enum" else got["g"].dtype == pl.Categorical
+    assert got["g"].to_list() == general["g"].to_list()
+    assert got["g"].to_list() == ([c for c in order if c in present] if kind == "enum" else sorted(present))
+    for key, n, e in got.rows():
+        m = k == key
+        assert n == m.sum()
+        assert e == pytest.approx(ece_by_hand(p[m], y[m]), rel=1e-12, abs=1e-15)
+    np.testing.assert_allclose(got["ece"].to_numpy(), general["ece"].to_numpy(), rtol=1e-12)
+
+
 def test_bad_rows_fall_back_to_the_detailed_errors():
     """A value the pass refuses raises the message of the general path, counts included."""
     df = pl.DataFrame({"prob": [0.2, 1.5, np.nan, 0.4], "label": [0, 1, 1, 0], "g": [1, 1, 2, 2]})

@@ -192,6 +192,23 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     )
 
 
+@njit(cache=True)
+def first_rows(keys, lo, n_slots, n_present):
+    """The first row of each slot (row i in slot ``keys[i] - lo``; -1: no row), reading rows until
+    ``n_present`` slots have one (the slots the pass found rows in): a key table's rows for keys the pass
+    took as slots (a Categorical's physical codes), usually within the first few thousand rows."""
+    out = np.full(n_slots, -1, dtype=np.int64)
+    found = 0
+    for i in range(keys.shape[0]):
+        s = np.int64(keys[i]) - lo
+        if out[s] < 0:
+            out[s] = i
+            found += 1
+            if found == n_present:
+                break
+    return out
+
+
 # --------------------------------------------------------------------------- string keys
 
 _LOW32 = np.uint64(0xFFFFFFFF)

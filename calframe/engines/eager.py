@@ -201,8 +201,9 @@ def fused_sums(
 
     It applies to the CE family with uniform bins (no explicit edges), a scalar lens, no ``ci`` and no
     variable; one real probability column, a 0/1 label (integer, float or Boolean), real weights, and no
-    ``by`` or one key column: integers (no nulls, a range that fits the table: direct slots) or strings
-    (String, Categorical, Enum: :func:`_string_keys`). Its sums are those of
+    ``by`` or one key column: integers (no nulls, a range that fits the table: direct slots), Categorical or
+    Enum without nulls (their physical codes as direct slots; the keys read from each one's first row) or
+    strings (String, and Categorical, Enum otherwise: :func:`_string_keys`). Its sums are those of
     ``score`` -> :func:`binned_sums` up to the order of additions (chunks by sizes only, so the same bits
     on every thread count), and the weights are scaled per group as :func:`calframe._columns.scale_weights`.
     """
@@ -218,10 +219,14 @@ def fused_sums(
     lens = _FUSED_LENS.get(str(L.resolve_lens(req.lens, True)))
     if lens is None:
         return None
-    keys, lo, n_slots, key_table = None, 0, 1, None
+    keys, lo, n_slots, key_table, categories = None, 0, 1, None, False
     if sel.by_cols:
         col = df[sel.by_cols[0]]
         direct = _direct_keys(col, b.bins)
+        if direct is None and isinstance(col.dtype, (pl.Categorical, pl.Enum)) and not col.null_count():
+            # categories: their physical codes as slots (no strings read); the keys from a row of each
+            direct = _direct_keys(col.to_physical(), b.bins)
+            categories = direct is not None
         if direct is not None:
             keys, lo, n_slots = direct
         else:
@@ -251,11 +256,13 @@ def fused_sums(
     if w is None:
         rows = table[:, :, 0].sum(axis=1).astype(np.int64)
     present = np.flatnonzero(rows)
-    if key_table is not None:  # codes in order of appearance (every one present): the keys sorted, nulls last
+    if categories:
+        key_table = pl.DataFrame([col.gather(FK.first_rows(keys, lo, n_slots, present.shape[0])[present])])
+    if key_table is not None:  # string codes (every one present) or categories: the keys sorted, nulls last
         i = fresh_name(key_table.columns, "i")
-        present = key_table.with_row_index(i).sort(key_table.columns, nulls_last=True, maintain_order=True)[i]
-        present = present.to_numpy()
-        key_table = key_table[present]
+        order = key_table.with_row_index(i).sort(key_table.columns, nulls_last=True, maintain_order=True)[i]
+        order = order.to_numpy()
+        present, key_table = present[order], key_table[order]
     elif keys is not None:
         name = sel.by_cols[0]
         key_table = pl.DataFrame([pl.Series(name, (present + lo).astype(keys.dtype)).cast(df[name].dtype)])
