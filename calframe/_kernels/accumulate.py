@@ -162,16 +162,22 @@ def group_values(values, groups, n_groups):
     return out, _group_values(A.real(values), A.codes(groups), n_groups, out)
 
 
-@njit(cache=True)
-def _group_values(values, groups, n_groups, out):
-    n = groups.shape[0]
+@njit(inline="always")
+def _group_starts(groups, n_groups):
+    """Segment starts (n_groups + 1) of a counting sort by group."""
     starts = np.zeros(n_groups + 1, dtype=np.int64)
-    for i in range(n):
+    for i in range(groups.shape[0]):
         starts[groups[i] + 1] += 1
     for g in range(n_groups):
         starts[g + 1] += starts[g]
+    return starts
+
+
+@njit(cache=True)
+def _group_values(values, groups, n_groups, out):
+    starts = _group_starts(groups, n_groups)
     fill = starts[:-1].copy()
-    for i in range(n):
+    for i in range(groups.shape[0]):
         g = groups[i]
         out[fill[g]] = values[i]
         fill[g] += 1
@@ -181,15 +187,10 @@ def _group_values(values, groups, n_groups, out):
 @njit(cache=True)
 def group_order(groups, n_groups):
     """Stable counting sort by group: (row order, segment starts of length n_groups + 1)."""
-    n = groups.shape[0]
-    starts = np.zeros(n_groups + 1, dtype=np.int64)
-    for i in range(n):
-        starts[groups[i] + 1] += 1
-    for g in range(n_groups):
-        starts[g + 1] += starts[g]
+    starts = _group_starts(groups, n_groups)
     fill = starts[:-1].copy()
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
+    order = np.empty(groups.shape[0], dtype=np.int64)
+    for i in range(groups.shape[0]):
         g = groups[i]
         order[fill[g]] = i
         fill[g] += 1
