@@ -2,10 +2,10 @@
 
 Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_binned.py [--rows 10000000] [--repeat 5]``.
 
-Every timing is the median of ``--repeat`` runs after warming up (_timing.timeit), in one
-process, on the same seeded data. The summary at the end gives each target's
-ratio beside the GB/s calframe reaches (the bytes of the columns it reads over
-its time) and the machine's memory bandwidth measured here (numpy sum / copy). Each row prints the figure each contender
+Every timing is the best of ``--repeat`` runs or more (at least 1 s of them) after warming up
+(_timing.timeit says why), in one process, on the same seeded data. The summary at the end gives each
+target's ratio beside the GB/s calframe reaches (the bytes of the columns it reads over its time) and the
+machine's memory bandwidth measured here (numpy sum / copy). Each row prints the figure each contender
 computed, so the timings compare equal work; peers that are not installed are
 reported as missing. Ratios are "peer time / calframe time" (higher = calframe
 faster); the targets are from the issue tracker.

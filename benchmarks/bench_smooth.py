@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/bench_smooth.py [--rows 1000000 10000000] [--groups 1000] [--repeat 3]``.
 
-Each timing is the median of ``--repeat`` runs after warming up (_timing.timeit) (relplot: ``--peer-repeat``, default 1,
+Each timing is the best of ``--repeat`` runs or more (at least 1 s) after warming up (_timing.timeit) (relplot: ``--peer-repeat``, default 1,
 as it takes seconds), in one process, on the same seeded data; calframe's calls are whole public calls
 (validation included) on a Polars frame. The values printed beside the timings are the figures each side
 computed. Ratios are "relplot time / calframe time" (higher = calframe faster); targets from issue 14.
