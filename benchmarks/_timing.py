@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 
 
 #: every contender warms up for at least this long (one run at least) before it is timed
