@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 
-
 #: every contender warms up for at least this long (one run at least) before it is timed
 WARMUP_SECONDS = 0.5
 #: and is timed for at least this long (``repeat`` runs at least)
