@@ -135,14 +135,19 @@ def sum_partials_into(part, out):
     return out
 
 
+@njit(inline="always")
+def chunk_bounds(n, nchunks, c):
+    """Rows ``lo:hi`` of chunk ``c`` of a chunked pass over ``n`` rows: ``nchunks`` chunks of
+    ceil(n / nchunks) rows, the last ones shorter (or empty)."""
+    step = (n + nchunks - 1) // nchunks
+    return c * step, min(n, (c + 1) * step)
+
+
 @njit(parallel=True, cache=True)
 def _accumulate_chunked(groups, bins, conf, acc, weights, edges, right, n_bins, part, out):
     n = conf.shape[0]
-    nchunks = part.shape[0]
-    step = (n + nchunks - 1) // nchunks
-    for c in prange(nchunks):
-        lo = c * step
-        hi = min(n, lo + step)
+    for c in prange(part.shape[0]):
+        lo, hi = chunk_bounds(n, part.shape[0], c)
         tab = part[c]
         for i in range(lo, hi):
             x = conf[i]

@@ -28,7 +28,8 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
-from .accumulate import group_order as _group_order, sum_partials_into as _sum_partials_into
+from .accumulate import chunk_bounds as _chunk_bounds, group_order as _group_order
+from .accumulate import sum_partials_into as _sum_partials_into
 
 #: rows per chunk of the accumulate pass (before the caps below)
 CHUNK_ROWS = 1 << 16
@@ -388,11 +389,8 @@ def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, part, out):
     n, m = gp.shape
     onehot = yp.shape[0] == 0 and n > 0
     width = 1 + 2 * m
-    nchunks = part.shape[0]
-    step = (n + nchunks - 1) // nchunks
-    for c in prange(nchunks):
-        lo = c * step
-        hi = min(n, lo + step)
+    for c in prange(part.shape[0]):
+        lo, hi = _chunk_bounds(n, part.shape[0], c)
         tab = part[c]
         for i in range(lo, hi):
             k = bins[i] if groups is None else groups[i] * n_bins + bins[i]
