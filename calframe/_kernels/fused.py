@@ -15,7 +15,7 @@ from numba import prange
 
 from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
-from .accumulate import _uniform_bin, sum_partials, sum_partials_into, tables
+from .accumulate import _uniform_bin, chunk_bounds, sum_partials, sum_partials_into, tables
 from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
 from .raw import load_word
@@ -64,11 +64,11 @@ def weight_tops(keys, lo, w, n_slots, nchunks):
     n = w.shape[0]
     part = np.zeros((nchunks, n_slots))
     bad = np.zeros(nchunks, dtype=np.int64)
-    step = (n + nchunks - 1) // nchunks
     for c in prange(nchunks):
         top = part[c]
         nb = 0
-        for i in range(c * step, min(n, (c + 1) * step)):
+        lo_i, hi_i = chunk_bounds(n, nchunks, c)
+        for i in range(lo_i, hi_i):
             v = w[i]
             if v >= 0.0 and v <= 1.7976931348623157e308:
                 s = _slot(keys, i, lo)
@@ -151,14 +151,12 @@ def _make_pass(lens: int):
         n = p.shape[0]
         n_cells = n_slots * n_bins
         nchunks = part.shape[0]
-        step = (n + nchunks - 1) // nchunks
         counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
         bad = np.zeros(nchunks, dtype=np.int64)
         far = n_cells > PREFETCH_CELLS
         for c in prange(nchunks):
             tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
-            lo_i = c * step
-            hi_i = min(n, lo_i + step)
+            lo_i, hi_i = chunk_bounds(n, nchunks, c)
             bad[c] = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i, far, right, lens)
             if w is None:
                 _unpack(part[c], n_cells)
@@ -224,6 +222,13 @@ def _byte_mask(nbytes):
 
 
 @njit(inline="always")
+def _inline_masked(a0, a1, ln):
+    """The view words (a0, a1) of a string of ``ln`` <= 12 bytes with the bytes past its end cleared."""
+    m0 = (_byte_mask(min(ln, 4)) << np.uint64(32)) | _LOW32
+    return a0 & m0, a1 & _byte_mask(max(ln - 4, 0))
+
+
+@njit(inline="always")
 def _same(views, addrs, valid, i, j):
     """Whether rows i and j of an Arrow string_view column hold the same string (or are both null).
 
@@ -241,9 +246,9 @@ def _same(views, addrs, valid, i, j):
         return False
     a1, b1 = views[2 * i + 1], views[2 * j + 1]
     if ln <= 12:
-        m0 = (_byte_mask(min(ln, 4)) << np.uint64(32)) | _LOW32
-        m1 = _byte_mask(max(ln - 4, 0))
-        return (a0 & m0) == (b0 & m0) and (a1 & m1) == (b1 & m1)
+        wa0, wa1 = _inline_masked(a0, a1, ln)
+        wb0, wb1 = _inline_masked(b0, b1, ln)
+        return wa0 == wb0 and wa1 == wb1
     if a0 != b0:  # the length and the first 4 bytes
         return False
     pi = addrs[np.int64(a1 & _LOW32)] + np.int64(a1 >> np.uint64(32))
@@ -319,8 +324,8 @@ def _inline_words(views, valid, i):
         return _NULL0, np.uint64(0), False
     a0 = views[2 * i]
     ln = np.int64(a0 & _LOW32)
-    m0 = (_byte_mask(min(ln, 4)) << np.uint64(32)) | _LOW32
-    return a0 & m0, views[2 * i + 1] & _byte_mask(max(ln - 4, 0)), ln > 12
+    w0, w1 = _inline_masked(a0, views[2 * i + 1], ln)
+    return w0, w1, ln > 12
 
 
 @njit(inline="always")

@@ -11,7 +11,7 @@ import numpy as np
 from numba import prange
 
 from .._runtime import njit
-from .accumulate import sum_partials_into
+from .accumulate import chunk_bounds, sum_partials_into
 from .prefetch import prefetch_row
 
 
@@ -38,14 +38,12 @@ def node_sums(conf, acc, weights, groups, slots, n_slots, m, part, out):
     on are prefetched (``prefetch.py``). ``part``, ``out``: the zeroed partial tables (one per chunk) and the
     array they are added into, from :func:`calframe._kernels.accumulate.tables` (numpy's allocation)."""
     n = conf.shape[0]
-    nchunks = part.shape[0]
-    step = (n + nchunks - 1) // nchunks
     scale = float(m - 1)
-    for ch in prange(nchunks):
+    for ch in prange(part.shape[0]):
         tab = part[ch]
         nodes = tab.reshape((n_slots * m, 2))
-        hi = min(n, (ch + 1) * step)
-        for i in range(ch * step, hi):
+        lo, hi = chunk_bounds(n, part.shape[0], ch)
+        for i in range(lo, hi):
             if groups is not None and i + AHEAD < hi:
                 prefetch_row(nodes, slots[groups[i + AHEAD]] * m + _node(conf[i + AHEAD], scale, m))
             s = 0 if groups is None else slots[groups[i]]

@@ -168,7 +168,7 @@ def _string_keys(s: pl.Series) -> tuple[np.ndarray, int, pl.DataFrame] | None:
 
     The codes come from the column's Arrow string_view buffers (zero-copy): strings of at most 12 bytes
     are matched on their views alone; a column with a longer one is placed by Polars' own hash and compared
-    byte for byte (:func:`calframe._kernels.fused.string_codes`)."""
+    in full, 8 bytes at a time (:func:`calframe._kernels.fused.string_codes`)."""
     dt = s.dtype
     if isinstance(dt, (pl.Categorical, pl.Enum)):
         s = s.cast(pl.String)
