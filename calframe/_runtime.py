@@ -48,6 +48,7 @@ _serialise: bool | None = None  # None until numba's threading layer has started
 _used = False  # a public calframe function has run in this process
 _at_fork: tuple[str, ...] = ()  # what the process had running when it last forked (set by the at-fork hook)
 _inherited: tuple[str, ...] = ()  # in a fork child: what the parent had running
+CACHED: list[Any] = []  # every cache=True dispatcher made by njit (calframe.warmup, the cache tests)
 
 
 # --------------------------------------------------------------------------- threads
@@ -105,12 +106,33 @@ def njit(*args: Any, **options: Any) -> Any:
         return numba.njit(*args, **options)
 
     def make(fn: Callable[..., Any]) -> Any:
+        if options.get("cache") and fn.__closure__ and "<locals>" in fn.__qualname__:
+            # numba keys a cache index on the qualname: closures made by one factory would share one index and
+            # differ only by a captured constant (issue: another variant's code served). Name each variant.
+            raise TypeError(f"cached kernel {fn.__qualname__} is a closure: give each variant its own __qualname__")
         dispatcher = numba.njit(**options)(fn)
         if options.get("parallel") and type(dispatcher) is CPUDispatcher:  # not with NUMBA_DISABLE_JIT
             dispatcher.__class__ = Kernel
+        if options.get("cache") and isinstance(dispatcher, CPUDispatcher):
+            from ._kernel_cache import KernelCache  # numba's cache, keyed and locked (see that module)
+
+            dispatcher._cache = KernelCache(dispatcher.py_func)
+            CACHED.append(dispatcher)
         return dispatcher
 
     return make
+
+
+def load_kernels() -> None:
+    """Import every module that defines calframe's kernels (so :data:`CACHED` lists them all)."""
+    import importlib
+    import pkgutil
+
+    from . import _kernels
+
+    for mod in pkgutil.iter_modules(_kernels.__path__):
+        importlib.import_module(f"{_kernels.__name__}.{mod.name}")
+    importlib.import_module("calframe.recalibrate._tree_kernel")
 
 
 # --------------------------------------------------------------------------- fork

@@ -146,7 +146,6 @@ def _make_pass(lens: int):
     pass). One kernel per lens, so a call compiles only the lens it uses. The closed side is an argument: the
     bin reads it only next to an edge (:func:`calframe._kernels.accumulate._uniform_bin`)."""
 
-    @njit(parallel=True, cache=True)
     def pass_(p, y, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out):
         n = p.shape[0]
         n_cells = n_slots * n_bins
@@ -162,9 +161,13 @@ def _make_pass(lens: int):
                 _unpack(part[c], n_cells)
         return sum_partials_into(part, out), sum_partials(counts), bad.sum()
 
-    return pass_
+    # One name per lens: numba's cache index is keyed on the qualname, and three closures with one name would
+    # share an index and differ only by the captured constant (calframe._kernel_cache).
+    pass_.__name__ = pass_.__qualname__ = f"binned_pass_{_LENS_NAMES[lens]}"
+    return njit(parallel=True, cache=True)(pass_)
 
 
+_LENS_NAMES = {CLASS1: "class1", CLASS0: "class0", TOP1: "top1"}
 _PASSES = {lens: _make_pass(lens) for lens in (CLASS1, CLASS0, TOP1)}
 
 

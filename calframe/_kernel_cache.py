@@ -1,0 +1,242 @@
+"""numba's disk cache for calframe's kernels, made safe for processes that compile at once.
+
+numba's own cache (``numba.core.caching``) keeps, per function, an index file
+(key -> data file) and numbered data files. Its index update is not locked:
+``IndexDataCacheFile.save`` loads the index, takes the first unused number,
+writes the index, then the data. Two processes that compile different variants
+of one function at the same time take the same number, and the index can then
+map one variant's key to the other's code (numba issues #4807, #10128, #10486).
+From then on every process that loads that entry runs the wrong machine code:
+a crash at best, another variant's numbers at worst.
+
+:class:`KernelCache` replaces numba's cache on every ``cache=True`` kernel made
+with :func:`calframe._runtime.njit`:
+
+- a data file's name is derived from the whole key (signature, target, the
+  function's bytecode and closure), never "the first free number";
+- a data file records its own key and source stamp, and both are checked on
+  load: an entry that holds anything else is discarded (a warning, once per
+  process), and the kernel is compiled again and saved under its own name;
+- data and index are written to a temporary file and renamed into place;
+- the index is read, updated and written under an inter-process lock
+  (``fcntl.flock`` on a ``.lock`` file beside it; where ``fcntl`` is missing the
+  key check alone keeps the results right);
+- the source stamp covers the kernel sources calframe inlines across modules
+  (``_kernels/*.py``), not only the function's own file, so an edited helper
+  is never served from a stale entry.
+
+The first cache miss of a process says once on stderr that kernels are being
+compiled, and that ``calframe warmup`` does it ahead (:func:`announce`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.serialize import dumps
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the key check alone guards the loads
+    fcntl = None  # type: ignore[assignment]
+
+_PACKAGE = Path(__file__).resolve().parent
+_FORMAT = "calframe-kernel-cache-1"  # the layout of a data file's payload
+
+_stamp_lock = threading.Lock()
+_package_stamp: str | None = None
+_said = threading.Lock()
+_announced = False
+_warned = False
+quiet = False  # set by warmup(), which says what it does itself
+
+
+def package_stamp() -> str:
+    """A hash of the kernel sources (``calframe/_kernels/*.py``, this module and ``_runtime.py``).
+
+    numba stamps a cache with the mtime and size of the function's own file only; calframe's kernels inline
+    helpers from other modules, so an edit there would otherwise be served from a stale entry.
+
+    Examples
+    --------
+    >>> from calframe._kernel_cache import package_stamp
+    >>> len(package_stamp())
+    64
+    """
+    global _package_stamp
+    with _stamp_lock:
+        if _package_stamp is None:
+            h = hashlib.sha256()
+            files = sorted((_PACKAGE / "_kernels").glob("*.py")) + [_PACKAGE / "_runtime.py", Path(__file__).resolve()]
+            for f in files:
+                h.update(f.name.encode())
+                h.update(f.read_bytes())
+            _package_stamp = h.hexdigest()
+        return _package_stamp
+
+
+def _file_digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:  # source not readable (a zip): numba's own stamp still applies
+        return ""
+
+
+def announce() -> None:
+    """Say once per process, on stderr, that kernels are being compiled (the first cache miss calls it)."""
+    global _announced
+    if _announced or quiet:
+        return
+    with _said:
+        if _announced:
+            return
+        _announced = True
+    print(
+        "calframe: compiling kernels (first use; `calframe warmup` does this ahead and caches them)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _warn_discarded(name: str, why: str, path: str) -> None:
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    from ._errors import CalframeWarning
+
+    warnings.warn(
+        f"calframe's kernel cache entry for {name} ({path}) {why}; it was discarded and the kernel is compiled "
+        "again. This happens after processes compiled at once into one cache directory with an older calframe, "
+        "or when cache files were copied between installs; no wrong result was used.",
+        CalframeWarning,
+        stacklevel=2,
+    )
+
+
+class KeyedCacheFile(IndexDataCacheFile):
+    """numba's index + data files, with data files named by, and holding, their own key (module docstring)."""
+
+    def __init__(self, cache_path: str, filename_base: str, source_stamp: Any, name: str) -> None:
+        super().__init__(cache_path, filename_base, source_stamp)
+        self._filename_base = filename_base
+        self._lock_path = self._index_path + ".lock"
+        self._name = name
+
+    # ----------------------------------------------------------------- names and locks
+
+    def data_name(self, key: Any) -> str:
+        """The data file of ``key``: the function's base name and a hash of the whole key."""
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
+        return f"{self._filename_base}.{digest}.nbc"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        if fcntl is None:
+            yield
+            return
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    # ----------------------------------------------------------------- save and load
+
+    def save(self, key: Any, data: Any) -> None:
+        """Write the data file (its own key and stamp inside, atomically), then add it to the index under the
+        lock."""
+        name = self.data_name(key)
+        self._save_data(name, (_FORMAT, self._source_stamp, key, data))
+        with self._locked():
+            overloads = self._load_index()
+            if overloads.get(key) != name:
+                overloads[key] = name
+                self._save_index(overloads)
+
+    def load(self, key: Any) -> Any:
+        """The data saved for ``key``, or None (a miss: numba compiles and saves). An entry whose data file holds
+        another key, another source stamp or anything unreadable is discarded, with a warning once."""
+        name = self._load_index().get(key)
+        if name is None:
+            return None
+        try:
+            payload = self._load_data(name)
+        except OSError:  # removed meanwhile
+            return None
+        except Exception:  # truncated or foreign bytes
+            payload = None
+        ok = isinstance(payload, tuple) and len(payload) == 4 and payload[0] == _FORMAT
+        if ok and payload[1] == self._source_stamp and payload[2] == key:
+            return payload[3]
+        why = "held another variant's code" if ok and payload[1] == self._source_stamp else (
+            "was written for other sources" if ok else "was not written by this version of calframe")
+        _warn_discarded(self._name, why, self._data_path(name))
+        self.discard(key, name)
+        return None
+
+    def discard(self, key: Any, name: str) -> None:
+        """Remove ``key`` from the index if it still points at ``name`` (under the lock)."""
+        with self._locked():
+            overloads = self._load_index()
+            if overloads.get(key) == name:
+                del overloads[key]
+                self._save_index(overloads)
+
+    def _dump(self, obj: Any) -> bytes:
+        return dumps(obj)
+
+
+class KernelCache(FunctionCache):
+    """numba's ``FunctionCache`` with :class:`KeyedCacheFile` and a stamp covering the kernel sources."""
+
+    def __init__(self, py_func: Any) -> None:
+        super().__init__(py_func)
+        stamp = (self._impl.locator.get_source_stamp(), package_stamp(), _file_digest(py_func.__code__.co_filename))
+        self._cache_file = KeyedCacheFile(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=stamp,
+            name=py_func.__qualname__,
+        )
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        """The cached compile result, or None after saying (once) that kernels are being compiled."""
+        got = super().load_overload(sig, target_context)
+        if got is None and self._enabled:
+            announce()
+        return got
+
+    def index_key(self, sig: Any, codegen: Any) -> Any:
+        """numba's key for ``sig`` (public for tests)."""
+        return self._index_key(sig, codegen)
+
+
+def cache_dirs() -> list[str]:
+    """The directories numba's cache writes calframe's kernels to: ``NUMBA_CACHE_DIR`` when set, else the
+    ``__pycache__`` folders beside calframe's sources (numba's user-wide folder where those are read-only).
+
+    Examples
+    --------
+    >>> import calframe
+    >>> from calframe._kernel_cache import cache_dirs
+    >>> len(cache_dirs()) >= 1
+    True
+    """
+    from . import _runtime
+
+    _runtime.load_kernels()
+    return sorted({d._cache.cache_path for d in _runtime.CACHED})
