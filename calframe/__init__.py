@@ -24,13 +24,15 @@ from ._errors import (
     UnsafeForkError,
 )
 from .api import accuracy, apply, brier, ce, disparity, ece, fit, gece, lce, load, mlce, mlce_curve, log_loss, mce, monitor, reliability, rmsce, smece, summary, vce_curve, vece, vece_rank, vmce, VCECurve
-from .frames import pandas as _pandas_accessor  # noqa: F401  (registers df.calib)
+from .frames import pandas as _pandas_accessor
+from . import _lazy
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
 from . import expr  # noqa: E402  (calframe.expr.ece(...) -> pl.Expr; registers pl.col(...).calib)
 from .frames import dispatch as _dispatch
 from .frames.namespace import Calib, calib
 from ._limits import limits
 from .lenses import class_
+from ._warmup import warmup
 from . import _runtime, api  # noqa: E402
 
 __version__ = "0.1.0"
@@ -73,7 +75,11 @@ __all__ = [
     "vece",
     "vece_rank",
     "vmce",
+    "warmup",
 ]
+
+# df.calib on pandas: registered when pandas is imported (now, or later: `import calframe` does not import it).
+_lazy.when_imported("pandas", _pandas_accessor.register)
 
 # A Dask DataFrame given to a function that takes a frame goes to ddf.calib.<name> (or gets an error
 # saying what to do): calframe.frames.dispatch.

@@ -13,13 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Sequence
 
 import numpy as np
-import pandas as pd
+from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._kernels import groups as GK
-from ._kernels import validate as V
+from ._lazy import LazyModule
+
+GK = LazyModule("calframe._kernels.groups")  # numba kernels: imported at first use
+V = LazyModule("calframe._kernels.validate")
 from ._names import fresh_name
 from . import _errors as E
 from ._errors import ColumnNotFoundError, ColumnTypeError, bad_param, rows
@@ -120,7 +122,7 @@ class Scored:
 def flavor_of(frame: Any) -> Flavor:
     if isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
         return "polars"
-    if isinstance(frame, pd.DataFrame):
+    if is_pandas_frame(frame):
         return "pandas"
     raise ColumnTypeError(
         f"calframe works on Polars DataFrame/LazyFrame and pandas DataFrame; got {type(frame).__name__}. "
@@ -143,7 +145,7 @@ def columns_of(frame: Any) -> list[str]:
 
 def non_string_hint(frame: Any) -> str:
     """For a pandas frame with non-string column labels: how to make them usable ("" otherwise)."""
-    if not isinstance(frame, pd.DataFrame):
+    if not is_pandas_frame(frame):
         return ""
     others = [c for c in frame.columns if not isinstance(c, str)]
     if not others:
@@ -299,7 +301,7 @@ def select_rows(
         raise bad_param(func, "nulls", "'raise' or 'drop'", nulls)
     for pname, pval in (("prob", prob), ("label", label), ("by", by), ("weights", weights), ("variable", extra)):
         column_names(func, pname, pval, frame)
-    if isinstance(frame, pd.DataFrame) and frame.columns.duplicated().any():
+    if is_pandas_frame(frame) and frame.columns.duplicated().any():
         dups = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
         raise ColumnNotFoundError(
             f"{func}: the pandas frame has duplicate column names {dups}; calframe needs unique names. "

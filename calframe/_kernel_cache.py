@@ -76,7 +76,7 @@ def package_stamp() -> str:
     with _stamp_lock:
         if _package_stamp is None:
             h = hashlib.sha256()
-            files = sorted((_PACKAGE / "_kernels").glob("*.py")) + [_PACKAGE / "_runtime.py", Path(__file__).resolve()]
+            files = sorted((_PACKAGE / "_kernels").glob("*.py")) + [_PACKAGE / "_runtime.py", _PACKAGE / "_jit.py", Path(__file__).resolve()]
             for f in files:
                 h.update(f.name.encode())
                 h.update(f.read_bytes())

@@ -28,13 +28,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
-
-import numba
-from numba.core.registry import CPUDispatcher
 
 from ._errors import UnsafeForkError
 
@@ -65,6 +63,8 @@ def serialising() -> bool:
     """
     global _serialise
     if _serialise is None:
+        import numba
+
         try:
             layer = numba.threading_layer()
         except ValueError:  # no parallel region has run yet: the layer is chosen at the first one
@@ -73,20 +73,10 @@ def serialising() -> bool:
     return _serialise
 
 
-class Kernel(CPUDispatcher):
-    """A ``parallel=True`` numba dispatcher that checks the process may run it and holds the kernel lock
-    while numba's threading layer is not thread-safe. Jitted callers call it directly, as any dispatcher."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        check_fork(self.__name__)
-        if serialising():
-            with _kernel_lock:
-                return super().__call__(*args, **kwargs)
-        return super().__call__(*args, **kwargs)
-
-
 def njit(*args: Any, **options: Any) -> Any:
-    """``numba.njit`` for calframe's kernels: a ``parallel=True`` function becomes a :class:`Kernel`.
+    """``numba.njit`` for calframe's kernels (:func:`calframe._jit.njit`): a ``parallel=True`` function
+    becomes a :class:`calframe._jit.Kernel`, a ``cache=True`` one gets calframe's keyed, locked disk cache.
+    numba is imported here, when a kernel module is first imported, not by ``import calframe``.
 
     Examples
     --------
@@ -102,25 +92,17 @@ def njit(*args: Any, **options: Any) -> Any:
     >>> isinstance(total, Kernel), total(np.ones(10))
     (True, 10.0)
     """
-    if args:  # bare @njit
-        return numba.njit(*args, **options)
+    from . import _jit
 
-    def make(fn: Callable[..., Any]) -> Any:
-        if options.get("cache") and fn.__closure__ and "<locals>" in fn.__qualname__:
-            # numba keys a cache index on the qualname: closures made by one factory would share one index and
-            # differ only by a captured constant (issue: another variant's code served). Name each variant.
-            raise TypeError(f"cached kernel {fn.__qualname__} is a closure: give each variant its own __qualname__")
-        dispatcher = numba.njit(**options)(fn)
-        if options.get("parallel") and type(dispatcher) is CPUDispatcher:  # not with NUMBA_DISABLE_JIT
-            dispatcher.__class__ = Kernel
-        if options.get("cache") and isinstance(dispatcher, CPUDispatcher):
-            from ._kernel_cache import KernelCache  # numba's cache, keyed and locked (see that module)
+    return _jit.njit(*args, **options)
 
-            dispatcher._cache = KernelCache(dispatcher.py_func)
-            CACHED.append(dispatcher)
-        return dispatcher
 
-    return make
+def __getattr__(name: str) -> Any:
+    if name == "Kernel":  # the dispatcher class lives beside numba (calframe._jit)
+        from ._jit import Kernel
+
+        return Kernel
+    raise AttributeError(name)
 
 
 def load_kernels() -> None:
@@ -156,6 +138,9 @@ def _polars_pool_running() -> bool:
 
 def _gnu_openmp_running() -> bool:
     """Whether numba's threading layer has started as GNU OpenMP (Intel OpenMP, TBB and workqueue survive fork)."""
+    numba = sys.modules.get("numba")
+    if numba is None:  # never imported: no kernel has run
+        return False
     try:
         if numba.threading_layer() != "omp":
             return False

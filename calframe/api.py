@@ -52,9 +52,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Union, Unpack
 
-import numba
 import numpy as np
-import pandas as pd
+from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
 from . import disparities as D
@@ -83,7 +82,9 @@ from ._errors import (
     bad_param,
 )
 from ._errors import rows as _rows
-from ._kernels.qcut_sums import qcut_bin_sums
+from ._lazy import lazy_function
+
+qcut_bin_sums = lazy_function("calframe._kernels.qcut_sums", "qcut_bin_sums")
 from ._names import fresh_name
 from .figures import check_by_names, with_keys
 from .engines import batches as _batches
@@ -97,9 +98,9 @@ from .binning import Binning, Bins, qcut_order_statistics
 from .metrics import ce_from_sums
 from .request import Request
 
-Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
+Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, pd.DataFrame]
+Result = Union[float, pl.DataFrame, "pd.DataFrame"]
 
 __all__ = [
     "ce",
@@ -693,7 +694,7 @@ def vece_rank(
     skip |= {label} if label is not None else {c for c in LABEL_CANDIDATES if c in names}
     variables = req.options.variables
     if variables is None:  # the frame's columns as calframe reads them (pandas: string labels only)
-        if isinstance(frame, pd.DataFrame):
+        if is_pandas_frame(frame):
             dup = set(frame.columns[frame.columns.duplicated(keep=False)])  # resolve reports duplicate names
             schema = _select(frame.head(1), [c for c in names if c not in skip and c not in dup], func).schema
         else:
@@ -791,6 +792,8 @@ def _qcut_vece_many(
 
     def one(v: str) -> tuple[np.ndarray, np.ndarray, int, int]:
         return qcut_bin_sums(np.ascontiguousarray(scored.extra[v]), d, prev_i, next_i, gamma)
+
+    import numba
 
     with ThreadPoolExecutor(max(1, min(numba.get_num_threads(), len(numeric)))) as pool:
         results = list(pool.map(one, numeric))
@@ -967,7 +970,7 @@ def _where(frame: Frame, where: Any, func: str) -> Frame:
     if isinstance(where, pl.Expr):
         return _where_expr(frame, where, func)
     mask = _where_mask(frame, where, func)
-    if isinstance(frame, pd.DataFrame):
+    if is_pandas_frame(frame):
         return frame.iloc[np.flatnonzero(mask.fill_null(False).to_numpy())]
     return frame.filter(mask)
 
@@ -975,7 +978,7 @@ def _where(frame: Frame, where: Any, func: str) -> Frame:
 def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
     """``frame`` filtered by a Polars expression, checked first against the columns (a Boolean column)."""
     names = columns_of(frame)
-    if isinstance(frame, pd.DataFrame):
+    if is_pandas_frame(frame):
         used = list(dict.fromkeys([c for c in expr.meta.root_names() if c in names] or names))
         index = fresh_name(names, "i")
         data = _select(frame, used, func, nan_null=used).with_row_index(index)
@@ -991,7 +994,7 @@ def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
         raise ParameterError(f"The 'where' parameter of {func} must give one Boolean column (True = keep the row); "
                              f"{expr} gives {dtype}. It must be {_WHERE}.")
     try:  # evaluated here, also on a LazyFrame, so that a failure is reported as the where's
-        if isinstance(frame, pd.DataFrame):
+        if is_pandas_frame(frame):
             return frame.iloc[data.filter(expr)[index].to_numpy()]
         if isinstance(frame, pl.LazyFrame):
             keep = fresh_name(names, "keep")  # the mask (a scalar broadcast to every row), then the rows it keeps

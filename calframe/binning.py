@@ -26,8 +26,10 @@ import polars as pl
 
 from ._errors import bad_param
 from ._render import Sql, flag, floor_clip, lit
-from ._kernels import accumulate as K
-from ._kernels import sweep as S
+from ._lazy import LazyModule
+
+K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
+S = LazyModule("calframe._kernels.sweep")
 
 Scheme = Literal["uniform", "quantile", "equal_mass", "sweep"]
 SCHEMES: tuple[str, ...] = ("uniform", "quantile", "equal_mass", "sweep")

@@ -599,6 +599,9 @@ EXAMPLES = {
     "apply": """\
   calframe apply rec.calib scores.parquet -o out/
   calframe apply platt.parquet 'scores/*.parquet' -o out/ --name p_cal --batch-size 100000""",
+    "warmup": """\
+  calframe warmup
+  NUMBA_CACHE_DIR=/opt/numba-cache calframe warmup --quiet""",
     "demo": """\
   calframe demo
   calframe demo --rows 5000 --seed 1 --n-boot 100
@@ -607,7 +610,7 @@ EXAMPLES = {
 
 
 def _epilog(command: str) -> str:
-    return f"examples:\n{EXAMPLES[command]}\n\n" + ("" if command == "demo" else _EPILOG)
+    return f"examples:\n{EXAMPLES[command]}\n\n" + ("" if command in ("demo", "warmup") else _EPILOG)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -616,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="calframe", description="Classifier calibration analysis for tables.", epilog=_EPILOG)
     parser.add_argument("--version", action="version", version=f"calframe {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,fit,apply,demo}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,fit,apply,demo,warmup}")
     overwrite = "replace existing output files (without it, an existing output is an error, exit 2)"
 
     rep = sub.add_parser("report", help="calibration figures of scored files, as HTML and/or JSON",
@@ -708,7 +711,30 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--wide", action="store_true", help="print every column (default: the essential ones, "
                       "100 columns wide)")
     demo.set_defaults(run=_demo)
+
+    warm = sub.add_parser("warmup", help="compile the kernels ahead of use into numba's disk cache (container images, "
+                          "CI caches); safe in several processes at once",
+                          epilog=_epilog("warmup"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    warm.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    warm.add_argument("--no-multiclass", action="store_true", help="skip the multiclass and GECE kernels")
+    warm.set_defaults(run=_warmup)
     return parser
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    """``calframe warmup``: compile every kernel the public functions use, and say where the cache is."""
+    import time
+
+    from ._warmup import warmup
+
+    if not args.quiet:
+        print("calframe warmup: compiling the kernels the public functions use (minutes on a fresh install, "
+              "about a second when cached)", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    dirs = warmup(verbose=not args.quiet, multiclass=not args.no_multiclass)
+    if not args.quiet:
+        print(f"calframe warmup: done in {time.perf_counter() - start:.1f} s; kernel cache: {', '.join(dirs)}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

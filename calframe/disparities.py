@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
+from ._lazy import pd  # imported at first use
 import polars as pl
 
 from . import figures as F

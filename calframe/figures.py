@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
+from ._lazy import pd  # imported at first use
 import polars as pl
 
 from ._columns import columns_of

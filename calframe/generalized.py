@@ -108,10 +108,12 @@ import numpy as np
 
 from ._errors import ParameterError
 from ._limits import check_cells
-from ._kernels import adaptive as AK
-from ._kernels import validate as VV
-from ._kernels import vector as VK
-from ._kernels.accumulate import tables
+from ._lazy import LazyModule, lazy_function
+
+AK = LazyModule("calframe._kernels.adaptive")  # numba kernels: imported at first use
+VV = LazyModule("calframe._kernels.validate")
+VK = LazyModule("calframe._kernels.vector")
+tables = lazy_function("calframe._kernels.accumulate", "tables")
 from .binning import uniform_edges
 
 __all__ = [

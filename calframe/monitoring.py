@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-import pandas as pd
+from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
 from . import api, expr
@@ -28,7 +28,7 @@ from ._columns import _from_pandas, columns_of, resolve_names
 from ._errors import ColumnNotFoundError, ColumnTypeError, EmptyInputError, InvalidValueError, ParameterError
 from ._names import fresh_name
 
-Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
+Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 FUNC = "monitor"
 
 
@@ -150,7 +150,7 @@ def monitor(
     if isinstance(frame, pl.LazyFrame):
         return out.lazy() if isinstance(out, pl.DataFrame) else out
     got = out.collect() if isinstance(out, pl.LazyFrame) else out
-    return got.to_pandas() if isinstance(frame, pd.DataFrame) else got
+    return got.to_pandas() if is_pandas_frame(frame) else got
 
 
 # --------------------------------------------------------------------------- the parts
@@ -162,7 +162,7 @@ def _lazy(frame: Any, cols: list[str]) -> pl.LazyFrame:
         return frame.select(cols)
     if isinstance(frame, pl.DataFrame):
         return frame.lazy().select(cols)
-    if isinstance(frame, pd.DataFrame):
+    if is_pandas_frame(frame):
         return _from_pandas(frame, cols, FUNC).lazy()
     raise ColumnTypeError(f"{FUNC}: expected a Polars DataFrame / LazyFrame or a pandas DataFrame; got "
                           f"{type(frame).__name__}.")

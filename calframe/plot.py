@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
-import pandas as pd
+from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
 from ._errors import ParameterError
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .api import VCECurve
 
-Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
+Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 
 __all__ = [
     "DriftDisplay",
@@ -94,7 +94,7 @@ def _polars(frame: Any, what: str) -> pl.DataFrame:
         return frame.collect()
     if isinstance(frame, pl.DataFrame):
         return frame
-    if isinstance(frame, pd.DataFrame):
+    if is_pandas_frame(frame):
         return pl.from_pandas(frame)
     raise TypeError(f"{what}: expected a Polars or pandas DataFrame, got {type(frame).__name__}.")
 

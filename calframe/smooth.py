@@ -43,10 +43,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.fft as sfft
+from ._lazy import sfft  # imported at first use
 
-from ._kernels import accumulate as AK
-from ._kernels import smooth as SK
+from ._lazy import LazyModule
+
+AK = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
+SK = LazyModule("calframe._kernels.smooth")
 
 #: the bisection's lower limit: bandwidths below it count as "smooth_ece(s) > s" (relplot's ``eps``)
 SIGMA_EPS = 0.001

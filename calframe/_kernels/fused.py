@@ -20,8 +20,7 @@ from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
 from .raw import load_word
 
-#: lens codes of :func:`binned_pass` (calframe.lenses.binary_rule): class:1, class:0, top1
-CLASS1, CLASS0, TOP1 = 0, 1, 2
+from .codes import CLASS0, CLASS1, TOP1  # noqa: E402  (lens codes of binned_pass)
 
 #: a table of more cells than this (per chunk) does not stay in cache: the pass prefetches its cells
 PREFETCH_CELLS = 1 << 15

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import pandas as pd
+from .._lazy import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 

@@ -57,7 +57,7 @@ from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 
@@ -76,7 +76,9 @@ from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, Scored, _pick_default
 from .._names import key_names
 from .. import _errors as E
 from .._errors import CalframeError, ColumnTypeError, EmptyInputError, ParameterError
-from .._kernels import accumulate as K
+from .._lazy import LazyModule
+
+K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
 from .._limits import check_cells
 from ..binning import Binning, Bins, edge_table, make_binning, pack_edges, take_each, uniform_edges
 from ..metrics import check_weight_sums

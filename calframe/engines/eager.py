@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Union
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 
@@ -20,16 +20,19 @@ from .. import figures as F
 from .. import lenses as L
 from .. import request as R
 from .._columns import Scored, Selected, check_group_weights, score, select_rows, weight_exponents
-from .._kernels import accumulate as K
-from .._kernels import arrays as KA
-from .._kernels import fused as FK
+from .._lazy import LazyModule
+
+K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
+KA = LazyModule("calframe._kernels.arrays")
+FK = LazyModule("calframe._kernels.fused")
+from .._kernels import codes as CODES  # noqa: E402  (no numba)
 from .._names import fresh_name
 from .._limits import TableTooLargeError, check_cells
 from ..binning import Binning, Bins, bin_values, bin_variable, uniform_edges
 from ..figures import check_by_names, output_columns
 
-Frame = Union[pl.DataFrame, pl.LazyFrame, pd.DataFrame]
-Result = Union[float, pl.DataFrame, pd.DataFrame]
+Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
+Result = Union[float, pl.DataFrame, "pd.DataFrame"]
 #: a figure of the eager engine: the validated rows -> one value per group
 Figure = Callable[[Scored], np.ndarray]
 
@@ -131,7 +134,7 @@ def ce_figures(req: R.Request) -> dict[str, Figure]:
 # --------------------------------------------------------------------------- the fused pass
 
 #: the scalar lenses of binary input the fused pass computes (calframe.lenses.binary_rule)
-_FUSED_LENS = {"class:1": FK.CLASS1, "class:0": FK.CLASS0, "top1": FK.TOP1}
+_FUSED_LENS = {"class:1": CODES.CLASS1, "class:0": CODES.CLASS0, "top1": CODES.TOP1}
 
 
 def _real(dtype: pl.DataType) -> bool:

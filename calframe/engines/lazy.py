@@ -80,7 +80,9 @@ from .._columns import (PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights, che
                         resolve_names, weight_exponents)
 from .. import _errors as E
 from .._errors import CalframeError, bad_param
-from .._kernels.accumulate import fixed_to_floats
+from .._lazy import lazy_function
+
+fixed_to_floats = lazy_function("calframe._kernels.accumulate", "fixed_to_floats")
 from .._limits import check_cells
 from .._names import PREFIX, key_names
 from ..request import Request

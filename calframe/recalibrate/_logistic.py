@@ -17,7 +17,9 @@ import numpy as np
 
 from .. import _errors as E
 from .._errors import InvalidValueError, rows
-from .._kernels import logistic as LK
+from .._lazy import LazyModule
+
+LK = LazyModule("calframe._kernels.logistic")  # numba kernels: imported at first use
 
 
 def _objective(Z: np.ndarray, y: np.ndarray, theta: np.ndarray, pen: np.ndarray) -> float:

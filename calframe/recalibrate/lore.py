@@ -7,7 +7,9 @@ from functools import partial
 import numpy as np
 
 from .._errors import InvalidValueError, ParameterError, rows
-from .._kernels.local import lore_apply
+from .._lazy import lazy_function
+
+lore_apply = lazy_function("calframe._kernels.local", "lore_apply")
 from .._limits import check_cells
 from .._params import check_bool, check_choice, check_positive_float
 from ..binning import uniform_bins

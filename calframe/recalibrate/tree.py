@@ -10,7 +10,10 @@ import numpy as np
 from .._errors import ParameterError, bad_param
 from .._params import check_choice, check_int_range, is_int, is_real
 from ._inputs import Probs, as_labels, as_probs, as_variable, min_leaf_count
-from ._tree_kernel import leaf_of, tree_thresholds
+from .._lazy import lazy_function
+
+leaf_of = lazy_function("calframe.recalibrate._tree_kernel", "leaf_of")  # numba: imported at first use
+tree_thresholds = lazy_function("calframe.recalibrate._tree_kernel", "tree_thresholds")
 from .base import REGISTRY, Recalibrator, Schema, register
 
 #: methods usable as the per-leaf calibrator

@@ -1,0 +1,51 @@
+"""numba's side of :mod:`calframe._runtime`: the :class:`Kernel` dispatcher and :func:`njit`.
+
+Imported with the first kernel module, so ``import calframe`` does not import numba (nor the scipy that
+numba's own import checks for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numba
+from numba.core.registry import CPUDispatcher
+
+from ._runtime import CACHED, _kernel_lock, check_fork, serialising
+
+
+class Kernel(CPUDispatcher):
+    """A ``parallel=True`` numba dispatcher that checks the process may run it and holds the kernel lock
+    while numba's threading layer is not thread-safe. Jitted callers call it directly, as any dispatcher."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        check_fork(self.__name__)
+        if serialising():
+            with _kernel_lock:
+                return super().__call__(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def njit(*args: Any, **options: Any) -> Any:
+    """``numba.njit`` for calframe's kernels: a ``parallel=True`` function becomes a :class:`Kernel`, a
+    ``cache=True`` one gets :class:`calframe._kernel_cache.KernelCache` (examples: :func:`calframe._runtime.njit`)."""
+    if args:  # bare @njit
+        return numba.njit(*args, **options)
+
+    def make(fn: Callable[..., Any]) -> Any:
+        if options.get("cache") and fn.__closure__ and "<locals>" in fn.__qualname__:
+            # numba keys a cache index on the qualname: closures made by one factory would share one index and
+            # differ only by a captured constant (issue: another variant's code served). Name each variant.
+            raise TypeError(f"cached kernel {fn.__qualname__} is a closure: give each variant its own __qualname__")
+        dispatcher = numba.njit(**options)(fn)
+        if options.get("parallel") and type(dispatcher) is CPUDispatcher:  # not with NUMBA_DISABLE_JIT
+            dispatcher.__class__ = Kernel
+        if options.get("cache") and isinstance(dispatcher, CPUDispatcher):
+            from ._kernel_cache import KernelCache  # numba's cache, keyed and locked (see that module)
+
+            dispatcher._cache = KernelCache(dispatcher.py_func)
+            CACHED.append(dispatcher)
+        return dispatcher
+
+    return make

@@ -1,0 +1,141 @@
+"""Compile calframe's kernels ahead of use: ``calframe warmup`` / :func:`calframe.warmup`.
+
+numba compiles a kernel the first time it meets a new combination of argument types, and caches the
+machine code on disk (``calframe._kernel_cache``): a fresh install or a fresh container pays 5-30 s on each
+first call. Warm-up runs the public functions once on small built-in frames, over the dtypes and options
+that select different compiled code (lens, label and probability dtypes, key types, weights, bin
+strategies, the estimators, recalibrators, expressions), so later processes load every kernel from the
+cache. It is safe to run in several processes at once: the cache's index is updated under a lock and
+every entry is checked against its own key on load.
+
+Run it where the cache is written for the processes that will use it: in a container image's build step
+(after installing calframe), or in a CI job whose cache directory is saved between runs. The cache goes to
+``NUMBA_CACHE_DIR`` when that is set, else to the ``__pycache__`` folders beside calframe's sources (numba's
+user-wide cache folder when those are read-only); :func:`warmup` returns the directories it filled.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["warmup"]
+
+
+def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
+    import polars as pl
+
+    import calframe as cf
+
+    df = cf.datasets.grouped_miscalibration(n=3_000, seed=0)
+    df = df.with_columns(
+        w=pl.lit(1.5),
+        g_int=pl.col("region").rank("dense").cast(pl.Int64),
+        g_cat=pl.col("region").cast(pl.Categorical),
+    )
+    labels = {"Int64": df, "Int32": df.with_columns(pl.col("label").cast(pl.Int32)),
+              "Int8": df.with_columns(pl.col("label").cast(pl.Int8)),
+              "Boolean": df.with_columns(pl.col("label").cast(pl.Boolean)),
+              "Float64": df.with_columns(pl.col("label").cast(pl.Float64))}
+    f32 = df.with_columns(pl.col("prob").cast(pl.Float32))
+    cases: list[tuple[str, Callable[[], Any]]] = []
+    for name, d in labels.items():
+        for lens in ("class:1", "top1"):
+            for by in (None, "region", "g_int", "g_cat"):
+                cases.append((f"ece {lens} labels {name} by {by}",
+                              lambda d=d, lens=lens, by=by: cf.ece(d, lens=lens, by=by)))
+        cases.append((f"ece weights, labels {name}", lambda d=d: cf.ece(d, weights="w", by="region")))
+    for lens in ("class:1", "top1"):
+        cases.append((f"ece {lens} float32", lambda lens=lens: cf.ece(f32, lens=lens, by="region")))
+        cases.append((f"ece {lens} closed right", lambda lens=lens: cf.ece(df, lens=lens, closed="right")))
+    for binning in ("quantile", "equal_mass", "sweep"):
+        cases.append((f"ece binning={binning}", lambda b=binning: (cf.ece(df, binning=b), cf.ece(df, binning=b, by="region"))))
+    cases += [
+        ("mce, rmsce", lambda: (cf.mce(df, by="region"), cf.rmsce(df))),
+        ("debiased l2 CE", lambda: (cf.ce(df, p=2, estimator="debiased"), cf.ce(df, p=2, estimator="debiased", by="region"))),
+        ("bootstrap intervals", lambda: (cf.ece(df, ci=0.95, n_boot=20), cf.summary(df, by="region", ci=0.95, n_boot=20))),
+        ("reliability", lambda: cf.reliability(df, by="region", bins=10)),
+        ("companions", lambda: (cf.brier(df), cf.log_loss(df), cf.accuracy(df, by="region"))),
+        ("smooth ECE", lambda: (cf.smece(df), cf.smece(df, by="region"), cf.smece(df, weights="w"))),
+        ("disparity", lambda: cf.disparity(df, "ece", by="region")),
+        ("vece", lambda: (cf.vece(df, "age"), cf.vmce(df, "age"), cf.vece(df, "age", by="region"))),
+        ("vece_rank", lambda: cf.vece_rank(df)),
+        ("vce_curve", lambda: cf.vce_curve(df, "age")),
+        ("lce, mlce", lambda: (cf.lce(df, ["age"], gamma=0.2), cf.mlce(df, ["age"], gamma=0.2, prepare="standardize"),
+                               cf.mlce(df, ["age"], gamma=0.2, prepare="standardize", by="region"))),
+        ("expressions", lambda: df.group_by("region").agg(cf.expr.ece(prob="prob", label="label"),
+                                                          cf.expr.mce(prob="prob", label="label"))),
+        ("lazy", lambda: cf.ece(df.lazy(), by="region").collect()),
+    ]
+    for method in ("platt", "temperature", "histogram", "isotonic", "beta", "scaling_binning"):
+        cases.append((f"fit/apply {method}", lambda m=method: cf.apply(df, cf.fit(df, m), name="q")))
+    cases += [
+        ("fit/apply tree", lambda: cf.apply(df, cf.fit(df, "tree", variable="age"), name="q")),
+        ("fit/apply beta_v", lambda: cf.apply(df, cf.fit(df, "beta_v", variable="age"), name="q")),
+        ("fit/apply lore", lambda: cf.apply(df, cf.fit(df, "lore", features=["age"], gamma=0.2, standardize=True), name="q")),
+        ("fit by group", lambda: cf.apply(df, cf.fit(df, "isotonic", by="region"), name="q")),
+    ]
+    return cases
+
+
+def _multiclass_cases() -> list[tuple[str, Callable[[], Any]]]:
+    import calframe as cf
+
+    mc = cf.datasets.multiclass(n=2_000, k=10)
+    return [
+        ("multiclass ece", lambda: (cf.ece(mc), cf.ece(mc, lens="marginal", by="group"), cf.ece(mc, by="group"))),
+        ("gece uniform", lambda: (cf.gece(mc, lens="topk", k=3, labels_in=[3]), cf.gece(mc, lens="top1", by="group"))),
+        ("gece adaptive", lambda: (cf.gece(mc, lens="full", binning="adaptive", gamma=0.1),
+                                   cf.gece(mc, lens="top1", binning="adaptive"))),
+        ("multiclass smece", lambda: cf.smece(mc)),
+        ("multiclass temperature", lambda: cf.apply(mc, cf.fit(mc, "temperature"), name="q")),
+    ]
+
+
+def warmup(*, verbose: bool = False, multiclass: bool = True) -> list[str]:
+    """Compile the kernels the public functions use, for the common dtypes, into numba's disk cache.
+
+    Runs each public function once on small built-in frames (binary and multiclass), over the options and
+    dtypes that compile different code. Takes a few minutes on a fresh install and about a second once the
+    cache is filled. Safe to run in several processes at once.
+
+    Parameters
+    ----------
+    verbose
+        Print each step and its time on standard error.
+    multiclass
+        Also compile the multiclass and GECE kernels.
+
+    Returns
+    -------
+    list of str
+        The cache directories filled (``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside calframe's
+        sources).
+
+    Examples
+    --------
+    >>> import calframe
+    >>> dirs = calframe.warmup()      # doctest: +SKIP
+    """
+    import warnings
+
+    from . import _kernel_cache
+
+    _kernel_cache.quiet = True  # this is the announced compile
+    cases = _binary_cases() + (_multiclass_cases() if multiclass else [])
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the examples' own warnings (small groups, ...) are not the point
+            for i, (name, run) in enumerate(cases, 1):
+                t = time.perf_counter()
+                run()
+                if verbose:
+                    print(f"  [{i}/{len(cases)}] {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+    finally:
+        _kernel_cache.quiet = False
+    if verbose:
+        print(f"calframe warmup: {len(cases)} steps in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return _kernel_cache.cache_dirs()
