@@ -260,6 +260,32 @@ def test_category_keys_as_slots(kind, monkeypatch):
     np.testing.assert_allclose(got["ece"].to_numpy(), general["ece"].to_numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["categorical", "enum"])
+def test_category_keys_whose_codes_do_not_start_at_0(kind):
+    """ece(by=) on a Categorical and an Enum whose rows use only later categories (physical codes from 3 up, not in
+    category order, one name past 12 bytes): each key and its (n, ece) equal ece on that key's rows filtered from
+    the frame with String keys; keys in the dtype's order (an Enum's categories, a Categorical's strings sorted)
+    and of the key's dtype."""
+    order = ["unused 0", "unused 1", "unused 2", "zeta", "alpha", "a category name past 12 bytes", "mid"]
+    used = order[3:]
+    rng = np.random.default_rng(22)
+    k = np.array(used)[rng.integers(0, len(used), 3000)]
+    p = rng.random(3000)
+    y = (rng.random(3000) < p).astype(np.int8)
+    dtype = pl.Enum(order) if kind == "enum" else pl.Categorical
+    g = pl.Series("g", order[:3] + k.tolist(), dtype=dtype)[3:]  # the unused names take codes 0-2, then no row
+    assert g.to_physical().min() == 3
+    df = pl.DataFrame({"prob": p, "label": y, "g": g})
+    strings = df.with_columns(pl.col("g").cast(pl.String))
+    got = calframe.ece(df, by="g")
+    assert got["g"].dtype == dtype
+    assert got["g"].cast(pl.String).to_list() == (used if kind == "enum" else sorted(used))
+    for key, n, e in got.rows():
+        part = strings.filter(pl.col("g") == key)
+        assert n == part.height
+        assert e == pytest.approx(calframe.ece(part), rel=1e-12, abs=1e-15)
+
+
 def test_bad_rows_fall_back_to_the_detailed_errors():
     """A value the pass refuses raises the message of the general path, counts included."""
     df = pl.DataFrame({"prob": [0.2, 1.5, np.nan, 0.4], "label": [0, 1, 1, 0], "g": [1, 1, 2, 2]})
