@@ -116,6 +116,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [extras, f"versions: {installed_versions()}"]
 
 
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Under ``-q`` (``make test``), which hides the header, the versions line closes the run's summary instead."""
+    if config.get_verbosity() < 0:
+        terminalreporter.write_line(f"versions: {installed_versions()}")
+
+
 def pandas_constructor(obj: dict[str, Any]) -> pd.DataFrame:
     """numpy-backed pandas."""
     return pd.DataFrame(obj)

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import HEADER_DISTRIBUTIONS, installed_versions
+from conftest import HEADER_DISTRIBUTIONS, installed_versions, pytest_terminal_summary
 
 
 def test_header_lists_every_runtime_and_peer_version(request: pytest.FixtureRequest) -> None:
@@ -35,3 +35,23 @@ def test_header_lists_every_runtime_and_peer_version(request: pytest.FixtureRequ
 def test_a_missing_distribution_is_named_not_installed() -> None:
     assert installed_versions(("numpy", "calframe-no-such-distribution")) == (
         f"numpy {np.__version__}, calframe-no-such-distribution not installed")
+
+
+@pytest.mark.parametrize("verbosity, shown", [(-1, True), (0, False), (1, False)])
+def test_quiet_runs_print_the_versions_after_the_summary(verbosity: int, shown: bool) -> None:
+    """``pytest -q`` (``make test``) prints no header: the versions line then ends the summary, once."""
+
+    class Reporter:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def write_line(self, line: str) -> None:
+            self.lines.append(line)
+
+    class Config:
+        def get_verbosity(self) -> int:
+            return verbosity
+
+    reporter = Reporter()
+    pytest_terminal_summary(reporter, 0, Config())  # type: ignore[arg-type]
+    assert reporter.lines == ([f"versions: {installed_versions()}"] if shown else [])
