@@ -84,10 +84,42 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     pytest.importorskip = _importorskip
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+# The distributions whose versions the pytest header shows: calframe's runtime, then the peers the tests check
+# against and the engines they run on (distribution names, as pip knows them).
+HEADER_DISTRIBUTIONS = (
+    "polars", "pandas", "pyarrow", "numpy", "numba", "scipy",
+    "scikit-learn", "uncertainty-calibration", "relplot", "betacal", "scikit-misc",
+    "duckdb", "narwhals", "ibis-framework", "pyspark", "dask", "hypothesis",
+)
+
+
+def installed_versions(names: tuple[str, ...] = HEADER_DISTRIBUTIONS) -> str:
+    """``"name version, ..."`` for each distribution, ``"name not installed"`` where it is missing. Read from the
+    installed metadata: nothing is imported (pyspark or dask would take seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def one(name: str) -> str:
+        try:
+            return f"{name} {version(name)}"
+        except PackageNotFoundError:
+            return f"{name} not installed"
+
+    return ", ".join(one(name) for name in names)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The test extras' mode and the versions the run checks against (a failure report names what it ran on)."""
     if config.getoption("--require-extras"):
-        return "test extras: required (--require-extras)"
-    return "test extras: optional (a missing one skips its tests; make test passes --require-extras)"
+        extras = "test extras: required (--require-extras)"
+    else:
+        extras = "test extras: optional (a missing one skips its tests; make test passes --require-extras)"
+    return [extras, f"versions: {installed_versions()}"]
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Under ``-q`` (``make test``), which hides the header, the versions line closes the run's summary instead."""
+    if config.get_verbosity() < 0:
+        terminalreporter.write_line(f"versions: {installed_versions()}")
 
 
 def pandas_constructor(obj: dict[str, Any]) -> pd.DataFrame:

@@ -109,11 +109,17 @@ def first_appearance(values):
     return codes, firsts
 
 
-def kernel_codes(arr, inline: bool, nchunks: int):
-    """string_codes on an Arrow string_view array: the inline path (no hash column) or the hashed one."""
+def kernel_codes(arr, inline: bool, nchunks: int, colliding: bool = False):
+    """string_codes on an Arrow string_view array: the inline path (no hash column) or the hashed one, placed by
+    Polars' hash or (``colliding``) by a hash of 0 for every row, so only the string comparison tells keys apart."""
     views, addrs = eager.string_views(arr)
     valid = None if arr.null_count == 0 else np.asarray(arr.is_valid())
-    hashes = None if inline else pl.Series(pl.from_arrow(arr)).hash().to_numpy()
+    if inline:
+        hashes = None
+    elif colliding:
+        hashes = np.zeros(len(arr), dtype=np.uint64)
+    else:
+        hashes = pl.Series(pl.from_arrow(arr)).hash().to_numpy()
     return FK.string_codes(views, addrs, valid, hashes, nchunks, np.empty(len(arr), dtype=np.int32))
 
 
@@ -184,6 +190,31 @@ def test_long_strings_compared_at_every_byte():
         assert codes.tolist() == want and reps.tolist() == firsts
 
 
+def test_long_strings_with_colliding_hashes_are_told_apart_by_their_bytes():
+    """Every row hashed to 0, so each lookup walks the whole probe chain and fused._same alone decides: strings of
+    13 to 29 bytes sharing their first 8, 12 or 20 bytes (and all but one byte), the same bytes at another
+    length, copies stored apart, and nulls: numbered exactly as a Python dict numbers them, on 1 and 3 chunks.
+    (With Polars' real hashes, distinct strings almost never reach _same: a _same that read only the first 8
+    bytes passed every other test.)"""
+    base = "0123456789abcdefghijklmnopqrs"  # 29 bytes
+    names = [None]
+    for length in range(13, 30):
+        s = base[:length]
+        names += [s, s[:-1] + "#", s[:8] + "#" * (length - 8), s[:12] + "#" * (length - 12)]
+        names += [s[:j] + "#" + s[j + 1:] for j in (0, 3, 4, 7, 8, 11, 12, length - 9, length - 8) if j < length]
+        if length > 20:
+            names.append(s[:20] + "#" * (length - 20))
+    names = list(dict.fromkeys(names))  # distinct, in order
+    rng = np.random.default_rng(21)
+    values = [names[i] for i in rng.integers(0, len(names), 2000)] + names
+    want, firsts = first_appearance(values)
+    assert len(firsts) == len(names) > 200
+    arr = pl.Series(values, dtype=pl.String).to_arrow(compat_level=pl.CompatLevel.newest())
+    for nchunks in (1, 3):
+        codes, reps = kernel_codes(arr, False, nchunks, colliding=True)
+        assert codes.tolist() == want and reps.tolist() == firsts
+
+
 def test_more_rows_than_the_inline_codes_hold_take_the_hashed_path(monkeypatch):
     """INLINE_ROWS bounds the inline path (a code + 1 must fit 28 bits): past it, the hashed path, same codes."""
     values = ["x", "y", None, "x", "z"] * 3
@@ -227,6 +258,32 @@ def test_category_keys_as_slots(kind, monkeypatch):
         assert n == m.sum()
         assert e == pytest.approx(ece_by_hand(p[m], y[m]), rel=1e-12, abs=1e-15)
     np.testing.assert_allclose(got["ece"].to_numpy(), general["ece"].to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["categorical", "enum"])
+def test_category_keys_whose_codes_do_not_start_at_0(kind):
+    """ece(by=) on a Categorical and an Enum whose rows use only later categories (physical codes from 3 up, not in
+    category order, one name past 12 bytes): each key and its (n, ece) equal ece on that key's rows filtered from
+    the frame with String keys; keys in the dtype's order (an Enum's categories, a Categorical's strings sorted)
+    and of the key's dtype."""
+    order = ["unused 0", "unused 1", "unused 2", "zeta", "alpha", "a category name past 12 bytes", "mid"]
+    used = order[3:]
+    rng = np.random.default_rng(22)
+    k = np.array(used)[rng.integers(0, len(used), 3000)]
+    p = rng.random(3000)
+    y = (rng.random(3000) < p).astype(np.int8)
+    dtype = pl.Enum(order) if kind == "enum" else pl.Categorical
+    g = pl.Series("g", order[:3] + k.tolist(), dtype=dtype)[3:]  # the unused names take codes 0-2, then no row
+    assert g.to_physical().min() == 3
+    df = pl.DataFrame({"prob": p, "label": y, "g": g})
+    strings = df.with_columns(pl.col("g").cast(pl.String))
+    got = calframe.ece(df, by="g")
+    assert got["g"].dtype == dtype
+    assert got["g"].cast(pl.String).to_list() == (used if kind == "enum" else sorted(used))
+    for key, n, e in got.rows():
+        part = strings.filter(pl.col("g") == key)
+        assert n == part.height
+        assert e == pytest.approx(calframe.ece(part), rel=1e-12, abs=1e-15)
 
 
 def test_bad_rows_fall_back_to_the_detailed_errors():

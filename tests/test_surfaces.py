@@ -178,3 +178,27 @@ def test_summary_on_every_surface(data, surf_frame, surf):
     assert got["region"].to_list() == expected["region"].to_list() and got["n"].to_list() == expected["n"].to_list()
     for col in expected.columns[2:]:
         np.testing.assert_allclose(got[col].to_numpy(), expected[col].to_numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("surf", SURFACES[1:])
+def test_equal_mass_bins_equal_get_equal_bins_on_every_surface(data, surf_frame, surf):
+    """Each region's equal-mass edges (reliability's ``upper``), bin counts and ECE equal uncertainty-calibration's
+    get_equal_bins and get_bin on that region's rows: every engine builds these edges in binning.edge_table, so the
+    comparisons with eager above cannot see a bug there."""
+    kumar = pytest.importorskip("calibration.utils")
+    df: pl.DataFrame = data["df"]  # type: ignore[assignment]
+    options = {"binning": "equal_mass", "bins": 15, "by": "region", "lens": "class:1"}
+    table = as_polars(call(surf_frame(surf), "reliability", options))
+    figures = as_polars(call(surf_frame(surf), "ece", options))
+    regions = sorted(df["region"].unique().to_list())
+    assert [str(r) for r in figures["region"].to_list()] == regions
+    for region, figure in zip(regions, figures["ece"].to_list()):
+        rows = df.filter(pl.col("region") == region)
+        p, y = rows["prob"].to_numpy(), rows["label"].to_numpy()
+        edges = kumar.get_equal_bins(list(p), num_bins=15)
+        ids = np.array([kumar.get_bin(v, edges) for v in p])
+        counts = np.bincount(ids, minlength=len(edges))
+        mine = table.filter(pl.col("region").cast(pl.String) == region)
+        assert mine["upper"].to_list() == [e for e, c in zip(edges, counts) if c]
+        assert mine["n"].to_list() == [c for c in counts if c]
+        assert figure == pytest.approx(np.abs(np.bincount(ids, weights=p - y)).sum() / p.size, rel=1e-12, abs=1e-15)
