@@ -101,7 +101,7 @@ def announce() -> None:
             return
         _announced = True
     print(
-        "calframe: compiling kernels (first use; `calframe warmup` does this ahead and caches them)",
+        "compiling calframe kernels (first use; `calframe warmup` does this ahead)",
         file=sys.stderr,
         flush=True,
     )

@@ -200,7 +200,8 @@ def guard_entries(namespace: dict[str, Any], module: ModuleType) -> None:
     """Wrap every function of ``module`` named in ``namespace["__all__"]`` with :func:`entry`, in both."""
     for name in namespace["__all__"]:
         func = getattr(module, name, None)
-        if callable(func) and not isinstance(func, type) and getattr(func, "__module__", None) == module.__name__:
+        if callable(func) and not isinstance(func, type) and str(getattr(func, "__module__", "")).startswith("calframe"):
+            # api's functions and those it re-exports (monitor): the package and api then hold one object
             setattr(module, name, entry(func))
             namespace[name] = getattr(module, name)
 

@@ -231,7 +231,7 @@ def test_cold_cache_expressions_in_group_by_threads(tmp_path: Path) -> None:
     """Polars evaluates the expressions of group_by().agg() on its threads: a cold cache must compile each kernel
     once and give every group its own figure."""
     got, err = _finish(_start(THREADS, [], tmp_path / "cold"))
-    assert err.count("compiling kernels") == 1
+    assert err.count("compiling calframe kernels") == 1
     df = calframe.datasets.grouped_miscalibration(n=30_000, seed=3)
     df = df.with_columns(g=(pl.int_range(pl.len()) % 64).cast(pl.Int64), y8=pl.col("label").cast(pl.Int8))
     close = dict(rtol=1e-12, atol=1e-15)  # expressions and by= agree to 1e-12 (docs/spec.md), not bit for bit
