@@ -1270,13 +1270,15 @@ def lce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label
     return _with_column(frame, name, values, scored, req.nulls, req.func, prob, label, cols)
 
 
-def _lce(req: R.Request, frame: Frame, features: str | Sequence[str]) -> tuple[Scored, list[str], np.ndarray]:
-    """lce and mlce: the rows resolved and the LCE of every row: (scored rows, feature columns, LCE)."""
+def _lce(req: R.Request, frame: Frame, features: str | Sequence[str], values: bool = True
+         ) -> tuple[Scored, list[str], np.ndarray | None]:
+    """lce and mlce: the rows resolved and the LCE of every row over all of them: (scored rows, feature columns,
+    LCE; None when ``values`` is False)."""
     func = req.func
     cols = _features(frame, features, func)
     check_by_names(func, req.by, MLCE_COLUMNS, frame)
     scored = resolve(frame, func=func, prob=req.prob, label=req.label, by=req.by, nulls=req.nulls, extra=cols)
-    return scored, cols, _lce_values(scored, cols, req.options.gammas[0], req)[0]
+    return scored, cols, _lce_values(scored, cols, req.options.gammas[0], req)[0] if values else None
 
 
 def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nulls: str, func: str,
@@ -1305,14 +1307,20 @@ MLCE_COLUMNS = ("n", "mlce", "mean_lce")
 
 @R.keywords(R.Kernel)
 def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
-         by: Columns = None, **options: Unpack[R.Kernel]) -> Result:
+         by: Columns = None, neighbours: Literal["group", "frame"] = "group", **options: Unpack[R.Kernel]) -> Result:
     """Maximum (and mean) local calibration error (Luo et al.): ``max_x LCE_gamma(x)``.
 
-    LCE is computed over the whole frame (neighbourhoods are defined by the
-    features, not by ``by``) and summarised per group: ``mlce`` (max) and
-    ``mean_lce``. Without ``by`` returns the MLCE as a float. ``lens`` as
-    :func:`lce` (default ``class:1`` for a single probability column, ``top1``
-    for class probabilities).
+    With ``by``, each group is measured on its own rows, like every other
+    ``by=``: a group's ``mlce`` and ``mean_lce`` equal the call on that group's
+    rows alone (its neighbourhoods, confidence bins and ``prepare`` come
+    from its rows only). ``neighbours="frame"`` instead computes every row's
+    LCE over the whole frame (neighbourhoods drawn from every group's rows)
+    and summarises those per group: how locally miscalibrated a group's
+    rows are in the neighbourhoods of the whole population, as
+    ``lce(frame)`` then a group-by would give. Without ``by`` returns the
+    MLCE as a float (``neighbours`` makes no difference). ``lens`` as
+    :func:`lce` (default ``class:1`` for a single probability column,
+    ``top1`` for class probabilities).
 
     Examples
     --------
@@ -1320,9 +1328,23 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     >>> df = calframe.datasets.grouped_miscalibration(n=2000, seed=0)
     >>> abs(calframe.mlce(df, ["age"], gamma=1e9) - calframe.mce(df)) < 1e-8   # Lemma 1: gamma -> inf
     True
+    >>> per = calframe.mlce(df, ["age"], gamma=0.2, by="region")   # each region on its own rows
+    >>> alone = calframe.mlce(df.filter(region=per["region"][0]), ["age"], gamma=0.2)
+    >>> per["mlce"][0] == alone
+    True
     """
+    if neighbours not in ("group", "frame"):
+        raise bad_param("mlce", "neighbours", "'group' (each group on its own rows) or 'frame' (LCE over the whole "
+                        "frame, summarised per group)", neighbours)
     req = R.local("mlce", prob, label, by=by, **options)
-    scored, _, values = _lce(req, frame, features)
+    if by is None or neighbours == "frame":
+        scored, _, values = _lce(req, frame, features)
+    else:  # each group's LCE from its own rows
+        scored, cols, _ = _lce(req, frame, features, values=False)
+        values = np.empty(scored.n)
+        for g in range(scored.n_groups):
+            m = scored.group_codes == g
+            values[m] = _lce_values(scored.subset(m), cols, req.options.gammas[0], req)[0]
     codes = scored.group_codes
     mx = np.full(scored.n_groups, -np.inf)
     np.maximum.at(mx, codes, values)

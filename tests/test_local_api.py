@@ -69,7 +69,7 @@ def test_single_row_bin_lce_is_its_own_gap():
 
 def test_mlce_by_group_and_flavors():
     df = frame(seed=3)
-    res = calframe.mlce(df, ["e0", "e1"], gamma=0.3, by="g")
+    res = calframe.mlce(df, ["e0", "e1"], gamma=0.3, by="g", neighbours="frame")
     lce = calframe.lce(df, ["e0", "e1"], gamma=0.3)
     for row in res.iter_rows(named=True):
         vals = lce.filter(pl.col("g") == row["g"])["lce"]
@@ -174,3 +174,40 @@ def test_recalibration_bad_input(tmp_path):
     header.write_text(header.read_text().replace('"max_depth": 2', '"max_depth": 3'))
     with pytest.raises(calframe.CalframeError, match="checksum|modified"):
         calframe.load(path)
+
+
+@pytest.mark.parametrize("prepare", ["none", "standardize"])
+def test_mlce_by_is_each_group_on_its_own_rows(prepare):
+    """Issue 23 item 5: like every by=, mlce(by=) is the call on each group's rows alone. The groups here overlap
+    in the features and are miscalibrated in opposite directions, so a neighbourhood drawn from the whole frame
+    mixes the two and gives other values (the old meaning, kept as neighbours="frame": lce over the frame, then a
+    group-by)."""
+    rng = np.random.default_rng(7)
+    n = 800
+    g = rng.integers(0, 3, n)
+    x = rng.normal(size=(n, 2)) + g[:, None] * 0.3
+    p = rng.uniform(0.05, 0.95, n)
+    shift = np.array([0.25, -0.25, 0.0])[g] * np.tanh(x[:, 0])
+    y = (rng.random(n) < np.clip(p + shift, 0, 1)).astype(int)
+    df = pl.DataFrame({"prob": p, "label": y, "e0": x[:, 0], "e1": x[:, 1], "g": g})
+    res = calframe.mlce(df, ["e0", "e1"], gamma=0.3, by="g", prepare=prepare)
+    frame_wide = calframe.mlce(df, ["e0", "e1"], gamma=0.3, by="g", prepare=prepare, neighbours="frame")
+    lce_all = calframe.lce(df, ["e0", "e1"], gamma=0.3, prepare=prepare)
+    assert res["g"].to_list() == [0, 1, 2]
+    for row, wide in zip(res.iter_rows(named=True), frame_wide.iter_rows(named=True)):
+        alone = df.filter(pl.col("g") == row["g"])
+        assert row["n"] == alone.height
+        assert row["mlce"] == pytest.approx(calframe.mlce(alone, ["e0", "e1"], gamma=0.3, prepare=prepare),
+                                            rel=1e-12)
+        if prepare == "none":  # numpy's formula on the group's rows alone, not ours
+            vals = numpy_lce(alone, ["e0", "e1"], 0.3)
+            assert row["mlce"] == pytest.approx(vals.max(), rel=1e-10)
+            assert row["mean_lce"] == pytest.approx(vals.mean(), rel=1e-10)
+        vals = lce_all.filter(pl.col("g") == row["g"])["lce"]
+        assert wide["mlce"] == pytest.approx(vals.max(), rel=1e-12)
+        assert wide["mean_lce"] == pytest.approx(vals.mean(), rel=1e-12)
+        assert abs(wide["mean_lce"] - row["mean_lce"]) > 1e-3  # the two meanings differ here
+    pd_res = calframe.mlce(df.to_pandas(), ["e0", "e1"], gamma=0.3, by="g", prepare=prepare)
+    np.testing.assert_array_equal(pd_res["mlce"].to_numpy(), res["mlce"].to_numpy())
+    with pytest.raises(calframe.ParameterError, match="neighbours"):
+        calframe.mlce(df, ["e0"], by="g", neighbours="rows")
