@@ -647,6 +647,7 @@ def vece_rank(
     nulls: Literal["raise", "drop"] = "raise",
     exclude: Sequence[str] = (),
     vce: bool = False,
+    leak_check: bool = True,
 ) -> pl.DataFrame | pd.DataFrame:
     """VECE of many variables at once, sorted descending (Kelly & Smyth's Table 1).
 
@@ -666,6 +667,28 @@ def vece_rank(
     for numeric variables (null for categorical ones or where LOESS is undefined,
     e.g. a variable that is mostly one value), as in the paper's Table 1.
 
+    Variables that leak the label are listed, not ranked: they come last,
+    with null ``vece`` / ``vmce`` (and ``vce`` / ``v_star``) and the reason in
+    ``leak`` (null for ranked variables), and a ``CalframeWarning`` names
+    them. A variable leaks when it is the probability or label column itself
+    (named in ``variables``), or when it determines the label (the label
+    column's class, or the lens's outcome y', e.g. top-1 correctness) on
+    nearly every row (:data:`LEAK_RULE`, checked on all rows, before
+    ``by``):
+
+    - *by its values*: the values held by at least 10 rows cover at least half
+      the rows, and on those rows the most common label of each value is the
+      row's label on at least 99% of them, with at most a tenth of the
+      errors of always guessing the overall most common label (a text copy of
+      the label, a near-copy with a few rows changed; not an identifier,
+      whose values are too rare to say);
+    - *by one threshold* (numeric variables, two-valued label): ``v > t`` or
+      ``v <= t`` is the label on at least 99% of the rows, again with at most
+      a tenth of the errors of the guess (a numeric copy with noise).
+
+    ``leak_check=False`` ranks every variable (the probability and label
+    columns still leak).
+
     Examples
     --------
     >>> import calframe
@@ -680,13 +703,15 @@ def vece_rank(
 
     req = R.vece_rank(variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
                       exclude=exclude, vce=vce)
+    if not isinstance(leak_check, bool):
+        raise bad_param("vece_rank", "leak_check", "True or False", leak_check)
     func, vce = req.func, req.options.vce
     if is_dask_frame(frame):  # the rows collected (every column when the candidates are the frame's)
         extra = () if variables is None else tuple(as_names(variables))
         return _dask().collected(func, frame, list(frame.columns) if variables is None else _dask().needed(
             frame, replace(req, kind="rows", variables=extra)), lambda pdf: vece_rank(
                 pdf, variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
-                exclude=exclude, vce=vce))
+                exclude=exclude, vce=vce, leak_check=leak_check))
     flavor_of(frame)
     names = columns_of(frame)
     skip = set(req.options.exclude) | set(as_names(by))
@@ -706,10 +731,14 @@ def vece_rank(
     if not variables:
         raise ParameterError(f"{func}: no candidate variables; pass variables=[...].{non_string_hint(frame)}",
                              "variables")
-    check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()), frame)
+    check_by_names(func, by, VECE_RANK_COLUMNS + (("vce", "v_star") if vce else ()) + ("leak",), frame)
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=variables, allow_weights=False,
                      check_finite=False)
     conf, acc = L.scalar(scored, req.lens, func)  # once for every variable
+    leaks = _leaks(scored, variables, acc, func) if leak_check else {}
+    own = {**{c: "the probability column" for c in as_names(scored.prob_name)}, scored.label_name: "the label column"}
+    leaks = {v: own.get(v) or leaks.get(v) for v in variables if v in own or v in leaks}
+    variables = [v for v in variables if v not in leaks]
     rows_ = []
     quick = _qcut_vece_many(conf, acc, scored, variables, req.binning, func)
     ranked = {v: r for v, r in quick.items() if r is not None}  # None: a constant variable, nothing to rank
@@ -764,11 +793,68 @@ def vece_rank(
         else:
             out = out.with_columns(v_star=pl.lit(None, dtype=pl.Float64), vce=pl.lit(None, dtype=pl.Float64))
         cols += ["vce", "v_star"]
-    return F.to_flavor(out.select(cols), scored.flavor)
+    out = out.with_columns(leak=pl.lit(None, dtype=pl.String)).select(cols + ["leak"])
+    if leaks:
+        E.warn(f"{func}: variables that leak the label are listed last with the reason in column 'leak', not "
+               "ranked: " + "; ".join(f"{v!r} ({why})" for v, why in leaks.items())
+               + ". Drop them with exclude=[...].")
+        kinds = {v: scored.extra_kind[v] for v in leaks}
+        part = pl.DataFrame({
+            "variable": [v for v in leaks for _ in range(scored.n_groups)],
+            "kind": [kinds[v] for v in leaks for _ in range(scored.n_groups)],
+            "n": np.tile(np.asarray(_group_counts(scored), dtype=np.int64), len(leaks)),
+        })
+        part = with_keys(func, None if scored.keys is None else pl.concat([scored.keys] * len(leaks)), part)
+        out = pl.concat([out, part.with_columns(leak=pl.Series([why for why in leaks.values()
+                                                                for _ in range(scored.n_groups)], dtype=pl.String))],
+                        how="diagonal_relaxed").select(out.columns)
+    return F.to_flavor(out, scored.flavor)
 
 
 #: the columns of vece_rank's result beside the group keys (``vce=True`` adds ``vce`` and ``v_star``)
 VECE_RANK_COLUMNS = ("variable", "kind", "n", "vece", "vmce")
+
+#: vece_rank's rule for a variable that leaks the label (docs/variable-calibration.md, "Variables that leak the label")
+LEAK_RULE = dict(min_rows=10, min_cover=0.5, agree=0.99, error_ratio=0.1)
+
+
+def _leaks(scored: Scored, variables: Sequence[str], acc: np.ndarray, func: str) -> dict[str, str]:
+    """The variables that determine the label on nearly every row (:data:`LEAK_RULE`; :func:`vece_rank`'s
+    docstring), with the reason: {variable: "determines the label ... on 99.6% of rows"}."""
+    targets = [("label", scored.labels.astype(np.int64))]
+    out_ = acc.astype(np.int64)
+    if np.array_equal(out_, acc) and not np.array_equal(out_, targets[0][1]):
+        targets.append(("lens outcome y'", out_))
+    r = LEAK_RULE
+    found: dict[str, str] = {}
+    for v in variables:
+        values = scored.extra[v]
+        if scored.extra_kind[v] == "numeric" and not np.isfinite(values).all():
+            continue  # vece_rank reports it below
+        _, inv, counts = np.unique(values, return_inverse=True, return_counts=True)
+        for name, t in targets:
+            k = int(t.max()) + 1
+            guess_err = 1.0 - np.bincount(t, minlength=k).max() / t.size  # always the most common label
+            if guess_err == 0:
+                continue  # a constant label: nothing to determine
+            rep = counts >= r["min_rows"]
+            joint = np.bincount(inv * k + t, minlength=counts.size * k).reshape(counts.size, k)
+            covered = int(counts[rep].sum())
+            if covered >= r["min_cover"] * t.size:
+                agree = joint[rep].max(axis=1).sum() / covered
+                if 1 - agree <= min(1 - r["agree"], r["error_ratio"] * guess_err):
+                    found[v] = f"its value gives the {name} on {agree:.1%} of rows"
+                    break
+            if scored.extra_kind[v] == "numeric" and k == 2:  # one threshold between distinct values
+                pos = np.cumsum(joint[:, 1])
+                neg = np.cumsum(joint[:, 0])
+                rising = pos[:-1] + (neg[-1] - neg[:-1])  # errors of "v <= t -> 0, v > t -> 1"
+                falling = neg[:-1] + (pos[-1] - pos[:-1])  # errors of "v <= t -> 1, v > t -> 0"
+                err = min(rising.min(initial=t.size), falling.min(initial=t.size)) / t.size
+                if err <= min(1 - r["agree"], r["error_ratio"] * guess_err):
+                    found[v] = f"one threshold on it gives the {name} on {1 - err:.1%} of rows"
+                    break
+    return found
 
 
 def _qcut_vece_many(

@@ -901,7 +901,9 @@ class VeceRankDisplay:
     def __init__(self, table: Any, *, by: str | Sequence[str] | None = None, name: str | None = None):
         self.table = _polars(table, "VeceRankDisplay")
         _check_columns(self.table, _RANK_COLUMNS, "VeceRankDisplay", "calframe.vece_rank()")
-        self.by = _group_columns(self.table, by, _RANK_COLUMNS)
+        if "leak" in self.table.columns:  # variables that leak the label are listed by vece_rank, not ranked
+            self.table = self.table.filter(pl.col("leak").is_null())
+        self.by = _group_columns(self.table, by, _RANK_COLUMNS + ("vce", "v_star", "leak"))
         self.name = name
         self.groups_ = [label for label, _ in _split(self.table, self.by)] if self.by else []
 

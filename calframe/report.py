@@ -202,7 +202,8 @@ def build_report(
     curves: dict[str, Any] = {}
     if variables:
         variables_df = _pl(api.vece_rank(frame, list(variables), by=by, **common))  # type: ignore[arg-type]
-        kinds = dict(zip(variables_df["variable"].to_list(), variables_df["kind"].to_list()))  # type: ignore[index]
+        ranked = variables_df.filter(pl.col("leak").is_null())  # type: ignore[union-attr]  (leaking ones: no curve)
+        kinds = dict(zip(ranked["variable"].to_list(), ranked["kind"].to_list()))
         for v in variables:
             if kinds.get(v) == "numeric":
                 curves[v] = api.vce_curve(frame, v, by=by, n_points=200, **common)  # type: ignore
@@ -395,7 +396,7 @@ def headline(report: "Report") -> str:
         else:
             parts.append(f"calibrated in every {what} (worst {group_name(groups[0], by)}, "
                          f"ECE {interval(*_bounds(groups[0], 'ece'))})")
-    if report.variables is not None and report.variables.height:
+    if report.variables is not None and report.variables["vece"].drop_nulls().len():
         top = _worst_first(report.variables, "vece").row(0, named=True)
         where = f" in {group_name(top, by)}" if by else ""
         parts.append(f"most miscalibrated along {top['variable']} (VECE {num(top['vece'])}{where})")
@@ -489,6 +490,7 @@ def _render_text(report: "Report", wide: bool, width: int) -> str:
                     str(figure_table(df, by, FIGURES if wide else CONSOLE_GROUPS, o["tolerance"])), ""]
         if report.variables is not None:
             cols = ["variable", "kind", *by, "n", "vece", "vmce"] if wide else ["variable", *by, "vece", "vmce"]
+            cols += ["leak"] if "leak" in report.variables.columns and report.variables["leak"].drop_nulls().len() else []
             table = _worst_first(report.variables, "vece").select(cols)
             out += ["Along variables, worst VECE first", str(table.rename({c: LABELS[c] for c in table.columns
                                                                           if c in LABELS and c not in by})), ""]
@@ -732,12 +734,15 @@ def _variables(report: Report, figs: dict[str, str]) -> Section | None:
     by = _by_list(o["by"])
     pred, obs = _words(o["lens"])
     df = _worst_first(report.variables, "vece")
-    table = df.select("variable", "kind", *by, "n", "vece", "vmce").rename(
+    leaks = "leak" in df.columns and df["leak"].drop_nulls().len() > 0
+    table = df.select("variable", "kind", *by, "n", "vece", "vmce", *(["leak"] if leaks else [])).rename(
         {c: LABELS[c] for c in ("n", "vece", "vmce")})
     note = (f"VECE checks calibration along a variable: it bins the rows by the variable instead of by the "
             f"prediction and averages the gap between {pred} and {obs} over those bins. A model can have a small "
             "ECE and a large VECE when it errs in opposite directions for, say, young and old rows. Good: near 0 "
-            "(below the tolerance). VMCE is the largest bin gap. Worst first.")
+            "(below the tolerance). VMCE is the largest bin gap. Worst first."
+            + (" Variables that leak the label (a copy of it, or one that gives it on nearly every row) are listed "
+               "last with the reason, not ranked: their VECE would only measure the leak." if leaks else ""))
     body = [_table(table)]
     for v, curve in report.curves.items():
         summ = _worst_first(_pl(curve.summary), "vce")  # type: ignore[arg-type]

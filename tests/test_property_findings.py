@@ -134,9 +134,9 @@ def test_vece_rank_of_constant_variables_is_an_empty_ranking(surface, by):
     keys = [("g", pl.String)] if by else []
     assert out.height == 0
     assert list(out.schema.items()) == [("variable", pl.String), ("kind", pl.String), *keys, ("n", pl.Int64),
-                                        ("vece", pl.Float64), ("vmce", pl.Float64)]
+                                        ("vece", pl.Float64), ("vmce", pl.Float64), ("leak", pl.String)]
     with_vce = calframe.vece_rank(frame, ["v"], by=by, vce=True)
-    assert len(with_vce) == 0 and list(with_vce.columns)[-2:] == ["vce", "v_star"]
+    assert len(with_vce) == 0 and list(with_vce.columns)[-3:] == ["vce", "v_star", "leak"]
 
 
 # --------------------------------------------------------------------------- 3. prepare="pca" on fewer rows than components

@@ -236,3 +236,94 @@ def test_vece_rank_and_vce_curve_parameters_checked_before_the_frame():
         calframe.vece_rank(only, binning="uniform")
     with pytest.raises(calframe.ParameterError, match="'span' parameter of vce_curve"):
         calframe.vce_curve(only, "nope", span=0)
+
+
+# --------------------------------------------------------------------------- vece_rank: variables that leak the label
+
+
+def leaky_frame(n: int = 4000, seed: int = 3) -> pl.DataFrame:
+    """A calibrated model's frame with copies of the label beside real variables: the label as text, a near-copy
+    with 0.4% of rows changed, a numeric copy with noise (one threshold gives the label), and, not leaking, a
+    copy with 15% of rows changed, an identifier (one row per value) and a real variable."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.98, n)
+    y = (rng.random(n) < p).astype(np.int64)
+    flip = np.zeros(n, bool)
+    flip[rng.choice(n, 16, replace=False)] = True  # 0.4% of rows
+    far = rng.random(n) < 0.15
+    return pl.DataFrame({
+        "prob": p, "label": y,
+        "income": np.where(y == 1, ">50K", "<=50K"),
+        "near_copy": np.where((y == 1) ^ flip, "high", "low"),
+        "amount": 50_000 + 40_000 * (y - 0.5) + rng.normal(0, 5_000, n),
+        "noisy_copy": np.where((y == 1) ^ far, "high", "low"),
+        "row_id": rng.permutation(n),
+        "age": rng.integers(18, 80, n),
+    })
+
+
+def test_vece_rank_lists_leaking_variables_and_does_not_rank_them():
+    """Issue 23 item 6: a copy of the label is not the most miscalibrated variable; it is listed, with why."""
+    df = leaky_frame()
+    with pytest.warns(calframe.CalframeWarning, match="leak the label.*'income'.*'near_copy'.*'amount'"):
+        res = calframe.vece_rank(df)
+    ranked = res.filter(pl.col("leak").is_null())
+    assert set(ranked["variable"]) == {"noisy_copy", "row_id", "age"}
+    assert ranked["vece"].null_count() == 0
+    leaks = res.filter(pl.col("leak").is_not_null())
+    assert leaks["variable"].to_list() == ["income", "near_copy", "amount"]  # listed last, in the frame's order
+    assert leaks["vece"].null_count() == leaks["vmce"].null_count() == 3
+    why = dict(zip(leaks["variable"], leaks["leak"]))
+    assert "100.0%" in why["income"] and "99.6%" in why["near_copy"] and "threshold" in why["amount"]
+    # the rule, from pandas: the near-copy's value gives the label on 99.6% of rows (16 of 4000 changed)
+    pdf = df.to_pandas()
+    agree = pdf.groupby("near_copy")["label"].agg(lambda s: s.value_counts().iloc[0]).sum() / len(pdf)
+    assert agree == pytest.approx(1 - 16 / 4000)
+    # the label and probability columns named in variables= are leaks too; leak_check=False ranks the copies
+    with pytest.warns(calframe.CalframeWarning, match="leak the label"):
+        named = calframe.vece_rank(df, ["age", "label", "prob", "income"], by=None)
+    assert dict(zip(named["variable"], named["leak"])) == {
+        "age": None, "label": "the label column", "prob": "the probability column",
+        "income": "its value gives the label on 100.0% of rows"}
+    off = calframe.vece_rank(df, ["age", "income"], leak_check=False)
+    assert off["variable"].to_list() == ["income", "age"] and off["leak"].null_count() == 2
+    # by=: the leak rows are per group like the ranked ones
+    with pytest.warns(calframe.CalframeWarning, match="leak the label"):
+        grouped = calframe.vece_rank(df.with_columns(g=pl.col("age") % 2), ["age", "income"], by="g")
+    assert grouped.filter(pl.col("variable") == "income")["g"].to_list() == [0, 1]
+    # pandas gives the same table
+    with pytest.warns(calframe.CalframeWarning, match="leak the label"):
+        pd_res = calframe.vece_rank(pdf)
+    assert pd_res["variable"].tolist() == res["variable"].to_list()
+
+
+def test_vece_rank_leak_rule_does_not_fire_on_a_rare_label():
+    """With 0.5% positives the commonest label alone is right on 99.5% of rows: a variable must do ten times
+    better than that guess to count as determining the label."""
+    rng = np.random.default_rng(1)
+    n = 6000
+    p = rng.uniform(0.0, 0.01, n)
+    y = (rng.random(n) < p).astype(np.int64)
+    df = pl.DataFrame({"prob": p, "label": y, "city": rng.choice(["a", "b", "c"], n), "age": rng.integers(18, 80, n)})
+    assert calframe.vece_rank(df)["leak"].null_count() == 2
+
+
+def test_vece_rank_skips_adult_income():
+    """Adult (ships with calframe): its `income` column is the label as text and was ranked first (VECE 0.254)."""
+    df = calframe.datasets.adult_scored()
+    with pytest.warns(calframe.CalframeWarning, match="leak the label.*'income'"):
+        res = calframe.vece_rank(df, nulls="drop")
+    assert res.filter(pl.col("leak").is_not_null())["variable"].to_list() == ["income"]
+    assert res["variable"][0] == "marital-status"  # the household columns the model was kept blind to
+
+
+def test_vece_rank_skips_the_label_text_on_kelly_and_smyth_adult(adult_split):
+    """Kelly & Smyth's Adult test rows (their MLP's prob_1; /work/shared/data, skipped when absent) with the label's
+    text copy added: only it leaks; none of their one-hot features, ages or predictions does."""
+    _, test = adult_split
+    df = test.drop(columns=["prob_0"]).assign(income=np.where(test["actual"] == 1, ">50K", "<=50K"))
+    with pytest.warns(calframe.CalframeWarning, match="leak the label.*: 'income' [^;]*$"):
+        res = calframe.vece_rank(df, prob="prob_1", label="actual")
+    leaks = res[res["leak"].notna()]
+    assert leaks["variable"].tolist() == ["income"]
+    assert res["vece"].notna().sum() == len(res) - 1
