@@ -783,11 +783,11 @@ def vece_rank(
             if kind != "numeric":
                 continue
             try:
-                summ = vce_curve(frame, v, prob=prob, label=label, lens=lens, by=by, nulls=nulls).summary
+                summ = vce_curve(frame, v, prob=prob, label=label, lens=lens, by=by, nulls=nulls, n_boot=0).summary
             except InvalidValueError:
                 continue
             summ = summ if isinstance(summ, pl.DataFrame) else pl.from_pandas(summ)
-            parts.append(summ.drop("n").with_columns(variable=pl.lit(v)))
+            parts.append(summ.select(*keys, "vce", "v_star").with_columns(variable=pl.lit(v)))
         if parts:
             out = out.join(pl.concat(parts), on=["variable"] + keys, how="left", nulls_equal=True, maintain_order="left")
         else:
@@ -898,7 +898,7 @@ def _qcut_vece_many(
 
 
 class VCECurve:
-    """Variable calibration curves (Kelly & Smyth §6): LOESS fits of accuracy and confidence over a variable.
+    """Variable calibration curves (Kelly & Smyth §6): smoothed accuracy and confidence over a variable.
 
     Attributes
     ----------
@@ -908,56 +908,94 @@ class VCECurve:
         bands at ``level``) and ``gap`` = ``conf - acc``.
     summary : frame
         One row per group: ``n``, ``v_star`` (where |acc - conf| is largest on
-        the grid) and ``vce`` (that largest gap, in probability units; the
-        paper quotes percentage points).
+        the grid), ``vce`` (that largest gap, in probability units; the
+        paper quotes percentage points), ``v_star_lo`` / ``v_star_hi`` (the
+        bootstrap percentile interval of v*'s location at ``level``; null
+        with ``n_boot=0``) and ``v_star_edge`` (True when v* is the first or
+        last grid point: the largest gap lies at the end of the range
+        evaluated, and may lie beyond it).
     lens : str
         The lens the curves were computed with (``"class:1"`` or ``"top1"``
         when ``lens`` was not given; see :func:`vce_curve`).
+    smoother : str
+        ``"logistic"`` (local logistic regression) or ``"loess"``.
     """
 
-    def __init__(self, curve: Any, summary: Any, variable: str, by: list[str], lens: str | None = None):
+    def __init__(self, curve: Any, summary: Any, variable: str, by: list[str], lens: str | None = None,
+                 smoother: str = "logistic"):
         self.curve, self.summary, self.variable, self._by, self.lens = curve, summary, variable, by, lens
+        self.smoother = smoother
 
-    def _single(self, col: str) -> float:
+    def _single(self, col: str) -> Any:
         if self._by:
             raise AttributeError(f"{col} is per group with by=; read it from .summary")
-        return float(self.summary[col][0])
+        return self.summary[col][0]
 
     @property
     def vce(self) -> float:
         """VCE(v*) without ``by``."""
-        return self._single("vce")
+        return float(self._single("vce"))
 
     @property
     def v_star(self) -> float:
         """v* without ``by``."""
-        return self._single("v_star")
+        return float(self._single("v_star"))
+
+    @property
+    def v_star_interval(self) -> tuple[float, float]:
+        """(v_star_lo, v_star_hi) without ``by``: the bootstrap interval of v*'s location (NaN with n_boot=0)."""
+        lo, hi = self._single("v_star_lo"), self._single("v_star_hi")
+        return (float("nan") if lo is None else float(lo), float("nan") if hi is None else float(hi))
+
+    @property
+    def v_star_edge(self) -> bool:
+        """Whether v* is at an end of the grid, without ``by``."""
+        return bool(self._single("v_star_edge"))
 
     def __repr__(self) -> str:
-        return f"VCECurve(variable={self.variable!r}, lens={self.lens!r}, summary=\n{self.summary})"
+        return (f"VCECurve(variable={self.variable!r}, lens={self.lens!r}, smoother={self.smoother!r}, summary=\n"
+                f"{self.summary})")
 
 
 #: the columns of vce_curve's curve and summary beside the group keys
 VCE_CURVE_COLUMNS = ("v", "acc", "acc_lo", "acc_hi", "conf", "conf_lo", "conf_hi", "gap")
-VCE_SUMMARY_COLUMNS = ("n", "v_star", "vce")
+VCE_SUMMARY_COLUMNS = ("n", "v_star", "vce", "v_star_lo", "v_star_hi", "v_star_edge")
 
 
 @R.keywords(R.Curve)
-def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | None = None, *, span: float = 0.9,
-              degree: int = 2, family: Literal["gaussian", "symmetric"] = "gaussian", n_points: int = 500,
-              quantiles: tuple[float, float] = (0.05, 0.95), level: float = 0.95,
+def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | None = None, *,
+              smoother: Literal["logistic", "loess"] = "logistic", span: float = 0.9, degree: int = 2,
+              family: Literal["gaussian", "symmetric"] = "gaussian", n_points: int = 500,
+              quantiles: tuple[float, float] = (0.05, 0.95), level: float = 0.95, n_boot: int = 200, seed: int = 0,
               **options: Unpack[R.Curve]) -> VCECurve:
     """VCE(v*) and the variable calibration curves (SPEC §4, Kelly & Smyth §6).
 
     Accuracy (the lensed label) and confidence are each smoothed over the
-    numeric ``variable`` by LOESS (local quadratic, tricube weights, ``span``
-    0.9 as the paper's Table 1; cloess's exact direct fit), evaluated on
-    ``n_points`` points evenly spaced between the ``quantiles`` of the
-    variable, with pointwise confidence bands at ``level``. VCE(v*) is the
-    largest |accuracy - confidence| on that grid. ``lens`` defaults to
-    ``class:1`` (the positive class: "accuracy" is then the frequency of
-    class 1) for a single probability column and to ``top1`` for class
-    probabilities; the result's ``.lens`` says which was used.
+    numeric ``variable`` with the neighbourhoods and tricube weights of
+    LOESS (``span`` 0.9 as the paper's Table 1, local polynomial of
+    ``degree`` 2), evaluated on ``n_points`` points evenly spaced between the
+    ``quantiles`` of the variable, with pointwise confidence bands at
+    ``level``. VCE(v*) is the largest |accuracy - confidence| on that grid.
+
+    ``smoother="logistic"`` (the default) fits each point by local-likelihood
+    logistic regression (the local polynomial is on the log-odds scale, as
+    R's ``locfit(family="binomial")``; ``calframe/_kernels/local_logistic.py``),
+    so the curves, their bands (``expit(eta -/+ z se)``, sandwich standard
+    errors) and v* come from values inside [0, 1]. ``smoother="loess"`` is
+    Kelly & Smyth's LOESS (cloess's exact direct fit, bands from its
+    residual scale), the paper's numbers: its local least squares can leave
+    [0, 1] where an outcome is rare (Adult's frequency of high income at
+    age 19 is -0.027), and a ``CalframeWarning`` then says where.
+    ``family="symmetric"`` (robust reweighting) is a LOESS option.
+
+    v*'s location gets a bootstrap percentile interval at ``level``
+    (``v_star_lo``, ``v_star_hi``): ``n_boot`` resamples of each group's rows
+    (``seed``; 0: no interval), both curves refitted on the same grid with
+    the full data's bandwidths, v* taken from each. ``v_star_edge`` marks a v*
+    at the first or last grid point. ``lens`` defaults to ``class:1`` (the
+    positive class: "accuracy" is then the frequency of class 1) for a single
+    probability column and to ``top1`` for class probabilities; the result's
+    ``.lens`` says which was used.
 
     Examples
     --------
@@ -966,58 +1004,153 @@ def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | No
     >>> res = calframe.vce_curve(df, "age", n_points=50)
     >>> res.curve.columns
     ['v', 'acc', 'acc_lo', 'acc_hi', 'conf', 'conf_lo', 'conf_hi', 'gap']
-    >>> 0 <= res.vce < 0.1
+    >>> 0 <= res.vce < 0.1, res.summary.columns[1:]
+    (True, ['v_star', 'vce', 'v_star_lo', 'v_star_hi', 'v_star_edge'])
+    >>> lo, hi = res.v_star_interval
+    >>> bool(lo <= res.v_star <= hi)
     True
+    >>> paper = calframe.vce_curve(df, "age", n_points=50, smoother="loess", n_boot=0)  # Kelly & Smyth's LOESS
     """
-    from ._kernels.loess import evaluation_grid, loess_fit
-
     req = R.vce_curve(variable, prob, label, span=span, degree=degree, family=family, n_points=n_points,
-                      quantiles=quantiles, level=level, **options)
+                      quantiles=quantiles, level=level, smoother=smoother, n_boot=n_boot, seed=seed, **options)
     func, by, o = req.func, req.by, req.options
     check_by_names(func, by, VCE_CURVE_COLUMNS + VCE_SUMMARY_COLUMNS, frame)
-    if is_dask_frame(frame):  # LOESS needs the rows: the needed columns collected
+    if is_dask_frame(frame):  # the smoothers need the rows: the needed columns collected
         return _dask().collected(func, frame, _dask().needed(frame, replace(req, kind="rows")), lambda pdf: vce_curve(
-            pdf, variable, prob, label, span=span, degree=degree, family=family, n_points=n_points,
-            quantiles=quantiles, level=level, **options))
+            pdf, variable, prob, label, smoother=smoother, span=span, degree=degree, family=family,
+            n_points=n_points, quantiles=quantiles, level=level, n_boot=n_boot, seed=seed, **options))
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=req.nulls, extra=[variable],
                      allow_weights=False)
     if scored.extra_kind[variable] != "numeric":
-        raise ParameterError(f"{func}: variable {variable!r} is categorical; a LOESS curve needs a numeric variable "
-                             "(use vece() for categories).")
+        raise ParameterError(f"{func}: variable {variable!r} is categorical; a smoothed curve needs a numeric "
+                             "variable (use vece() for categories).")
     conf, acc = L.scalar(scored, req.lens, func)
     v = scored.extra[variable]
     codes = scored.group_codes
-    curves, rows_ = [], []
+    curves, rows_, outside = [], [], []
     for g in range(scored.n_groups):
         m = codes == g
-        vg = v[m]
+        vg, ag, cg = v[m], acc[m].astype(np.float64), np.ascontiguousarray(conf[m], dtype=np.float64)
+        where = "" if scored.keys is None else f" in group {scored.keys.row(g)}"
         if np.unique(vg).size < 3:
-            raise InvalidValueError(f"{func}: variable {variable!r} has fewer than 3 distinct values"
-                                    + ("" if scored.keys is None else f" in group {scored.keys.row(g)}")
-                                    + "; a LOESS curve needs more.")
-        grid = evaluation_grid(vg, o.n_points, *o.quantiles)
-        kw = dict(span=o.span, degree=o.degree, family=o.family, new_x=grid, se=True, alpha=1 - o.level)
+            raise InvalidValueError(f"{func}: variable {variable!r} has fewer than 3 distinct values{where}; a "
+                                    "smoothed curve needs more.")
+        grid = _curve_grid(vg, o)
         try:
-            fa = loess_fit(vg, acc[m].astype(np.float64), **kw)
-            fc = loess_fit(vg, conf[m], **kw)
+            smoother_ = _Smoother(vg, grid, o)
+            fits = [smoother_.fit(y) for y in (ag, cg)]
         except ValueError as exc:
             _, counts = np.unique(vg, return_counts=True)
             raise InvalidValueError(
-                f"{func}: LOESS along {variable!r} failed ({exc}); its most common value holds "
-                f"{counts.max() / vg.size:.0%} of the rows. Increase span, or use vece() with bins for a "
-                "variable with so many ties."
+                f"{func}: {o.smoother.upper() if o.smoother == 'loess' else 'the local logistic fit'} along "
+                f"{variable!r}{where} failed ({exc}); its most common value holds {counts.max() / vg.size:.0%} of "
+                "the rows. Increase span, or use vece() with bins for a variable with so many ties."
             ) from None
-        gap = fc.predicted - fa.predicted
+        (a, a_lo, a_hi, a_coef), (c, c_lo, c_hi, c_coef) = fits
+        gap = c - a
         i = int(np.argmax(np.abs(gap)))
-        part = pl.DataFrame(dict(zip(VCE_CURVE_COLUMNS, [grid, fa.predicted, fa.lower, fa.upper, fc.predicted,
-                                                         fc.lower, fc.upper, gap])))
-        srow = pl.DataFrame(dict(zip(VCE_SUMMARY_COLUMNS, [[int(m.sum())], [float(grid[i])], [float(abs(gap[i]))]])))
+        if o.smoother == "loess":  # the fits or their bands outside [0, 1]
+            every = np.stack([a, a_lo, a_hi, c, c_lo, c_hi])
+            bad = ((every < 0) | (every > 1)).any(axis=0)
+            if bad.any():
+                outside.append(f"{int(bad.sum())} of {grid.size} points{where} (from {every.min():.3g} to "
+                               f"{every.max():.3g})")
+        lo, hi = _v_star_interval(vg, ag, cg, grid, o, (a_coef, c_coef)) if o.n_boot else (None, None)
+        part = pl.DataFrame(dict(zip(VCE_CURVE_COLUMNS, [grid, a, a_lo, a_hi, c, c_lo, c_hi, gap])))
+        srow = pl.DataFrame(dict(zip(VCE_SUMMARY_COLUMNS, [[int(m.sum())], [float(grid[i])], [float(abs(gap[i]))],
+                                                           [lo], [hi], [i in (0, grid.size - 1)]])),
+                            schema_overrides={"v_star_lo": pl.Float64, "v_star_hi": pl.Float64})
         key = None if scored.keys is None else scored.keys[g]
         curves.append(with_keys(func, None if key is None else pl.concat([key] * o.n_points), part))
         rows_.append(with_keys(func, key, srow))
+    if outside:
+        E.warn(f"{func}: the LOESS curves or their bands along {variable!r} leave [0, 1] at " + "; ".join(outside)
+               + ": least squares on a rare (or near-certain) outcome; smoother='logistic' stays inside.")
     by_cols = [] if scored.keys is None else scored.keys.columns
     return VCECurve(F.to_flavor(pl.concat(curves), scored.flavor), F.to_flavor(pl.concat(rows_), scored.flavor),
-                    variable, by_cols, str(L.resolve_lens(req.lens, scored.binary)))
+                    variable, by_cols, str(L.resolve_lens(req.lens, scored.binary)), o.smoother)
+
+
+def _curve_grid(v: np.ndarray, o: Any) -> np.ndarray:
+    from ._kernels.loess import evaluation_grid
+
+    return evaluation_grid(v, o.n_points, *o.quantiles)
+
+
+class _Smoother:
+    """vce_curve's smoother of one group's variable ``v`` on ``grid`` (``o.smoother``): :meth:`fit` gives
+    (fit, lower, upper, start) for an outcome; ``start`` (the local logistic coefficients, else None) lets a
+    bootstrap refit start Newton from the full data's fit."""
+
+    def __init__(self, v: np.ndarray, grid: np.ndarray, o: Any):
+        self.v, self.grid, self.o = v, grid, o
+        if o.smoother == "logistic":
+            from ._kernels.local_logistic import LocalLogistic
+
+            self.ll = LocalLogistic(v, grid, span=o.span, degree=o.degree)
+
+    def fit(self, y: np.ndarray, weights: np.ndarray | None = None, bands: bool = True,
+            start: np.ndarray | None = None) -> tuple[np.ndarray, Any, Any, Any]:
+        """Raises ValueError where the smoother is undefined."""
+        o, grid = self.o, self.grid
+        if o.smoother == "loess":
+            from ._kernels.loess import loess_fit
+
+            f = loess_fit(self.v, y, span=o.span, degree=o.degree, family=o.family, new_x=grid, se=bands,
+                          alpha=1 - o.level, weights=weights)
+            return f.predicted, f.lower, f.upper, None
+        from statistics import NormalDist
+
+        from ._kernels.local_logistic import B2, ETA, FIT, SE_ETA
+
+        z = NormalDist().inv_cdf(0.5 + o.level / 2) if bands else 0.0
+        out = self.ll.fit(y, weights, z, start)
+        bad = np.flatnonzero(np.isnan(out[:, FIT]))
+        if bad.size:
+            raise ValueError(f"no rows of positive weight near {grid[bad[0]]!r}, make span bigger")
+        coef = out[:, ETA:B2 + 1]
+        if not bands:
+            return out[:, FIT], None, None, coef
+        eta, se = out[:, ETA], out[:, SE_ETA]
+        with np.errstate(invalid="ignore"):  # a fit of exactly 0 or 1 (eta infinite, se 0) is its own band
+            lo, hi = [np.where(np.isinf(eta), out[:, FIT], 0.5 * (1 + np.tanh((eta + s * z * se) / 2)))
+                      for s in (-1, 1)]
+        return out[:, FIT], lo, hi, coef
+
+
+#: v*'s bootstrap merges a variable with more distinct values into this many cells (:func:`_v_star_interval`)
+V_STAR_CELLS = 1000
+
+
+def _v_star_interval(v: np.ndarray, acc: np.ndarray, conf: np.ndarray, grid: np.ndarray, o: Any,
+                     starts: tuple[Any, Any]) -> tuple[float | None, float | None]:
+    """The bootstrap percentile interval of v* at ``o.level``: rows resampled (``o.n_boot`` times, ``o.seed``),
+    both curves refitted on ``grid`` with the full rows' bandwidths (resampled rows as weights; the local
+    logistic fits start from the full data's, ``starts``). A variable with more than :data:`V_STAR_CELLS`
+    distinct values is merged into that many equal-width cells, each at the mean of its values, for the
+    resamples (the fit's cost is per distinct value). None, None when fewer than half the resamples can be
+    fitted."""
+    rng = np.random.default_rng(o.seed)
+    n = v.size
+    if np.unique(v).size > V_STAR_CELLS:
+        edges = np.linspace(v.min(), v.max(), V_STAR_CELLS + 1)
+        cell = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, V_STAR_CELLS - 1)
+        v = (np.bincount(cell, weights=v, minlength=V_STAR_CELLS)
+             / np.maximum(np.bincount(cell, minlength=V_STAR_CELLS), 1))[cell]
+    sm = _Smoother(v, grid, o)
+    stars = []
+    for _ in range(o.n_boot):
+        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+        try:
+            a = sm.fit(acc, w, bands=False, start=starts[0])[0]
+            c = sm.fit(conf, w, bands=False, start=starts[1])[0]
+        except ValueError:
+            continue  # a resample the smoother cannot fit somewhere (a window left without rows)
+        stars.append(grid[int(np.argmax(np.abs(c - a)))])
+    if len(stars) < max(20, o.n_boot // 2):
+        return None, None
+    lo, hi = np.quantile(np.asarray(stars), [(1 - o.level) / 2, (1 + o.level) / 2])
+    return float(lo), float(hi)
 
 
 # --------------------------------------------------------------------------- generalized ECE (Kirchenbauer et al.)

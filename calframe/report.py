@@ -206,7 +206,8 @@ def build_report(
         kinds = dict(zip(ranked["variable"].to_list(), ranked["kind"].to_list()))
         for v in variables:
             if kinds.get(v) == "numeric":
-                curves[v] = api.vce_curve(frame, v, by=by, n_points=200, **common)  # type: ignore
+                curves[v] = api.vce_curve(frame, v, by=by, n_points=200, n_boot=max(20, min(n_boot, 200)) if ci else 0,
+                                          seed=seed, **common)  # type: ignore
     over_time = None
     if time_col is not None:
         over_time = api.monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci, n_boot=n_boot,
@@ -273,7 +274,11 @@ def _pl(df: Any) -> pl.DataFrame | None:
 #: Column headers of the figures (summary, VECE ranking and VCE summary columns).
 LABELS = {"n": "rows", "accuracy": "accuracy (top label)", "ece": "ECE", "mce": "MCE", "rmsce": "RMSCE",
           "ce_debiased": "debiased CE", "smece": "smooth ECE", "brier": "Brier", "log_loss": "log loss", "vece": "VECE", "vmce": "VMCE",
-          "v_star": "v*", "vce": "VCE(v*)", "variable": "variable", "kind": "kind"}
+          "v_star": "v*", "vce": "VCE(v*)", "variable": "variable", "kind": "kind", "v_star_lo": "v* low",
+          "v_star_hi": "v* high", "v_star_edge": "v* at the grid's end"}
+
+#: vce_curve's summary columns the report renames
+VCE_SUMMARY_LABELS = ("n", "v_star", "vce", "v_star_lo", "v_star_hi", "v_star_edge")
 
 #: The summary figures, in the order tables show them; ``ESSENTIAL`` are those shown by default per group.
 FIGURES = ("ece", "ce_debiased", "smece", "mce", "rmsce", "brier", "log_loss", "accuracy")
@@ -746,11 +751,15 @@ def _variables(report: Report, figs: dict[str, str]) -> Section | None:
     body = [_table(table)]
     for v, curve in report.curves.items():
         summ = _worst_first(_pl(curve.summary), "vce")  # type: ignore[arg-type]
-        summ = summ.rename({c: LABELS[c] for c in ("n", "v_star", "vce")})
+        summ = summ.rename({c: LABELS[c] for c in VCE_SUMMARY_LABELS if c in summ.columns})
         body += [f"<h3>VCE along {html.escape(v)}</h3>",
-                 "<p class='note'>Smoothed (LOESS) curves of the outcome and of the prediction along "
-                 f"{html.escape(v)}, with 95% pointwise bands. Where they part, the model is miscalibrated for "
-                 "those values; v* marks the largest gap, VCE(v*). Good: the curves overlap everywhere.</p>",
+                 "<p class='note'>Smoothed curves (local logistic regression, so they stay between 0 and 1) of the "
+                 f"outcome and of the prediction along {html.escape(v)}, with 95% pointwise bands. Where they "
+                 "part, the model is miscalibrated for those values; v* marks the largest gap, VCE(v*), with a "
+                 "bootstrap interval for where it lies (v* low, v* high, when the report has intervals). A v* at "
+                 "the grid's end (the 5% or 95% quantile of the variable) says the gap is largest at the edge "
+                 "of the range shown, where the curves rest on rows from one side only. Good: the curves overlap "
+                 "everywhere.</p>",
                  figs.get(f"curve:{v}", ""), _table(summ)]
     return Section("Calibration along variables (VECE)", note, "\n".join(body))
 

@@ -607,8 +607,9 @@ def vece_rank(variables: Sequence[str] | None, prob: Columns, label: str | None,
 
 @dataclass(frozen=True)
 class CurveOptions:
-    """vce_curve's LOESS settings: ``span``, ``degree``, ``family``; the grid (``n_points`` between the variable's
-    ``quantiles``) and the bands' ``level``."""
+    """vce_curve's smoother (``"logistic"`` or ``"loess"``) and its settings: ``span``, ``degree``, ``family``; the
+    grid (``n_points`` between the variable's ``quantiles``), the bands' ``level``, and v*'s bootstrap
+    (``n_boot`` resamples, 0: none, ``seed``)."""
 
     span: float
     degree: int
@@ -616,12 +617,16 @@ class CurveOptions:
     n_points: int
     quantiles: tuple[float, float]
     level: float
+    smoother: str = "logistic"
+    n_boot: int = 0
+    seed: int = 0
 
 
 def vce_curve(variable: str, prob: Columns, label: str | None, *, span: Any, degree: Any, family: Any,
-              n_points: Any, quantiles: Any, level: Any, **call: Any) -> Request:
-    """The variable calibration curves: a scalar lens, then span, degree, family, n_points, quantiles, level (the
-    rows' columns and the variable's kind are the run's). Its own parameters come from
+              n_points: Any, quantiles: Any, level: Any, smoother: Any = "logistic", n_boot: Any = 0, seed: Any = 0,
+              **call: Any) -> Request:
+    """The variable calibration curves: a scalar lens, then smoother, span, degree, family, n_points, quantiles,
+    level, n_boot, seed (the rows' columns and the variable's kind are the run's). Its own parameters come from
     :func:`calframe.vce_curve`'s signature."""
     func = "vce_curve"
     o = _options(call)
@@ -638,7 +643,17 @@ def vce_curve(variable: str, prob: Columns, label: str | None, *, span: Any, deg
         raise bad_param(func, "quantiles", "(low, high) with 0 <= low < high <= 1", quantiles)
     if not (0 < level < 1):
         raise bad_param(func, "level", "a confidence level in (0, 1)", level)
-    options = CurveOptions(span, degree, family, int(n_points), (quantiles[0], quantiles[1]), level)
+    if smoother not in ("logistic", "loess"):
+        raise bad_param(func, "smoother", "'logistic' (local logistic regression, inside [0, 1]) or 'loess' "
+                        "(Kelly & Smyth's LOESS)", smoother)
+    if smoother == "logistic" and family != "gaussian":
+        raise ParameterError(f"The 'family' parameter of {func} is a LOESS option (robust reweighting); "
+                             f"family={family!r} needs smoother='loess'.", "family")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0 or 0 < n_boot < 20:
+        raise bad_param(func, "n_boot", "0 (no interval for v*) or an int >= 20", n_boot)
+    check_seed(func, seed, allow_none=False)
+    options = CurveOptions(span, degree, family, int(n_points), (quantiles[0], quantiles[1]), level, smoother,
+                           int(n_boot), int(seed))
     return Request(func, "vce_curve", func, prob, label, o["by"], None, o["nulls"], lens_, variables=(variable,),
                    options=options)
 

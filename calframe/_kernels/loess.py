@@ -180,16 +180,27 @@ def _gram_pinv(mom, k, out):
     computed as cloess does (equilibrate columns to unit norm, drop tiny
     singular values, undo the equilibration): out = D^-1 pinv(D^-1 G D^-1) D^-1.
     """
+    g = np.zeros((3, 3))
+    for i in range(k):
+        for j in range(k):
+            g[i, j] = mom[i + j]
+    sym_pinv(g, k, out)
+
+
+@njit(cache=True)
+def sym_pinv(g, k, out):
+    """Pseudo-inverse of the leading k x k block of the symmetric positive semi-definite g (k <= 3), as
+    :func:`_gram_pinv` (equilibrated, eigenvalues below ``_LAMBDA_TOL`` of the largest dropped)."""
     d = np.empty(3)
     a = np.zeros((3, 3))
     v = np.zeros((3, 3))
     for i in range(k):
-        g = mom[2 * i]
-        d[i] = math.sqrt(g) if g > 0.0 else 1.0
+        gi = g[i, i]
+        d[i] = math.sqrt(gi) if gi > 0.0 else 1.0
     for i in range(k):
         v[i, i] = 1.0
         for j in range(k):
-            a[i, j] = mom[i + j] / (d[i] * d[j])
+            a[i, j] = g[i, j] / (d[i] * d[j])
     # cyclic Jacobi eigen-decomposition (k <= 3)
     for _sweep in range(60):
         off = 0.0
