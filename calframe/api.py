@@ -662,10 +662,12 @@ def vece_rank(
     every other case takes one binning and one accumulate pass per variable.
 
     Returns a frame with ``variable``, ``kind`` (numeric/categorical), the group
-    columns, ``n``, ``vece`` and ``vmce``, sorted by ``vece`` descending (within
-    each group). ``vce=True`` adds ``vce`` and ``v_star`` from :func:`vce_curve`
-    for numeric variables (null for categorical ones or where LOESS is undefined,
-    e.g. a variable that is mostly one value), as in the paper's Table 1.
+    columns, ``n``, ``vece``, ``vmce`` and ``leak`` (below), sorted by ``vece``
+    descending (within each group). ``vce=True`` adds ``vce`` and ``v_star``
+    from :func:`vce_curve` (its default smoother, without v*'s bootstrap) for
+    numeric variables (null for categorical ones or where the smoother is
+    undefined, e.g. a variable that is mostly one value), as in the paper's
+    Table 1 (whose figures are LOESS's: ``vce_curve(..., smoother="loess")``).
 
     Variables that leak the label are listed, not ranked: they come last,
     with null ``vece`` / ``vmce`` (and ``vce`` / ``v_star``) and the reason in

@@ -29,7 +29,8 @@ def sklearn_local_fit(x, y, q, span, degree):
     X = np.column_stack([d ** p for p in range(1, degree + 1)])
     X2, y2, w2 = np.vstack([X, X]), np.r_[np.ones_like(y), np.zeros_like(y)], np.r_[w * y, w * (1 - y)]
     keep = w2 > 0
-    lr = LogisticRegression(C=np.inf, solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(X2[keep], y2[keep], sample_weight=w2[keep])
+    lr = LogisticRegression(C=np.inf, solver="newton-cholesky", tol=1e-12, max_iter=1000)
+    lr.fit(X2[keep], y2[keep], sample_weight=w2[keep])
     return float(lr.predict_proba(np.zeros((1, degree)))[0, 1])
 
 

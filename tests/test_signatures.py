@@ -31,9 +31,9 @@ def test_vmce_has_vece_s_keywords_but_p() -> None:
 def test_every_group_keyword_has_the_one_default(fn) -> None:
     """A keyword of a group has DEFAULTS' default, but where the group or the function says otherwise: the binning
     of a figure with an estimator (ce, rmsce: None, by estimator), the variable's bins (10 quantiles), gece's gamma
-    (its adaptive bins)."""
+    (its adaptive bins), vce_curve's n_boot (200 refits of two curves locate v*)."""
     own = {("ce", "binning"): None, ("rmsce", "binning"): None, ("vece", "bins"): 10, ("vece", "binning"): "quantile",
-           ("gece", "gamma"): 0.1}
+           ("gece", "gamma"): 0.1, ("vce_curve", "n_boot"): 200}
     params = inspect.signature(fn).parameters
     shared = [n for n in params if n in R.DEFAULTS]
     assert shared and "options" not in params
