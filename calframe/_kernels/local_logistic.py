@@ -58,32 +58,46 @@ def _expit(eta):
     return e / (1.0 + e)
 
 
+@njit(inline="always", cache=True)
+def _basis_prob(u, q, inv_h, k, beta, x):
+    """x = [1, d, d^2] at the value u (d = (u - q) / h); returns expit(beta . x) over the first k terms."""
+    dd = (u - q) * inv_h
+    x[0] = 1.0
+    x[1] = dd
+    x[2] = dd * dd
+    eta = 0.0
+    for a in range(k):
+        eta += beta[a] * x[a]
+    return _expit(eta)
+
+
 @njit(cache=True)
-def _terms(ux, cnt, sy, kw, i0, i1, q, inv_h, k, beta, grad, hess):
-    """Gradient of the local log-likelihood and its negative Hessian at beta."""
+def _terms(ux, cnt, sy, syy, kw, i0, i1, q, inv_h, k, beta, grad, hess, meat, want_meat):
+    """Gradient of the local log-likelihood and its negative Hessian H at beta; with ``want_meat`` also the
+    sandwich's M = sum K_j^2 e_j X_j X_j' (e_j: the squared residuals at the distinct value j)."""
     for a in range(3):
         grad[a] = 0.0
         for b in range(3):
             hess[a, b] = 0.0
+            meat[a, b] = 0.0
     x = np.empty(3)
     for j in range(i0, i1):
         w = kw[j - i0]
         if w == 0.0:
             continue
-        dd = (ux[j] - q) * inv_h
-        x[0] = 1.0
-        x[1] = dd
-        x[2] = dd * dd
-        eta = 0.0
-        for a in range(k):
-            eta += beta[a] * x[a]
-        p = _expit(eta)
+        p = _basis_prob(ux[j], q, inv_h, k, beta, x)
         r = w * (sy[j] - cnt[j] * p)
         v = w * cnt[j] * p * (1.0 - p)
+        e = 0.0
+        if want_meat:
+            e = syy[j] - 2.0 * p * sy[j] + p * p * cnt[j]
+            e = w * w * (e if e > 0.0 else 0.0)
         for a in range(k):
             grad[a] += r * x[a]
             for b in range(k):
                 hess[a, b] += v * x[a] * x[b]
+                if want_meat:
+                    meat[a, b] += e * x[a] * x[b]
 
 
 @njit(cache=True)
@@ -127,9 +141,10 @@ def _fit_one(q, xs, nf, sfac, k, ux, cnt, sy, syy, z, beta0, res):
     hess = np.zeros((3, 3))
     inv = np.zeros((3, 3))
     step = np.zeros(3)
+    meat = np.zeros((3, 3))
     steps = 0
     for _ in range(_MAX_STEPS):
-        _terms(ux, cnt, sy, kw, i0, i1, q, inv_h, k, beta, grad, hess)
+        _terms(ux, cnt, sy, syy, kw, i0, i1, q, inv_h, k, beta, grad, hess, meat, False)
         sym_pinv(hess, k, inv)
         big = 0.0
         for a in range(k):
@@ -145,37 +160,18 @@ def _fit_one(q, xs, nf, sfac, k, ux, cnt, sy, syy, z, beta0, res):
         steps += 1
         if big < _STEP_TOL:
             break
-    _terms(ux, cnt, sy, kw, i0, i1, q, inv_h, k, beta, grad, hess)  # H at the fit (the sandwich)
     res[ETA] = beta[0]
     res[B1] = beta[1]
     res[B2] = beta[2]
     res[FIT] = _expit(beta[0])
     res[ITERS] = steps
-    if z > 0.0:  # the sandwich H^-1 M H^-1 at the fit (hess is H at beta)
+    if z > 0.0:  # the sandwich H^-1 M H^-1 at the fit
+        _terms(ux, cnt, sy, syy, kw, i0, i1, q, inv_h, k, beta, grad, hess, meat, True)
         sym_pinv(hess, k, inv)
-        m = np.zeros((3, 3))
-        x = np.empty(3)
-        for j in range(i0, i1):
-            w = kw[j - i0]
-            if w == 0.0:
-                continue
-            dd = (ux[j] - q) * inv_h
-            x[0] = 1.0
-            x[1] = dd
-            x[2] = dd * dd
-            eta = 0.0
-            for a in range(k):
-                eta += beta[a] * x[a]
-            p = _expit(eta)
-            e = syy[j] - 2.0 * p * sy[j] + p * p * cnt[j]
-            e = e if e > 0.0 else 0.0
-            for a in range(k):
-                for b in range(k):
-                    m[a, b] += w * w * e * x[a] * x[b]
         var = 0.0
         for a in range(k):
             for b in range(k):
-                var += inv[0, a] * m[a, b] * inv[b, 0]
+                var += inv[0, a] * meat[a, b] * inv[b, 0]
         res[SE_ETA] = math.sqrt(var) if var > 0.0 else 0.0
 
 
