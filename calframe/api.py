@@ -438,12 +438,13 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
 # --------------------------------------------------------------------------- disparity between groups
 
 #: disparity's own parameters (every other keyword goes to the figure)
-_DISPARITY_OWN = ("frame", "prob", "label", "by", "ci", "n_boot", "seed", "disparity")
+_DISPARITY_OWN = ("frame", "prob", "label", "by", "ci", "n_boot", "seed", "disparity", "progress")
 
 
+@R.with_progress
 def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: str | None = None, *,
               by: Columns = None, ci: float | None = None, n_boot: int = 1000, seed: int | None = 0,
-              **figure_options: Any) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+              progress: bool | None = None, **figure_options: Any) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
     """How far apart the groups of ``by`` are on a figure: fairlearn's ``MetricFrame`` group_max / group_min /
     difference / ratio.
 
@@ -471,7 +472,8 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     draws, ``seed``): the worst and best groups' bounds are their own
     intervals (those of ``calframe.<figure>(frame, by=by, ci=ci)``, same
     draws), and ``difference`` and ``ratio`` are recomputed on every draw from
-    that draw's group figures before the percentiles are taken.
+    that draw's group figures before the percentiles are taken. ``progress``:
+    the bootstrap's progress bar, as the figures' (spec section 8, "Progress bars").
 
     A ``pl.LazyFrame`` is collected (its needed columns) and the table returned as a ``pl.LazyFrame``.
 
@@ -634,6 +636,7 @@ def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     return vece(frame, variable, prob, label, p="inf", name=name, **options)
 
 
+@R.with_progress
 def vece_rank(
     frame: Frame,
     variables: Sequence[str] | None = None,
@@ -648,6 +651,7 @@ def vece_rank(
     exclude: Sequence[str] = (),
     vce: bool = False,
     leak_check: bool = True,
+    progress: bool | None = None,
 ) -> pl.DataFrame | pd.DataFrame:
     """VECE of many variables at once, sorted descending (Kelly & Smyth's Table 1).
 
@@ -689,7 +693,8 @@ def vece_rank(
       a tenth of the errors of the guess (a numeric copy with noise).
 
     ``leak_check=False`` ranks every variable (the probability and label
-    columns still leak).
+    columns still leak). ``progress``: a bar over the variables (and their
+    curves) when the ranking takes seconds (spec section 8, "Progress bars").
 
     Examples
     --------
@@ -702,6 +707,7 @@ def vece_rank(
     ['region', 'age', 'device']
     """
     from ._columns import PROB_CANDIDATES, LABEL_CANDIDATES, columns_of, flavor_of
+    from ._progress import iterate
 
     req = R.vece_rank(variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
                       exclude=exclude, vce=vce)
@@ -752,7 +758,7 @@ def vece_rank(
             "vece": [r[0] for r in ranked.values()],
             "vmce": [r[1] for r in ranked.values()],
         }, schema_overrides={"n": pl.Int64}))
-    for v in variables:
+    for v in iterate(variables, func, unit="variable"):
         if v in quick:
             continue
         values = scored.extra[v]
@@ -780,8 +786,8 @@ def vece_rank(
     cols = ["variable", "kind"] + keys + list(VECE_RANK_COLUMNS[2:])
     if vce:
         parts = []
-        for v, kind in zip(*out.select("variable", "kind").unique(maintain_order=True).to_dict(as_series=False)
-                           .values()):
+        for v, kind in iterate(list(zip(*out.select("variable", "kind").unique(maintain_order=True).to_dict(
+                as_series=False).values())), "vce_curve", unit="variable"):
             if kind != "numeric":
                 continue
             try:
@@ -1601,7 +1607,9 @@ def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None
     sums, _ = binned_sums(conf, acc, scored, req.binning)
     mce_value = float(ce_from_sums(sums, float("inf"))[0])
     mx, mean = [], []
-    for gv in gs:
+    from ._progress import iterate
+
+    for gv in iterate(gs, func, unit="gamma"):
         v = _lce_values(scored, cols, gv, req)[0]
         mx.append(float(v.max()))
         mean.append(float(v.mean()))
@@ -1619,6 +1627,7 @@ def _rec_module():
     return recalibrate
 
 
+@R.with_progress
 def fit(
     frame: Frame,
     method: str,
@@ -1629,6 +1638,7 @@ def fit(
     features: str | Sequence[str] | None = None,
     by: Columns = None,
     nulls: Literal["raise", "drop"] = "raise",
+    progress: bool | None = None,
     **params: Any,
 ) -> Any:
     """Fit a recalibrator on a calibration frame; apply it with :func:`apply`, save it with ``.save(path)``.
@@ -1639,7 +1649,8 @@ def fit(
     ``features``; ``gamma``). ``params`` go to the method (see
     ``calframe.recalibrate``). With ``by``, one recalibrator is fitted per
     group (the paper's per-group baseline); applying it needs the same group
-    columns.
+    columns. ``progress``: a bar over the groups, and a tree's leaves, when the
+    fit takes seconds (spec section 8, "Progress bars").
 
     The column names are stored with the recalibrator, so ``apply`` finds them
     on a new frame by default. Saved files hold only data (JSON + Parquet).
@@ -1682,7 +1693,8 @@ def fit(
     if is_dask_frame(frame):  # the fit needs the rows: the needed columns collected
         rows = Request(func, "rows", func, prob, label, by, None, nulls, variables=tuple(extra))
         return _dask().collected(func, frame, _dask().needed(frame, rows), lambda pdf: fit(
-            pdf, method, prob, label, variable=variable, features=features, by=by, nulls=nulls, **params))
+            pdf, method, prob, label, variable=variable, features=features, by=by, nulls=nulls, progress=progress,
+            **params))
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=extra, allow_weights=False)
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
             "by": as_names(by), "n_classes": scored.n_classes, "binary": scored.binary}
@@ -1709,7 +1721,9 @@ def fit(
         return rec
     _check_storable_keys(scored)
     children, keys = [], []
-    for g in range(scored.n_groups):
+    from ._progress import iterate
+
+    for g in iterate(range(scored.n_groups), func, unit="group"):
         sub = scored.subset(scored.group_codes == g)
         try:
             children.append(fit_one(sub))
@@ -1746,6 +1760,7 @@ def _json_key(v: Any) -> Any:
     return str(v)
 
 
+@R.with_progress
 def apply(
     frame: Frame,
     recalibrator: Any,
@@ -1755,6 +1770,7 @@ def apply(
     variable: str | None = None,
     features: str | Sequence[str] | None = None,
     unknown: Literal["raise", "keep"] = "raise",
+    progress: bool | None = None,
 ) -> Any:
     """Add the recalibrated column(s) to a frame (a new frame; the input is not changed).
 
@@ -1770,7 +1786,8 @@ def apply(
     (recalibrated batch by batch inside the engine: :mod:`calframe.engines.batches`).
     With a per-group recalibrator, rows of a group it
     has not seen raise an error, or keep their probability with
-    ``unknown="keep"``.
+    ``unknown="keep"``. ``progress``: the bar of a LoRe recalibrator's kernel
+    sums when they take seconds (spec section 8, "Progress bars").
 
     Examples
     --------

@@ -376,25 +376,15 @@ def _fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _progress(done: int, total: int | None, label: str) -> None:
-    if not sys.stderr.isatty():
-        return
-    if total:
-        width = 30
-        k = int(width * done / max(total, 1))
-        sys.stderr.write(f"\r{label} [{'#' * k}{'.' * (width - k)}] {done:,}/{total:,} rows")
-    else:
-        sys.stderr.write(f"\r{label} {done:,} rows")
-    sys.stderr.flush()
-
-
 def _apply_batches(f: str, src: Any, batches: Iterator[Any], tmp: Path, rec: Any, kw: dict, label: str) -> int:
     """Write ``rec`` applied to each record batch of the Parquet file ``f`` to ``tmp``; returns the rows written."""
     import pyarrow.parquet as pq
 
     from . import api
+    from ._progress import steps
 
     total, writer, done = src.metadata.num_rows, None, 0
+    bar = steps(total, label, unit="row")  # calframe._progress: on standard error when it is a terminal
     try:
         while True:
             with reading(repr(f)):
@@ -406,8 +396,9 @@ def _apply_batches(f: str, src: Any, batches: Iterator[Any], tmp: Path, rec: Any
                 writer = pq.ParquetWriter(tmp, out.schema)
             writer.write_table(out)
             done += batch.num_rows
-            _progress(done, total, label)
+            bar.update(batch.num_rows)
     finally:
+        bar.close()
         if writer is not None:
             writer.close()
     if writer is None:  # no rows: an empty file with the input's columns and the new one, as for CSV input
@@ -451,10 +442,7 @@ def _apply(args: argparse.Namespace) -> int:
                 with reading(repr(f)):
                     api.apply(lf, rec, **kw).sink_parquet(tmp)
                 done = pl.scan_parquet(tmp).select(pl.len()).collect().item()
-                _progress(done, done, label)
         total_rows += done
-        if sys.stderr.isatty():
-            sys.stderr.write("\n")
     print(f"calframe: applied {rec.method} to {total_rows:,} rows in {len(files)} file(s); wrote {out_dir}/",
           file=sys.stderr)
     return EXIT_OK
@@ -723,6 +711,10 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     warm.add_argument("--no-multiclass", action="store_true", help="skip the multiclass and GECE kernels")
     warm.set_defaults(run=_warmup)
+    for command in (rep, fit, app, demo, warm):
+        command.add_argument("--no-progress", action="store_true",
+                             help="no progress bars (default: on standard error when it is a terminal, for work "
+                             "that takes seconds; CALFRAME_PROGRESS=0 turns them off too)")
     return parser
 
 
@@ -749,8 +741,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse has already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    from ._progress import setting
+
     try:
-        return int(args.run(args))
+        with setting("calframe", False if args.no_progress else None):
+            return int(args.run(args))
     except (ParameterError, UsageError) as exc:
         return _fail(exc, EXIT_USAGE)
     except CalframeError as exc:

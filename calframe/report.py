@@ -25,6 +25,7 @@ from . import api
 from . import disparities as D
 from . import lenses as L
 from ._errors import CalframeError
+from ._progress import honours
 
 #: The default tolerance of the verdict rule (``verdict``): a calibration error of 0.03, three points of probability.
 TOLERANCE = 0.03
@@ -129,6 +130,7 @@ def _iso_duration(td: dt.timedelta) -> str:
 BOOT_BUDGET = 10_000_000
 
 
+@honours
 def build_report(
     frame: Any,
     *,
@@ -147,6 +149,7 @@ def build_report(
     time_col: str | None = None,
     every: Any = "1d",
     baseline: Any = None,
+    progress: bool | None = None,
 ) -> Report:
     """Compute the figures of a report (summary, per group and their disparity, reliability, smooth reliability,
     VECE ranking, VCE curves, over time).
@@ -175,6 +178,9 @@ def build_report(
     (:func:`calframe.monitor`, with the report's intervals) against
     ``baseline`` (a window start or a (start, end) pair) is ``report.over_time``.
 
+    ``progress``: a bar over the report's sections, and the bars of their long loops (the bootstrap, the
+    variables), when they take seconds (spec section 8, "Progress bars").
+
     >>> import calframe
     >>> rep = build_report(calframe.datasets.grouped_miscalibration(n=2000, seed=0), by="region", ci=None)
     >>> rep.headline().split(" (ECE")[0], rep.options["tolerance"]
@@ -188,8 +194,14 @@ def build_report(
     lens = L.lens_used(frame, prob, lens, func="report")
     ci, ci_note = _interval_level(frame, ci, n_boot)
     common = dict(prob=prob, label=label, nulls=nulls, lens=lens)
+    from ._progress import steps
+
+    # summary, smooth diagram, groups, reliability, VECE ranking, one per curve, over time
+    bar = steps(4 + (by is not None) + len(variables) + (time_col is not None), "report", unit="section")
     summary = api.summary(frame, bins=bins, ci=ci, n_boot=n_boot, seed=seed, **common)  # type: ignore[arg-type]
+    bar.update()
     smooth = _smooth_display(frame, ci, n_boot, seed, **common)
+    bar.update()
     summary = _pl(summary).with_columns(smece=pl.lit(None if smooth is None else smooth.smece, pl.Float64))
     by_group = disparity = disparity_note = None
     if by is not None:
@@ -197,21 +209,27 @@ def build_report(
         if smooth is not None:
             per = _pl(api.smece(frame, by=by, **common)).select(*_by_list(by), "smece")  # type: ignore[arg-type]
             by_group = by_group.join(per, on=_by_list(by), how="left", nulls_equal=True, maintain_order="left")
+        bar.update()
     reliability = api.reliability(frame, bins=bins, by=by, **common)  # type: ignore[arg-type]
+    bar.update()
     variables_df = None
     curves: dict[str, Any] = {}
     if variables:
         variables_df = _pl(api.vece_rank(frame, list(variables), by=by, **common))  # type: ignore[arg-type]
         ranked = variables_df.filter(pl.col("leak").is_null())  # type: ignore[union-attr]  (leaking ones: no curve)
         kinds = dict(zip(ranked["variable"].to_list(), ranked["kind"].to_list()))
+        bar.update()
         for v in variables:
             if kinds.get(v) == "numeric":
                 curves[v] = api.vce_curve(frame, v, by=by, n_points=200, n_boot=max(20, min(n_boot, 200)) if ci else 0,
                                           seed=seed, **common)  # type: ignore
+            bar.update()
+    bar.update(not variables)
     over_time = None
     if time_col is not None:
         over_time = api.monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci, n_boot=n_boot,
                                 seed=seed, **common)
+        bar.update()
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
                           "lens": lens, "ci": ci, "ci_note": ci_note, "n_boot": n_boot, "seed": seed,
                           "tolerance": tolerance, "time_col": time_col, "every": every if time_col else None,

@@ -138,7 +138,13 @@ class Seeded(TypedDict, total=False):
     seed: int | None
 
 
-class Sample(Rows, Nulls, Interval, Seeded, total=False):
+class Progress(TypedDict, total=False):
+    """Progress bars on the call's long loops (calframe._progress): True, False or None (automatic)."""
+
+    progress: bool | None
+
+
+class Sample(Rows, Nulls, Interval, Seeded, Progress, total=False):
     """The rows (groups, weights, nulls), a bootstrap interval, and the seed of any resampling."""
 
 
@@ -161,7 +167,7 @@ class Resampled(Powered, total=False):
     n_resamples: int
 
 
-class Local(Lensed, Nulls, total=False):
+class Local(Lensed, Nulls, Progress, total=False):
     """The local calibration figures' (lce, mlce, mlce_curve): uniform confidence bins, the features'
     preparation."""
 
@@ -215,6 +221,7 @@ class SmECE(Lensed, Sample, total=False):
 DEFAULTS: dict[str, Any] = dict(bins=15, binning="uniform", closed="left", lens=None, nulls="raise", by=None,
                                 weights=None, ci=None, n_boot=1000, seed=0, p=1, distance="tvd", estimator="plugin",
                                 squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2, sigma=None)
+DEFAULTS["progress"] = None  # calframe._progress: bars when standard error is a terminal and the work takes seconds
 
 
 def group_defaults(options: type) -> dict[str, Any]:
@@ -228,8 +235,8 @@ def group_defaults(options: type) -> dict[str, Any]:
 def keywords(options: type, **defaults: Any) -> Callable[[F], F]:
     """``fn(<own parameters>, **options: Unpack[options])`` with the keys of the TypedDict ``options`` as
     keyword-only parameters, defaults from :data:`DEFAULTS` and :func:`group_defaults` (or ``defaults``): in its
-    signature, and passed to ``fn`` with their defaults on every call. An unknown keyword is a TypeError, as for
-    any function.
+    signature, and passed to ``fn`` with their defaults on every call, but ``progress``, which holds for the call
+    instead (:mod:`calframe._progress`). An unknown keyword is a TypeError, as for any function.
 
     Examples
     --------
@@ -259,12 +266,25 @@ def keywords(options: type, **defaults: Any) -> Callable[[F], F]:
             except TypeError as exc:
                 raise TypeError(f"{fn.__name__}() {exc}") from None
             bound.apply_defaults()
-            return fn(**bound.arguments)
+            if "progress" not in bound.arguments:
+                return fn(**bound.arguments)
+            from ._progress import setting
+
+            with setting(fn.__name__, bound.arguments.pop("progress")):  # for every loop the call runs
+                return fn(**bound.arguments)
 
         call.__signature__ = full  # type: ignore[attr-defined]
         return call  # type: ignore[return-value]
 
     return wrap
+
+
+def with_progress(fn: F) -> F:
+    """A public function with its own keyword-only ``progress`` parameter (not from a group): its value holds for
+    every loop the call runs (:mod:`calframe._progress`), as :func:`keywords` does for the groups' ``progress``."""
+    from ._progress import honours
+
+    return honours(fn)
 
 
 def _options(call: dict[str, Any], **defaults: Any) -> dict[str, Any]:

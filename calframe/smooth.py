@@ -365,7 +365,9 @@ def bootstrap_band(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None
     rng = np.random.default_rng(seed)
     n = conf.shape[0]
     draws = np.empty((n_boot, n_points))
-    for b in range(n_boot):
+    from ._progress import iterate
+
+    for b in iterate(range(n_boot), "smooth band", unit="draw"):
         counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
         draws[b] = curve(conf, acc, counts if weights is None else counts * weights, sigma, n_points)[1]
     alpha = (1 - level) / 2

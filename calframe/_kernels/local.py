@@ -1063,7 +1063,20 @@ def _ref_tile(d: int) -> int:
     return int(max(256, min(4096, (1 << 16) // max(d, 1))))
 
 
-def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, method="auto"):
+#: kernel evaluations per call of the pair kernels (brute force, direct path): the calls are progress steps
+#: (calframe._progress); a query's sums are one thread's in one call, so the results do not depend on the cut
+PAIRS_PER_STEP = 1 << 27
+
+
+def _cuts(work: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive slices of items with ``work`` each, about :data:`PAIRS_PER_STEP` apiece (at least one)."""
+    ends = np.searchsorted(np.cumsum(work, dtype=np.float64),
+                           np.arange(1, max(1, int(work.sum() // PAIRS_PER_STEP)) + 1) * PAIRS_PER_STEP, "left") + 1
+    bounds = np.unique(np.concatenate(([0], np.minimum(ends, len(work)), [len(work)])))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, method="auto", desc="kernel sums"):
     """Per query, kernel-weighted sums over the reference rows of the same bin.
 
     Parameters: ref_feats (n_ref, d), ref_bins (n_ref,) ints, ref_values
@@ -1074,6 +1087,7 @@ def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, met
     bin; d >= 4 and too-wide 3-d bins use the brute force) or "direct" (exp
     per pair, explicit shift).  Any method
     hands queries whose unshifted den underflows to the "direct" path.
+    desc: the name of the progress bar over the query rows (calframe._progress).
 
     Returns (num (n_query, m), den (n_query,)): the sums times one positive
     factor per query (only num / den is meaningful); num = den = 0 for a
@@ -1146,9 +1160,15 @@ def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, met
     nonempty = np.flatnonzero(g_re > g_rs)
     pairs = (g_re - g_rs) * (g_qe - g_qs)
     direct_q = []
+    from .._progress import steps
+
+    bar = steps(n_q, desc, unit="row")  # query rows done (those of bins without reference rows at once)
+    bar.update(n_q - int((g_qe - g_qs)[nonempty].sum()))
+    slow_q = np.zeros(n_q, bool)  # the queries the direct path computes first (the others' it recomputes)
 
     if method == "direct":
         direct_q.append(np.flatnonzero(q_re > q_rs))
+        slow_q[direct_q[0]] = True
         tree_g = brute_g = np.zeros(0, np.int64)
     else:
         if (method == "tree" and d <= 3) or (method == "auto" and d == 1):
@@ -1173,6 +1193,7 @@ def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, met
         else:
             _cdq2d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, tg, self_mode, h, out)
         brute_g = np.setdiff1d(brute_g, tg)
+        bar.update(int((g_qe - g_qs)[tg].sum()))
     else:
         brute_g = np.setdiff1d(brute_g, tree_g)
 
@@ -1184,7 +1205,6 @@ def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, met
         fast_g = brute_g[width_ok[brute_g]]
         slow_g = brute_g[~width_ok[brute_g]]
         if len(slow_g):
-            slow_q = np.zeros(n_q, bool)
             slow_q[np.isin(g_of_q, slow_g)] = True
             direct_q.append(np.flatnonzero(slow_q))
         if len(fast_g):
@@ -1210,8 +1230,10 @@ def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, met
             tre = g_re[tg].astype(np.int64)
             # biggest tiles first (load balance)
             order = np.argsort(-(tre - trs) * (tq1 - tq0), kind="stable")
-            _brute_tiles(RE, RI, RVT, QE, QI, tq0[order], tq1[order], trs[order],
-                         tre[order], _ref_tile(d), out)
+            tq0, tq1, trs, tre = tq0[order], tq1[order], trs[order], tre[order]
+            for a, b in _cuts((tre - trs) * (tq1 - tq0)):
+                _brute_tiles(RE, RI, RVT, QE, QI, tq0[a:b], tq1[a:b], trs[a:b], tre[a:b], _ref_tile(d), out)
+                bar.update(int((tq1[a:b] - tq0[a:b]).sum()))
 
     # isolated queries of the unshifted paths -> exact shifted path
     if method != "direct":
@@ -1220,8 +1242,10 @@ def kernel_sums(ref_feats, ref_bins, ref_values, query_feats, query_bins, h, met
             direct_q.append(iso)
     if direct_q:
         ql = np.unique(np.concatenate(direct_q)).astype(np.int64)
-        if len(ql):
-            _direct(rX, rV, qX, q_rs, q_re, ql, h, out)
+        for a, b in _cuts(q_re[ql] - q_rs[ql]):
+            _direct(rX, rV, qX, q_rs, q_re, ql[a:b], h, out)
+            bar.update(int(slow_q[ql[a:b]].sum()))
+    bar.close()
 
     num, den = _scatter(out, qo)
     return num, den
@@ -1235,7 +1259,7 @@ def lce(feats, conf, correct, bins, gamma, method="auto"):
     """
     f = _as_2d(feats)
     v = np.asarray(conf, np.float64) - np.asarray(correct, np.float64)
-    num, den = kernel_sums(f, bins, v, f, bins, f.shape[1] * float(gamma), method)
+    num, den = kernel_sums(f, bins, v, f, bins, f.shape[1] * float(gamma), method, "lce")
     return np.abs(num[:, 0]) / den
 
 
@@ -1248,7 +1272,7 @@ def lore_apply(ref_feats, ref_correct, ref_bins, query_feats, query_bins, query_
     """
     rf = _as_2d(ref_feats)
     num, den = kernel_sums(rf, ref_bins, np.asarray(ref_correct, np.float64), query_feats,
-                           query_bins, rf.shape[1] * float(gamma), method)
+                           query_bins, rf.shape[1] * float(gamma), method, "lore")
     qc = np.asarray(query_conf, np.float64).reshape(-1)
     res = qc.copy()
     ok = den > 0

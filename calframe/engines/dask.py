@@ -547,7 +547,7 @@ def _apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFra
         for c in meta.columns[len(pdf.columns):]:
             out[c] = pd.Series([], dtype=meta.dtypes[c], index=pdf.index)
         return out
-    return api.apply(pdf, rec, **kwargs)
+    return api.apply(pdf, rec, **kwargs, progress=False)  # a partition's task: no bar (calframe._progress)
 
 
 # --------------------------------------------------------------------------- client
@@ -1119,7 +1119,9 @@ def collected(what: str, ddf: Any, columns: Sequence[Any], eager: Callable[[pd.D
     order as ``ddf.compute()``, so the same result, bit for bit."""
     import dask
 
-    return DaskResult(dask.delayed(_identity)(ddf[list(dict.fromkeys(columns))]), eager, what)
+    from .._progress import carry  # the call's progress= holds where the result is computed (off on a worker)
+
+    return DaskResult(dask.delayed(_identity)(ddf[list(dict.fromkeys(columns))]), carry(eager), what)
 
 
 def needed(ddf: Any, req: Request) -> list[str]:

@@ -354,6 +354,9 @@ def _bootstrap(
     max_n = int(counts.max())
     batch = int(max(1, min(n_boot, _BOOT_BATCH_ROWS // max(n, 1))))
     draws = {name: np.empty((n_boot, n_groups)) for name in figures}
+    from .._progress import steps
+
+    bar = steps(n_boot, "bootstrap", unit="draw")  # calframe._progress decides whether anyone sees it
     r0 = 0
     while r0 < n_boot:
         r = min(batch, n_boot - r0)
@@ -373,6 +376,7 @@ def _bootstrap(
         for name, v in values.items():
             draws[name][r0 : r0 + r] = v
         r0 += r
+        bar.update(r)
     alpha = (1.0 - level) / 2.0
     out = {}
     for name, d in draws.items():

@@ -108,7 +108,9 @@ class Tree(Recalibrator):
         leaf_child = np.zeros(n_leaves, np.int64)
         leaf_rows = np.bincount(lf, minlength=n_leaves).astype(np.int64)
         fallback = np.zeros(n_leaves, bool)
-        for j in range(n_leaves):
+        from .._progress import iterate
+
+        for j in iterate(range(n_leaves), "tree leaves", unit="leaf"):
             rows_j = np.flatnonzero(lf == j)
             y_j = y[rows_j]
             if y_j.size == 0 or y_j.min() == y_j.max():  # one class only
