@@ -32,6 +32,7 @@ Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 FUNC = "monitor"
 
 
+@R.with_progress
 def monitor(
     frame: Frame,
     time_col: str,
@@ -47,6 +48,7 @@ def monitor(
     ci: float | None = None,
     n_boot: int = 1000,
     seed: int | None = 0,
+    progress: bool | None = None,
     **figure_options: Any,
 ) -> Frame:
     """Calibration figures per time window, optionally against a baseline (docs/monitoring.md).
@@ -85,6 +87,8 @@ def monitor(
         ``<figure>_hi``), rows resampled within each window. The bounds need
         the rows in memory: a LazyFrame is collected (and the result given
         back lazy). ``<figure>_diff`` has no interval.
+    progress : bool, optional
+        The bootstrap's progress bars, as :func:`calframe.ece`'s (spec section 8, "Progress bars").
     **figure_options
         Options of the figures (``bins``, ``binning``, ``closed``, ``lens``,
         ``weights``, ``nulls``, ``p``, ...): each goes to the figures that take
