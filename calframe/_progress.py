@@ -34,11 +34,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+import numpy as np
+
 from ._errors import bad_param
 
 #: the environment variable: 0 / false / no / off: never; 1 / true / yes / on: always (``progress=`` wins)
 ENV = "CALFRAME_PROGRESS"
-#: seconds a loop is expected to take (or has taken) before its bar is shown, by default
+#: seconds a loop is expected to take in all before its bar is shown, by default (and it shows once a quarter of
+#: that has passed: an uneven loop whose first step is slow does not flash one)
 DELAY = 2.0
 _OFF, _ON = ("0", "false", "no", "off"), ("1", "true", "yes", "on")
 
@@ -51,8 +54,8 @@ T = TypeVar("T")
 
 def check(func: str, progress: Any) -> bool | None:
     """``progress``: True, False or None."""
-    if progress is None or isinstance(progress, bool):
-        return progress
+    if progress is None or isinstance(progress, (bool, np.bool_)):
+        return None if progress is None else bool(progress)
     raise bad_param(func, "progress", "True (always show progress bars), False (never) or None (when standard "
                     "error is a terminal and the work takes seconds; CALFRAME_PROGRESS=0/1 decides instead)",
                     progress)
@@ -164,7 +167,7 @@ class _Bar:
             self.bar.update(n)
         elif self.waiting and 0 < self.done < self.total:  # after the last step there is nothing to show
             elapsed = time.perf_counter() - self.start
-            if elapsed * self.total >= DELAY * self.done:  # expected to take DELAY seconds or more in all
+            if elapsed >= DELAY / 4 and elapsed * self.total >= DELAY * self.done:  # expected to take DELAY s
                 self._open()
         if self.done >= self.total:
             self.close()
@@ -176,6 +179,9 @@ class _Bar:
             bar, self.bar = self.bar, None
             bar.close()
             _open.n = max(getattr(_open, "n", 1) - 1, 0)
+
+    def __del__(self) -> None:  # a loop left by an exception
+        self.close()
 
     def __enter__(self) -> "_Bar":
         return self
@@ -207,7 +213,8 @@ _NO_BAR = _NoBar()
 
 def iterate(items: Sequence[T], desc: str, *, unit: str = "step") -> Iterator[T]:
     """``items``, counted: each step is done when the loop asks for the next item."""
-    return _counting(items, steps(len(items), desc, unit=unit))
+    bar = steps(len(items), desc, unit=unit)
+    return iter(items) if bar is _NO_BAR else _counting(items, bar)
 
 
 def _counting(items: Sequence[T], bar: _Bar | _NoBar) -> Iterator[T]:

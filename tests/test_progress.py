@@ -166,6 +166,20 @@ def test_bars_from_threads(bars, df):
     assert len({b.thread for b in bars}) == 2
 
 
+def test_bars_from_polars_threads(bars, df):
+    """calframe called inside a Polars expression (group_by().agg() runs it on Polars' own threads): a bar per
+    call, and the numbers of the calls without bars."""
+    def upper(progress):
+        return pl.struct("prob", "label").map_batches(
+            lambda s: pl.Series([calframe.ece(s.struct.unnest(), ci=0.9, n_boot=9, progress=progress)["ece_hi"][0]]),
+            return_dtype=pl.Float64, returns_scalar=True)
+
+    on = df.group_by("region").agg(upper(True).alias("hi")).sort("region")
+    assert [(b.kw["total"], b.n) for b in bars] == [(9, 9)] * 4
+    off = df.group_by("region").agg(upper(False).alias("hi")).sort("region")
+    assert_frame_equal(on, off, check_exact=True)
+
+
 # --------------------------------------------------------------------------- the loops and their counts
 
 
