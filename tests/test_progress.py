@@ -149,6 +149,21 @@ def test_no_bar_on_a_dask_worker_even_when_forced(bars, df, monkeypatch):
     assert bars == []
 
 
+def test_a_dask_result_keeps_its_call_s_choice_and_partitions_have_none(bars, df, monkeypatch):
+    dd = pytest.importorskip("dask.dataframe")
+    ddf = dd.from_pandas(df.to_pandas(), npartitions=3)
+    quiet, shown = calframe.ece(ddf, ci=0.9, n_boot=9, progress=False), calframe.ece(ddf, ci=0.9, n_boot=9)
+    monkeypatch.setenv(P.ENV, "1")  # when computed: the call's progress=False wins, else the variable decides
+    quiet.compute()
+    assert bars == []
+    shown.compute()
+    assert [(b.kw["total"], b.n) for b in bars] == [(9, 9)]
+    bars.clear()
+    lore = calframe.fit(df, "lore", features=["age"], gamma=0.5)
+    calframe.apply(ddf, lore).compute()  # three partitions' tasks: no bar in any
+    assert bars == []
+
+
 def test_the_choice_is_carried_to_later_work_and_is_the_calling_thread_s(bars, monkeypatch):
     monkeypatch.setattr(P, "DELAY", 0.0)
     with P.setting("test", False):
