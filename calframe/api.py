@@ -1147,7 +1147,9 @@ def _v_star_interval(v: np.ndarray, acc: np.ndarray, conf: np.ndarray, grid: np.
              / np.maximum(np.bincount(cell, minlength=V_STAR_CELLS), 1))[cell]
     sm = _Smoother(v, grid, o)
     stars = []
-    for _ in range(o.n_boot):
+    from ._progress import iterate
+
+    for _ in iterate(range(o.n_boot), "v* bootstrap", unit="draw"):
         w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
         try:
             a = sm.fit(acc, w, bands=False, start=starts[0])[0]

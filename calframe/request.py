@@ -183,7 +183,7 @@ class Kernel(Local, total=False):
 # the options of each public function (in api.py; calframe.expr builds its own from the same groups)
 
 
-class Curve(Lensed, Grouped, Nulls, total=False):
+class Curve(Lensed, Grouped, Nulls, Progress, total=False):
     """vce_curve (beside its smoothing parameters)."""
 
 

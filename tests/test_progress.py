@@ -204,6 +204,11 @@ def test_vece_rank_counts_its_variables(bars, df):
     assert len(out) == 3
 
 
+def test_vce_curve_counts_the_draws_of_v_star_s_interval(bars, df):
+    calframe.vce_curve(df, "age", n_boot=25, progress=True)
+    assert [(b.kw["desc"], b.kw["total"], b.n) for b in bars] == [("v* bootstrap", 25, 25)]
+
+
 def test_local_figures_count_gammas_and_rows(bars, df):
     calframe.mlce_curve(df, ["age"], gammas=[0.1, 1.0, 10.0], progress=True)
     assert [(b.kw["desc"], b.kw["total"], b.n) for b in bars] == [("mlce_curve", 3, 3)] + [("lce", 3000, 3000)] * 3
