@@ -124,3 +124,47 @@ def test_bad_parameters_are_calframe_errors():
         calframe.calibration_test(df, alpha=1.5)
     with pytest.raises(calframe.ParameterError, match="'method' parameter"):
         calframe.calibration_test(df, method="interval")
+
+
+# --------------------------------------------------------------------------- the report's verdicts
+
+
+def test_report_does_not_call_small_calibrated_groups_miscalibrated():
+    from calframe.report import build_report
+
+    df = groups({150: 40, 20_000: 2}, 1.0, seed=9)
+    rep = build_report(df, by="g", ci=None)
+    rows = rep.to_dict()["by_group"]
+    words = [r["verdict"]["result"] for r in rows]
+    assert words.count("not calibrated") <= _allowed(40)
+    # the old rule (the plug-in ECE, or its interval, above the tolerance) called nearly all of the small ones so
+    assert sum(r["ece"] > TOL for r in rows if r["n"] == 150) >= 35
+    assert all(r["verdict"]["small"] for r in rows if r["n"] == 150)
+    assert [r["verdict"]["result"] for r in rows if r["n"] == 20_000] == ["calibrated", "calibrated"]
+    assert not any(r["verdict"]["small"] for r in rows if r["n"] == 20_000)
+    assert set(rep.to_dict()["summary"][0]["verdict"]) == {"result", "p_not_calibrated", "p_calibrated",
+                                                           "noise_ece", "small", "tolerance", "alpha", "test"}
+
+
+def test_report_headline_and_by_group_section_state_the_finding():
+    import re
+
+    from calframe.report import build_report
+
+    df = pl.concat([groups({3_000: 1}, 1.0, seed=10), groups({5_000: 1}, 1.25, seed=11).with_columns(g=pl.lit(1, pl.Int64))])
+    rep = build_report(df, by="g", ci=None)
+    head = rep.headline()
+    assert "not for g=1 (ECE" in head and "ECE <= 0.03 rejected, p < 0.001" in head
+    page = re.sub(r"<[^>]+>", " ", rep.to_html())
+    assert "How to read this: each verdict is a test at the 5% level" in page
+    assert "Here: 1 of 2 g groups not calibrated" in page and "A good result would read" in page
+    assert "Good: every" not in page
+
+
+def test_calibrated_two_groups_of_1500_no_longer_not_calibrated():
+    # the issue: calibrated data, n = 3,000 in two groups, had "not for g=a" in its headline
+    from calframe.report import build_report
+
+    for seed in range(5):
+        rep = build_report(groups({1_500: 2}, 1.0, seed=20 + seed), by="g", ci=None)
+        assert "not for" not in rep.headline() and "Not calibrated" not in rep.headline()
