@@ -168,3 +168,30 @@ def test_calibrated_two_groups_of_1500_no_longer_not_calibrated():
     for seed in range(5):
         rep = build_report(groups({1_500: 2}, 1.0, seed=20 + seed), by="g", ci=None)
         assert "not for" not in rep.headline() and "Not calibrated" not in rep.headline()
+
+
+# --------------------------------------------------------------------------- the CLI's --on test
+
+
+def test_fail_above_on_test_judges_the_verdict(tmp_path, capsys):
+    from calframe.cli import main
+
+    small = groups({150: 30}, 1.0, seed=12)  # calibrated, small groups
+    mixed = pl.concat([groups({20_000: 1}, 1.0, seed=13),
+                       groups({5_000: 1}, 1.25, seed=14).with_columns(g=pl.lit(1, pl.Int64))])
+    small.write_parquet(tmp_path / "small.parquet")
+    mixed.write_parquet(tmp_path / "mixed.parquet")
+    args = ["report", "--by", "g", "--no-ci", "--json", str(tmp_path / "out.json"), "--overwrite",
+            "--fail-above", "ece=0.03"]
+    # on the value, noise alone breaches the limit in calibrated groups of 150 rows; the test does not
+    assert main([*args[:1], str(tmp_path / "small.parquet"), *args[1:]]) == 3
+    capsys.readouterr()
+    assert main([*args[:1], str(tmp_path / "small.parquet"), *args[1:], "--on", "test"]) == 0
+    assert "limit breached" not in capsys.readouterr().err
+    # the miscalibrated group (population ECE 0.0556, 5,000 rows) breaches, the calibrated one does not
+    assert main([*args[:1], str(tmp_path / "mixed.parquet"), *args[1:], "--on", "test"]) == 3
+    err = capsys.readouterr().err
+    assert "ece [g=1]: not calibrated at tolerance 0.03 (ECE <= 0.03 rejected, p " in err
+    assert "[g=0]" not in err
+    # a limit other than the report's tolerance runs the test at that tolerance: 0.0556 is within 0.1
+    assert main([*args[:1], str(tmp_path / "mixed.parquet"), *args[1:-1], "ece=0.1", "--on", "test"]) == 0
