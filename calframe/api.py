@@ -1934,7 +1934,8 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     - ``test`` names how ``p_not_calibrated`` was found: ``"boundary"`` (labels
       simulated from the null model nearest the data with ECE = tolerance) or
       ``"bound"`` (the bound valid for every null model, used with
-      ``method="bound"`` or when no bin's gap stands out of its noise).
+      ``method="bound"``, in a small group, or when no bin's gap stands out
+      of its noise).
 
     The p-values come from ``n_sim`` simulations of the labels, bin by bin
     (consistency resampling, Bröcker & Smith 2007), seeded by ``seed`` and the

@@ -21,7 +21,9 @@ whose population gaps are known):
     stands out of its noise), keeping each bin's sign; where no bin's gap stands out, the bound below is
     used instead. Spreading the tolerance the way the data spread their gap is the null model closest to
     the data. The plug-in's bias is largest for gaps concentrated in few bins, so the mass follows the
-    squared gap (concentrating it); measured sizes at the boundary are in docs/statistics.md.
+    squared gap (concentrating it); measured sizes at the boundary are in docs/statistics.md. In a small group
+    (``noise_ece``, the mean ECE of a calibrated model on its bins, at least the tolerance) the data cannot
+    locate a gap, and the bound decides.
 ``p_not_calibrated`` (method ``"bound"``)
     Valid for every model in the null: |delta_b + e_b| <= |delta_b| + |e_b| gives T <= ECE + T0 with T0 =
     sum_b w_b |e_b| the noise of a calibrated model, so P(T >= t) <= P(T0 >= t - tolerance). Conservative
@@ -119,7 +121,9 @@ def judge_bins(w: np.ndarray, n_b: np.ndarray, conf: np.ndarray, acc: np.ndarray
     t0 = np.abs(e) @ w  # the noise ECE of a calibrated model with these bins
     s = e @ w
     p_cal = (1 + np.count_nonzero(s <= ece - tolerance)) / (n_sim + 1)
-    q = boundary_model(w, n_b, conf, acc, tolerance) if method == "boundary" else None
+    noise = float(t0.mean())
+    # a small group (a calibrated model's noise alone reaches the tolerance) cannot locate its gap: the bound
+    q = boundary_model(w, n_b, conf, acc, tolerance) if method == "boundary" and noise < tolerance else None
     if q is None:
         p_not = (1 + np.count_nonzero(t0 >= ece - tolerance)) / (n_sim + 1)
         used = "bound"
@@ -128,7 +132,6 @@ def judge_bins(w: np.ndarray, n_b: np.ndarray, conf: np.ndarray, acc: np.ndarray
         p_not = (1 + np.count_nonzero(t >= ece)) / (n_sim + 1)
         used = "boundary"
     result = "not calibrated" if p_not <= alpha else "calibrated" if p_cal <= alpha else "undecided"
-    noise = float(t0.mean())
     return {"result": result, "p_not_calibrated": float(p_not), "p_calibrated": float(p_cal),
             "noise_ece": noise, "small": noise >= tolerance, "tolerance": tolerance, "alpha": alpha,
             "test": used, "ece": ece}
