@@ -118,7 +118,7 @@ def test_headline_equals_the_api(chromium, report, tmp_path):
     ranks = calframe.vece(df, "age", by="region").sort("vece", descending=True).row(0, named=True)
     more = f" and {len(bad) - 1} more of {len(per)} regions" if len(bad) > 1 else ""
     small = sum(test[r["region"]]["small"] for r in bad)
-    small = f", {small} of them small" if len(bad) > 1 and small else ""
+    small = f" ({small} of these {len(bad)} small)" if len(bad) > 1 and small else ""
     expected = (f"{whole['verdict']} overall (ECE {_iv(overall, 'ece')}{_why(whole)}); "
                 f"not for region={bad[0]['region']} (ECE {_iv(bad[0], 'ece')}{_why(test[bad[0]['region']])}, "
                 f"{bad[0]['ece'] / per[-1]['ece']:.1f}\u00d7 the best region ({per[-1]['region']})){more}{small}; "
