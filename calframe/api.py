@@ -1943,7 +1943,8 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     it holds, and its false-alarm and power table from 50 to 100,000 rows.
     ``bins``, ``binning``, ``lens``, ``weights`` and ``nulls`` are :func:`ece`'s
     (with ``weights``, a bin's noise is simulated with its row count: an
-    approximation). The result is in the caller's flavor; a LazyFrame gives a
+    approximation). The result is in the caller's flavor; a LazyFrame is
+    collected (the reliability table's columns) and the result returned as a
     LazyFrame.
 
     Examples
