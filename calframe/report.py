@@ -891,14 +891,16 @@ def _render_html(report: Report) -> str:
     figs = _figures(report)
     o = report.options
     ci = f"no bootstrap interval{': ' + o['ci_note'] if o.get('ci_note') else ''}" if o["ci"] is None else (
-        f"{o['ci']:.0%} bootstrap intervals in brackets ({o['n_boot']} draws, seed {o['seed']})")
+        f"{o['ci']:.0%} bootstrap intervals in brackets ({o.get('ci_method') or 'percentile'}, {o['n_boot']} draws, "
+        f"seed {o['seed']})")
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{html.escape(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(report.title)}</h1>",
         f"<p class='meta'>calframe {html.escape(_version())} &middot; "
-        f"lens {html.escape(lens_phrase(o['lens']))} &middot; {o['bins']} bins &middot; {html.escape(ci)}</p>",
+        f"lens {html.escape(lens_phrase(o['lens']))} &middot; {o['bins']} bins &middot; {html.escape(ci)} &middot; "
+        f"verdicts: tests at the {o.get('alpha', 0.05):.0%} level, tolerance {o['tolerance']:g}</p>",
         f"<p class='headline' id='headline'>{html.escape(headline(report))}</p>",
         f"<p class='rule'>{html.escape(rule(report))}</p>",
     ]
