@@ -1975,7 +1975,7 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     table = reliability(frame, prob, label, **options)
     if isinstance(table, pl.LazyFrame):
         table = table.collect()
-    flavor = "pandas" if isinstance(table, pd.DataFrame) else "polars"
+    flavor = "pandas" if is_pandas_frame(table) else "polars"
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
     out = V.judge_groups(table if flavor == "polars" else pl.from_pandas(table), keys, tolerance=tolerance,
                            alpha=alpha, n_sim=n_sim, seed=seed, method=method)  # type: ignore[arg-type]
