@@ -195,3 +195,14 @@ def test_fail_above_on_test_judges_the_verdict(tmp_path, capsys):
     assert "[g=0]" not in err
     # a limit other than the report's tolerance runs the test at that tolerance: 0.0556 is within 0.1
     assert main([*args[:1], str(tmp_path / "mixed.parquet"), *args[1:-1], "ece=0.1", "--on", "test"]) == 0
+
+
+def test_size_at_the_boundary_with_the_gap_spread():
+    # population ECE exactly 0.03 (a solved in closed form), gaps spread over every bin as p^a spreads them
+    from scipy.optimize import brentq
+
+    a = brentq(lambda a: population_ece(a) - TOL, 1.0, 1.25)
+    assert population_ece(a) == pytest.approx(TOL, abs=1e-9)
+    table = flagged(groups({2_000: 100, 5_000: 60}, a, seed=15))
+    for row in table.iter_rows(named=True):
+        assert row["not_cal"] <= _allowed(row["k"]), row
