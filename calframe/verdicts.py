@@ -20,7 +20,8 @@ whose population gaps are known):
     Kumar et al. 2019's per-bin debiasing, with twice the variance so that a bin counts only when its gap
     stands out of its noise), keeping each bin's sign; where no bin's gap stands out, the bound below is
     used instead. Spreading the tolerance the way the data spread their gap is the null model closest to
-    the data. The plug-in's bias is largest for gaps concentrated in few bins, so the mass follows the
+    the data. The plug-in's bias is largest where most bins have no gap (the tolerance concentrated in few
+    bins), so the mass follows the
     squared gap (concentrating it); measured sizes at the boundary are in docs/statistics.md. In a small group
     (``noise_ece``, the mean ECE of a calibrated model on its bins, at least the tolerance) the data cannot
     locate a gap, and the bound decides.
@@ -41,13 +42,11 @@ acc_b nearer 1/2 (the larger Bernoulli variance: conservative). p-values are Mon
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-#: The verdicts, in the order the report explains them.
-VERDICTS = ("calibrated", "not calibrated", "undecided")
 METHODS = ("boundary", "bound")
 #: Monte Carlo draws per group by default: a p-value near 0.05 to about +-0.005 (one standard error).
 N_SIM = 2000
