@@ -21,10 +21,9 @@ whose population gaps are known):
     stands out of its noise), keeping each bin's sign; where no bin's gap stands out, the bound below is
     used instead. Spreading the tolerance the way the data spread their gap is the null model closest to
     the data. The plug-in's bias is largest where most bins have no gap (the tolerance concentrated in few
-    bins), so the mass follows the
-    squared gap (concentrating it); measured sizes at the boundary are in docs/statistics.md. In a small group
-    (``noise_ece``, the mean ECE of a calibrated model on its bins, at least the tolerance) the data cannot
-    locate a gap, and the bound decides.
+    bins), so the mass follows the squared gap (concentrating it); measured sizes at the boundary are in
+    docs/statistics.md. In a small group (``noise_ece``, the mean ECE of a calibrated model on its bins, at
+    least the tolerance) the data cannot locate a gap, and the bound decides.
 ``p_not_calibrated`` (method ``"bound"``)
     Valid for every model in the null: |delta_b + e_b| <= |delta_b| + |e_b| gives T <= ECE + T0 with T0 =
     sum_b w_b |e_b| the noise of a calibrated model, so P(T >= t) <= P(T0 >= t - tolerance). Conservative
