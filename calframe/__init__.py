@@ -56,6 +56,7 @@ __all__ = [
     "mlce",
     "mlce_curve",
     "brier",
+    "calibration_test",
     "calib",
     "ce",
     "class_",

@@ -240,11 +240,43 @@ def _limit(text: str) -> Limit:
     return Limit(figure, variable or None, limit)
 
 
+def _test_breaches(lim: Limit, rep: Any, frame: Any, args: argparse.Namespace) -> list[str]:
+    """``--on test``: one line per group (and overall) that the verdict's test calls "not calibrated" with the
+    limit as its tolerance (:func:`calframe.calibration_test`: the data reject "population ECE <= LIMIT" at
+    the 5% level). At the report's own tolerance these are the report's verdicts."""
+    import math
+
+    from . import api
+    from .report import evidence, group_name
+
+    by = _split(args.by) or []
+    if math.isclose(lim.limit, rep.options["tolerance"]):
+        tables = [rep.summary] + ([rep.by_group] if rep.by_group is not None else [])
+        rows = [r for t in tables for r in t.iter_rows(named=True)]
+    else:
+        from .verdicts import FIELDS
+
+        options = dict(prob=_prob(args.prob), label=args.label, bins=args.bins, lens=rep.options["lens"],
+                       nulls=args.nulls, tolerance=lim.limit, alpha=rep.options["alpha"], seed=args.seed)
+        tests = [api.calibration_test(frame, **options)] + ([api.calibration_test(frame, by=by, **options)]
+                                                            if by else [])
+        rows = [{**r, "verdict": {"result": r["verdict"], **{f: r[f] for f in FIELDS[1:]}}}
+                for t in tests for r in (t.collect() if isinstance(t, pl.LazyFrame) else t).iter_rows(named=True)]
+    lines = []
+    for row in rows:
+        if row["verdict"]["result"] == "not calibrated":
+            group = group_name(row, [c for c in by if c in row])
+            lines.append(f"{lim}{f' [{group}]' if group else ''}: not calibrated at tolerance {lim.limit:g} "
+                         f"({evidence(row)})")
+    return lines
+
+
 def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespace) -> list[str]:
     """One line per figure (and group, or window) over its limit: judged on the value, or with ``--on upper`` on
     the upper bound of the report's interval. Summary figures are judged overall and in every ``--by`` group, and
     ``ece`` also in every ``--time-col`` window that has rows; ``vece``/``vmce`` in every group (overall without
-    ``--by``). A NaN figure is a breach (it proves nothing)."""
+    ``--by``). A NaN figure is a breach (it proves nothing). With ``--on test``, ``ece=LIMIT`` is judged by the
+    verdict's test with LIMIT as the tolerance (:func:`_test_breaches`); other figures are judged on the value."""
     from . import api
     from .report import group_name
 
@@ -253,6 +285,9 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
     time_col = rep.options["time_col"]
     lines = []
     for lim in limits:
+        if args.on == "test" and lim.figure == "ece" and lim.variable is None:
+            lines += _test_breaches(lim, rep, frame, args)
+            continue
         if lim.variable is None:
             tables = [rep.summary] + ([rep.by_group] if rep.by_group is not None else [])
             if lim.figure == "ece" and rep.over_time is not None:
@@ -577,6 +612,7 @@ EXAMPLES = {
   calframe report scores.parquet --prob prob --label label --lens top1 --no-ci --json -
   calframe report scores.parquet --by region --fail-above ece=0.05 --fail-above vece:age=0.03
   calframe report scores.parquet --fail-above ece=0.05 --on upper --n-boot 200 --out report.html
+  calframe report scores.parquet --by region --fail-above ece=0.03 --on test --no-ci
   calframe report scores.parquet --time-col ts --every 1d --baseline 2024-01-01 --out report.html
   calframe report scores.parquet --time-col ts --every 1w --baseline 2024-01-01,2024-01-15 --ci 0.9""",
     "fit": """\
@@ -643,9 +679,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"exit 3 (after writing the outputs) when FIGURE exceeds LIMIT, overall or in any --by "
                      f"group (ece: and in any --time-col window); FIGURE is one of {', '.join(GATED_FIGURES)}, or vece:VARIABLE / vmce:VARIABLE "
                      "(repeatable)")
-    rep.add_argument("--on", choices=["value", "upper"], default="value",
-                     help="judge --fail-above on the figure (value, default) or on the upper bound of its "
-                     "bootstrap interval (upper; computes the interval, 0.95 unless --ci; not with --no-ci)")
+    rep.add_argument("--on", choices=["value", "upper", "test"], default="value",
+                     help="judge --fail-above on the figure (value, default), on the upper bound of its "
+                     "bootstrap interval (upper; computes the interval, 0.95 unless --ci; not with --no-ci), or, "
+                     "for ece=LIMIT, on the verdict's test (test: a breach when the data reject 'ECE <= LIMIT' at "
+                     "the 5%% level, overall or in a --by group: the verdict 'not calibrated' at tolerance LIMIT; "
+                     "other figures are then judged on the value)")
     rep.add_argument("--time-col", metavar="COLUMN",
                      help="a Date or Datetime column: adds the ECE per time window ('Over time'); --fail-above "
                      "ece=... then also judges every window with rows")

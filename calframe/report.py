@@ -146,6 +146,7 @@ def build_report(
     nulls: str = "raise",
     title: str = "Calibration report",
     tolerance: float = TOLERANCE,
+    alpha: float = 0.05,
     time_col: str | None = None,
     every: Any = "1d",
     baseline: Any = None,
@@ -157,8 +158,15 @@ def build_report(
     Every calibration figure uses one lens: ``lens``, or by default (None)
     ``class:1`` for a single probability column (binary input) and ``top1``
     for class probabilities (SPEC §8 "Default lens"). The lens used is
-    ``report.options["lens"]`` and is printed in the HTML page. ``tolerance``
-    is the ECE the headline's verdicts compare the interval with (:func:`verdict`).
+    ``report.options["lens"]`` and is printed in the HTML page.
+
+    The verdicts are tests (:func:`calframe.calibration_test`, docs/statistics.md): overall and per group,
+    ``"not calibrated"`` when the data reject "population ECE <= ``tolerance``" at level ``alpha``,
+    ``"calibrated"`` when they reject "population ECE >= ``tolerance``", else ``"undecided"``. The summary and
+    every ``by_group`` row carry them as a ``verdict`` struct (``result``, ``p_not_calibrated``,
+    ``p_calibrated``, ``noise_ece``, ``small``, ``tolerance``, ``alpha``, ``test``), which the JSON writes as a
+    ``verdict`` object; ``small`` marks a group whose rows are so few that a perfectly calibrated model's ECE
+    would reach the tolerance.
 
     ``ci``: the level of the bootstrap intervals, None for none, or
     ``"auto"`` (default): 0.95 when the rows times ``n_boot`` are at most
@@ -191,6 +199,7 @@ def build_report(
     from ._params import check_positive_float
 
     tolerance = check_positive_float("report", "tolerance", tolerance, below=1.0)
+    alpha = check_positive_float("report", "alpha", alpha, below=1.0)
     lens = L.lens_used(frame, prob, lens, func="report")
     ci, ci_note = _interval_level(frame, ci, n_boot)
     common = dict(prob=prob, label=label, nulls=nulls, lens=lens)
@@ -203,12 +212,15 @@ def build_report(
     smooth = _smooth_display(frame, ci, n_boot, seed, **common)
     bar.update()
     summary = _pl(summary).with_columns(smece=pl.lit(None if smooth is None else smooth.smece, pl.Float64))
+    tested = dict(bins=bins, tolerance=tolerance, alpha=alpha, seed=seed, **common)
+    summary = _with_verdicts(summary, api.calibration_test(frame, **tested), [])  # type: ignore[arg-type]
     by_group = disparity = disparity_note = None
     if by is not None:
         by_group, disparity, disparity_note = _groups(frame, dict(bins=bins, by=by, ci=ci, n_boot=n_boot, seed=seed, **common))
         if smooth is not None:
             per = _pl(api.smece(frame, by=by, **common)).select(*_by_list(by), "smece")  # type: ignore[arg-type]
             by_group = by_group.join(per, on=_by_list(by), how="left", nulls_equal=True, maintain_order="left")
+        by_group = _with_verdicts(by_group, api.calibration_test(frame, by=by, **tested), _by_list(by))  # type: ignore[arg-type]
         bar.update()
     reliability = api.reliability(frame, bins=bins, by=by, **common)  # type: ignore[arg-type]
     bar.update()
@@ -232,9 +244,20 @@ def build_report(
         bar.update()
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
                           "lens": lens, "ci": ci, "ci_note": ci_note, "n_boot": n_boot, "seed": seed,
-                          "tolerance": tolerance, "time_col": time_col, "every": every if time_col else None,
+                          "tolerance": tolerance, "alpha": alpha, "time_col": time_col, "every": every if time_col else None,
                           "baseline": baseline, "disparity_note": disparity_note},
                   summary, by_group, _pl(reliability), variables_df, curves, _pl(over_time), disparity, smooth)
+
+
+def _with_verdicts(df: pl.DataFrame, tests: Any, keys: list[str]) -> pl.DataFrame:
+    """``df`` with the ``verdict`` struct of :func:`calframe.calibration_test`'s rows (joined on ``keys``)."""
+    from .verdicts import verdict_struct
+
+    tests = _pl(tests)
+    struct = tests.select(*keys, verdict_struct(tests))  # type: ignore[union-attr]
+    if not keys:
+        return df.with_columns(struct.to_series(0).alias("verdict"))
+    return df.join(struct, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
 def _groups(frame: Any, options: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame | None, str | None]:
@@ -367,6 +390,64 @@ def verdict(value: Any, lo: Any = None, hi: Any = None, tolerance: float = TOLER
     return "calibrated" if hi <= tolerance else "not calibrated" if lo > tolerance else "undecided"
 
 
+def tested(row: dict[str, Any], tolerance: float = TOLERANCE) -> str:
+    """A row's verdict: its test's (the ``verdict`` struct of :func:`build_report`), else the interval rule
+    of :func:`verdict` (the time windows, which are not tested)."""
+    v = row.get("verdict")
+    if isinstance(v, dict) and v.get("result") is not None:
+        return v["result"]
+    return verdict(*_bounds(row, "ece"), tolerance=tolerance)
+
+
+def evidence(row: dict[str, Any]) -> str:
+    """What a row's verdict came from, in words: ``ECE <= 0.03 rejected, p < 0.001``; for an undecided
+    verdict both p-values; "" without a test.
+
+    >>> v = dict(result="undecided", p_not_calibrated=0.41, p_calibrated=0.2, tolerance=0.03, alpha=0.05)
+    >>> evidence({"verdict": v}), evidence({"verdict": {**v, "result": "calibrated", "p_calibrated": 0.0004}})
+    ('neither rejected at 5%: p = 0.41 for ECE <= 0.03, p = 0.2 for ECE >= 0.03', 'ECE >= 0.03 rejected, p < 0.001')
+    """
+    from .verdicts import p_text
+
+    v = row.get("verdict")
+    if not isinstance(v, dict) or v.get("result") is None:
+        return ""
+    tol = f"{v['tolerance']:g}"
+    if v["result"] == "not calibrated":
+        return f"ECE <= {tol} rejected, {p_text(v['p_not_calibrated'])}"
+    if v["result"] == "calibrated":
+        return f"ECE >= {tol} rejected, {p_text(v['p_calibrated'])}"
+    return (f"neither rejected at {v['alpha']:.0%}: {p_text(v['p_not_calibrated'])} for ECE <= {tol}, "
+            f"{p_text(v['p_calibrated'])} for ECE >= {tol}")
+
+
+def _small(row: dict[str, Any]) -> bool:
+    v = row.get("verdict")
+    return isinstance(v, dict) and bool(v.get("small"))
+
+
+def _p_pair(row: dict[str, Any]) -> str:
+    """The two p-values of a row's test, ``0.41, 0.2`` (ECE <= tolerance, ECE >= tolerance)."""
+    v = row.get("verdict")
+    if not isinstance(v, dict) or v.get("result") is None:
+        return ""
+    return ", ".join("<0.001" if p < 0.001 else f"{p:.2g}" for p in (v["p_not_calibrated"], v["p_calibrated"]))
+
+
+def findings(rows: Sequence[dict[str, Any]], what: str, tolerance: float = TOLERANCE) -> str:
+    """How many groups got each verdict, and how many are small: ``2 of 10 race, sex groups not calibrated, ...``.
+
+    >>> v = lambda r, small=False: {"verdict": {"result": r, "small": small}}
+    >>> findings([v("not calibrated"), v("undecided", True), v("undecided", True)], "region")
+    '1 of 3 region groups not calibrated, 2 undecided (2 of the 3 small)'
+    """
+    words = [tested(r, tolerance) for r in rows]
+    counts = [(w, words.count(w)) for w in ("not calibrated", "calibrated", "undecided") if w in words]
+    text = ", ".join(f"{k} {w}" if i else f"{k} of {len(rows)} {what} groups {w}" for i, (w, k) in enumerate(counts))
+    small = sum(_small(r) for r in rows)
+    return text + (f" ({small} of the {len(rows)} small)" if small else "")
+
+
 def group_name(row: dict[str, Any], by: Sequence[str]) -> str:
     """A group as the report and ``--fail-above`` name it: ``region=south, device=ios``; a null key is ``null``
     (as :func:`calframe.disparity` and Polars write it).
@@ -394,16 +475,17 @@ def _worst_first(df: pl.DataFrame, column: str) -> pl.DataFrame:
 def headline(report: "Report") -> str:
     """One paragraph that answers "is it calibrated, for whom not, along what?", from the report's figures.
 
-    The verdicts follow :func:`verdict` with ``report.options["tolerance"]`` on the ECE and its interval.
+    The verdicts are the tests' (:func:`calframe.calibration_test`, the ``verdict`` struct of each row), each
+    with what it came from; the groups' tell how many got each verdict and how many are small.
     """
     o = report.options
     tol, by = o["tolerance"], _by_list(o["by"])
     row = report.summary.row(0, named=True)
-    parts = [f"{verdict(*_bounds(row, 'ece'), tolerance=tol)} overall (ECE {interval(*_bounds(row, 'ece'))})"]
+    parts = [f"{tested(row, tol)} overall (ECE {interval(*_bounds(row, 'ece'))}{_because(row)})"]
     if report.by_group is not None and report.by_group.height:
         groups = _worst_first(report.by_group, "ece").rows(named=True)
         what = by[0] if len(by) == 1 else "group"
-        words = [verdict(*_bounds(g, "ece"), tolerance=tol) for g in groups]
+        words = [tested(g, tol) for g in groups]
         best = groups[-1]["ece"]
         best_name = _key(groups[-1][by[0]]) if len(by) == 1 else group_name(groups[-1], by)
         for word in ("not calibrated", "undecided"):
@@ -413,8 +495,10 @@ def headline(report: "Report") -> str:
                 ratio = worst["ece"] / best if best and worst["ece"] is not None else None
                 times = f", {ratio:.1f}\u00d7 the best {what} ({best_name})" if ratio is not None and math.isfinite(ratio) else ""
                 more = f" and {len(hits) - 1} more of {len(groups)} {what}s" if len(hits) > 1 else ""
+                small = f" ({sum(map(_small, hits))} of these {len(hits)} small)" if len(hits) > 1 and any(map(_small, hits)) else ""
                 parts.append(f"{'not' if word == 'not calibrated' else 'undecided'} for "
-                             f"{group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{times}){more}")
+                             f"{group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{_because(worst)}"
+                             f"{times}){more}{small}")
                 break
         else:
             parts.append(f"calibrated in every {what} (worst {group_name(groups[0], by)}, "
@@ -427,6 +511,14 @@ def headline(report: "Report") -> str:
         parts.append(_worst_window(report))
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:]
+
+
+def _because(row: dict[str, Any]) -> str:
+    """``; ECE <= 0.03 rejected, p < 0.001`` (the verdict's evidence, :func:`evidence`) or ``; small, ...``."""
+    why = evidence(row)
+    if not why:
+        return ""
+    return f"; {'small, ' if _small(row) else ''}{why}"
 
 
 def _worst_window(report: "Report") -> str:
@@ -461,32 +553,40 @@ def window_table(report: "Report") -> pl.DataFrame:
 
 
 def rule(report: "Report") -> str:
-    """The verdict rule in words, with the report's tolerance and interval."""
+    """How to read the report: the verdict rule in words, with the report's tolerance, level and interval."""
     o = report.options
-    tol = f"{o['tolerance']:g}"
+    tol, alpha = f"{o['tolerance']:g}", o.get("alpha", 0.05)
     if o["ci"] is None:
         why = f" ({o['ci_note']})" if o.get("ci_note") else ""
-        return (f"Calibrated means the ECE is at most {tol} (the tolerance); this report has no bootstrap interval"
-                f"{why}, so the estimate alone decides (add the interval to tell noise from miscalibration).")
-    return (f"Calibrated means the whole {o['ci']:.0%} interval of the ECE lies at or below {tol} (the tolerance): "
-            "the data rule out a larger error. Not calibrated: the whole interval lies above it. Undecided: the "
-            "interval straddles it, and more rows would decide.")
+        brackets = f"This report has no bootstrap intervals{why}; the verdicts do not need them."
+    else:
+        method = o.get("ci_method") or "percentile"
+        brackets = (f"Brackets: the {o['ci']:.0%} bootstrap interval ({method}, {o['n_boot']} draws) of each "
+                    "figure; the verdict comes from the test, not from the interval.")
+    return (f"How to read this: each verdict is a test at the {alpha:.0%} level against a tolerance of {tol} on "
+            f"the ECE. Not calibrated: the data reject \"ECE <= {tol}\". Calibrated: they reject \"ECE >= {tol}\". "
+            "Undecided: neither, and more rows would decide. A calibrated group is called not calibrated at most "
+            f"{alpha:.0%} of the time, at any size. The ECE shown is the plug-in estimate, which few rows per bin "
+            "push up; the debiased CE (Kumar et al. 2019) removes that bias, and \"small\" marks a group so small "
+            f"that a perfectly calibrated model's ECE would reach {tol}. {brackets}")
 
 
 def figure_table(df: pl.DataFrame, by: Sequence[str] = (), figures: Sequence[str] = FIGURES,
                  tolerance: float | None = None) -> pl.DataFrame:
     """The summary ``df`` as text, one column per figure (``0.0592 [0.0488, 0.0724]``), for tables and the console.
 
-    Columns: the group columns, ``rows``, the ``figures`` (``LABELS`` as headers) and, with ``tolerance``, the
-    ``verdict`` of the ECE. Rows keep ``df``'s order.
+    Columns: the group columns, ``rows`` (``(small)`` after a small group's), the ``figures`` (``LABELS`` as
+    headers) and, with ``tolerance``, the ``verdict`` and the p-values of its test. Rows keep ``df``'s order.
     """
     cols: dict[str, list[str]] = {c: [_key(v) for v in df[c]] for c in by}
-    cols[LABELS["n"]] = [str(v) for v in df["n"]]
     rows = df.rows(named=True)
+    cols[LABELS["n"]] = [f"{r['n']} (small)" if _small(r) else str(r["n"]) for r in rows]
     for f in figures:
         cols[LABELS[f]] = [interval(*_bounds(r, f)) for r in rows]
     if tolerance is not None:
-        cols["verdict"] = [verdict(*_bounds(r, "ece"), tolerance=tolerance) for r in rows]
+        cols["verdict"] = [tested(r, tolerance) for r in rows]
+        if "verdict" in df.columns:
+            cols[f"p (ECE <= {tolerance:g}, >= {tolerance:g})"] = [_p_pair(r) for r in rows]
     return pl.DataFrame(cols, schema={c: pl.String for c in cols})
 
 
@@ -494,7 +594,7 @@ def figure_table(df: pl.DataFrame, by: Sequence[str] = (), figures: Sequence[str
 
 #: The figures the console shows without ``--wide``, overall and per group (the HTML page shows them all).
 CONSOLE_OVERALL = ("ece", "ce_debiased", "brier")
-CONSOLE_GROUPS = ("ece", "mce")
+CONSOLE_GROUPS = ("ece", "ce_debiased")
 
 
 def _render_text(report: "Report", wide: bool, width: int) -> str:
@@ -647,10 +747,11 @@ def _overall(report: Report, figs: dict[str, str]) -> Section:
     o = report.options
     pred, obs = _words(o["lens"])
     row = report.summary.row(0, named=True)
-    table = pl.DataFrame({"figure": [LABELS[f] for f in FIGURES],
+    table = pl.DataFrame({"figure": [LABELS[f] for f in FIGURES] + ["verdict"],
                           "value" if o["ci"] is None else f"value [{o['ci']:.0%} interval]":
-                              [interval(*_bounds(row, f)) for f in FIGURES],
-                          "what it is": [MEANINGS[f] for f in FIGURES]})
+                              [interval(*_bounds(row, f)) for f in FIGURES] + [tested(row, o["tolerance"])],
+                          "what it is": [MEANINGS[f] for f in FIGURES] + [
+                              f"the test's result against the tolerance {o['tolerance']:g}: {evidence(row)}"]})
     note = (f"ECE is the average gap between {pred} and {obs}, over {o['bins']} bins of the prediction, weighted by "
             f"rows ({row['n']} rows here): 0 is perfect, and 0.03 means predictions are off by 3 points on "
             "average. The smooth ECE measures the same gap without bins (see Smooth reliability), so a second "
@@ -666,9 +767,11 @@ def _by_group(report: Report, figs: dict[str, str]) -> Section | None:
     by = _by_list(o["by"])
     what = ", ".join(by)
     df = _worst_first(report.by_group, "ece")
-    note = (f"The same figures within each {what}, worst ECE first. A model can be calibrated overall and not "
-            "within groups, when their errors cancel (one group over-predicted, another under-predicted). Good: "
-            f"every {what} calibrated, with similar ECEs.")
+    note = (f"The same figures within each {what}, worst ECE first. Here: "
+            f"{findings(df.rows(named=True), what, o['tolerance'])}. A model can be calibrated overall and not "
+            "within groups, when their errors cancel (one group over-predicted, another under-predicted). A good "
+            f"result would read: every {what} calibrated, with similar ECEs. \"(small)\" after the rows: too few "
+            "for the ECE alone to tell (a calibrated model's would reach the tolerance); their verdict still holds.")
     body = (_table(figure_table(df, by, ESSENTIAL, o["tolerance"]))
             + _details(f"All figures by {what}", _table(figure_table(df, by, GROUP_FIGURES))))
     return Section(f"By {what}", note, body + _disparity(report, what))
@@ -806,14 +909,16 @@ def _render_html(report: Report) -> str:
     figs = _figures(report)
     o = report.options
     ci = f"no bootstrap interval{': ' + o['ci_note'] if o.get('ci_note') else ''}" if o["ci"] is None else (
-        f"{o['ci']:.0%} bootstrap intervals in brackets ({o['n_boot']} draws, seed {o['seed']})")
+        f"{o['ci']:.0%} bootstrap intervals in brackets ({o.get('ci_method') or 'percentile'}, {o['n_boot']} draws, "
+        f"seed {o['seed']})")
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{html.escape(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(report.title)}</h1>",
         f"<p class='meta'>calframe {html.escape(_version())} &middot; "
-        f"lens {html.escape(lens_phrase(o['lens']))} &middot; {o['bins']} bins &middot; {html.escape(ci)}</p>",
+        f"lens {html.escape(lens_phrase(o['lens']))} &middot; {o['bins']} bins &middot; {html.escape(ci)} &middot; "
+        f"verdicts: tests at the {o.get('alpha', 0.05):.0%} level, tolerance {o['tolerance']:g}</p>",
         f"<p class='headline' id='headline'>{html.escape(headline(report))}</p>",
         f"<p class='rule'>{html.escape(rule(report))}</p>",
     ]

@@ -44,7 +44,7 @@ def chromium() -> str:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> tuple[Path, object]:
     d = tmp_path_factory.mktemp("report")
-    df = calframe.datasets.grouped_miscalibration(n=4000, seed=3, age_shift=0.15)
+    df = calframe.datasets.grouped_miscalibration(n=8000, seed=3, age_shift=0.15)
     src = d / "scores.parquet"
     df.write_parquet(src)
     out = d / "report.html"
@@ -62,9 +62,24 @@ def _run(exe: str, args: list[str], tmp: Path) -> subprocess.CompletedProcess:
 TOL = 0.03  # the report's default tolerance (docs/plots.md, "The verdict")
 
 
-def _verdict(lo: float, hi: float) -> str:
-    """docs/plots.md's rule, written out again: the whole interval at or below the tolerance, above it, or neither."""
-    return "calibrated" if hi <= TOL else "not calibrated" if lo > TOL else "undecided"
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def _why(t: dict) -> str:
+    """The headline's evidence of a calframe.calibration_test row, as docs/plots.md ("The verdict") words it."""
+    if t["verdict"] == "not calibrated":
+        why = f"ECE <= {TOL:g} rejected, {_p(t['p_not_calibrated'])}"
+    elif t["verdict"] == "calibrated":
+        why = f"ECE >= {TOL:g} rejected, {_p(t['p_calibrated'])}"
+    else:
+        why = (f"neither rejected at 5%: {_p(t['p_not_calibrated'])} for ECE <= {TOL:g}, "
+               f"{_p(t['p_calibrated'])} for ECE >= {TOL:g}")
+    return f"; {'small, ' if t['small'] else ''}{why}"
+
+
+def _pair(t: dict) -> str:
+    return ", ".join("<0.001" if p < 0.001 else f"{p:.2g}" for p in (t["p_not_calibrated"], t["p_calibrated"]))
 
 
 def _iv(row: dict, fig: str) -> str:
@@ -96,14 +111,17 @@ def test_headline_equals_the_api(chromium, report, tmp_path):
     overall = calframe.summary(df, **boot).row(0, named=True)
     assert overall["ece"] == pytest.approx(calframe.ece(df), rel=1e-12)
     per = calframe.summary(df, by="region", **boot).sort("ece", descending=True).rows(named=True)
-    words = [_verdict(r["ece_lo"], r["ece_hi"]) for r in per]
-    bad = [r for r, w in zip(per, words) if w == "not calibrated"]
+    test = {r["region"]: r for r in calframe.calibration_test(df, by="region").iter_rows(named=True)}  # seed 0
+    whole = calframe.calibration_test(df).row(0, named=True)
+    bad = [r for r in per if test[r["region"]]["verdict"] == "not calibrated"]
     assert bad, "the fixture is miscalibrated in some region"
     ranks = calframe.vece(df, "age", by="region").sort("vece", descending=True).row(0, named=True)
     more = f" and {len(bad) - 1} more of {len(per)} regions" if len(bad) > 1 else ""
-    expected = (f"{_verdict(overall['ece_lo'], overall['ece_hi'])} overall (ECE {_iv(overall, 'ece')}); "
-                f"not for region={bad[0]['region']} (ECE {_iv(bad[0], 'ece')}, "
-                f"{bad[0]['ece'] / per[-1]['ece']:.1f}\u00d7 the best region ({per[-1]['region']})){more}; "
+    small = sum(test[r["region"]]["small"] for r in bad)
+    small = f" ({small} of these {len(bad)} small)" if len(bad) > 1 and small else ""
+    expected = (f"{whole['verdict']} overall (ECE {_iv(overall, 'ece')}{_why(whole)}); "
+                f"not for region={bad[0]['region']} (ECE {_iv(bad[0], 'ece')}{_why(test[bad[0]['region']])}, "
+                f"{bad[0]['ece'] / per[-1]['ece']:.1f}\u00d7 the best region ({per[-1]['region']})){more}{small}; "
                 f"most miscalibrated along age (VECE {ranks['vece']:.4f} in region={ranks['region']}).")
     assert shown == expected[0].upper() + expected[1:]
 
@@ -116,9 +134,12 @@ def test_tables_show_the_api_figures_worst_first(chromium, report, tmp_path):
     # the per-region table: one row per region, worst ECE first, "value [lo, hi]" in one cell
     rows = [_text(r) for r in re.findall(r"<tr>(.*?)</tr>", dom.split("<h2>By region</h2>")[1], re.S)[1:5]]
     assert [r.split()[0] for r in rows] == per["region"].to_list()
+    test = {r["region"]: r for r in calframe.calibration_test(df, by="region").iter_rows(named=True)}
     for row, api in zip(rows, per.iter_rows(named=True)):
-        assert row.startswith(f"{api['region']} {api['n']} {_iv(api, 'ece')} {_iv(api, 'ce_debiased')}")
-        assert row.endswith(_verdict(api["ece_lo"], api["ece_hi"]))
+        t = test[api["region"]]
+        rows_cell = f"{api['n']} (small)" if t["small"] else f"{api['n']}"
+        assert row.startswith(f"{api['region']} {rows_cell} {_iv(api, 'ece')} {_iv(api, 'ce_debiased')}")
+        assert row.endswith(f"{t['verdict']} {_pair(t)}")
     assert "_lo" not in text and "_hi" not in text
     vece = calframe.vece(df, "age", by="region").sort("vece", descending=True)
     section = dom.split("Calibration along variables (VECE)</h2>")[1]

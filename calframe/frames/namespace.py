@@ -20,7 +20,7 @@ from .. import api
 #: every public function whose first parameter is the frame
 FRAME_FUNCTIONS = ("ce", "ece", "mce", "rmsce", "reliability", "brier", "log_loss", "accuracy", "summary", "disparity",
                    "vece", "vmce", "vece_rank", "vce_curve", "gece", "lce", "mlce", "mlce_curve", "fit", "apply", "smece",
-                   "monitor")
+                   "monitor", "calibration_test")
 
 
 def _method(name: str) -> Any:

@@ -1,0 +1,208 @@
+"""calframe.calibration_test: the verdict as a test, checked by simulation against population ECEs in closed form.
+
+p ~ U(0, 1), y ~ Bernoulli(p^a), 15 uniform bins: the population ECE is sum_b |int_b (p - p^a) dp| (computed
+below, not by calframe): 0 for a = 1, 0.0122 for a = 1.05, 0.0556 for a = 1.25. Each test draws many groups
+into one frame and runs one grouped call (one pass, one seeded simulation per group).
+
+Monte Carlo noise: K groups whose true false-alarm rate is at most 5% give a count at most
+binom.ppf(0.999, K, 0.05) with probability 0.999 (``_allowed``); the seeds are fixed, so each test is
+deterministic, and the bound says what a failure would mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import binom
+
+import calframe
+
+TOL = 0.03
+
+
+def population_ece(a: float, bins: int = 15) -> float:
+    """sum_b |int_b (p - p^a) dp| over uniform bins: the population ECE of y ~ Bernoulli(p^a), p ~ U(0, 1)."""
+    e = np.linspace(0.0, 1.0, bins + 1)
+    return float(np.sum(np.abs((e[1:] ** 2 - e[:-1] ** 2) / 2 - (e[1:] ** (a + 1) - e[:-1] ** (a + 1)) / (a + 1))))
+
+
+def groups(sizes: dict[int, int], a: float, seed: int) -> pl.DataFrame:
+    """``count`` groups of ``n`` rows for each n: count in ``sizes``, with y ~ Bernoulli(p^a)."""
+    rng = np.random.default_rng(seed)
+    lengths = np.repeat(list(sizes), list(sizes.values()))
+    total = int(lengths.sum())
+    p = rng.random(total)
+    return pl.DataFrame({"prob": p, "label": (rng.random(total) < p ** a).astype(np.int8),
+                         "g": np.repeat(np.arange(lengths.size), lengths), "size": np.repeat(lengths, lengths)})
+
+
+def flagged(df: pl.DataFrame, **kw) -> pl.DataFrame:
+    """Per group size: groups, how many are called "not calibrated", and "calibrated"."""
+    out = calframe.calibration_test(df, by=["size", "g"], tolerance=TOL, n_sim=500, **kw)
+    return out.group_by("size", maintain_order=True).agg(
+        k=pl.len(), not_cal=(pl.col("verdict") == "not calibrated").sum(),
+        cal=(pl.col("verdict") == "calibrated").sum()).sort("size")
+
+
+def _allowed(k: int, rate: float = 0.05) -> int:
+    return int(binom.ppf(0.999, k, rate))
+
+
+def test_population_values_in_closed_form():
+    assert population_ece(1.0) == 0.0
+    assert population_ece(1.25) == pytest.approx(0.0556, abs=5e-5)
+    assert population_ece(1.05) == pytest.approx(0.0122, abs=5e-5)
+
+
+@pytest.mark.parametrize("sizes", [{50: 400, 150: 300, 500: 200}, {2_000: 60, 5_000: 40, 20_000: 15, 100_000: 5}],
+                         ids=["50-500", "2000-1e5"])
+def test_calibrated_groups_are_rarely_called_not_calibrated(sizes):
+    # the old rule (lower bound of the plug-in's percentile interval above 0.03) fired in 92% of calibrated
+    # groups of 644 rows and in all of 150 rows
+    table = flagged(groups(sizes, 1.0, seed=1))
+    for row in table.iter_rows(named=True):
+        assert row["not_cal"] <= _allowed(row["k"]), row
+    assert table["not_cal"].sum() <= _allowed(int(table["k"].sum()))
+
+
+def test_calibrated_large_groups_are_called_calibrated():
+    table = flagged(groups({20_000: 10, 100_000: 4}, 1.0, seed=2))
+    assert table["cal"].to_list() == table["k"].to_list()
+
+
+def test_power_at_ece_0_056_and_5000_rows():
+    assert population_ece(1.25) > TOL
+    table = flagged(groups({5_000: 100}, 1.25, seed=3))
+    assert table["not_cal"].item() >= 90  # the issue's bar: flagged at least 90% of the time
+    assert table["cal"].item() == 0
+
+
+def test_ece_0_012_is_never_flagged():
+    # far inside the null (0.0122 < 0.03): never "not calibrated" once the groups have the rows to tell
+    table = flagged(groups({2_000: 50, 5_000: 30, 20_000: 10, 100_000: 3}, 1.05, seed=4))
+    assert table["not_cal"].sum() == 0
+    # and at 20,000 rows and more, the data rule out an ECE of 0.03
+    assert table.filter(pl.col("size") >= 20_000)["cal"].to_list() == [10, 3]
+
+
+def test_ece_0_012_small_groups_within_the_false_alarm_rate():
+    table = flagged(groups({50: 300, 500: 100}, 1.05, seed=5))
+    for row in table.iter_rows(named=True):
+        assert row["not_cal"] <= _allowed(row["k"]), row
+
+
+def test_the_bound_method_holds_where_the_gap_is_concentrated():
+    # a null model the boundary method fits least well: the whole tolerance in one bin of weight 1/15 (a gap of
+    # 0.45 in bin 7), ECE exactly 0.03. The bound's p-value is valid for every null model (docs/statistics.md).
+    rng = np.random.default_rng(6)
+    n, k = 2_000, 100
+    p = rng.random(n * k)
+    q = np.where(np.floor(p * 15) == 7, np.minimum(p + 0.45, 1.0), p)
+    df = pl.DataFrame({"prob": p, "label": (rng.random(n * k) < q).astype(np.int8), "g": np.repeat(np.arange(k), n)})
+    out = calframe.calibration_test(df, by="g", method="bound", n_sim=500)
+    assert (out["verdict"] == "not calibrated").sum() <= _allowed(k)
+    assert set(out["test"]) == {"bound"}
+
+
+def test_statistic_is_the_plug_in_ece_and_flavors_agree():
+    df = groups({300: 3}, 1.25, seed=7)
+    out = calframe.calibration_test(df, by="g", n_sim=200)
+    assert out["ece"].to_list() == pytest.approx(calframe.ece(df, by="g")["ece"].to_list(), abs=1e-12)
+    pd_out = calframe.calibration_test(df.to_pandas(), by="g", n_sim=200)
+    assert pd_out["verdict"].tolist() == out["verdict"].to_list()
+    assert pd_out["p_not_calibrated"].tolist() == out["p_not_calibrated"].to_list()
+    lazy = calframe.calibration_test(df.lazy(), by="g", n_sim=200)
+    assert isinstance(lazy, pl.LazyFrame) and lazy.collect().equals(out)
+    # small: a calibrated model's noise alone reaches the tolerance with 300 rows in 15 bins
+    assert out["small"].all() and (out["noise_ece"] >= TOL).all()
+
+
+def test_bad_parameters_are_calframe_errors():
+    df = groups({100: 1}, 1.0, seed=8)
+    with pytest.raises(calframe.ParameterError, match="'alpha' parameter of calibration_test"):
+        calframe.calibration_test(df, alpha=1.5)
+    with pytest.raises(calframe.ParameterError, match="'method' parameter"):
+        calframe.calibration_test(df, method="interval")
+
+
+# --------------------------------------------------------------------------- the report's verdicts
+
+
+def test_report_does_not_call_small_calibrated_groups_miscalibrated():
+    from calframe.report import build_report
+
+    df = groups({150: 40, 20_000: 2}, 1.0, seed=9)
+    rep = build_report(df, by="g", ci=None)
+    rows = rep.to_dict()["by_group"]
+    words = [r["verdict"]["result"] for r in rows]
+    assert words.count("not calibrated") <= _allowed(40)
+    # the old rule (the plug-in ECE, or its interval, above the tolerance) called nearly all of the small ones so
+    assert sum(r["ece"] > TOL for r in rows if r["n"] == 150) >= 35
+    assert all(r["verdict"]["small"] for r in rows if r["n"] == 150)
+    assert [r["verdict"]["result"] for r in rows if r["n"] == 20_000] == ["calibrated", "calibrated"]
+    assert not any(r["verdict"]["small"] for r in rows if r["n"] == 20_000)
+    assert set(rep.to_dict()["summary"][0]["verdict"]) == {"result", "p_not_calibrated", "p_calibrated",
+                                                           "noise_ece", "small", "tolerance", "alpha", "test"}
+
+
+def test_report_headline_and_by_group_section_state_the_finding():
+    import re
+
+    from calframe.report import build_report
+
+    df = pl.concat([groups({3_000: 1}, 1.0, seed=10), groups({5_000: 1}, 1.25, seed=11).with_columns(g=pl.lit(1, pl.Int64))])
+    rep = build_report(df, by="g", ci=None)
+    head = rep.headline()
+    assert "not for g=1 (ECE" in head and "ECE <= 0.03 rejected, p < 0.001" in head
+    page = re.sub(r"<[^>]+>", " ", rep.to_html())
+    assert "How to read this: each verdict is a test at the 5% level" in page
+    assert "Here: 1 of 2 g groups not calibrated" in page and "A good result would read" in page
+    assert "Good: every" not in page
+
+
+def test_calibrated_two_groups_of_1500_no_longer_not_calibrated():
+    # the issue: calibrated data, n = 3,000 in two groups, had "not for g=a" in its headline
+    from calframe.report import build_report
+
+    for seed in range(5):
+        rep = build_report(groups({1_500: 2}, 1.0, seed=20 + seed), by="g", ci=None)
+        assert "not for" not in rep.headline() and "Not calibrated" not in rep.headline()
+
+
+# --------------------------------------------------------------------------- the CLI's --on test
+
+
+def test_fail_above_on_test_judges_the_verdict(tmp_path, capsys):
+    from calframe.cli import main
+
+    small = groups({150: 30}, 1.0, seed=12)  # calibrated, small groups
+    mixed = pl.concat([groups({20_000: 1}, 1.0, seed=13),
+                       groups({5_000: 1}, 1.25, seed=14).with_columns(g=pl.lit(1, pl.Int64))])
+    small.write_parquet(tmp_path / "small.parquet")
+    mixed.write_parquet(tmp_path / "mixed.parquet")
+    args = ["report", "--by", "g", "--no-ci", "--json", str(tmp_path / "out.json"), "--overwrite",
+            "--fail-above", "ece=0.03"]
+    # on the value, noise alone breaches the limit in calibrated groups of 150 rows; the test does not
+    assert main([*args[:1], str(tmp_path / "small.parquet"), *args[1:]]) == 3
+    capsys.readouterr()
+    assert main([*args[:1], str(tmp_path / "small.parquet"), *args[1:], "--on", "test"]) == 0
+    assert "limit breached" not in capsys.readouterr().err
+    # the miscalibrated group (population ECE 0.0556, 5,000 rows) breaches, the calibrated one does not
+    assert main([*args[:1], str(tmp_path / "mixed.parquet"), *args[1:], "--on", "test"]) == 3
+    err = capsys.readouterr().err
+    assert "ece [g=1]: not calibrated at tolerance 0.03 (ECE <= 0.03 rejected, p " in err
+    assert "[g=0]" not in err
+    # a limit other than the report's tolerance runs the test at that tolerance: 0.0556 is within 0.1
+    assert main([*args[:1], str(tmp_path / "mixed.parquet"), *args[1:-1], "ece=0.1", "--on", "test"]) == 0
+
+
+def test_size_at_the_boundary_with_the_gap_spread():
+    # population ECE exactly 0.03 (a solved in closed form), gaps spread over every bin as p^a spreads them
+    from scipy.optimize import brentq
+
+    a = brentq(lambda a: population_ece(a) - TOL, 1.0, 1.25)
+    assert population_ece(a) == pytest.approx(TOL, abs=1e-9)
+    table = flagged(groups({2_000: 100, 5_000: 60}, a, seed=15))
+    for row in table.iter_rows(named=True):
+        assert row["not_cal"] <= _allowed(row["k"]), row
