@@ -25,6 +25,7 @@ import pytest
 import calframe
 
 ROOT = Path(__file__).resolve().parents[1]
+HERE = str(Path(__file__).resolve().parent)
 
 # The variants: lens x closed side x label dtype x key type (each lens is its own kernel; label dtype and key
 # type are signatures of it; the closed side is an argument).
@@ -40,16 +41,12 @@ RUN_VARIANTS = textwrap.dedent(
     import polars as pl
     import calframe
 
+    sys.path.insert(0, sys.argv[3])
+    from test_kernel_cache import run_variants
+
     variants = json.loads(sys.argv[1])
     time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes start compiling together
-    df = calframe.datasets.grouped_miscalibration(n=4_000, seed=0)
-    df = df.with_columns(g_int=pl.col("region").rank("dense").cast(pl.Int64), g_str=pl.col("region").cast(pl.String))
-    out = []
-    for lens, closed, lab, key in variants:
-        d = df.with_columns(pl.col("label").cast(getattr(pl, lab)))
-        got = calframe.ece(d, lens=lens, closed=closed, by=key)
-        out.append(got if key is None else got.sort(key)["ece"].to_list())
-    print(json.dumps(out))
+    print(json.dumps(run_variants(variants)))
     """
 )
 
@@ -79,8 +76,8 @@ def _finish(proc: subprocess.Popen) -> tuple[object, str]:
     return json.loads(out.strip().splitlines()[-1]), err
 
 
-def _reference(variants: list) -> list:
-    """Every variant in this process (its own cache directory, never the stressed one)."""
+def run_variants(variants: list) -> list:
+    """The figure of every variant (run in the stressed processes, and in this one as the reference)."""
     df = calframe.datasets.grouped_miscalibration(n=4_000, seed=0)
     df = df.with_columns(g_int=pl.col("region").rank("dense").cast(pl.Int64), g_str=pl.col("region").cast(pl.String))
     out = []
@@ -99,16 +96,16 @@ def stressed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(4):
         mine = VARIANTS[i::4]
         mine = mine[i % len(mine):] + mine[: i % len(mine)]  # each process starts at another variant
-        procs.append(_start(RUN_VARIANTS, [json.dumps(mine), start], cache))
+        procs.append(_start(RUN_VARIANTS, [json.dumps(mine), start, HERE], cache))
     for proc in procs:
         _finish(proc)
     return cache
 
 
 def test_concurrent_compiles_serve_every_variant_its_own_code(stressed: Path) -> None:
-    expected = _reference(VARIANTS)
+    expected = run_variants(VARIANTS)
     # two fresh processes read the stressed cache, in opposite orders
-    runs = [_start(RUN_VARIANTS, [json.dumps(order), "0"], stressed) for order in (VARIANTS, VARIANTS[::-1])]
+    runs = [_start(RUN_VARIANTS, [json.dumps(order), "0", HERE], stressed) for order in (VARIANTS, VARIANTS[::-1])]
     (first, err1), (second, err2) = (_finish(p) for p in runs)
     assert first == expected
     assert second == expected[::-1]
@@ -148,11 +145,11 @@ def test_swapped_index_entries_give_the_right_numbers(stressed: Path, tmp_path: 
             _write_index(path, version, stamp, overloads)
             swapped += 1
     assert swapped >= 2  # both lenses' passes had several signatures to swap
-    got, err = _finish(_start(RUN_VARIANTS, [json.dumps(VARIANTS), "0"], cache))
-    assert got == _reference(VARIANTS)
+    got, err = _finish(_start(RUN_VARIANTS, [json.dumps(VARIANTS), "0", HERE], cache))
+    assert got == run_variants(VARIANTS)
     assert "held another variant's code" in err  # said once, then recompiled
     # and the repaired index now maps each key to its own file: a second fresh process needs no compile
-    again, err2 = _finish(_start(RUN_VARIANTS, [json.dumps(VARIANTS), "0"], cache))
+    again, err2 = _finish(_start(RUN_VARIANTS, [json.dumps(VARIANTS), "0", HERE], cache))
     assert again == got and "compiling" not in err2
 
 
