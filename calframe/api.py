@@ -489,8 +489,9 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     One row per figure (``summary``: per column; ``vece`` with a list of
     variables: per variable, named ``vece:<variable>``): ``figure``,
     ``n_groups``, ``n_ranked``, ``worst_group`` and ``worst``,
-    ``best_group`` and ``best`` (their values), ``difference`` = worst -
-    best and ``ratio`` = min / max of the two (fairlearn's ``ratio()``: in
+    ``best_group`` and ``best`` (their values), ``difference``: how much
+    worse the worst is (worst - best; best - worst for ``accuracy``) and
+    ``ratio`` = min / max of the two (fairlearn's ``ratio()``: in
     [0, 1], 1 when they agree; defined as 1 when both are 0, so never inf or
     NaN); with ``ci``, ``<value>_lo`` / ``<value>_hi`` for the four values;
     then ``ranked_on`` (what the ranking read), ``below_min_n`` (the groups
@@ -527,6 +528,7 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     """
     func = "disparity"
     R.disparity(figure, by, figure_options, _figure_options)
+    R.check_ci(func, ci, n_boot, seed, ci_method)
     R.check_int_range(func, "min_n", min_n, 1)
     token = _PLANNING.set(True)
     try:

@@ -3,8 +3,8 @@
 
 For each figure, over the groups of ``by`` with at least ``min_n`` rows (the
 others are listed, not ranked): the worst and the best group (their labels
-and values), ``difference`` = worst - best and ``ratio`` = min / max of the
-two. With ``ci`` the groups are ranked on their interval bounds, not on their
+and values), ``difference``: how much worse the worst is (worst - best; best -
+worst for accuracy) and ``ratio`` = min / max of the two. With ``ci`` the groups are ranked on their interval bounds, not on their
 values: the worst is the group whose lower bound is highest (the error it
 surely has), the best the one whose upper bound is lowest (the error it
 surely stays under; for accuracy, the other way round), so that a small
@@ -174,8 +174,8 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
         rows["best_group"].append(names[best])
         rows["worst"].append(float(v[worst]))
         rows["best"].append(float(v[best]))
-        diff, ratio = spread(v[[worst, best]][None, :])
-        rows["difference"].append(float(v[worst] - v[best]))
+        _, ratio = spread(v[[worst, best]][None, :])
+        rows["difference"].append(float(sign * (v[worst] - v[best])))
         rows["ratio"].append(float(ratio[0]))
         rows["ranked_on"].append(on + (f" (no group has {spread_.min_n} rows: all ranked)" if everyone else ""))
         rows["below_min_n"].append([] if everyone else [names[g] for g in np.flatnonzero(counts < spread_.min_n)])
@@ -186,11 +186,11 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
             for end in ("lo", "hi"):
                 rows[f"{value}_{end}"].append(float(np.asarray(result[f"{label}_{end}"])[g]))
         d = spread_.draws[label]
-        for value, (lo_, hi_) in zip(("difference", "ratio"), _pair_bounds(d, worst, best, ci, spread_.method)):
+        for value, (lo_, hi_) in zip(("difference", "ratio"), _pair_bounds(d, worst, best, ci, spread_.method, sign)):
             rows[f"{value}_lo"].append(lo_)
             rows[f"{value}_hi"].append(hi_)
         rows["distinguishable_from_best"].append(
-            [names[g] for g in ranked if g != best and _excludes_zero(d, g, best, ci, spread_.method)])
+            [names[g] for g in ranked if g != best and _excludes_zero(d, g, best, ci, spread_.method, sign)])
     out = pl.DataFrame(rows, schema_overrides={
         "n_groups": pl.Int64, "n_ranked": pl.Int64, "ranked_on": pl.String, "below_min_n": pl.List(pl.String),
         "distinguishable_from_best": pl.List(pl.String),
@@ -207,23 +207,24 @@ def _on_figure_scale(d: F.Draws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return back(d.draws), back(d.estimate), back(d.truth)
 
 
-def _pair_bounds(d: F.Draws, worst: int, best: int, ci: float, method: str) -> list[tuple[float, float]]:
-    """The bounds of ``worst - best`` and of the ratio of the two (min / max) from the same draws."""
+def _pair_bounds(d: F.Draws, worst: int, best: int, ci: float, method: str,
+                 sign: float = 1.0) -> list[tuple[float, float]]:
+    """The bounds of ``sign * (worst - best)`` and of the ratio of the two (min / max) from the same draws."""
     draws, est, truth = _on_figure_scale(d)
     pair = [worst, best]
     out = []
     for k, scale in ((0, F.Scale(lower=-np.inf)), (1, F.Scale(upper=1.0))):
         x = draws[:, pair]
-        stat = (lambda a: a[..., 0] - a[..., 1]) if k == 0 else (lambda a: spread(a)[1])
+        stat = (lambda a: sign * (a[..., 0] - a[..., 1])) if k == 0 else (lambda a: spread(a)[1])
         lo, hi = F.interval(stat(x)[:, None], ci, method, np.atleast_1d(stat(est[pair])),
                             np.atleast_1d(stat(truth[pair])), scale)
         out.append((float(lo[0]), float(hi[0])))
     return out
 
 
-def _excludes_zero(d: F.Draws, g: int, best: int, ci: float, method: str) -> bool:
+def _excludes_zero(d: F.Draws, g: int, best: int, ci: float, method: str, sign: float = 1.0) -> bool:
     """Whether the interval of group ``g``'s figure minus the best's excludes 0 (as ``difference``'s)."""
-    (lo, hi), _ = _pair_bounds(d, g, best, ci, method)
+    (lo, hi), _ = _pair_bounds(d, g, best, ci, method, sign)
     return bool(lo > 0 or hi < 0)
 
 
