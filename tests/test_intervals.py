@@ -105,6 +105,9 @@ def test_debiased_l2_intervals_reach_0_on_calibrated_data():
     np.testing.assert_allclose(np.sqrt(e2["ce_hi"]), r["ce_hi"][:8], rtol=1e-9)
     s = calframe.summary(some, by="seed", ci=0.95, n_boot=60)
     np.testing.assert_allclose(s["ce_debiased_lo"], r["ce_lo"][:8], rtol=1e-9, atol=0)
+    # the percentile method reads the figure's own draws (around the estimate, not on the E2 scale)
+    pct = calframe.ce(some, p=2, estimator="debiased", by="seed", ci=0.95, n_boot=60, ci_method="percentile")
+    assert ((pct["ce_lo"] <= pct["ce"] + 0.02) & (pct["ce"] - 0.02 <= pct["ce_hi"]) & (pct["ce_hi"] < 0.1)).all()
 
 
 # --------------------------------------------------------------------------- the methods, by hand

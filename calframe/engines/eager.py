@@ -404,7 +404,7 @@ def _bootstrap(
     values = values if values is not None else {}
     out = {}
     for name, d in draws.items():
-        s = scales[name]
+        s = scales[name] if method != "percentile" else F.Scale()  # percentile: the figure's own draws
         if method == "percentile":
             estimate = truth = np.full(n_groups, np.nan)  # not read
         else:
@@ -412,5 +412,5 @@ def _bootstrap(
             truth = s.truth(scored) if s.truth is not None else estimate
         out[name] = F.interval(d, level, method, estimate, truth, s)
         if keep is not None:
-            keep[name] = F.Draws(d, estimate, truth, s if method != "percentile" else F.Scale())
+            keep[name] = F.Draws(d, estimate, truth, s)
     return out
