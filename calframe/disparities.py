@@ -4,8 +4,8 @@
 For each figure, over the groups of ``by`` with at least ``min_n`` rows (the
 others are listed, not ranked): the worst and the best group (their labels
 and values), ``difference``: how much worse the worst is (worst - best; best -
-worst for accuracy) and ``ratio`` = min / max of the two. With ``ci`` the groups are ranked on their interval bounds, not on their
-values: the worst is the group whose lower bound is highest (the error it
+worst for accuracy) and ``ratio`` = min / max of the two. With ``ci`` the
+groups are ranked on their interval bounds, not on their values: the worst is the group whose lower bound is highest (the error it
 surely has), the best the one whose upper bound is lowest (the error it
 surely stays under; for accuracy, the other way round), so that a small
 group's noise cannot name it worst or best. Every bound comes from the eager
