@@ -33,11 +33,22 @@ lens : str, optional
     columns, or one Array / List column); SPEC §8 "Default lens".
     ``accuracy`` is always top-label correctness.
 ci : float, optional
-    Confidence level of percentile bootstrap intervals (e.g. 0.95), adding
-    ``<figure>_lo`` and ``<figure>_hi`` columns. Rows are resampled within
-    each group and the whole figure (bins included) is recomputed per draw.
+    Confidence level of bootstrap intervals for the population figure (e.g.
+    0.95), adding ``<figure>_lo``, ``<figure>_hi`` and ``ci_method`` columns.
+    Rows are resampled within each group and the whole figure (bins
+    included) is recomputed per draw.
 n_boot : int
     Bootstrap draws (default 1000).
+ci_method : {"symmetric", "bias_corrected", "percentile"}
+    How the draws become bounds (docs/statistics.md). ``"symmetric"``
+    (default): the estimate -/+ the larger of the bootstrap error's two tail
+    quantiles, clipped at 0; ``"bias_corrected"``: the basic
+    (reverse-percentile) bootstrap, the estimate minus the bootstrap's bias
+    and spread, clipped at 0; ``"percentile"``: the quantiles of the draws
+    (the plug-in's sampling distribution, which sits above a calibrated
+    model's 0; the method of earlier versions). For debiased estimators the
+    bootstrap world's true value is the plug-in figure on the rows, and the
+    debiased l2 CE is resampled as its squared estimate.
 seed : int
     Seed of the bootstrap and of any resampling estimator (default 0, so
     results are reproducible).
@@ -354,13 +365,18 @@ _COLLECTS = """A ``pl.LazyFrame`` is collected (its needed columns) and the resu
     row, ``n`` and the figure, without ``by``)."""
 
 
+def _bounded(func: str, figure: Figure) -> Figure:
+    """``figure``, with its largest value for the bootstrap's bounds: 1 for accuracy (:class:`figures.Scale`)."""
+    return F.with_scale(figure, F.Scale(upper=1.0)) if func == "accuracy" else figure
+
+
 def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, example: str) -> Callable[..., Result]:
     """The public function ``func``: the group means of ``rows``; ``doc`` and ``example`` (its value on the
     example frame) make its docstring."""
 
     def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
         req = R.companion(func, prob, label, **options)
-        figures: dict[str, Figure] = {func: lambda s: group_means(rows(s), s)}
+        figures: dict[str, Figure] = {func: _bounded(func, lambda s: group_means(rows(s), s))}
         if is_dask_frame(frame):
             return _dask().run(frame, req, figures)
         return _run(req, frame, figures)
@@ -419,7 +435,7 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
     """
     req = R.summary(prob, label, lens=lens, bins=bins, disparity=disparity, **options)
     figures: dict[str, Figure] = {
-        "accuracy": lambda s: group_means(L.top1(s)[1].astype(np.float64), s),
+        "accuracy": _bounded("accuracy", lambda s: group_means(L.top1(s)[1].astype(np.float64), s)),
         **{name: _ce_figure(sub) for name, sub in R.summary_parts(req).items()},
         "brier": lambda s: group_means(_brier_rows(s), s),
         "log_loss": lambda s: group_means(_log_loss_rows(s), s),
@@ -438,13 +454,16 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
 # --------------------------------------------------------------------------- disparity between groups
 
 #: disparity's own parameters (every other keyword goes to the figure)
-_DISPARITY_OWN = ("frame", "prob", "label", "by", "ci", "n_boot", "seed", "disparity", "progress")
+_DISPARITY_OWN = ("frame", "prob", "label", "by", "ci", "n_boot", "seed", "ci_method", "min_n", "disparity",
+                  "progress")
 
 
 @R.with_progress
 def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: str | None = None, *,
-              by: Columns = None, ci: float | None = None, n_boot: int = 1000, seed: int | None = 0,
-              progress: bool | None = None, **figure_options: Any) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+              by: Columns = None, ci: float | None = 0.95, n_boot: int = 1000, seed: int | None = 0,
+              ci_method: Literal["symmetric", "bias_corrected", "percentile"] = "symmetric",
+              min_n: int = D.MIN_N, progress: bool | None = None,
+              **figure_options: Any) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
     """How far apart the groups of ``by`` are on a figure: fairlearn's ``MetricFrame`` group_max / group_min /
     difference / ratio.
 
@@ -455,25 +474,42 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     ``variable=`` for ``vece``, ...), which computes the values exactly as
     ``calframe.<figure>(frame, by=by, ...)`` does.
 
+    The ranking accounts for group size. Groups with fewer than ``min_n``
+    rows (default 50) are listed in ``below_min_n``, not ranked. With ``ci``
+    (default 0.95) the groups are ranked on their bootstrap intervals
+    (``ci_method``, ``n_boot`` draws, ``seed``; docs/statistics.md): the worst
+    is the group whose lower bound is highest, the one surely that bad, and
+    the best the one whose upper bound is lowest (for ``accuracy``, the
+    other way round), ties broken by the value. A small group's noisy value
+    widens its interval instead of naming it worst or best. ``ci=None``
+    ranks on the values themselves (fairlearn's group_max / group_min: the
+    largest value is the worst, the smallest for ``accuracy``), skipping the
+    bootstrap.
+
     One row per figure (``summary``: per column; ``vece`` with a list of
     variables: per variable, named ``vece:<variable>``): ``figure``,
-    ``n_groups``, ``worst_group`` and ``worst`` (the largest value; the
-    smallest for ``accuracy``), ``best_group`` and ``best`` (the other end),
-    ``difference`` = max - min and ``ratio`` = min / max (fairlearn's
-    ``ratio()``: in [0, 1], 1 when the groups agree; defined as 1 when every
-    group is 0, so it is never inf or NaN). A group label is
+    ``n_groups``, ``n_ranked``, ``worst_group`` and ``worst``,
+    ``best_group`` and ``best`` (their values), ``difference``: how much
+    worse the worst is (worst - best; best - worst for ``accuracy``) and
+    ``ratio`` = min / max of the two (fairlearn's ``ratio()``: in
+    [0, 1], 1 when they agree; defined as 1 when both are 0, so never inf or
+    NaN); with ``ci``, ``<value>_lo`` / ``<value>_hi`` for the four values;
+    then ``ranked_on`` (what the ranking read), ``below_min_n`` (the groups
+    not ranked), ``distinguishable_from_best`` (the ranked groups whose
+    difference to the best group has an interval that excludes 0; null
+    without ``ci``) and, with ``ci``, ``ci_method``. A group label is
     ``"region=south"``, ``"region=south, device=ios"`` with several ``by``
-    columns (a null key: ``region=null``). Ties: the first tied group in the
-    ``by=`` result's order (keys sorted, nulls last). One group: worst =
-    best, difference 0, ratio 1.
+    columns (a null key: ``region=null``). Remaining ties: the first tied
+    group in the ``by=`` result's order (keys sorted, nulls last). One group:
+    worst = best, difference 0, ratio 1. When no group has ``min_n`` rows,
+    every group is ranked (``ranked_on`` says so).
 
-    With ``ci``, ``<value>_lo`` / ``<value>_hi`` for the four values, from
-    the bootstrap of ``ci=`` (rows resampled within each group, ``n_boot``
-    draws, ``seed``): the worst and best groups' bounds are their own
-    intervals (those of ``calframe.<figure>(frame, by=by, ci=ci)``, same
-    draws), and ``difference`` and ``ratio`` are recomputed on every draw from
-    that draw's group figures before the percentiles are taken. ``progress``:
-    the bootstrap's progress bar, as the figures' (spec section 8, "Progress bars").
+    The bounds all come from the same draws: the worst and best groups'
+    bounds are their own intervals (those of ``calframe.<figure>(frame,
+    by=by, ci=ci)``), and the difference, the ratio and each group's
+    difference to the best are recomputed on every draw before the method's
+    bounds are taken ``progress``: the bootstrap's progress bar, as the
+    figures' (spec section 8, "Progress bars").
 
     A ``pl.LazyFrame`` is collected (its needed columns) and the table returned as a ``pl.LazyFrame``.
 
@@ -481,21 +517,26 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     --------
     >>> import calframe
     >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
-    >>> d = calframe.disparity(df, "ece", by="region")
+    >>> d = calframe.disparity(df, "ece", by="region", ci=None)  # ranked on the values
     >>> d.select("worst_group", "best_group").row(0)
     ('region=south', 'region=east')
     >>> round(d["difference"][0], 4), round(d["ratio"][0], 3)  # ECE 0.0534 in the south, 0.0331 in the east
     (0.0204, 0.619)
+    >>> d = calframe.disparity(df, "ece", by="region", n_boot=200)  # ranked on the 95% intervals
+    >>> d.select("worst_group", "best_group", "ci_method").row(0)
+    ('region=south', 'region=east', 'symmetric')
     """
     func = "disparity"
     R.disparity(figure, by, figure_options, _figure_options)
+    R.check_ci(func, ci, n_boot, seed, ci_method)
+    R.check_int_range(func, "min_n", min_n, 1)
     token = _PLANNING.set(True)
     try:
         plan = globals()[figure](frame, prob=prob, label=label, by=by, ci=ci, n_boot=n_boot, seed=seed,
-                                 **figure_options)
+                                 ci_method=ci_method, **figure_options)
     finally:
         _PLANNING.reset(token)
-    return _disparity_table(plan, func)
+    return _disparity_table(plan, func, min_n)
 
 
 def _figure_options(figure: str) -> list[str]:
@@ -503,22 +544,23 @@ def _figure_options(figure: str) -> list[str]:
     return [p for p in inspect.signature(globals()[figure]).parameters if p not in _DISPARITY_OWN]
 
 
-def _disparity_table(plan: Plan, func: str = "summary") -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
-    """Run ``plan``'s figures with their spread over the groups (:class:`~calframe.disparities.Spread`) and read
-    the disparity table off the ``by=`` result. Several variables (vece) are figures side by side."""
-    result, spread, ci = _spread_run(plan)
+def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
+                     ) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+    """Run ``plan``'s figures, keeping their draws (:class:`~calframe.disparities.Spread`), and read the disparity
+    table off the ``by=`` result. Several variables (vece) are figures side by side."""
+    result, spread, ci = _spread_run(plan, min_n)
     out = D.table(func, result, spread, ci)
     return out.lazy() if isinstance(plan.frame, pl.LazyFrame) else out
 
 
-def _spread_run(plan: Plan) -> tuple[Any, D.Spread, float | None]:
-    """``plan``'s ``by=`` result with each figure's spread over the groups beside it (:meth:`D.Spread.figures`,
-    one bootstrap for both), the :class:`~calframe.disparities.Spread` that reads it and the interval level.
-    Without the spread's columns (:func:`calframe.disparities.own_columns`) the result is the plan's own."""
+def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:
+    """``plan``'s ``by=`` result, the :class:`~calframe.disparities.Spread` holding its figures' bootstrap draws
+    (one bootstrap for the groups' intervals and the table's) and the interval level."""
     req = replace(plan.req, several=False)
     labels = [f"{req.name}:{v}" for v in req.variables] if req.variables else list(plan.figures)
-    spread = D.Spread(dict(zip(labels, plan.figures.values())))
-    return _evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare), spread, req.ci
+    spread = D.Spread(dict(zip(labels, plan.figures.values())), min_n, req.ci_method)
+    return (_evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
+            spread, req.ci)
 
 
 @R.keywords(R.Table)

@@ -1,20 +1,26 @@
-"""How far apart the groups of a ``by=`` figure are (fairlearn's ``MetricFrame`` idiom): :func:`calframe.disparity`.
+"""How far apart the groups of a ``by=`` figure are (fairlearn's ``MetricFrame`` idiom, made size-aware):
+:func:`calframe.disparity`.
 
-For each figure, over the groups of ``by``: the worst and the best group (their
-labels and values), ``difference`` = max - min and ``ratio`` = min / max, as
-fairlearn's ``group_max()``, ``group_min()``, ``difference()`` and
-``ratio()`` (``method="between_groups"``). With ``ci`` every value gets the
-percentile bounds of the eager engine's bootstrap
-(:func:`calframe.engines.eager._bootstrap`), from the same resamples as the
-groups' own intervals: the worst and best groups' bounds are those groups'
-intervals (the ``<figure>_lo`` / ``<figure>_hi`` of the ``by=`` result), and
-``difference`` and ``ratio`` are recomputed on every replicate (max - min and
-min / max over that replicate's group figures) before the percentiles are
-taken; intervals of groups are never combined.
+For each figure, over the groups of ``by`` with at least ``min_n`` rows (the
+others are listed, not ranked): the worst and the best group (their labels
+and values), ``difference``: how much worse the worst is (worst - best; best -
+worst for accuracy) and ``ratio`` = min / max of the two. With ``ci`` the
+groups are ranked on their interval bounds, not on their values: the worst is the group whose lower bound is highest (the error it
+surely has), the best the one whose upper bound is lowest (the error it
+surely stays under; for accuracy, the other way round), so that a small
+group's noise cannot name it worst or best. Every bound comes from the eager
+engine's bootstrap (:func:`calframe.engines.eager._bootstrap`), from the same
+draws as the groups' own intervals: the worst and best groups' bounds are
+those groups' intervals (the ``<figure>_lo`` / ``<figure>_hi`` of the ``by=``
+result), and the difference, the ratio and each group's difference to the
+best are recomputed on every draw before the method's bounds are taken
+(:func:`calframe.figures.interval`); intervals of groups are never combined.
+A group is distinguishable from the best when the interval of its
+difference to the best excludes 0.
 
-This module turns a figure's eager figures (``Scored -> one value per group``)
-into the figures :func:`~calframe.engines.eager._evaluate` computes, point
-estimate and bootstrap alike, and reads the table off its ``by=`` result.
+This module wraps a figure's eager figures (``Scored -> one value per group``)
+for :func:`~calframe.engines.eager._evaluate`, which keeps their draws, and
+reads the table off the ``by=`` result and the draws.
 """
 
 from __future__ import annotations
@@ -37,9 +43,14 @@ Figure = Callable[[Scored], np.ndarray]
 HIGHER_IS_BETTER = frozenset({"accuracy"})
 #: the value columns of the table, each with ``_lo`` / ``_hi`` bounds with ``ci``
 VALUES = ("worst", "best", "difference", "ratio")
-#: the table's columns without ``ci``
-COLUMNS = ("figure", "n_groups", "worst_group", "worst", "best_group", "best", "difference", "ratio")
-#: the column suffixes of the derived figures in the ``by=`` result the table is read from
+#: the table's columns before the bounds
+COLUMNS = ("figure", "n_groups", "n_ranked", "worst_group", "worst", "best_group", "best", "difference", "ratio")
+#: the table's columns after the bounds: what the ranking read, the groups below ``min_n`` (not ranked) and the
+#: groups whose difference to the best excludes 0 (None without ``ci``)
+AFTER = ("ranked_on", "below_min_n", "distinguishable_from_best")
+#: disparity's default ``min_n``: groups with fewer rows are listed, not ranked
+MIN_N = 50
+#: kept for the report: the derived figures of earlier versions (none now)
 _DIFFERENCE, _RATIO = " (difference)", " (ratio)"
 
 
@@ -49,7 +60,7 @@ def spread(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ``min / max`` is fairlearn's ratio, in [0, 1] (1: the groups agree); when
     every group is 0 it is 1 (they agree), and a single group gives 0 and 1. A
     row holding NaN (a replicate where a group's figure is undefined) gives
-    NaN for both, which the bootstrap's percentiles leave out.
+    NaN for both, which the bootstrap's bounds leave out.
 
     Examples
     --------
@@ -64,42 +75,29 @@ def spread(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Spread:
-    """A figure set and, for each figure, its ``difference`` and ``ratio`` over the groups as figures of their own.
+    """A figure set to compare groups on: :attr:`figures` go to :func:`~calframe.engines.eager._evaluate`, which
+    fills :attr:`draws` (each figure's bootstrap draws, with ``ci``). :attr:`keys` and :attr:`flavor`: the group
+    keys (Polars) and the caller's flavor of the rows the figures were given; ``min_n``: the fewest rows a ranked
+    group has; ``method``: the interval method (``ci_method``)."""
 
-    :attr:`figures` go to :func:`~calframe.engines.eager._evaluate`. A derived figure gives its value once per
-    group (the engine shapes one value per group): on the bootstrap's stacked replicates (``r`` replicates of
-    the ``keys.height`` groups) each replicate's groups share that replicate's value. A figure's values are
-    computed once per rows object (the engine calls every figure on the same resample in turn). :attr:`keys`
-    and :attr:`flavor`: the group keys (Polars) and the caller's flavor of the rows the figures were given.
-    """
-
-    def __init__(self, figures: dict[str, Figure]) -> None:
+    def __init__(self, figures: dict[str, Figure], min_n: int = MIN_N, method: str = "symmetric") -> None:
         self.keys: pl.DataFrame | None = None
         self.flavor = "polars"
         self.labels = list(figures)
-        self.figures: dict[str, Figure] = {}
-        for label, figure in figures.items():
-            cached = self._once_per_rows(figure)
+        self.min_n = min_n
+        self.method = method
+        self.draws: dict[str, F.Draws] = {}
+        self.figures: dict[str, Figure] = {label: F.with_scale(self._noting_rows(f), F.scale_of(f))
+                                           for label, f in figures.items()}
 
-            def derived(s: Scored, which: int, cached: Figure = cached) -> np.ndarray:
-                n_groups = s.keys.height  # type: ignore[union-attr]  (disparity always has groups)
-                return np.repeat(spread(cached(s).reshape(-1, n_groups))[which], n_groups)
+    def _noting_rows(self, figure: Figure) -> Figure:
+        """``figure``, noting the keys and flavor of the rows it is given."""
+        def noted(s: Scored) -> np.ndarray:
+            if s.keys is not None and (self.keys is None or s.keys.height <= self.keys.height):
+                self.keys, self.flavor = s.keys, s.flavor  # the call's rows (a draw stacks its groups: more)
+            return figure(s)
 
-            self.figures[label] = cached
-            self.figures[label + _DIFFERENCE] = lambda s, d=derived: d(s, 0)
-            self.figures[label + _RATIO] = lambda s, d=derived: d(s, 1)
-
-    def _once_per_rows(self, figure: Figure) -> Figure:
-        """``figure``, computed again only when given another rows object than last time (held: never reused)."""
-        last: list[Any] = [None, None]
-
-        def cached(s: Scored) -> np.ndarray:
-            if last[0] is not s:
-                self.keys, self.flavor = s.keys, s.flavor
-                last[:] = [s, figure(s)]
-            return last[1]
-
-        return cached
+        return noted
 
 
 def group_labels(keys: pl.DataFrame) -> list[str]:
@@ -128,18 +126,24 @@ def own_columns(columns: list[str]) -> list[str]:
 
 
 def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataFrame | pd.DataFrame:
-    """The disparity table from the ``by=`` result of ``spread_.figures`` (one row per group, any flavor): one row
-    per figure of ``spread_.labels``, in the caller's flavor.
+    """The disparity table from the ``by=`` result of ``spread_.figures`` (one row per group, any flavor) and
+    their draws: one row per figure of ``spread_.labels``, in the caller's flavor.
 
-    The worst group is the one with the largest value (the smallest for :data:`HIGHER_IS_BETTER` figures), the
-    best the other end; on a tie, the first of the tied groups in the result's order (group keys sorted, nulls
-    last).
+    Ranked groups have at least ``spread_.min_n`` rows (all groups when none has). Without ``ci`` the worst is
+    the largest value (the smallest for :data:`HIGHER_IS_BETTER` figures) and the best the other end; with
+    ``ci`` the worst has the highest lower bound and the best the lowest upper bound (the other way round for
+    :data:`HIGHER_IS_BETTER`), ties broken by the value and then by the result's order (group keys sorted,
+    nulls last).
     """
     if isinstance(result, pl.LazyFrame):
         result = result.collect()
     names = group_labels(spread_.keys)  # type: ignore[arg-type]
     counts = np.asarray(result["n"])
-    rows: dict[str, list[Any]] = {c: [] for c in COLUMNS + tuple(bound_columns(ci))}
+    ranked = np.flatnonzero(counts >= spread_.min_n)
+    everyone = ranked.size == 0
+    if everyone:
+        ranked = np.arange(counts.size)
+    rows: dict[str, list[Any]] = {c: [] for c in COLUMNS + tuple(bound_columns(ci)) + AFTER}
     for label in spread_.labels:
         v = np.asarray(result[label], dtype=np.float64)
         bad = np.flatnonzero(np.isnan(v) | (v < 0))
@@ -150,23 +154,80 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
                 "be compared on defined, non-negative figures. Keep rows in every group (gece's labels_in= or "
                 "output_between= can empty one), or drop that group from the frame first."
             )
-        worst, best = (np.argmin(v), np.argmax(v)) if label in HIGHER_IS_BETTER else (np.argmax(v), np.argmin(v))
-        at = {"worst": int(worst), "best": int(best), "difference": 0, "ratio": 0}  # derived columns: any row
-        col = {"worst": label, "best": label, "difference": label + _DIFFERENCE, "ratio": label + _RATIO}
+        higher = label in HIGHER_IS_BETTER
+        sign = -1.0 if higher else 1.0  # on sign * value, higher is worse
+        if ci is None:
+            worst_key = best_key = sign * v
+            on = "value"
+        else:
+            lo, hi = (np.asarray(result[f"{label}_{e}"], dtype=np.float64) for e in ("lo", "hi"))
+            worst_key, best_key = (sign * hi, sign * lo) if higher else (lo, hi)
+            on = ("upper bound (worst), lower bound (best)" if higher else
+                  "lower bound (worst), upper bound (best)") + f" of the {ci:.0%} interval"
+        # lexsort: the last key first; position in the result breaks the remaining ties
+        worst = int(ranked[np.lexsort((np.arange(ranked.size), -(sign * v)[ranked], -worst_key[ranked]))[0]])
+        best = int(ranked[np.lexsort((np.arange(ranked.size), (sign * v)[ranked], best_key[ranked]))[0]])
         rows["figure"].append(label)
         rows["n_groups"].append(len(v))
-        rows["worst_group"].append(names[at["worst"]])
-        rows["best_group"].append(names[at["best"]])
-        for value in VALUES:
-            rows[value].append(float(np.asarray(result[col[value]])[at[value]]))
-            if ci is not None:
-                for end in ("lo", "hi"):
-                    rows[f"{value}_{end}"].append(float(np.asarray(result[f"{col[value]}_{end}"])[at[value]]))
-    out = pl.DataFrame(rows, schema_overrides={"n_groups": pl.Int64, **{c: pl.Float64 for c in rows if c not in (
-        "figure", "n_groups", "worst_group", "best_group")}})
+        rows["n_ranked"].append(int(ranked.size))
+        rows["worst_group"].append(names[worst])
+        rows["best_group"].append(names[best])
+        rows["worst"].append(float(v[worst]))
+        rows["best"].append(float(v[best]))
+        _, ratio = spread(v[[worst, best]][None, :])
+        rows["difference"].append(float(sign * (v[worst] - v[best])))
+        rows["ratio"].append(float(ratio[0]))
+        rows["ranked_on"].append(on + (f" (no group has {spread_.min_n} rows: all ranked)" if everyone else ""))
+        rows["below_min_n"].append([] if everyone else [names[g] for g in np.flatnonzero(counts < spread_.min_n)])
+        if ci is None:
+            rows["distinguishable_from_best"].append(None)
+            continue
+        for value, g in (("worst", worst), ("best", best)):
+            for end in ("lo", "hi"):
+                rows[f"{value}_{end}"].append(float(np.asarray(result[f"{label}_{end}"])[g]))
+        d = spread_.draws[label]
+        for value, (lo_, hi_) in zip(("difference", "ratio"), _pair_bounds(d, worst, best, ci, spread_.method, sign)):
+            rows[f"{value}_lo"].append(lo_)
+            rows[f"{value}_hi"].append(hi_)
+        rows["distinguishable_from_best"].append(
+            [names[g] for g in ranked if g != best and _excludes_zero(d, g, best, ci, spread_.method, sign)])
+    out = pl.DataFrame(rows, schema_overrides={
+        "n_groups": pl.Int64, "n_ranked": pl.Int64, "ranked_on": pl.String, "below_min_n": pl.List(pl.String),
+        "distinguishable_from_best": pl.List(pl.String),
+        **{c: pl.Float64 for c in rows if c not in ("figure", "n_groups", "n_ranked", "worst_group", "best_group")
+           + AFTER}})
+    if ci is not None:
+        out = out.with_columns(pl.lit(spread_.method).alias(F.CI_METHOD))
     return F.to_flavor(out, spread_.flavor)
+
+
+def _on_figure_scale(d: F.Draws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A figure's draws, estimate and truth on the figure's own scale (``Scale.back``)."""
+    back = d.scale.back if d.scale.back is not None else (lambda x: x)
+    return back(d.draws), back(d.estimate), back(d.truth)
+
+
+def _pair_bounds(d: F.Draws, worst: int, best: int, ci: float, method: str,
+                 sign: float = 1.0) -> list[tuple[float, float]]:
+    """The bounds of ``sign * (worst - best)`` and of the ratio of the two (min / max) from the same draws."""
+    draws, est, truth = _on_figure_scale(d)
+    pair = [worst, best]
+    out = []
+    for k, scale in ((0, F.Scale(lower=-np.inf)), (1, F.Scale(upper=1.0))):
+        x = draws[:, pair]
+        stat = (lambda a: sign * (a[..., 0] - a[..., 1])) if k == 0 else (lambda a: spread(a)[1])
+        lo, hi = F.interval(stat(x)[:, None], ci, method, np.atleast_1d(stat(est[pair])),
+                            np.atleast_1d(stat(truth[pair])), scale)
+        out.append((float(lo[0]), float(hi[0])))
+    return out
+
+
+def _excludes_zero(d: F.Draws, g: int, best: int, ci: float, method: str, sign: float = 1.0) -> bool:
+    """Whether the interval of group ``g``'s figure minus the best's excludes 0 (as ``difference``'s)."""
+    (lo, hi), _ = _pair_bounds(d, g, best, ci, method, sign)
+    return bool(lo > 0 or hi < 0)
 
 
 def bound_columns(ci: float | None) -> list[str]:
     """The ``_lo`` / ``_hi`` columns of the table with ``ci`` (none without)."""
-    return [] if ci is None else F.output_columns(VALUES, ci)[1 + len(VALUES):]
+    return [] if ci is None else [c for c in F.output_columns(VALUES, ci)[1 + len(VALUES):] if c != F.CI_METHOD]

@@ -802,7 +802,20 @@ def _disparity(report: Report, what: str) -> str:
             "difference between them and the ratio of the best to the worst (calframe.disparity, fairlearn's "
             "group_max, group_min, difference and ratio). Good: a difference near 0 and a ratio near 1; a "
             f"ratio of 0.5 means the worst {what} errs twice as much as the best.{during}")
+    note += _ranking_note(shown, what)
     return head + f"<p class='note'>{html.escape(note)}</p>" + _table(pl.DataFrame(cols))
+
+
+def _ranking_note(shown: list[dict[str, Any]], what: str) -> str:
+    """What the disparity ranking read (calframe.disparity's ``ranked_on``) and the groups it left out
+    (``below_min_n``): a small group's value is mostly noise."""
+    if not shown:
+        return ""
+    small = sorted({g for r in shown for g in (r.get("below_min_n") or [])})
+    out = f" The {what} groups are ranked on the {shown[0]['ranked_on']}."
+    if small:
+        out += (f" Not ranked, with fewer than {D.MIN_N} rows: {', '.join(small)}.")
+    return out
 
 
 def _smooth_section(report: Report, figs: dict[str, str]) -> Section | None:

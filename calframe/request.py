@@ -66,6 +66,7 @@ class Request:
     ci: float | None = None
     n_boot: int = 1000
     seed: int | None = 0
+    ci_method: str = "symmetric"
     #: a family's own settings (e.g. :class:`GeceOptions`)
     options: Any = None
 
@@ -127,11 +128,16 @@ class Nulls(TypedDict, total=False):
     nulls: Literal["raise", "drop"]
 
 
+#: the bootstrap interval methods (:func:`calframe.engines.eager._bootstrap`; docs/statistics.md)
+CI_METHODS = ("symmetric", "bias_corrected", "percentile")
+
+
 class Interval(TypedDict, total=False):
-    """A percentile bootstrap interval."""
+    """A bootstrap interval for the population figure: its level, draws and method (:data:`CI_METHODS`)."""
 
     ci: float | None
     n_boot: int
+    ci_method: Literal["symmetric", "bias_corrected", "percentile"]
 
 
 class Seeded(TypedDict, total=False):
@@ -219,7 +225,7 @@ class SmECE(Lensed, Sample, total=False):
 
 #: the default of every keyword parameter above (a function may give its own: :func:`keywords`)
 DEFAULTS: dict[str, Any] = dict(bins=15, binning="uniform", closed="left", lens=None, nulls="raise", by=None,
-                                weights=None, ci=None, n_boot=1000, seed=0, p=1, distance="tvd", estimator="plugin",
+                                weights=None, ci=None, n_boot=1000, ci_method="symmetric", seed=0, p=1, distance="tvd", estimator="plugin",
                                 squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2, sigma=None)
 DEFAULTS["progress"] = None  # calframe._progress: bars when standard error is a terminal and the work takes seconds
 
@@ -305,12 +311,14 @@ def p_value(func: str, p: Any) -> float:
     raise E.bad_p(func, p)
 
 
-def check_ci(func: str, ci: float | None, n_boot: int, seed: Any) -> None:
-    """The checks of ci, n_boot and seed (every seed is checked, used or not)."""
+def check_ci(func: str, ci: float | None, n_boot: int, seed: Any, ci_method: Any = "symmetric") -> None:
+    """The checks of ci, n_boot, seed and ci_method (every seed is checked, used or not)."""
     check_seed(func, seed)
     if ci is not None and not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise bad_param(func, "ci", "a confidence level in (0, 1) such as 0.95, or None", ci)
     check_int_range(func, "n_boot", n_boot, 2)
+    if not isinstance(ci_method, str) or ci_method not in CI_METHODS:
+        raise bad_param(func, "ci_method", f"one of {list(CI_METHODS)} (docs/statistics.md)", ci_method)
 
 
 def estimator_value(func: str, estimator: Any) -> str:
@@ -499,9 +507,9 @@ def _groups_to_compare(func: str, by: Columns, expected: str) -> None:
 
 
 def _checked_ci(func: str, o: dict[str, Any], req: Request) -> Request:
-    """``req`` with the call's ci, n_boot and seed, checked last (:func:`check_ci`)."""
-    check_ci(func, o["ci"], o["n_boot"], o["seed"])
-    return replace(req, ci=o["ci"], n_boot=o["n_boot"], seed=o["seed"])
+    """``req`` with the call's ci, n_boot, seed and ci_method, checked last (:func:`check_ci`)."""
+    check_ci(func, o["ci"], o["n_boot"], o["seed"], o["ci_method"])
+    return replace(req, ci=o["ci"], n_boot=o["n_boot"], seed=o["seed"], ci_method=o["ci_method"])
 
 
 def summary_parts(req: Request) -> dict[str, Request]:

@@ -47,17 +47,19 @@ def check_row(row: dict, grouped: pl.DataFrame, figure: str, by: list[str], high
                                              ("log_loss", {}), ("accuracy", {}), ("ce", {"p": 2, "lens": "top1"}),
                                              ("vece", {"variable": "age"}), ("gece", {})])
 def test_values_are_max_min_difference_ratio_of_the_by_result(df, figure, options):
-    d = calframe.disparity(df, figure, by="region", **options)
+    d = calframe.disparity(df, figure, by="region", ci=None, min_n=1, **options)  # ranked on the values
     grouped = getattr(calframe, figure)(df, by="region", **options)
     name = "vece:age" if figure == "vece" else figure
-    assert d.columns == ["figure", "n_groups", "worst_group", "worst", "best_group", "best", "difference", "ratio"]
+    assert d.columns == ["figure", "n_groups", "n_ranked", "worst_group", "worst", "best_group", "best", "difference",
+                         "ratio", "ranked_on", "below_min_n", "distinguishable_from_best"]
+    assert d["ranked_on"][0] == "value" and d["distinguishable_from_best"][0] is None
     assert d.height == 1 and d["figure"][0] == name
     check_row(d.row(0, named=True), grouped.rename({"vece": "vece:age"}) if figure == "vece" else grouped,
               name, ["region"], higher_is_better=figure == "accuracy")
 
 
 def test_several_by_columns_label_each_group_with_every_key(df):
-    d = calframe.disparity(df, "ece", by=["region", "device"])
+    d = calframe.disparity(df, "ece", by=["region", "device"], ci=None, min_n=1)
     grouped = calframe.ece(df, by=["region", "device"])
     check_row(d.row(0, named=True), grouped, "ece", ["region", "device"])
     assert d["worst_group"][0].startswith("region=") and ", device=" in d["worst_group"][0]
@@ -71,7 +73,7 @@ def test_null_and_typed_keys_are_labelled_as_polars_writes_them():
                           "g": pl.Series([1, None, 3] * 200, dtype=pl.Int64)})
     grouped = calframe.ece(frame, by="g")
     labels = {"g=1", "g=3", "g=null"}
-    d = calframe.disparity(frame, "ece", by="g")
+    d = calframe.disparity(frame, "ece", by="g", ci=None)
     assert {d["worst_group"][0], d["best_group"][0]} <= labels
     values = grouped["ece"].to_numpy()  # keys sorted, nulls last: 1, 3, null
     assert d["worst_group"][0] == ["g=1", "g=3", "g=null"][int(np.argmax(values))]
@@ -84,7 +86,7 @@ def test_duration_keys_are_labelled_in_iso_8601():
     p = np.r_[np.full(100, 0.3), np.full(100, 0.7)]
     frame = pl.DataFrame({"prob": p, "label": np.r_[np.zeros(70), np.ones(30), np.zeros(50), np.ones(50)],
                           "wait": [dt.timedelta(hours=26)] * 100 + [dt.timedelta(seconds=90)] * 100})
-    d = calframe.disparity(frame, "ece", by="wait").row(0, named=True)  # ECE 0 and |0.7 - 0.5| = 0.2
+    d = calframe.disparity(frame, "ece", by="wait", ci=None).row(0, named=True)  # ECE 0 and |0.7 - 0.5| = 0.2
     assert (d["worst_group"], d["best_group"]) == ("wait=PT1M30S", "wait=P1DT2H")
     assert d["difference"] == pytest.approx(0.2, abs=1e-12)
 
@@ -96,11 +98,11 @@ def test_summary_disparity_has_one_row_per_summary_column(df):
     assert d["figure"].to_list() == figures
     for i, figure in enumerate(figures):
         check_row(d.row(i, named=True), grouped, figure, ["region"], higher_is_better=figure == "accuracy")
-    assert d.equals(calframe.disparity(df, "summary", by="region"))
+    assert d.equals(calframe.disparity(df, "summary", by="region", ci=None))
 
 
 def test_several_variables_give_one_row_per_variable(df):
-    d = calframe.disparity(df, "vece", by="region", variable=["age", "device"])
+    d = calframe.disparity(df, "vece", by="region", variable=["age", "device"], ci=None)
     assert d["figure"].to_list() == ["vece:age", "vece:device"]
     for i, v in enumerate(["age", "device"]):
         grouped = calframe.vece(df, v, by="region").rename({"vece": v})
@@ -135,22 +137,30 @@ def hand_bootstrap(frame: pl.DataFrame, by: str, bins: int, n_boot: int, seed: i
 def test_intervals_are_percentiles_of_the_same_draws():
     frame = calframe.datasets.grouped_miscalibration(n=900, seed=3).select("prob", "label", "region")
     level, n_boot, seed, bins = 0.9, 60, 7, 6
-    d = calframe.disparity(frame, "ece", by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins).row(0, named=True)
+    d = calframe.disparity(frame, "ece", by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins,
+                           ci_method="percentile", min_n=1).row(0, named=True)
     draws = hand_bootstrap(frame, "region", bins, n_boot, seed)
     q = [(1 - level) / 2, 1 - (1 - level) / 2]
-    diff = draws.max(axis=1) - draws.min(axis=1)
-    ratio = draws.min(axis=1) / draws.max(axis=1)
+    grouped = calframe.ece(frame, by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins, ci_method="percentile")
+    keys = grouped["region"].to_list()
+    lo, hi = np.quantile(draws, q, axis=0)
+    # ranked on the bounds: the worst has the highest lower bound, the best the lowest upper bound
+    w, b = int(np.argmax(lo)), int(np.argmin(hi))
+    assert (d["worst_group"], d["best_group"]) == (f"region={keys[w]}", f"region={keys[b]}")
+    diff = draws[:, w] - draws[:, b]
+    ratio = draws[:, [w, b]].min(axis=1) / draws[:, [w, b]].max(axis=1)
     np.testing.assert_allclose([d["difference_lo"], d["difference_hi"]], np.quantile(diff, q), rtol=1e-12)
     np.testing.assert_allclose([d["ratio_lo"], d["ratio_hi"]], np.quantile(ratio, q), rtol=1e-12)
     # the worst and best groups' bounds: their own intervals, from the same draws as ece(by=, ci=)
-    grouped = calframe.ece(frame, by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins)
-    keys = grouped["region"].to_list()
-    for end in ("worst", "best"):
-        j = keys.index(d[f"{end}_group"].removeprefix("region="))
+    for end, j in (("worst", w), ("best", b)):
         np.testing.assert_allclose([d[f"{end}_lo"], d[f"{end}_hi"]], np.quantile(draws[:, j], q), rtol=1e-12)
         assert (d[f"{end}_lo"], d[f"{end}_hi"]) == (grouped["ece_lo"][j], grouped["ece_hi"][j])
     # not the groups' intervals combined
     assert d["difference_hi"] != pytest.approx(d["worst_hi"] - d["best_lo"])
+    # distinguishable from the best: the percentile interval of the group's difference to the best excludes 0
+    want = [f"region={keys[g]}" for g in range(len(keys)) if g != b
+            and not (np.quantile(draws[:, g] - draws[:, b], q[0]) <= 0 <= np.quantile(draws[:, g] - draws[:, b], q[1]))]
+    assert d["distinguishable_from_best"] == want
 
 
 def test_summary_disparity_bounds_share_summary_draws(df):
@@ -163,7 +173,7 @@ def test_summary_disparity_bounds_share_summary_draws(df):
         assert (row["worst_lo"], row["worst_hi"]) == (grouped[f"{row['figure']}_lo"][j],
                                                        grouped[f"{row['figure']}_hi"][j])
     bounds = [f"{v}_{e}" for v in ("worst", "best", "difference", "ratio") for e in ("lo", "hi")]
-    assert d.columns[8:] == bounds
+    assert d.columns[9:] == bounds + ["ranked_on", "below_min_n", "distinguishable_from_best", "ci_method"]
 
 
 # --------------------------------------------------------------------------- ties, one group, zeros
@@ -182,7 +192,7 @@ def test_ties_report_the_first_group_in_key_order():
     frame = _frame({"c": bad, "a": bad, "b": good, "d": good})  # c and a tie for worst, b and d for best
     values = calframe.ece(frame, by="g")["ece"].to_numpy()
     assert values[0] == values[2] and values[1] == values[3] and values[0] > values[1]
-    d = calframe.disparity(frame, "ece", by="g").row(0, named=True)
+    d = calframe.disparity(frame, "ece", by="g", ci=None).row(0, named=True)
     assert (d["worst_group"], d["best_group"]) == ("g=a", "g=b")
 
 
@@ -208,7 +218,7 @@ def test_zero_values_give_a_defined_ratio():
     row = one_zero.row(0, named=True)
     assert (row["best_group"], row["best"], row["ratio"]) == ("g=a", 0.0, 0.0)
     assert row["difference"] == row["worst"] > 0 and (row["ratio_lo"], row["ratio_hi"]) == (0.0, 0.0)
-    assert np.isfinite(one_zero.select(pl.exclude("figure", "worst_group", "best_group")).to_numpy()).all()
+    assert np.isfinite(one_zero.select(pl.selectors.numeric()).to_numpy()).all()
 
 
 def test_spread_of_replicates():

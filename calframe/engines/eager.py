@@ -9,6 +9,7 @@ bootstrap and shapes the result.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Union
 
 import numpy as np
@@ -100,13 +101,24 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
     (default: the request's binning of the lensed output), summed, then :func:`figures.ce`."""
     binning = binner if binner is not None else req.binning
 
-    def figure(scored: Scored) -> np.ndarray:
-        def sums_of(c: int) -> np.ndarray:
-            lensed = L.class_lens(scored, c) if req.lens.kind == "marginal" else L.scalar(scored, req.lens, req.func)
-            return binned_sums(*lensed, scored, binning)[0]
+    def of(r: R.Request) -> Figure:
+        def figure(scored: Scored) -> np.ndarray:
+            def sums_of(c: int) -> np.ndarray:
+                lensed = L.class_lens(scored, c) if r.lens.kind == "marginal" else L.scalar(scored, r.lens, r.func)
+                return binned_sums(*lensed, scored, binning)[0]
 
-        return F.binned(req, sums_of, scored.n_classes, scored.weight_scale)
+            return F.binned(r, sums_of, scored.n_classes, scored.weight_scale)
 
+        return figure
+
+    figure = of(req)
+    if req.estimator == "debiased":  # the bootstrap world's true value is the plug-in's (F.Scale)
+        if req.p == 2 and req.lens.kind != "marginal":  # resampled as E2, which it estimates without bias
+            root = None if req.squared else F.clipped_root
+            F.with_scale(figure, F.Scale(of(replace(req, squared=True)),
+                                         of(replace(req, estimator="plugin", squared=True)), root))
+        else:
+            F.with_scale(figure, F.Scale(truth=of(replace(req, estimator="plugin"))))
     return figure
 
 
@@ -301,11 +313,13 @@ def _evaluate(
     *,
     scalar: bool = True,
     prepare: Callable[[Scored], Scored] | None = None,
+    keep: dict[str, F.Draws] | None = None,
 ) -> Result:
     """The eager engine: resolve -> figures (-> bootstrap) -> :func:`figures.shape`. A LazyFrame is collected
     (its needed columns) and the result returned as a LazyFrame (one row, ``n`` and the figure, for a float).
 
-    ``figures`` None: the request's own CE figure, from the fused pass (:func:`fused_sums`) where it applies."""
+    ``figures`` None: the request's own CE figure, from the fused pass (:func:`fused_sums`) where it applies.
+    ``keep``: filled with each figure's bootstrap draws (:func:`_bootstrap`)."""
     own = figures is None
     figures = figures if figures is not None else ce_figures(req)
     check_by_names(req.func, req.by, output_columns(list(figures), req.ci, req.long), frame)
@@ -325,7 +339,7 @@ def _evaluate(
             totals = np.bincount(scored.group_codes, weights=scored.weights, minlength=scored.n_groups)
             check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
     values = {name: f(scored) for name, f in figures.items()}
-    bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed) if req.ci is not None else {}
+    bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed, req.ci_method, values, keep) if req.ci is not None else {}
     out = F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
     return out.lazy() if lazy else out
 
@@ -335,15 +349,25 @@ _BOOT_BATCH_ROWS = 4_000_000
 
 
 def _bootstrap(
-    scored: Scored, figures: dict[str, Figure], level: float, n_boot: int, seed: int | None
+    scored: Scored, figures: dict[str, Figure], level: float, n_boot: int, seed: int | None,
+    method: str = "symmetric", values: dict[str, np.ndarray] | None = None, keep: dict[str, F.Draws] | None = None,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Percentile bootstrap: resample rows within each group, recompute every figure.
+    """Bootstrap intervals of every figure: resample rows within each group, recompute the figures, and turn
+    the draws into bounds by ``method`` (:func:`calframe.figures.interval`; docs/statistics.md). The one
+    bootstrap of calframe: every ``ci=`` (and ``summary``, ``disparity``) comes here.
 
     Draw r takes uniforms from its own stream ``default_rng([seed, r])``; the
     j-th row of a group's resample is row ``floor(u_j * n_g)`` of that group.
     A group's draws therefore do not depend on the other groups: ``by=g``
-    gives each group the intervals of its filtered frame.
+    gives each group the intervals of its filtered frame. ``values``: the
+    figures on ``scored`` (computed again when not given); ``keep``: filled
+    with each figure's :class:`~calframe.figures.Draws` (what
+    :func:`calframe.disparity` compares groups on).
     """
+    scales = {name: F.scale_of(f) for name, f in figures.items()}
+    # the percentile method reads the figure's own draws; the others the scale the figure is estimated on
+    resampled = {name: (f if method == "percentile" or scales[name].raw is None else scales[name].raw)
+                 for name, f in figures.items()}
     n_groups = scored.n_groups
     order, starts = K.group_order(scored.group_codes, n_groups)
     counts = np.diff(starts)
@@ -367,22 +391,26 @@ def _bootstrap(
         new_groups = (np.arange(r, dtype=np.int64)[:, None] * n_groups + row_group[None, :]).ravel()
         sub = scored.take(idx.ravel(), new_groups, r * n_groups)
         try:
-            values = {name: f(sub).reshape(r, n_groups) for name, f in figures.items()}
+            drawn = {name: f(sub).reshape(r, n_groups) for name, f in resampled.items()}
         except TableTooLargeError:
             if r == 1:  # the table of one draw is the caller's own table (already accepted): not reached
                 raise
             batch = max(1, r // 2)  # r draws side by side pass the limit: fewer per batch (same values)
             continue
-        for name, v in values.items():
+        for name, v in drawn.items():
             draws[name][r0 : r0 + r] = v
         r0 += r
         bar.update(r)
-    alpha = (1.0 - level) / 2.0
+    values = values if values is not None else {}
     out = {}
     for name, d in draws.items():
-        lo, hi = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
-        some = ~np.isnan(d).all(axis=0)  # a group a selection emptied has NaN draws only: NaN bounds, no warning
-        if some.any():
-            lo[some], hi[some] = np.nanquantile(d[:, some], [alpha, 1.0 - alpha], axis=0)
-        out[name] = (lo, hi)
+        s = scales[name] if method != "percentile" else F.Scale()  # percentile: the figure's own draws
+        if method == "percentile":
+            estimate = truth = np.full(n_groups, np.nan)  # not read
+        else:
+            estimate = s.raw(scored) if s.raw is not None else values[name] if name in values else figures[name](scored)
+            truth = s.truth(scored) if s.truth is not None else estimate
+        out[name] = F.interval(d, level, method, estimate, truth, s)
+        if keep is not None:
+            keep[name] = F.Draws(d, estimate, truth, s)
     return out
