@@ -195,8 +195,15 @@ nearly symmetric around its truth, so `symmetric` and `bias_corrected` agree clo
 {_table(head, rows)}"""
 
 
+def verdict(s: Settings) -> str:
+    """The verdict's false-alarm and power tables, n = 50 to 1e5 (benchmarks/_verdict_tables.py)."""
+    import _verdict_tables  # benchmarks/ is on sys.path (the script's folder)
+
+    return _verdict_tables.section(scale=0.1 if s.seeds < 50 else 1.0)
+
+
 #: the page, in order: each section a function of the settings returning Markdown
-SECTIONS: list[Callable[[Settings], str]] = [header, methods, coverage_ece, coverage_debiased]
+SECTIONS: list[Callable[[Settings], str]] = [header, methods, coverage_ece, coverage_debiased, verdict]
 
 
 def main(argv: list[str] | None = None) -> None:
