@@ -218,20 +218,29 @@ class Limit(NamedTuple):
         return f"{self.figure}:{self.variable}" if self.variable else self.figure
 
 
-def _limit(text: str) -> Limit:
-    """``FIGURE=LIMIT`` or ``vece:VARIABLE=LIMIT`` (argparse type of ``--fail-above``)."""
-    import math
+#: A ``--fail-above`` limit as written: a non-negative decimal number (0.05, .05, 5e-2), nothing else: no sign,
+#: no ``_`` digit groups, no spaces (Python's ``float`` would read ``1_0`` as 10 and `` 0.05`` as 0.05).
+_NUMBER = r"(?a)(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 
-    name, eq, value = (part.strip() for part in text.partition("="))
-    figure, colon, variable = (part.strip() for part in name.partition(":"))
-    try:
-        limit = float(value)
-    except ValueError:
-        limit = math.nan
+
+def _limit(text: str) -> Limit:
+    """``FIGURE=LIMIT`` or ``vece:VARIABLE=LIMIT`` (argparse type of ``--fail-above``), LIMIT a non-negative
+    decimal number, without spaces.
+
+    >>> _limit("vece:age=3e-2")
+    Limit(figure='vece', variable='age', limit=0.03)
+    """
+    import math
+    import re
+
+    name, eq, value = text.partition("=")
+    figure, colon, variable = name.partition(":")
+    limit = float(value) if re.fullmatch(_NUMBER, value) else math.nan
     known = f"figures: {', '.join(GATED_FIGURES)}, or vece:VARIABLE, vmce:VARIABLE"
-    if not eq or not figure or not math.isfinite(limit):
-        raise argparse.ArgumentTypeError(f"takes FIGURE=LIMIT with a finite number, e.g. ece=0.05 or "
-                                         f"vece:age=0.03; got {text!r}")
+    spaced = any(part != part.strip() for part in (figure, variable))
+    if not eq or not figure or not math.isfinite(limit) or spaced:
+        raise argparse.ArgumentTypeError(f"takes FIGURE=LIMIT without spaces, LIMIT a non-negative number written "
+                                         f"plainly, e.g. ece=0.05, ece=5e-2 or vece:age=0.03; got {text!r}")
     if figure in VARIABLE_FIGURES:
         if not variable:
             raise argparse.ArgumentTypeError(f"{figure} needs a variable, e.g. {figure}:age={value}; got {text!r}")
@@ -336,14 +345,18 @@ def _report(args: argparse.Namespace) -> int:
                            tolerance=args.tolerance, title=args.title or f"Calibration report: {', '.join(args.files)}",
                            time_col=args.time_col, every=args.every or "1d",
                            baseline=None if not baseline else baseline[0] if len(baseline) == 1 else tuple(baseline))
-    if args.json:
-        text = rep.to_json()
+        # the gate's figures too, before anything is written: an error in them (a --fail-above variable that is
+        # not a column) leaves no output behind
+        breaches = _breaches(args.fail_above or [], rep, frame, args)
+    json_text = rep.to_json() if args.json else None
+    html_text = rep.to_html() if args.out else None
+    if json_text is not None:
         if args.json == "-":
-            print(text)
+            print(json_text)
         else:
-            write_text(Path(args.json), text)
-    if args.out:
-        write_text(Path(args.out), rep.to_html())
+            write_text(Path(args.json), json_text)
+    if html_text is not None:
+        write_text(Path(args.out), html_text)
         print(f"calframe: wrote {args.out}", file=sys.stderr)
     lens = f"lens {lens_phrase(rep.options['lens'])}"
     if args.out or args.json:
@@ -351,8 +364,6 @@ def _report(args: argparse.Namespace) -> int:
     else:
         print(lens[0].upper() + lens[1:])
         print(rep.to_text(wide=args.wide), end="")
-    with reading(", ".join(map(repr, files))):
-        breaches = _breaches(args.fail_above or [], rep, frame, args)
     for line in breaches:
         print(f"calframe: limit breached: {line}", file=sys.stderr)
     return EXIT_BREACH if breaches else EXIT_OK

@@ -533,3 +533,37 @@ def test_fail_above_usage_errors(work, capsys, argv, named):
     line = one_line(err)
     assert code == 2 and named in line, line
     assert snapshot(work) == before
+
+
+# --------------------------------------------------------------------------- command-line findings (issue 22, section 5)
+
+
+@pytest.mark.parametrize("limit", ["ece=1_0", "ece=-1", "ece = 0.05", " ece=0.05", "ece=0.05 ", "ece=+0.05",
+                                   "ece=0x10", "ece=1e999", "vece:age= 0.03", "ece=0,05"])
+def test_fail_above_refuses_a_limit_not_written_as_a_plain_number(work, capsys, limit):
+    """Python's float() reads 1_0 as 10 and ' 0.05' as 0.05, and a negative limit is breached by every figure:
+    each is refused before anything runs, with the form expected."""
+    before = snapshot(work)
+    code, err = cli(capsys, "report", "x.parquet", "--no-ci", "--json", "f.json", "--fail-above", limit)
+    line = one_line(err)
+    assert code == 2 and "FIGURE=LIMIT" in line and "non-negative number" in line and repr(limit) in line, line
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("limit, expected", [("ece=0.05", 0.05), ("ece=5e-2", 0.05), ("ece=.05", 0.05),
+                                             ("ece=0", 0.0), ("brier=1", 1.0), ("vece:age=3E-2", 0.03)])
+def test_fail_above_reads_plain_numbers(limit, expected):
+    from calframe.cli import _limit
+
+    assert _limit(limit).limit == expected
+
+
+@pytest.mark.parametrize("gate", ["vece:nosuch=0.05", "vmce:nosuch=0.05"])
+def test_fail_above_on_a_missing_variable_writes_nothing(work, capsys, gate):
+    """The gate's figures are computed before any output is written: an error there leaves no output."""
+    before = snapshot(work)
+    code, err = cli(capsys, "report", "x.parquet", "--no-ci", "--fail-above", gate, "--out", "r.html",
+                    "--json", "r.json")
+    line = one_line(err)
+    assert code == 1 and "'nosuch'" in line, line
+    assert snapshot(work) == before and not (work / "r.html").exists() and not (work / "r.json").exists()
