@@ -42,7 +42,13 @@ class ParameterError(CalframeError, ValueError):
 
 class RecalibratorFileError(CalframeError, ValueError):
     """A saved recalibrator cannot be loaded: not a calframe file, unknown version or method, invalid values, bad
-    shapes, a checksum or signature mismatch."""
+    shapes, a checksum or signature mismatch. ``reason`` tells the signature problems apart (else None):
+    ``"signed"`` (a signed file loaded without a key), ``"unsigned"`` (an unsigned file loaded with a key) or
+    ``"signature"`` (the signature does not match the key)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class UnsafeForkError(CalframeError, RuntimeError):

@@ -170,22 +170,63 @@ def recalibrator_files(path: Path) -> list[Path]:
     return [path] if path.suffix == ".parquet" or path.is_file() else [path / ARRAYS_FILE, path / HEADER_FILE]
 
 
-def save_recalibrator(rec: Any, path: Path) -> None:
-    """``rec.save(path)`` through temporary files: a ``*.parquet`` file is renamed into place whole; a
+def save_recalibrator(rec: Any, path: Path, key: str | None = None) -> None:
+    """``rec.save(path, key=key)`` through temporary files: a ``*.parquet`` file is renamed into place whole; a
     directory's two files are written in full to a temporary subdirectory, then each renamed into place."""
     if path.suffix == ".parquet":
         with atomic_output(path, ".parquet") as tmp:
-            rec.save(tmp)
+            rec.save(tmp, key=key)
         return
     tmp_dir = _temporary(path / "save")
     try:
-        rec.save(tmp_dir)
+        rec.save(tmp_dir, key=key)
         for final in recalibrator_files(path):
             os.replace(tmp_dir / final.name, final)
     finally:
         import shutil
 
         shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def key_from_env(name: str | None) -> str | None:
+    """The signing key in the environment variable ``name`` (``--key-env NAME``), None without the option.
+    A variable that is not set, or empty, is a usage error: the key itself never appears on the command line
+    (where ``ps`` and the shell history would show it) nor in a message."""
+    if name is None:
+        return None
+    key = os.environ.get(name)
+    if key is None:
+        raise UsageError(f"--key-env {name}: the environment variable {name!r} is not set; set it to the signing "
+                         f"key (e.g. from your secret store) before running calframe")
+    if not key:
+        raise UsageError(f"--key-env {name}: the environment variable {name!r} is empty; set it to the signing key")
+    return key
+
+
+def load_recalibrator(path: str, key_env: str | None) -> Any:
+    """``calframe.load(path)``, verified with the key in ``$key_env`` when given; a signature that cannot be
+    verified is a DataError saying what to do on the command line (``--key-env``, not ``key=``)."""
+    from . import api
+    from ._errors import RecalibratorFileError
+
+    key = key_from_env(key_env)
+    with reading(repr(path)):
+        try:
+            return api.load(Path(path), key=key)
+        except FileNotFoundError:
+            raise DataError(f"no recalibrator at {path!r}") from None
+        except RecalibratorFileError as exc:
+            if exc.reason == "signed":
+                raise DataError(f"{path!r} is signed (HMAC-SHA256): give the signer's key with --key-env NAME, "
+                                "NAME the environment variable that holds it") from None
+            if exc.reason == "unsigned":
+                raise DataError(f"{path!r} is not signed, so --key-env {key_env} cannot authenticate it: apply it "
+                                "without --key-env only if you trust its source, or fit it again with --key-env") \
+                    from None
+            if exc.reason == "signature":
+                raise DataError(f"the signature of {path!r} does not match the key in ${key_env}: a wrong key, or "
+                                "the file was modified after it was signed; do not use it") from None
+            raise
 
 
 def _split(s: str | None) -> list[str] | None:
@@ -401,6 +442,7 @@ def _fit(args: argparse.Namespace) -> int:
     from . import api
 
     params = _params(args.method, args.param or [])
+    key = key_from_env(args.key_env)
     if args.gamma is not None:
         params["gamma"] = args.gamma
     files = expand(args.files)
@@ -417,8 +459,9 @@ def _fit(args: argparse.Namespace) -> int:
             raise
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
         raise UsageError(f"fit: method {args.method!r} refused the parameters {shown}: {_first_line(exc)}") from None
-    save_recalibrator(rec, out)
-    print(f"calframe: fitted {args.method} on {frame.height} rows; wrote {out}", file=sys.stderr)
+    save_recalibrator(rec, out, key)
+    signed = f", signed with the key in ${args.key_env}" if key is not None else ""
+    print(f"calframe: fitted {args.method} on {frame.height} rows; wrote {out}{signed}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -459,11 +502,7 @@ def _apply(args: argparse.Namespace) -> int:
     from . import api
 
     rec_path = Path(args.recalibrator)
-    with reading(repr(args.recalibrator)):
-        try:
-            rec = api.load(rec_path)
-        except FileNotFoundError:
-            raise DataError(f"no recalibrator at {args.recalibrator!r}") from None
+    rec = load_recalibrator(args.recalibrator, args.key_env)
     files = expand(args.files)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
@@ -630,10 +669,12 @@ EXAMPLES = {
   calframe fit cal.parquet --method platt -o platt.parquet
   calframe fit cal.parquet --method tree --variable age -o rec.calib
   calframe fit cal.parquet --method lore --features age --gamma 0.2 --param standardize=true -o lore.parquet
-  calframe fit cal.parquet --method isotonic --by region -o per_region.calib""",
+  calframe fit cal.parquet --method isotonic --by region -o per_region.calib
+  calframe fit cal.parquet --method platt -o signed.parquet --key-env CALIB_KEY""",
     "apply": """\
   calframe apply rec.calib scores.parquet -o out/
-  calframe apply platt.parquet 'scores/*.parquet' -o out/ --name p_cal --batch-size 100000""",
+  calframe apply platt.parquet 'scores/*.parquet' -o out/ --name p_cal --batch-size 100000
+  calframe apply signed.parquet scores.parquet -o out/ --key-env CALIB_KEY""",
     "warmup": """\
   calframe warmup
   NUMBA_CACHE_DIR=/opt/numba-cache calframe warmup --quiet""",
@@ -722,6 +763,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--nulls", choices=["raise", "drop"], default="raise")
     fit.add_argument("--output", "-o", required=True, help="where to save (a directory, or a .parquet file)")
     fit.add_argument("--overwrite", action="store_true", help=overwrite)
+    fit.add_argument("--key-env", metavar="NAME",
+                     help="sign the saved recalibrator (HMAC-SHA256) with the key held in the environment variable "
+                     "NAME; apply then needs the same --key-env to verify it")
     fit.set_defaults(run=_fit)
 
     app = sub.add_parser("apply", help="add the recalibrated column to files, batch by batch",
@@ -739,6 +783,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rows of groups a per-group recalibrator has not seen")
     app.add_argument("--batch-size", type=_positive, default=65_536, help="rows per batch (default 65536)")
     app.add_argument("--overwrite", action="store_true", help=overwrite)
+    app.add_argument("--key-env", metavar="NAME",
+                     help="verify the recalibrator's signature with the key held in the environment variable NAME "
+                     "(needed for a file fitted with --key-env or saved with key=; a wrong key is exit 1)")
     app.set_defaults(run=_apply)
 
     demo = sub.add_parser("demo", help="run the built-in example and print its calibration figures",

@@ -421,8 +421,10 @@ def test_every_help_example_parses(capsys, command):
         assert args.command == command
 
 
-def test_help_examples_run(work, capsys):
-    """The report, fit and apply examples run as written on scores.parquet / scores/ / cal.parquet."""
+def test_help_examples_run(work, capsys, monkeypatch):
+    """The report, fit and apply examples run as written on scores.parquet / scores/ / cal.parquet (and
+    $CALIB_KEY, the key the signing examples read)."""
+    monkeypatch.setenv("CALIB_KEY", "a secret shared by who fits and who applies")
     df = pl.read_parquet(work / "x.parquet").with_columns(  # a score every hour from 2024-01-01 (25 days)
         ts=pl.datetime(2024, 1, 1) + pl.duration(hours=pl.int_range(pl.len())))
     df.write_parquet(work / "scores.parquet")
@@ -567,3 +569,59 @@ def test_fail_above_on_a_missing_variable_writes_nothing(work, capsys, gate):
     line = one_line(err)
     assert code == 1 and "'nosuch'" in line, line
     assert snapshot(work) == before and not (work / "r.html").exists() and not (work / "r.json").exists()
+
+
+SECRET = "correct horse battery staple"
+
+
+@pytest.mark.parametrize("out", ["signed.parquet", "signed.calib"])
+def test_fit_signs_and_apply_verifies_with_key_env(work, capsys, monkeypatch, out):
+    """--key-env NAME: fit signs with the key in $NAME (calframe.load verifies it with that key, and refuses the
+    file without one); apply verifies it and writes the same column as the Python API."""
+    monkeypatch.setenv("CALFRAME_TEST_KEY", SECRET)
+    code, err = cli(capsys, "fit", "x.parquet", "--method", "platt", "-o", out, "--key-env", "CALFRAME_TEST_KEY")
+    assert code == 0, err
+    assert calframe.load(out, key=SECRET).method == "platt"
+    with pytest.raises(calframe.CalframeError, match="signed"):
+        calframe.load(out)
+    with pytest.raises(calframe.CalframeError, match="does not match"):
+        calframe.load(out, key="another key")
+    code, err = cli(capsys, "apply", out, "x.parquet", "-o", "o", "--key-env", "CALFRAME_TEST_KEY")
+    assert code == 0, err
+    df = pl.read_parquet("x.parquet")
+    expected = calframe.apply(df, calframe.fit(df, "platt"))["p_platt"].to_numpy()
+    np.testing.assert_allclose(pl.read_parquet("o/x.parquet")["p_platt"].to_numpy(), expected, rtol=1e-12)
+    assert SECRET not in err
+
+
+@pytest.mark.parametrize("case, named", [
+    ("no key", "--key-env"),            # a signed file without --key-env
+    ("wrong key", "does not match"),    # a signed file, another key
+    ("unsigned", "not signed"),         # an unsigned file with --key-env
+])
+def test_apply_refuses_a_signature_it_cannot_verify(work, capsys, monkeypatch, case, named):
+    calframe.fit(pl.read_parquet("x.parquet"), "platt").save("signed.parquet", key=SECRET)
+    monkeypatch.setenv("K", "another key" if case == "wrong key" else SECRET)
+    rec = "rec.parquet" if case == "unsigned" else "signed.parquet"
+    before = snapshot(work)
+    code, err = cli(capsys, "apply", rec, "x.parquet", "-o", "o", *([] if case == "no key" else ["--key-env", "K"]))
+    line = one_line(err)
+    assert code == 1 and named in line and rec in line, line
+    assert "key=" not in line and SECRET not in line and "another key" not in line  # command-line words, no secret
+    assert snapshot(work) == before and not (work / "o").exists()
+
+
+@pytest.mark.parametrize("value", [None, ""])
+@pytest.mark.parametrize("command", ["fit", "apply"])
+def test_key_env_naming_a_missing_variable_is_a_usage_error(work, capsys, monkeypatch, value, command):
+    if value is None:
+        monkeypatch.delenv("CALFRAME_NO_SUCH_KEY", raising=False)
+    else:
+        monkeypatch.setenv("CALFRAME_NO_SUCH_KEY", value)
+    argv = (["fit", "x.parquet", "--method", "platt", "-o", "new.parquet"] if command == "fit"
+            else ["apply", "rec.parquet", "x.parquet", "-o", "o"])
+    before = snapshot(work)
+    code, err = cli(capsys, *argv, "--key-env", "CALFRAME_NO_SUCH_KEY")
+    line = one_line(err)
+    assert code == 2 and "CALFRAME_NO_SUCH_KEY" in line and ("not set" if value is None else "empty") in line, line
+    assert snapshot(work) == before and not (work / "o").exists()

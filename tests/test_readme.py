@@ -18,7 +18,9 @@ temporary directory as the working directory (examples write only there).
   Makefile target), ``pip install`` (each ``[extra]`` of calframe is in
   pyproject.toml's optional dependencies), ``git S`` (S is a git command),
   ``python`` / ``.venv/bin/python path.py [--opt]`` (the script exists and
-  names each option). Any other command fails: give it a rule here first.
+  names each option). ``export NAME=VALUE`` sets the environment variable for the
+  rest of the page (as in the reader's shell; restored after the page). Any
+  other command fails: give it a rule here first.
 - A fenced block needs a language (python, a shell above, or text).
 - ```text blocks are output or diagrams. Output in a section that names a
   script ``docs/examples/X.py`` above the block is compared, row by row, with
@@ -36,6 +38,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import os
 import re
 import runpy
 import shlex
@@ -61,7 +64,9 @@ EXTRA_MODULES = {"dask": "dask", "distributed": "distributed", "duckdb": "duckdb
                  "sklearn": "sklearn", "calframe.plot": "matplotlib", "calframe.frames.dask": "dask",
                  "pyspark": "pyspark"}
 SHELL = {"bash", "sh", "shell", "console"}
-COMMANDS = {"calframe", "make", "pip", "git", "python", "python3", ".venv/bin/python"}
+COMMANDS = {"calframe", "make", "pip", "git", "python", "python3", ".venv/bin/python", "export"}
+#: environment variables a page's ``export`` set, with their values before it (None: unset), restored after the page
+EXPORTED: dict[str, str | None] = {}
 #: `calframe demo` command lines already run in this session
 DEMOS_RUN: set[tuple[str, ...]] = set()
 
@@ -250,6 +255,12 @@ def run_command(where: str, line: str) -> None:
         assert "is not a git command" not in res.stderr, f"{where}: `{line}`: not a git command"
     elif cmd in {"python", "python3", ".venv/bin/python"}:
         check_script(where, args)
+    elif cmd == "export":
+        for assignment in args:
+            name, eq, value = assignment.partition("=")
+            assert eq and name.isidentifier(), f"{where}: `{line}`: export takes NAME=VALUE"
+            EXPORTED.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
     else:
         pytest.fail(f"{where}: `{line}`: no rule for {cmd!r} commands in tests/test_readme.py")
 
@@ -263,7 +274,7 @@ def run_page(path: Path) -> dict:
     for mod in sorted({EXTRA_MODULES[m] for m in page_modules(path) & set(EXTRA_MODULES)}):
         pytest.importorskip(mod)
     namespace: dict = {"__name__": "__main__"}
-    with pl.Config():  # a page's pl.Config settings end with it
+    with pl.Config(), _exports_restored():  # a page's pl.Config settings and exported variables end with it
         for block in page:
             if block.lang == "python":
                 run_python(path, block, namespace)
@@ -273,6 +284,20 @@ def run_page(path: Path) -> dict:
             else:
                 assert block.lang == "text", f"{path.name}:{block.line}: a code block without a rule: ```{block.lang}"
     return namespace
+
+
+@contextlib.contextmanager
+def _exports_restored():
+    """Undo the page's ``export`` commands when it ends."""
+    try:
+        yield
+    finally:
+        for name, old in EXPORTED.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
+        EXPORTED.clear()
 
 
 @pytest.fixture

@@ -395,15 +395,17 @@ def _verify(header: dict[str, Any], flat: dict[str, np.ndarray], key: bytes | No
     signature = header.get("signature")
     if key is None and signature is not None:
         raise RecalibratorFileError(f"load: {path} is signed (HMAC-SHA256); pass key=<the signer's secret> to "
-                                    f"verify and load it.")
+                                    f"verify and load it.", reason="signed")
     if key is not None:
         if signature is None:
             raise RecalibratorFileError(f"load: {path} is not signed, so key= cannot authenticate it; load it "
-                                        f"without a key only if you trust its source, or have it saved with key=.")
+                                        f"without a key only if you trust its source, or have it saved with key=.",
+                                        reason="unsigned")
         want = _signature(key, {k: v for k, v in header.items() if k not in ("checksum", "signature")}, flat)
         if not isinstance(signature, str) or not hmac.compare_digest(signature.encode(), want.encode()):
             raise RecalibratorFileError(f"load: the signature of {path} does not match: wrong key, or the file was "
-                                        f"modified after it was signed. Do not use it.")
+                                        f"modified after it was signed. Do not use it.",
+                                        reason="signature")
     expected = header.get("checksum")
     rest = {k: v for k, v in header.items() if k != "checksum"}
     if not isinstance(expected, str) or _checksum(rest, flat) != expected:
