@@ -5,6 +5,7 @@ also registers ``df.calib`` on Polars DataFrame/LazyFrame and pandas
 DataFrame, which forwards to the same functions.
 """
 
+from . import _startup  # noqa: F401  (first: in the calframe command, Ctrl-C while it starts exits 130, one line)
 import os as _os
 
 # numba's OpenMP threads busy-wait between parallel regions by default; beside Polars' own

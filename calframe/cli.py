@@ -10,10 +10,14 @@ Exit codes: 0 success, 3 a ``report --fail-above`` limit breached (the outputs
 are written first), 2 usage errors (bad arguments or parameters, an output
 that would overwrite an input, collide with another output, or replace an
 existing file without ``--overwrite``), 1 data errors (a file missing,
-unreadable or holding bad values), 130 interrupted. Every error is one line on
+unreadable or holding bad values, a signature that cannot be verified), 130
+interrupted (from the start: calframe._startup). Every error is one line on
 standard error, never a traceback. Each output is written to a temporary file
-in its directory and renamed when complete, so it is either whole or absent
-(docs/spec.md section 8, "Command line: outputs and errors").
+in its directory, and the outputs are renamed into place together once all
+are complete: each is whole or absent, and a command that fails leaves none
+of its outputs (docs/spec.md section 8, "Command line: outputs and errors").
+``fit --key-env NAME`` signs the recalibrator with the key in ``$NAME``,
+``apply --key-env NAME`` verifies it.
 """
 
 from __future__ import annotations
@@ -140,27 +144,70 @@ def _temporary(path: Path, suffix: str = "") -> Path:
     return path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp{suffix}"
 
 
-@contextlib.contextmanager
-def atomic_output(path: Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it to ``path`` on success, delete it on any failure.
+class Outputs:
+    """The files a command writes: each to a hidden temporary file beside its final name (:meth:`stage`), all
+    renamed into place together once every one is complete (:meth:`commit`). On a failure (an error, Ctrl-C)
+    :meth:`discard` removes the temporary files and the directories made for them, so a failed command leaves
+    nothing behind and an existing output stays as it was. Use it through :func:`staged_outputs`."""
 
-    ``suffix`` ends the temporary name (writers that choose the format by suffix).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temporary(path, suffix)
+    def __init__(self) -> None:
+        self.created: list[Path] = []  # directories made for the outputs, parents first
+        self.staged: list[tuple[Path, Path]] = []  # (temporary file, final name)
+
+    def directory(self, path: Path) -> None:
+        """Make the directory ``path`` and its missing parents (:meth:`discard` removes those it made)."""
+        missing = []
+        while not os.path.lexists(path) and path != path.parent:
+            missing.append(path)
+            path = path.parent
+        for d in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                d.mkdir()
+                self.created.append(d)
+
+    def stage(self, path: Path, suffix: str = "", tmp: Path | None = None) -> Path:
+        """A temporary path that :meth:`commit` renames to ``path``: ``tmp``, or a fresh hidden name next to
+        ``path`` ending in ``suffix`` (for writers that choose the format by suffix)."""
+        self.directory(path.parent)
+        tmp = _temporary(path, suffix) if tmp is None else tmp
+        self.staged.append((tmp, path))
+        return tmp
+
+    def commit(self) -> None:
+        """Rename every staged file to its final name."""
+        while self.staged:
+            tmp, path = self.staged[0]
+            os.replace(tmp, path)
+            self.staged.pop(0)
+
+    def discard(self) -> None:
+        """Remove the staged files not yet renamed, then the directories made for them (those left empty)."""
+        for tmp, _ in self.staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        self.staged.clear()
+        for d in reversed(self.created):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        self.created.clear()
+
+
+@contextlib.contextmanager
+def staged_outputs() -> Iterator[Outputs]:
+    """:class:`Outputs` committed when the block ends, discarded if it raises (anything, KeyboardInterrupt too)."""
+    out = Outputs()
     try:
-        yield tmp
-        os.replace(tmp, path)
+        yield out
+        out.commit()
     except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        out.discard()
         raise
 
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file (whole or absent)."""
-    with atomic_output(path) as tmp:
-        tmp.write_text(text)
+    with staged_outputs() as out:
+        out.stage(path).write_text(text)
 
 
 def recalibrator_files(path: Path) -> list[Path]:
@@ -173,19 +220,21 @@ def recalibrator_files(path: Path) -> list[Path]:
 def save_recalibrator(rec: Any, path: Path, key: str | None = None) -> None:
     """``rec.save(path, key=key)`` through temporary files: a ``*.parquet`` file is renamed into place whole; a
     directory's two files are written in full to a temporary subdirectory, then each renamed into place."""
-    if path.suffix == ".parquet":
-        with atomic_output(path, ".parquet") as tmp:
-            rec.save(tmp, key=key)
-        return
-    tmp_dir = _temporary(path / "save")
-    try:
-        rec.save(tmp_dir, key=key)
-        for final in recalibrator_files(path):
-            os.replace(tmp_dir / final.name, final)
-    finally:
-        import shutil
+    import shutil
 
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+    with staged_outputs() as out:
+        if path.suffix == ".parquet":
+            rec.save(out.stage(path, ".parquet"), key=key)
+            return
+        out.directory(path)
+        tmp_dir = _temporary(path / "save")
+        try:
+            rec.save(tmp_dir, key=key)
+            for final in recalibrator_files(path):
+                out.stage(final, tmp=tmp_dir / final.name)
+            out.commit()
+        finally:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def key_from_env(name: str | None) -> str | None:
@@ -391,13 +440,13 @@ def _report(args: argparse.Namespace) -> int:
         breaches = _breaches(args.fail_above or [], rep, frame, args)
     json_text = rep.to_json() if args.json else None
     html_text = rep.to_html() if args.out else None
-    if json_text is not None:
-        if args.json == "-":
-            print(json_text)
-        else:
-            write_text(Path(args.json), json_text)
-    if html_text is not None:
-        write_text(Path(args.out), html_text)
+    with staged_outputs() as out:  # both files, or neither
+        for path, text in ((args.json, json_text), (args.out, html_text)):
+            if text is not None and path != "-":
+                out.stage(Path(path)).write_text(text)
+    if args.json == "-":
+        print(json_text)
+    if args.out:
         print(f"calframe: wrote {args.out}", file=sys.stderr)
     lens = f"lens {lens_phrase(rep.options['lens'])}"
     if args.out or args.json:
@@ -513,21 +562,21 @@ def _apply(args: argparse.Namespace) -> int:
     kw = dict(name=args.name, prob=_prob(args.prob), variable=args.variable, features=_split(args.features),
               unknown=args.unknown)
     total_rows = 0
-    for i, (f, target) in enumerate(zip(files, targets), 1):
-        label = f"[{i}/{len(files)}] {Path(f).name}"
-        if Path(f).suffix.lower() in (".parquet", ".pq"):
-            with reading(repr(f)):
-                src = pq.ParquetFile(f)
-                batches = src.iter_batches(batch_size=args.batch_size)
-            with atomic_output(target, ".parquet") as tmp:
-                done = _apply_batches(f, src, batches, tmp, rec, kw, label)
-        else:
-            lf = scan(f)
-            with atomic_output(target, ".parquet") as tmp:
+    with staged_outputs() as out:  # every output renamed into place once all are written; a failure leaves none
+        for i, (f, target) in enumerate(zip(files, targets), 1):
+            label = f"[{i}/{len(files)}] {Path(f).name}"
+            if Path(f).suffix.lower() in (".parquet", ".pq"):
+                with reading(repr(f)):
+                    src = pq.ParquetFile(f)
+                    batches = src.iter_batches(batch_size=args.batch_size)
+                done = _apply_batches(f, src, batches, out.stage(target, ".parquet"), rec, kw, label)
+            else:
+                lf = scan(f)
+                tmp = out.stage(target, ".parquet")
                 with reading(repr(f)):
                     api.apply(lf, rec, **kw).sink_parquet(tmp)
                 done = pl.scan_parquet(tmp).select(pl.len()).collect().item()
-        total_rows += done
+            total_rows += done
     print(f"calframe: applied {rec.method} to {total_rows:,} rows in {len(files)} file(s); wrote {out_dir}/",
           file=sys.stderr)
     return EXIT_OK
@@ -650,7 +699,8 @@ _EPILOG = """Exit codes: 0 success; 2 usage error (bad argument or parameter, an
 input, two outputs with one name, an existing output without --overwrite); 1 data error (missing,
 unreadable or invalid file contents); 3 a report --fail-above limit breached (outputs written, the
 breaches listed on standard error); 130 interrupted. Errors are one line on standard error.
-Outputs are written to a temporary file and renamed when complete: never half-written."""
+Outputs are written to temporary files and renamed together when all are complete: never
+half-written, and a command that fails leaves none."""
 
 #: Each subcommand's examples (its --help epilog). tests/test_cli.py parses every line and runs some of them
 #: in a directory holding scores.parquet and cal.parquet (columns prob, label, region, age, device, ts).
@@ -833,24 +883,50 @@ def _warmup(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 data error, 2 usage error, 130 interrupted)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error argparse has already printed
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    from ._progress import setting
+    from . import _startup
 
+    interrupted = False
     try:
+        _startup.done()  # from here a Ctrl-C is a KeyboardInterrupt, handled below (before: calframe._startup)
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, or a usage error argparse has already printed
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        from ._progress import setting
+
         with setting("calframe", False if args.no_progress else None):
             return int(args.run(args))
-    except (ParameterError, UsageError) as exc:
-        return _fail(exc, EXIT_USAGE)
-    except CalframeError as exc:
-        return _fail(exc, EXIT_DATA)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        return _fail(f"{type(exc).__name__}: {_first_line(exc)}", EXIT_DATA)
     except KeyboardInterrupt:
+        interrupted = True
         return _fail("interrupted", EXIT_INTERRUPTED)
+    except Exception as exc:
+        if _after_interrupt(exc):
+            interrupted = True
+            return _fail("interrupted", EXIT_INTERRUPTED)
+        if isinstance(exc, (ParameterError, UsageError)):
+            return _fail(exc, EXIT_USAGE)
+        if isinstance(exc, CalframeError):
+            return _fail(exc, EXIT_DATA)
+        if isinstance(exc, (pl.exceptions.PolarsError, OSError)):
+            return _fail(f"{type(exc).__name__}: {_first_line(exc)}", EXIT_DATA)
+        raise
+    finally:
+        _startup.finished(interrupted)
+
+
+def _after_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of a Ctrl-C: a KeyboardInterrupt among its causes, as when one lands inside
+    numba's dispatcher (``SystemError: ... returned a result with an exception set``) or inside the import
+    machinery's module locks (a ``KeyError`` from importlib)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _fail(problem: Any, code: int) -> int:

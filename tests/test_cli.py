@@ -625,3 +625,129 @@ def test_key_env_naming_a_missing_variable_is_a_usage_error(work, capsys, monkey
     line = one_line(err)
     assert code == 2 and "CALFRAME_NO_SUCH_KEY" in line and ("not set" if value is None else "empty") in line, line
     assert snapshot(work) == before and not (work / "o").exists()
+
+
+#: sitecustomize for a child process: Ctrl-C (SIGINT to itself) the moment the module $CALFRAME_TEST_SIGINT_AT is
+#: imported, deterministically inside start-up
+_SIGINT_AT_IMPORT = '''
+import importlib.abc, os, signal, sys
+AT = os.environ["CALFRAME_TEST_SIGINT_AT"]
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == AT:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+'''
+
+
+@pytest.mark.parametrize("at", ["calframe.datasets", "calframe.api", "calframe.cli", "calframe.report"])
+@pytest.mark.parametrize("how", ["python -m", "console script"])
+def test_ctrl_c_during_start_up_exits_130_with_one_line(work, at, how):
+    """Ctrl-C while `calframe` imports its modules, before the command runs: exit 130 and one line, as after."""
+    (work / "hook").mkdir()
+    (work / "hook" / "sitecustomize.py").write_text(_SIGINT_AT_IMPORT)
+    script = work / "bin" / "calframe"  # what pip's console script runs
+    script.parent.mkdir()
+    script.write_text("import sys\nfrom calframe.cli import main\nsys.exit(main())\n")
+    root = Path(calframe.__file__).parent.parent
+    env = {**__import__("os").environ, "PYTHONPATH": f"{work / 'hook'}:{root}", "CALFRAME_TEST_SIGINT_AT": at}
+    cmd = ["-m", "calframe"] if how == "python -m" else [str(script)]
+    res = subprocess.run([sys.executable, *cmd, "report", "x.parquet", "--no-ci"], capture_output=True, text=True,
+                         env=env, cwd=work)
+    assert res.returncode == 130, (res.returncode, res.stderr)
+    assert res.stderr == "calframe: error: interrupted\n" and res.stdout == ""
+
+
+def _raise_after_interrupt(kind: str):
+    """A KeyboardInterrupt, or what it becomes when it lands inside numba's dispatcher or importlib's locks."""
+    if kind == "interrupt":
+        raise KeyboardInterrupt
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:
+        if kind == "numba":
+            raise SystemError("CPUDispatcher(<function f>) returned a result with an exception set") from exc
+        raise KeyError(140512875342720)  # importlib's _ModuleLockManager, its lock bookkeeping cut short
+
+
+@pytest.mark.parametrize("kind", ["interrupt", "numba", "importlib"])
+@pytest.mark.parametrize("where", ["build_parser", "command"])
+def test_ctrl_c_in_any_form_exits_130_with_one_line(work, capsys, monkeypatch, kind, where):
+    from calframe import cli as cli_module
+
+    if where == "build_parser":
+        monkeypatch.setattr(cli_module, "build_parser", lambda: _raise_after_interrupt(kind))
+    else:
+        monkeypatch.setattr(calframe.api, "apply", lambda *a, **k: _raise_after_interrupt(kind))
+    code, err = cli(capsys, "apply", "rec.parquet", "x.parquet", "-o", "o")
+    assert code == 130 and one_line(err) == "calframe: error: interrupted"
+    assert not (work / "o").exists()
+
+
+def test_an_error_not_from_an_interrupt_is_not_one():
+    from calframe.cli import _after_interrupt
+
+    try:
+        try:
+            raise ValueError("first")
+        except ValueError:
+            raise KeyError("second")
+    except KeyError as exc:
+        assert not _after_interrupt(exc)
+
+
+@pytest.mark.parametrize("exc, code", [(KeyboardInterrupt(), 130), (calframe.InvalidValueError("bad batch"), 1)])
+@pytest.mark.parametrize("out", ["out", "new/deeper/out"])
+def test_apply_failing_leaves_no_directory_and_no_output_of_the_run(work, capsys, monkeypatch, exc, code, out):
+    """Two inputs, the second fails (after the first's output is complete): the output directory that apply
+    created is gone, and no output of the run remains; an existing output stays as it was."""
+    df = pl.read_parquet(work / "x.parquet")
+    (work / "a").mkdir()
+    df.write_parquet(work / "a" / "one.parquet")
+    df.write_parquet(work / "a" / "two.parquet")
+    before = snapshot(work)
+    calls = _fail_on_second_call(monkeypatch, calframe.api, "apply", exc)
+    got, err = cli(capsys, "apply", "rec.parquet", "a/one.parquet", "a/two.parquet", "-o", out)
+    assert got == code and len(calls) == 2, err
+    one_line(err)
+    assert snapshot(work) == before
+    assert not (work / out).exists() and not (work / out.split("/")[0]).exists()
+    # an existing directory stays, and so does an existing output (with --overwrite), untouched
+    (work / out).mkdir(parents=True)
+    (work / out / "one.parquet").write_bytes(b"old contents")
+    before = snapshot(work)
+    calls.clear()
+    got, err = cli(capsys, "apply", "rec.parquet", "a/one.parquet", "a/two.parquet", "-o", out, "--overwrite")
+    assert got == code and snapshot(work) == before
+    assert sorted(p.name for p in (work / out).iterdir()) == ["one.parquet"]
+
+
+@pytest.mark.parametrize("argv", [["report", "x.parquet", "--no-ci", "--out", "new/r.html", "--json", "new2/r.json"],
+                                  ["fit", "x.parquet", "--method", "platt", "-o", "new/deeper/rec.calib"],
+                                  ["fit", "x.parquet", "--method", "platt", "-o", "new/rec.parquet"]])
+def test_report_and_fit_failing_leave_no_directory(work, capsys, monkeypatch, argv):
+    """An interrupt while writing: no output, and no directory created for one."""
+    from calframe.recalibrate.base import Recalibrator
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    if argv[0] == "report":
+        real = Path.write_text
+        calls = []
+
+        def second_interrupted(self, *a, **k):  # the first output is complete when the second fails
+            calls.append(self)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return real(self, *a, **k)
+
+        monkeypatch.setattr(Path, "write_text", second_interrupted)
+    else:
+        monkeypatch.setattr(Recalibrator, "save", interrupted)
+    before = snapshot(work)
+    code, err = cli(capsys, *argv)
+    assert code == 130 and one_line(err) == "calframe: error: interrupted"
+    assert snapshot(work) == before and not (work / "new").exists() and not (work / "new2").exists()
