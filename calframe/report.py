@@ -494,7 +494,8 @@ def headline(report: "Report") -> str:
                 worst = hits[0]
                 ratio = worst["ece"] / best if best and worst["ece"] is not None else None
                 times = f", {ratio:.1f}\u00d7 the best {what} ({best_name})" if ratio is not None and math.isfinite(ratio) else ""
-                more = f" and {len(hits) - 1} more of {len(groups)} {what}s" if len(hits) > 1 else ""
+                noun = "groups" if len(by) > 1 else f"{what} groups"  # "4 region groups": a name is not pluralised
+                more = f" and {len(hits) - 1} more of {len(groups)} {noun}" if len(hits) > 1 else ""
                 small = f" ({sum(map(_small, hits))} of these {len(hits)} small)" if len(hits) > 1 and any(map(_small, hits)) else ""
                 parts.append(f"{'not' if word == 'not calibrated' else 'undecided'} for "
                              f"{group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{_because(worst)}"

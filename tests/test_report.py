@@ -68,9 +68,20 @@ def test_headline_of_a_calibrated_model_without_intervals(calibrated):
     strict = build_report(calibrated, by="g", ci=None, tolerance=0.001).headline()
     # a calibrated model (population ECE 0) is within a tolerance of 0.001 too: the data cannot reject that
     # (the plug-in ECE, 0.004, is above it only by its upward bias); so undecided, never "not calibrated"
-    assert strict.startswith("Undecided overall") and "2 more" not in strict and "1 more of 2 gs" in strict
+    assert strict.startswith("Undecided overall") and "2 more" not in strict and "1 more of 2 g groups" in strict
     with pytest.raises(calframe.ParameterError, match="tolerance"):
         build_report(calibrated, ci=None, tolerance=0)
+
+
+@pytest.mark.parametrize("by", [["class"], ["status"], ["g", "class"]])
+def test_headline_counts_groups_whatever_the_column_is_called(calibrated, by):
+    """"and 2 more of 4 class groups", never "classs" or "statuss": the column's name is not pluralised."""
+    df = calibrated.with_columns(k=(pl.int_range(pl.len()) % 2).cast(pl.String))  # 4 groups either way
+    df = df.with_columns((pl.col("g") + pl.col("k")).alias(by[0])) if len(by) == 1 else df.rename({"k": by[1]})
+    text = build_report(df, by=by, ci=None, tolerance=0.001).headline()
+    noun = f"{by[0]} groups" if len(by) == 1 else "groups"
+    assert text.endswith(f" and 3 more of 4 {noun}."), text
+    assert f"{by[0]}s" not in text and "group groups" not in text, text
 
 
 def test_report_json_holds_the_headline(calibrated):

@@ -116,7 +116,7 @@ def test_headline_equals_the_api(chromium, report, tmp_path):
     bad = [r for r in per if test[r["region"]]["verdict"] == "not calibrated"]
     assert bad, "the fixture is miscalibrated in some region"
     ranks = calframe.vece(df, "age", by="region").sort("vece", descending=True).row(0, named=True)
-    more = f" and {len(bad) - 1} more of {len(per)} regions" if len(bad) > 1 else ""
+    more = f" and {len(bad) - 1} more of {len(per)} region groups" if len(bad) > 1 else ""
     small = sum(test[r["region"]]["small"] for r in bad)
     small = f" ({small} of these {len(bad)} small)" if len(bad) > 1 and small else ""
     expected = (f"{whole['verdict']} overall (ECE {_iv(overall, 'ece')}{_why(whole)}); "
