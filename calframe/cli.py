@@ -413,7 +413,7 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import build_report, lens_phrase
+    from .report import NO_FIGURES, build_report, can_draw, lens_phrase
 
     if args.on == "upper" and args.no_ci:
         raise UsageError("--on upper judges the upper bound of the interval: drop --no-ci (or use --on value)")
@@ -448,6 +448,8 @@ def _report(args: argparse.Namespace) -> int:
         print(json_text)
     if args.out:
         print(f"calframe: wrote {args.out}", file=sys.stderr)
+        if not can_draw():
+            print(f"calframe: {NO_FIGURES}", file=sys.stderr)
     lens = f"lens {lens_phrase(rep.options['lens'])}"
     if args.out or args.json:
         print(f"calframe: {lens}", file=sys.stderr)

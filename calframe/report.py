@@ -710,14 +710,33 @@ def displays(report: Report) -> dict[str, Any]:
     return out
 
 
+#: What the page (at the top, and where each figure would be) and ``calframe report`` say without matplotlib.
+NO_FIGURES = ("The figures (reliability diagrams, curves, drift plot) are not drawn: matplotlib is not installed. "
+              "pip install 'calframe[plot]' draws them; the tables hold the same numbers.")
+
+
+def can_draw() -> bool:
+    """Whether matplotlib (the ``plot`` extra) imports, so that the page holds its figures."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _figures(report: Report) -> dict[str, str]:
-    """Embedded PNGs, when matplotlib is installed (the plot extra is optional)."""
+    """Embedded PNGs, when matplotlib is installed (the plot extra is optional); without it, each figure's place
+    says so and how to draw it."""
     try:
         import matplotlib.pyplot as plt
 
         shown = displays(report)
     except ImportError:
-        return {}
+        keys = ["reliability", *(f"curve:{v}" for v in report.curves), *(["smooth"] if report.smooth is not None else []),
+                *(["drift"] if report.over_time is not None else [])]
+        missing = ("<p class='meta'>Figure not drawn: matplotlib is not installed (pip install "
+                   "'calframe[plot]' draws it).</p>")
+        return dict.fromkeys(keys, missing)
     out = {}
     for key, disp in shown.items():
         if isinstance(disp, str):
@@ -936,6 +955,8 @@ def _render_html(report: Report) -> str:
         f"<p class='headline' id='headline'>{html.escape(headline(report))}</p>",
         f"<p class='rule'>{html.escape(rule(report))}</p>",
     ]
+    if not can_draw():
+        parts.append(f"<p class='meta' id='no-figures'>{html.escape(NO_FIGURES)}</p>")
     for make in SECTIONS:
         section = make(report, figs)
         if section is not None:

@@ -253,3 +253,43 @@ def test_demo_fits_100_columns_and_its_calls_give_its_results():
             assert str(eval(compile(ast.Expression(last.value), "<demo>", "eval"), ns)) == table, src
             checked += 1
     assert checked == 6  # head, overall, per region, VECE ranking, reliability, recalibration
+
+
+# --------------------------------------------------------------------------- without matplotlib (the plot extra)
+
+
+def _hide_matplotlib(monkeypatch) -> None:
+    """Make `import matplotlib` (and its submodules) fail, as in an install without the plot extra."""
+    for name in [m for m in list(sys.modules) if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError):
+        import matplotlib.pyplot  # noqa: F401
+
+
+def test_page_without_matplotlib_says_how_to_draw_its_figures(grouped, monkeypatch):
+    """The notes describe bars, curves and bands: without matplotlib the page says they are not drawn, where
+    each would be, and that the plot extra draws them."""
+    pytest.importorskip("matplotlib")
+    rep = build_report(grouped, by="region", variables=["age"], ci=None)
+    drawn = rep.to_html()
+    assert "<img" in drawn and "calframe[plot]" not in drawn
+    _hide_matplotlib(monkeypatch)
+    page = rep.to_html()
+    assert "<img" not in page
+    text = _text(page)
+    assert "matplotlib is not installed" in text and "pip install 'calframe[plot]'" in text
+    for section in ("Reliability", "Smooth reliability", "Calibration along variables (VECE)"):
+        body = _text(page.split(f"<h2>{section}</h2>")[1].split("<h2>")[0])
+        assert "not drawn" in body and "calframe[plot]" in body, section
+
+
+def test_cli_report_without_matplotlib_says_so_on_stderr(scores, tmp_path, monkeypatch, capsys):
+    from calframe.cli import main
+
+    _hide_matplotlib(monkeypatch)
+    out = tmp_path / "r.html"
+    assert main(["report", str(scores), "--no-ci", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "matplotlib is not installed" in err and "pip install 'calframe[plot]'" in err, err
+    assert "calframe[plot]" in out.read_text() and "<img" not in out.read_text()
