@@ -1,5 +1,5 @@
 # Two commands do everything on a machine with only Python 3.11, gcc and make:
-#   make demo   - create .venv, install calframe, run the demo
+#   make demo   - create .venv, install calframe with its plot extra (matplotlib: the report's figures), run the demo
 #   make test   - create .venv, install calframe with its test extras, run the suite
 PYTHON ?= python3
 VENV := .venv
@@ -13,6 +13,10 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[plot]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
@@ -31,7 +35,7 @@ $(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-demo
 	$(BIN)/calframe demo
 
 # Headless Chromium renders the HTML report in tests/test_report_browser.py. It is a system package, not a

@@ -751,3 +751,22 @@ def test_report_and_fit_failing_leave_no_directory(work, capsys, monkeypatch, ar
     code, err = cli(capsys, *argv)
     assert code == 130 and one_line(err) == "calframe: error: interrupted"
     assert snapshot(work) == before and not (work / "new").exists() and not (work / "new2").exists()
+
+
+@pytest.mark.skipif(not __import__("shutil").which("make"), reason="make missing")
+def test_make_demo_installs_the_plot_extra():
+    """`make demo` installs calframe with the plot extra (the report's figures); `make test` keeps its extras.
+    Read from make's dry run of every step (-n -B: nothing runs)."""
+    import re
+
+    root = Path(calframe.__file__).resolve().parent.parent
+
+    def installs(target: str) -> list[str]:
+        res = subprocess.run(["make", "-n", "-B", "-C", str(root), target], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        return [m for line in res.stdout.splitlines() if "pip install" in line
+                for m in re.findall(r"""-e ["']?\.\[([\w,]+)\]""", line)]
+
+    demo = installs("demo")
+    assert demo and "plot" in demo[-1].split(","), demo
+    assert installs("test") == ["test,plot,dask,docs"]
