@@ -291,6 +291,76 @@ def _prob(s: str | None) -> str | list[str] | None:
     return cols[0] if len(cols) == 1 else cols
 
 
+# --------------------------------------------------------------------------- the time column (report --time-col)
+
+#: ISO 8601 as ``--time-col`` reads text without ``--time-format``: a date, or a date and time (``T`` or a space
+#: between them, seconds and their fraction optional), then optionally ``Z`` or a UTC offset (+02, +0200, +02:00)
+_ISO_8601 = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
+             r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)?)?$")
+_HAS_TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]"
+_HAS_OFFSET = r"[T ][0-9:.]+(?:Z|[+-][0-9:]+)$"
+#: strftime directives of a time of day (a --time-format without one parses dates)
+_TIME_DIRECTIVES = r"%[-_0^#]?[0-9]*[.:#]?[HIklMSTRrfpPzZcsX]"
+
+
+def time_column(frame: pl.LazyFrame, column: str | None, fmt: str | None) -> pl.LazyFrame:
+    """``frame`` with the ``--time-col`` column parsed when it holds text (a CSV file's times): ISO 8601 dates
+    (``2024-01-31``: a Date) or date-times (``2024-01-31T13:05:00``, with ``Z`` or an offset: UTC), or with
+    ``fmt`` (``--time-format``, strftime directives: ``%d/%m/%Y %H:%M``). Text that does not parse is a
+    DataError naming the column and how many rows; a column that is neither text nor a date or datetime too."""
+    import re
+
+    from ._errors import rows
+
+    if column is None:
+        if fmt is not None:
+            raise UsageError("--time-format tells how the --time-col column's text is written: give --time-col")
+        return frame
+    schema = frame.collect_schema()
+    if column not in schema:
+        return frame  # the report names the missing column, with the frame's columns
+    dtype = schema[column]
+    if isinstance(dtype, (pl.Date, pl.Datetime)) or dtype in (pl.Date, pl.Datetime):
+        if fmt is not None:
+            raise UsageError(f"--time-format parses text, and the time column {column!r} already holds {dtype}: "
+                             "drop --time-format")
+        return frame
+    if dtype != pl.String:
+        raise DataError(f"the time column {column!r} (--time-col) holds {dtype}, not dates, date-times or text "
+                        "(ISO 8601, or --time-format): give a column of dates or times")
+    text = pl.col(column).str.strip_chars()
+    given = text.is_not_null() & (text != "")
+    how = f"--time-format {fmt!r}" if fmt is not None else "ISO 8601 (2024-01-31, 2024-01-31T13:05:00)"
+    if fmt is not None:
+        parsed = (text.str.to_datetime(fmt, strict=False, time_unit="us") if re.search(_TIME_DIRECTIVES, fmt)
+                  else text.str.to_date(fmt, strict=False))
+    else:
+        stats = frame.select(bad=(given & ~text.str.contains(_ISO_8601)).sum(),
+                             example=text.filter(given & ~text.str.contains(_ISO_8601)).first(),
+                             times=(given & text.str.contains(_HAS_TIME)).sum(),
+                             offsets=(given & text.str.contains(_HAS_OFFSET)).sum())
+        bad, example, times, offsets = stats.collect().row(0)
+        if bad:
+            raise DataError(f"the time column {column!r} (--time-col) holds text that is not an ISO 8601 date or "
+                            f"date-time in {rows(bad)} (e.g. {example!r}); give its format with --time-format, "
+                            "e.g. --time-format '%d/%m/%Y %H:%M'")
+        if offsets and offsets != times:
+            raise DataError(f"the time column {column!r} (--time-col) mixes times with a UTC offset ({rows(offsets)}) "
+                            f"and without one ({rows(times - offsets)}): write them all one way")
+        full = (text.str.replace(" ", "T").str.replace(r"Z$", "+00:00")
+                .str.replace(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})$", "${1}T00:00:00")
+                .str.replace(r"T([0-9]{2}:[0-9]{2})($|[+-])", "T${1}:00${2}"))
+        parsed = (text.str.to_date("%Y-%m-%d", strict=False) if not times else
+                  full.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f" + ("%z" if offsets else ""), strict=False,
+                                       time_unit="us"))
+    check = frame.select(bad=(given & parsed.is_null()).sum(), example=text.filter(given & parsed.is_null()).first())
+    bad, example = check.collect().row(0)
+    if bad:
+        raise DataError(f"the time column {column!r} (--time-col) holds text that is not a date or time as "
+                        f"{how} in {rows(bad)} (e.g. {example!r})")
+    return frame.with_columns(pl.when(given).then(parsed).alias(column))
+
+
 # --------------------------------------------------------------------------- gating (report --fail-above)
 
 #: Figures ``--fail-above`` judges: the report's summary columns (overall and per ``--by`` group), and the
@@ -417,14 +487,16 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.on == "upper" and args.no_ci:
         raise UsageError("--on upper judges the upper bound of the interval: drop --no-ci (or use --on value)")
-    if args.time_col is None and (args.every is not None or args.baseline is not None):
-        raise UsageError("--every and --baseline cut the rows into time windows: give the time column with "
-                         "--time-col")
+    if args.time_col is None and (args.every is not None or args.baseline is not None
+                                  or args.time_format is not None):
+        raise UsageError("--every, --baseline and --time-format concern the time windows: give the time column "
+                         "with --time-col")
     files = expand(args.files)
     outputs = [(Path(p), what) for p, what in ((args.out, "the HTML report"), (args.json, "the JSON figures"))
                if p and p != "-"]
     check_outputs(outputs, files, args.overwrite)
-    frame = scan_all(files)  # each figure reads the columns it needs; those that can stream, stream
+    with reading(", ".join(map(repr, files))):  # each figure reads the columns it needs; those that can stream, do
+        frame = time_column(scan_all(files), args.time_col, args.time_format)
     prob, by, variables = _prob(args.prob), _split(args.by), _split(args.vece) or []
     # the interval: --ci asks for it, --no-ci drops it, and by default it is computed within a budget (report.py)
     ci = None if args.no_ci else args.ci if args.ci is not None else 0.95 if args.on == "upper" else "auto"
@@ -790,8 +862,13 @@ def build_parser() -> argparse.ArgumentParser:
                      "the 5%% level, overall or in a --by group: the verdict 'not calibrated' at tolerance LIMIT; "
                      "other figures are then judged on the value)")
     rep.add_argument("--time-col", metavar="COLUMN",
-                     help="a Date or Datetime column: adds the ECE per time window ('Over time'); --fail-above "
-                     "ece=... then also judges every window with rows")
+                     help="a Date or Datetime column, or text (ISO 8601, or see --time-format): adds the ECE per "
+                     "time window ('Over time'); --fail-above ece=... then also judges every window with rows")
+    rep.add_argument("--time-format", metavar="FORMAT",
+                     help="how the --time-col column's text is written, in strftime directives, e.g. "
+                     "'%%d/%%m/%%Y %%H:%%M' (a format without a time of day gives dates). Without it a text column "
+                     "(a CSV file's) is read as ISO 8601: 2024-01-31, 2024-01-31T13:05:00, with Z or an offset "
+                     "(then in UTC)")
     rep.add_argument("--every", metavar="DURATION",
                      help="window length, a Polars duration: 1h, 1d (default), 1w, 1mo, ... (windows start on the "
                      "calendar grid: days at midnight, weeks on Monday)")

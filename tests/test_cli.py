@@ -770,3 +770,68 @@ def test_make_demo_installs_the_plot_extra():
     demo = installs("demo")
     assert demo and "plot" in demo[-1].split(","), demo
     assert installs("test") == ["test,plot,dask,docs"]
+
+
+def _timed(work: Path) -> pl.DataFrame:
+    """x.parquet's 600 rows, one an hour from 2024-01-01 00:00 (25 days)."""
+    return pl.read_parquet(work / "x.parquet").with_columns(
+        ts=pl.datetime(2024, 1, 1) + pl.duration(hours=pl.int_range(pl.len())))
+
+
+@pytest.mark.parametrize("written, fmt", [
+    ("%Y-%m-%dT%H:%M:%S%.f", None),       # how Polars writes a Datetime to CSV
+    ("%Y-%m-%d %H:%M", None),
+    ("%Y-%m-%dT%H:%M:%SZ", None),
+    ("%Y-%m-%dT%H:%M:%S+05:00", None),    # UTC is 5 hours earlier: the daily windows shift
+    ("%Y-%m-%d", None),                   # dates
+    ("%d/%m/%Y %H:%M", "%d/%m/%Y %H:%M"),
+    ("%d.%m.%Y", "%d.%m.%Y"),
+])
+def test_report_reads_a_text_time_column(work, capsys, written, fmt):
+    """A CSV file's time column is text: ISO 8601 is parsed as such, other forms with --time-format. The rows per
+    daily window are those of Python's own parsing (datetime.fromisoformat / strptime, offsets to UTC)."""
+    import collections
+    import datetime as dt
+
+    text = _timed(work).with_columns(ts=pl.col("ts").dt.strftime(written))
+    text.write_csv(work / "t.csv")
+    code, err = cli(capsys, "report", "t.csv", "--no-ci", "--time-col", "ts", "--json", "f.json",
+                    *(["--time-format", fmt] if fmt else []))
+    assert code == 0, err
+
+    def day(s: str) -> dt.date:
+        t = dt.datetime.strptime(s, fmt.replace("%.f", ".%f")) if fmt else dt.datetime.fromisoformat(s)
+        return (t.astimezone(dt.timezone.utc) if t.tzinfo else t).date()
+
+    expected = collections.Counter(day(s) for s in text["ts"])
+    got = {dt.date.fromisoformat(r["ts"][:10]): r["n"] for r in json.loads((work / "f.json").read_text())["over_time"]
+           if r["n"]}
+    assert got == dict(expected)
+    assert len(expected) == (26 if "+05:00" in written else 25)
+
+
+@pytest.mark.parametrize("values, argv, code, named", [
+    (["03/01/2024 10:00"] * 600, [], 1, ["'ts'", "600 rows", "--time-format", "'03/01/2024 10:00'"]),
+    (["03/01/2024 10:00"] * 590 + ["2024-01-03T10:00"] * 10, ["--time-format", "%d/%m/%Y %H:%M"], 1,
+     ["'ts'", "10 rows", "'2024-01-03T10:00'"]),
+    (["2024-01-03T10:00Z"] * 300 + ["2024-01-03T10:00"] * 300, [], 1, ["'ts'", "offset", "300 rows"]),
+    (["2024-01-03"] * 600, ["--time-format", "%Y-%m-%d", "--time-col", "nosuch"], 1, ["'nosuch'"]),
+])
+def test_report_refuses_a_time_column_it_cannot_read(work, capsys, values, argv, code, named):
+    pl.read_parquet(work / "x.parquet").with_columns(ts=pl.Series(values)).write_csv(work / "t.csv")
+    before = snapshot(work)
+    args = argv if "--time-col" in argv else ["--time-col", "ts", *argv]
+    got, err = cli(capsys, "report", "t.csv", "--no-ci", *args, "--out", "r.html")
+    line = one_line(err)
+    assert got == code and all(n in line for n in named), line
+    assert "str.to_datetime" not in line and "pl.col" not in line  # advice the command line can take
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("argv", [["--time-format", "%Y-%m-%d"],
+                                  ["--time-col", "ts", "--time-format", "%Y-%m-%d"]])
+def test_time_format_without_a_text_time_column_is_a_usage_error(work, capsys, argv):
+    _timed(work).write_parquet(work / "t.parquet")  # ts is a Datetime: nothing to parse
+    code, err = cli(capsys, "report", "t.parquet", "--no-ci", *argv)
+    line = one_line(err)
+    assert code == 2 and "--time-format" in line, line
