@@ -320,7 +320,7 @@ def time_column(frame: pl.LazyFrame, column: str | None, fmt: str | None) -> pl.
     if column not in schema:
         return frame  # the report names the missing column, with the frame's columns
     dtype = schema[column]
-    if isinstance(dtype, (pl.Date, pl.Datetime)) or dtype in (pl.Date, pl.Datetime):
+    if isinstance(dtype, (pl.Date, pl.Datetime)):
         if fmt is not None:
             raise UsageError(f"--time-format parses text, and the time column {column!r} already holds {dtype}: "
                              "drop --time-format")

@@ -732,8 +732,8 @@ def _figures(report: Report) -> dict[str, str]:
 
         shown = displays(report)
     except ImportError:
-        keys = ["reliability", *(f"curve:{v}" for v in report.curves), *(["smooth"] if report.smooth is not None else []),
-                *(["drift"] if report.over_time is not None else [])]
+        keys = ["reliability", *(f"curve:{v}" for v in report.curves),
+                *(["smooth"] if report.smooth is not None else []), *(["drift"] if report.over_time is not None else [])]
         missing = ("<p class='meta'>Figure not drawn: matplotlib is not installed (pip install "
                    "'calframe[plot]' draws it).</p>")
         return dict.fromkeys(keys, missing)
