@@ -80,7 +80,7 @@ def test_headline_counts_groups_whatever_the_column_is_called(calibrated, by):
     df = df.with_columns((pl.col("g") + pl.col("k")).alias(by[0])) if len(by) == 1 else df.rename({"k": by[1]})
     text = build_report(df, by=by, ci=None, tolerance=0.001).headline()
     noun = f"{by[0]} groups" if len(by) == 1 else "groups"
-    assert text.endswith(f" and 3 more of 4 {noun}."), text
+    assert f" and 3 more of 4 {noun}" in text, text
     assert f"{by[0]}s" not in text and "group groups" not in text, text
 
 
