@@ -134,6 +134,18 @@ def _tqdm() -> Any:
     return tqdm
 
 
+def _width() -> dict[str, Any]:
+    """tqdm's size options: follow the terminal, or 80 x 20 where it reports no size (a pseudo-terminal without
+    one, e.g. `script` in CI, reports 0 x 0, and tqdm then hides every bar as "outside the screen")."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+        if size.columns > 0 and size.lines > 0:
+            return {"dynamic_ncols": True}
+    except (AttributeError, OSError, ValueError):
+        pass
+    return {"ncols": 80, "nrows": 20}
+
+
 #: shown bars open in each thread: a bar opened inside another is removed when done (the outermost one stays)
 _open = threading.local()
 
@@ -157,7 +169,7 @@ class _Bar:
         if cls is not None:
             depth = getattr(_open, "n", 0)
             self.bar = cls(total=self.total, desc=self.desc, unit=self.unit, initial=self.done, leave=depth == 0,
-                           file=sys.stderr, dynamic_ncols=True)
+                           file=sys.stderr, **_width())
             _open.n = depth + 1
 
     def update(self, n: int = 1) -> None:
