@@ -324,16 +324,14 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
 
 
 def _smece_figure(req: R.Request) -> Figure:
-    """smECE per group of the validated rows (weights back in the caller's units: the density's 1e-4 is absolute)."""
+    """smECE per group of the validated rows (the weights as scaled, with the density's 1e-4, absolute in the
+    caller's units, scaled with them: weights up to 1.8e308 do not overflow the grids' sums)."""
     from .smooth import Rows
 
     def figure(scored: Scored) -> np.ndarray:
         conf, acc = L.scalar(scored, req.lens, req.func)
-        w = scored.weights
-        if w is not None:
-            scale = scored.weight_scale
-            w = w * (scale[scored.groups] if isinstance(scale, np.ndarray) else scale)
-        return Rows(conf, acc, w, scored.groups, scored.n_groups).smece(req.options.sigma)[0]
+        scale = 1.0 if scored.weights is None else scored.weight_scale
+        return Rows(conf, acc, scored.weights, scored.groups, scored.n_groups, scale).smece(req.options.sigma)[0]
 
     return figure
 

@@ -659,12 +659,12 @@ class SmoothReliabilityDisplay:
                       seed=seed, ci=level)
         scored = resolve(frame, func=func, prob=prob, label=label, weights=weights, nulls=nulls)
         conf, acc = L.scalar(scored, req.lens, func)
-        w = None if scored.weights is None else scored.weights * scored.weight_scale
-        value, width = S.Rows(conf, acc, w, None, 1).smece(req.options.sigma)
-        t, mu, dens = S.curve(conf, acc, w, float(width[0]), n_points)
+        w, scale = scored.weights, (1.0 if scored.weights is None else float(scored.weight_scale))
+        value, width = S.Rows(conf, acc, w, None, 1, scale).smece(req.options.sigma)
+        t, mu, dens = S.curve(conf, acc, w, float(width[0]), n_points, scale)
         lo = hi = None
         if band:
-            lo, hi = S.bootstrap_band(conf, acc, w, float(width[0]), n_boot, level, seed, n_points)
+            lo, hi = S.bootstrap_band(conf, acc, w, float(width[0]), n_boot, level, seed, n_points, scale)
         return cls(t, mu, dens, lo, hi, smece=float(value[0]), sigma=float(width[0]),
                    lens=L.lens_used(frame, prob, lens, func=func), name=name)
 
