@@ -680,6 +680,7 @@ def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     return vece(frame, variable, prob, label, p="inf", name=name, **options)
 
 
+@R.checked_keywords
 @R.with_progress
 def vece_rank(
     frame: Frame,

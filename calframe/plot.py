@@ -36,6 +36,7 @@ from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
 from ._errors import ParameterError
+from .request import checked_keywords
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -426,6 +427,7 @@ class ReliabilityDisplay:
                        hist_ax_=lows if hist else None, bars_=artists)
 
     @classmethod
+    @checked_keywords
     def from_frame(
         cls,
         frame: Frame,
@@ -472,6 +474,7 @@ class ReliabilityDisplay:
         return disp.plot(ax=ax, kind=kind, hist=hist, ncols=ncols, **kwargs)
 
     @classmethod
+    @checked_keywords
     def from_predictions(
         cls,
         y_true: Any,

@@ -107,7 +107,7 @@ from .binning import (edge_bins_sql, lerp, linear_quantile, qcut_quantiles, unif
                       uniform_k0)
 from .lenses import AUTO, lens_sql, parse_lens, resolve_lens
 from .metrics import plugin_ce
-from .request import Request
+from .request import Request, checked_keywords
 from .request import ce as ce_request
 from .request import vece as vece_request
 
@@ -402,6 +402,7 @@ def _order(keys: Sequence[str], extra: Sequence[str] = ()) -> str:
     return f" ORDER BY {', '.join(cols)}" if cols else ""
 
 
+@checked_keywords
 def sums_query(
     table: Table,
     *,
@@ -473,6 +474,7 @@ def _finalize(req: Request, ctes: list[tuple[str, str]], keys: list[str], final:
     return _with([*ctes, ("__cf_sums", final), ("__cf_gap", gap)], out)
 
 
+@checked_keywords
 def ce_query(
     table: Table,
     *,
@@ -506,6 +508,7 @@ def _ce_query(func: str, table: Table, *, prob: Any, label: Any, p: Any, by: Col
     return _finalize(req, *_sums_parts(req, table, ("n", req.name)))
 
 
+@checked_keywords
 def ece_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
               closed: Literal["left", "right"] = "left", lens: str | None = None, schema: Any = None) -> str:
     """SQL for ECE per group: columns ``*by, n, ece``. Matches :func:`calframe.ece` (default lens class:1);
@@ -514,6 +517,7 @@ def ece_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: 
                      name="ece", schema=schema)
 
 
+@checked_keywords
 def mce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
               closed: Literal["left", "right"] = "left", lens: str | None = None, schema: Any = None) -> str:
     """SQL for MCE per group (max over non-empty bins): columns ``*by, n, mce``.
@@ -523,6 +527,7 @@ def mce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: 
                      lens=lens, name="mce", schema=schema)
 
 
+@checked_keywords
 def rmsce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
                 closed: Literal["left", "right"] = "left", lens: str | None = None, schema: Any = None) -> str:
     """SQL for RMSCE (plugin CE_2) per group: columns ``*by, n, rmsce``.
@@ -532,6 +537,7 @@ def rmsce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins
                      lens=lens, name="rmsce", schema=schema)
 
 
+@checked_keywords
 def vece_query(
     table: Table,
     variable: str,
@@ -568,6 +574,7 @@ def vece_query(
     return _finalize(req, *_sums_parts(req, table, ("n", req.name), categorical))
 
 
+@checked_keywords
 def quantile_edges_query(table: Table, variable: str, *, bins: int = 10, by: Columns = None,
                          schema: Any = None) -> str:
     """SQL for pandas.qcut's edges of ``variable`` per group: columns ``*by, e0, ..., e<bins>``.
@@ -716,6 +723,7 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
 _LIST_FIGURES = {"ece": 1, "mce": "inf", "rmsce": 2}
 
 
+@checked_keywords
 def ce_list_macro(
     name: str = "calframe_ece",
     *,
