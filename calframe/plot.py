@@ -1388,3 +1388,8 @@ def vece_rank_plot(frame: Frame, variables: Sequence[str] | None = None, prob: s
 def mlce_curve_plot(frame: Frame, *args: Any, **kwargs: Any) -> MLCECurveDisplay:
     """MLCE against gamma of a frame: :meth:`MLCECurveDisplay.from_frame` (needs ``calframe.mlce_curve``)."""
     return MLCECurveDisplay.from_frame(frame, *args, **kwargs)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)

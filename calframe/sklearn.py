@@ -408,3 +408,8 @@ def _estimators() -> dict[str, type]:
     for cls in (CalframeCalibrator, CalibratedClassifier):  # pickled as calframe.sklearn.<name> (module __getattr__)
         cls.__module__, cls.__qualname__ = __name__, cls.__name__
     return {"CalframeCalibrator": CalframeCalibrator, "CalibratedClassifier": CalibratedClassifier}
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)

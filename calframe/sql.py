@@ -827,3 +827,8 @@ def install_duckdb_macros(con: Any, *, prefix: str = "calframe_", temporary: boo
     for sql in [*statements.values(), *_list_macro_sql(prefix, temporary).values()]:
         con.execute(sql)
     return list(statements)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)

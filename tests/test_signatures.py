@@ -108,3 +108,19 @@ def test_other_unknown_keywords_name_the_closest() -> None:
         calframe.smece(df, n_bins=10)
     with pytest.raises(TypeError, match=r"'sample_weight'\. Did you mean weights=\.\.\.\? .* name of a weight column"):
         calframe.brier(df, sample_weight=[1.0, 2.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("module", ["datasets", "sklearn", "expr", "sql", "plot"])
+def test_dir_shows_the_public_names_only(module) -> None:
+    """dir() of calframe's user-facing modules (issue 22, 5: np, pl, Any showed in datasets' and sklearn's): their
+    __all__, each a name of the module."""
+    import importlib
+
+    mod = importlib.import_module(f"calframe.{module}")
+    assert dir(mod) == sorted(mod.__all__)
+    assert not {"np", "pl", "pd", "Any", "Sequence", "annotations"} & set(dir(mod))
+    for name in mod.__all__:
+        getattr(mod, name)
+    if module == "datasets":  # its __all__ is new: every generator it defines is in it
+        defined = {n for n, v in vars(mod).items() if inspect.isfunction(v) and v.__module__ == mod.__name__}
+        assert {n for n in defined if not n.startswith("_")} <= set(mod.__all__)
