@@ -1976,6 +1976,7 @@ def load(path: Any, *, key: bytes | str | None = None) -> Any:
 # --------------------------------------------------------------------------- the verdict as a test
 
 
+@R.checked_keywords
 def calibration_test(frame: Frame, prob: Columns = None, label: str | None = None, *, tolerance: float = 0.03,
                      alpha: float = 0.05, by: Columns = None, bins: int | Sequence[float] = 15,
                      binning: str | None = None, lens: str | None = None, weights: str | None = None,

@@ -88,7 +88,7 @@ def test_scikit_learn_names_say_calframe_s(name, fn, args) -> None:
     """scikit-learn's n_bins and strategy (calibration_curve, CalibrationDisplay) on any function taking bins /
     binning (issue 22, 5: a plain TypeError before, and on ReliabilityDisplay a matplotlib error): a ParameterError,
     still a TypeError, saying "did you mean bins= / binning=", checked in one place (request.check_keyword_names)."""
-    assert len(TAKES_BINS) >= 25  # calframe's 13, expr's 6, sql's 8 are found by their signatures
+    assert len(TAKES_BINS) >= 25  # calframe's 14, expr's 6, sql's 8 are found by their signatures
     params = inspect.signature(fn).parameters
     for given, value, meant in [("n_bins", 10, "bins=10"), ("strategy", "quantile", "binning='quantile'")]:
         if meant.split("=")[0] not in params and "sklearn" not in name:
