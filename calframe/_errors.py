@@ -40,6 +40,11 @@ class ParameterError(CalframeError, ValueError):
         self.param = param
 
 
+class UnknownParameterError(ParameterError, TypeError):
+    """A keyword argument the function does not take: also a ``TypeError``, as Python's own error for it is;
+    ``param`` names the keyword."""
+
+
 class RecalibratorFileError(CalframeError, ValueError):
     """A saved recalibrator cannot be loaded: not a calframe file, unknown version or method, invalid values, bad
     shapes, a checksum or signature mismatch. ``reason`` tells the signature problems apart (else None):
@@ -96,6 +101,32 @@ def _classes(binary: bool, k: int) -> str:
 
 
 # ----------------------------------------------------------------- parameters (through bad_param's template)
+
+
+#: scikit-learn's names of calframe's keyword parameters (calibration_curve, CalibrationDisplay, the metrics):
+#: (calframe's name, what to add)
+KEYWORD_ALIASES = {
+    "n_bins": ("bins", ""),
+    "strategy": ("binning", ""),
+    "sample_weight": ("weights", "; calframe's weights is the name of a weight column"),
+}
+
+
+def unknown_keyword(func: str, name: str, value: Any, accepted: Any) -> UnknownParameterError:
+    """A keyword ``name`` (given ``value``) that ``func`` does not take (``accepted``: the ones it takes): with
+    calframe's name for scikit-learn's (:data:`KEYWORD_ALIASES`), else the closest name it takes, if any."""
+    import difflib
+
+    alias, extra = KEYWORD_ALIASES.get(name, (None, ""))
+    if alias in accepted:
+        shown = repr(value) if not extra and len(repr(value)) <= 40 else "..."
+        hint = f". Did you mean {alias}={shown}? {name!r} is scikit-learn's name for it{extra}."
+    elif alias is not None:
+        hint = f". It takes no {alias} ({name!r} is scikit-learn's name for {alias})."
+    else:
+        close = difflib.get_close_matches(name, sorted(accepted), n=1, cutoff=0.75)
+        hint = f". Did you mean {close[0]}=?" if close else ""  # else Python's own words
+    return UnknownParameterError(f"{func}() got an unexpected keyword argument {name!r}{hint}", name)
 
 
 def bad_p(func: str, p: Any) -> ParameterError:

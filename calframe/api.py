@@ -184,8 +184,10 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
         Default ``uniform`` for the plugin estimator and ``equal_mass`` for the
         debiased one (as uncertainty-calibration). ``sweep``: Roelofs et al.'s
         ECE_sweep (caltrain's ``em_monotonic_sweep``), equal-mass bins by rank,
-        as many as keep the bin accuracies monotone, chosen per group; the
-        result is then a frame with the chosen count in ``n_bins`` (spec §1.3).
+        as many as keep the bin accuracies monotone, chosen per group (spec
+        §1.3). The chosen count: ``n_bins`` in results with ``by`` or ``ci``;
+        without them (a float, as for every binning) the rows of
+        ``calframe.reliability(frame, binning="sweep")``, the chosen bins.
     bins : int
         Number of bins (default 15; not read by ``sweep``).
     closed : {"left", "right"}
@@ -197,8 +199,8 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
 
     Returns
     -------
-    float, or a frame with one row per group (``by``), with ``ci`` bounds or with ``binning="sweep"``'s
-    ``n_bins``. A ``pl.LazyFrame`` input gives a
+    float, or a frame with one row per group (``by``) or with ``ci`` bounds (and with ``binning="sweep"``, the
+    chosen counts in ``n_bins``). A ``pl.LazyFrame`` input gives a
     ``pl.LazyFrame`` (spec section 8, "Lazy in, lazy out"): streamed when collected, one row (``n`` and the
     figure) without ``by``; with ``ci``, the marginal lens or List probabilities the frame is collected first.
 
@@ -208,7 +210,9 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
     >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
     >>> round(calframe.ce(df, p=2), 6)
     0.474342
-    >>> calframe.ce(df, binning="sweep")["n_bins"].item()  # accuracies: 2 bins 0.5, 0.5; 3 bins 0.5, 0, 1
+    >>> round(calframe.ce(df, binning="sweep"), 6)  # 2 bins, accuracies 0.5, 0.5 (3 bins: 0.5, 0, 1)
+    0.2
+    >>> calframe.reliability(df, binning="sweep").height  # the count the sweep chose
     2
     """
     func = name if name in ("ece", "mce", "rmsce") else "ce"
@@ -324,16 +328,14 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
 
 
 def _smece_figure(req: R.Request) -> Figure:
-    """smECE per group of the validated rows (weights back in the caller's units: the density's 1e-4 is absolute)."""
+    """smECE per group of the validated rows (the weights as scaled, with the density's 1e-4, absolute in the
+    caller's units, scaled with them: weights up to 1.8e308 do not overflow the grids' sums)."""
     from .smooth import Rows
 
     def figure(scored: Scored) -> np.ndarray:
         conf, acc = L.scalar(scored, req.lens, req.func)
-        w = scored.weights
-        if w is not None:
-            scale = scored.weight_scale
-            w = w * (scale[scored.groups] if isinstance(scale, np.ndarray) else scale)
-        return Rows(conf, acc, w, scored.groups, scored.n_groups).smece(req.options.sigma)[0]
+        scale = 1.0 if scored.weights is None else scored.weight_scale
+        return Rows(conf, acc, scored.weights, scored.groups, scored.n_groups, scale).smece(req.options.sigma)[0]
 
     return figure
 
@@ -678,6 +680,7 @@ def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     return vece(frame, variable, prob, label, p="inf", name=name, **options)
 
 
+@R.checked_keywords
 @R.with_progress
 def vece_rank(
     frame: Frame,
@@ -1973,6 +1976,7 @@ def load(path: Any, *, key: bytes | str | None = None) -> Any:
 # --------------------------------------------------------------------------- the verdict as a test
 
 
+@R.checked_keywords
 def calibration_test(frame: Frame, prob: Columns = None, label: str | None = None, *, tolerance: float = 0.03,
                      alpha: float = 0.05, by: Columns = None, bins: int | Sequence[float] = 15,
                      binning: str | None = None, lens: str | None = None, weights: str | None = None,

@@ -10,6 +10,19 @@ import polars as pl
 from ._errors import bad_param
 from .metrics import check_seed
 
+__all__ = [
+    "ADULT_COLUMNS",
+    "ADULT_NUMERIC",
+    "REGION_SLOPE",
+    "adult",
+    "adult_design",
+    "adult_scored",
+    "grouped_miscalibration",
+    "multiclass",
+    "theorem_5_1",
+    "theorem_5_2",
+]
+
 #: slope of the true probability around 0.5 in each region (1 = calibrated)
 REGION_SLOPE = {"north": 0.6, "south": 1.4, "east": 0.8, "west": 1.2}
 
@@ -253,3 +266,8 @@ def adult_scored(l2: float = 1.0, without: Sequence[str] = ("age", "marital-stat
         beta -= np.linalg.solve(hess, grad)
     prob = 1.0 / (1.0 + np.exp(-(x_te @ beta)))
     return test.with_columns(prob=pl.Series(prob))
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)

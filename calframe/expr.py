@@ -404,4 +404,10 @@ def _method(fn: Callable[..., pl.Expr]) -> Callable[..., pl.Expr]:
 for _name in __all__[:-1]:  # the figures (ExprCalib last)
     setattr(ExprCalib, _name, _method(globals()[_name]))
 
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)
+
+
 pl.api.register_expr_namespace("calib")(ExprCalib)

@@ -263,11 +263,14 @@ def result_columns(req: Request) -> list[str]:
 def shape(req: Request, values: dict[str, np.ndarray], counts: np.ndarray, keys: pl.DataFrame | None, flavor: str,
           bounds: dict[str, tuple[np.ndarray, np.ndarray]] | None = None, scalar: bool = True) -> Any:
     """The caller's result: a float for one figure without groups or ci (``scalar``), else a frame with the key
-    columns, ``n`` and the figures (long: one row per group and figure), in the caller's flavor."""
+    columns, ``n`` and the figures (long: one row per group and figure), in the caller's flavor. The bin count
+    of ``binning="sweep"`` (:data:`~calframe.request.SWEEP_COUNT`) is a column of the frame, not a second
+    figure: without groups or ci the result is the figure's float, as for any binning."""
     bounds = bounds or {}
     counts = np.asarray(counts).astype(np.int64)
-    if scalar and req.by is None and req.ci is None and len(values) == 1 and req.long is None:
-        return float(next(iter(values.values()))[0])
+    figures = [k for k in values if not (req.sweep and k == SWEEP_COUNT)]
+    if scalar and req.by is None and req.ci is None and len(figures) == 1 and req.long is None:
+        return float(values[figures[0]][0])
     n_groups = counts.shape[0]
     if req.long is not None:
         key, value = req.long

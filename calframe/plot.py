@@ -36,6 +36,7 @@ from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
 from ._errors import ParameterError
+from .request import checked_keywords
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -426,6 +427,7 @@ class ReliabilityDisplay:
                        hist_ax_=lows if hist else None, bars_=artists)
 
     @classmethod
+    @checked_keywords
     def from_frame(
         cls,
         frame: Frame,
@@ -472,6 +474,7 @@ class ReliabilityDisplay:
         return disp.plot(ax=ax, kind=kind, hist=hist, ncols=ncols, **kwargs)
 
     @classmethod
+    @checked_keywords
     def from_predictions(
         cls,
         y_true: Any,
@@ -659,12 +662,12 @@ class SmoothReliabilityDisplay:
                       seed=seed, ci=level)
         scored = resolve(frame, func=func, prob=prob, label=label, weights=weights, nulls=nulls)
         conf, acc = L.scalar(scored, req.lens, func)
-        w = None if scored.weights is None else scored.weights * scored.weight_scale
-        value, width = S.Rows(conf, acc, w, None, 1).smece(req.options.sigma)
-        t, mu, dens = S.curve(conf, acc, w, float(width[0]), n_points)
+        w, scale = scored.weights, (1.0 if scored.weights is None else float(scored.weight_scale))
+        value, width = S.Rows(conf, acc, w, None, 1, scale).smece(req.options.sigma)
+        t, mu, dens = S.curve(conf, acc, w, float(width[0]), n_points, scale)
         lo = hi = None
         if band:
-            lo, hi = S.bootstrap_band(conf, acc, w, float(width[0]), n_boot, level, seed, n_points)
+            lo, hi = S.bootstrap_band(conf, acc, w, float(width[0]), n_boot, level, seed, n_points, scale)
         return cls(t, mu, dens, lo, hi, smece=float(value[0]), sigma=float(width[0]),
                    lens=L.lens_used(frame, prob, lens, func=func), name=name)
 
@@ -1385,3 +1388,8 @@ def vece_rank_plot(frame: Frame, variables: Sequence[str] | None = None, prob: s
 def mlce_curve_plot(frame: Frame, *args: Any, **kwargs: Any) -> MLCECurveDisplay:
     """MLCE against gamma of a frame: :meth:`MLCECurveDisplay.from_frame` (needs ``calframe.mlce_curve``)."""
     return MLCECurveDisplay.from_frame(frame, *args, **kwargs)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)

@@ -267,6 +267,7 @@ def keywords(options: type, **defaults: Any) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
+            check_keyword_names(fn.__name__, kwargs, full.parameters)
             try:
                 bound = full.bind(*args, **kwargs)
             except TypeError as exc:
@@ -291,6 +292,42 @@ def with_progress(fn: F) -> F:
     from ._progress import honours
 
     return honours(fn)
+
+
+def check_keyword_names(func: str, given: dict[str, Any], accepted: Any, passes_on: bool = False) -> None:
+    """The one check of keyword names, for every public function (:func:`keywords`, :func:`checked_keywords`):
+    a keyword of ``given`` that is not in ``accepted`` is an :class:`~calframe._errors.UnknownParameterError`
+    (a ParameterError and a TypeError) that names calframe's name for scikit-learn's (``n_bins``: ``bins``,
+    ``strategy``: ``binning``), or the closest name. ``passes_on``: the function passes other keywords on
+    (e.g. to matplotlib), so only scikit-learn's names of its own parameters are refused.
+
+    >>> check_keyword_names("ece", {"n_bins": 10}, ["bins", "binning"])
+    Traceback (most recent call last):
+    ...
+    calframe._errors.UnknownParameterError: ece() got an unexpected keyword argument 'n_bins'. Did you mean \
+bins=10? 'n_bins' is scikit-learn's name for it.
+    """
+    for name, value in given.items():
+        if name in accepted:
+            continue
+        if not passes_on or E.KEYWORD_ALIASES.get(name, ("",))[0] in accepted:
+            raise E.unknown_keyword(func, name, value, accepted)
+
+
+def checked_keywords(fn: F) -> F:
+    """``fn`` with its keyword names checked by :func:`check_keyword_names`, for a public function that
+    :func:`keywords` does not build (calframe.sql's queries; plot methods passing ``**kwargs`` to matplotlib).
+    Messages name it by its qualified name (``ReliabilityDisplay.from_frame``)."""
+    params = inspect.signature(fn).parameters
+    accepted = {k for k, q in params.items() if q.kind not in (q.VAR_KEYWORD, q.VAR_POSITIONAL)}
+    passes_on = any(q.kind is q.VAR_KEYWORD for q in params.values())
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        check_keyword_names(fn.__qualname__, kwargs, accepted, passes_on)
+        return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
 
 
 def _options(call: dict[str, Any], **defaults: Any) -> dict[str, Any]:

@@ -60,7 +60,7 @@ import numpy as np
 import polars as pl
 
 from . import api
-from ._errors import InvalidValueError, bad_param
+from ._errors import InvalidValueError, ParameterError, bad_param
 from ._errors import rows as _rows
 
 __all__ = [
@@ -239,6 +239,7 @@ def _recalibrate(func: str, method: str, params: dict[str, Any] | None, proba: n
     (fit) or the (n, K) recalibrated class probabilities (apply).
     """
     binary = proba.shape[1] == 2
+    _check_indices(func, variable, features, extra.shape[1], f" after its {proba.shape[1]} class probabilities")
     frame = to_frame(np.zeros(len(proba), np.int64) if labels is None else labels,
                      proba[:, 1] if binary else proba, func=func)
     cols = {"v": variable} if variable is not None else {}
@@ -256,6 +257,31 @@ def _recalibrate(func: str, method: str, params: dict[str, Any] | None, proba: n
         return rec
     out = api.apply(frame.drop("y_true"), rec, name="p_cal", **where)["p_cal"].to_numpy()
     return np.column_stack([1.0 - out, out]) if binary else np.asarray(out)
+
+
+def _check_indices(func: str, variable: Any, features: Any, n_cols: int, after: str = "") -> None:
+    """``variable`` and each of ``features`` are column indices of X's ``n_cols`` columns (``after``: where they
+    start, e.g. " after its 2 class probabilities"), as numpy takes them (``-n_cols`` to ``n_cols - 1``); else
+    a ParameterError naming the parameter, the index and how many columns there are.
+
+    >>> _check_indices("CalibratedClassifier.fit", 7, None, 3)
+    Traceback (most recent call last):
+    ...
+    calframe._errors.ParameterError: CalibratedClassifier.fit: variable=7 is not a column index: X has 3 \
+columns (indices 0 to 2). Pass one of those indices (variable=0: the first column).
+    """
+    named = [("variable", variable)] if variable is not None else []
+    named += [("features", f) for f in ([] if features is None else list(features))]
+    for param, i in named:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not -n_cols <= i < n_cols:
+            shown = (f"variable={i!r} is" if param == "variable"
+                     else f"features={list(features)!r} holds {i!r}, which is")
+            first = "variable=0" if param == "variable" else "features=[0]"
+            if not n_cols:
+                raise ParameterError(f"{func}: {shown} not a column index: X has no columns{after}.", param)
+            raise ParameterError(f"{func}: {shown} not a column index: X has {n_cols} columns{after} (indices 0 "
+                                 f"to {n_cols - 1}). Pass one of those indices ({first}: the first column{after}).",
+                                 param)
 
 
 def _columns(X: Any, func: str) -> np.ndarray:
@@ -332,7 +358,8 @@ def _estimators() -> dict[str, type]:
             self.estimator, self.method, self.params = estimator, method, params
             self.variable, self.features, self.cv, self.random_state = variable, features, cv, random_state
 
-        def _stacked(self, clf: Any, X: np.ndarray) -> np.ndarray:
+        def _stacked(self, clf: Any, X: np.ndarray, func: str) -> np.ndarray:
+            _check_indices(func, self.variable, self.features, X.shape[1])
             extra = [self.variable] if self.variable is not None else []
             return np.column_stack([clf.predict_proba(X), X[:, extra + list(self.features or [])]])
 
@@ -348,6 +375,7 @@ def _estimators() -> dict[str, type]:
             X, y = _columns(X, "CalibratedClassifier.fit"), np.asarray(y)
             if self.estimator is None:
                 raise bad_param("CalibratedClassifier", "estimator", "a classifier with predict_proba", None)
+            _check_indices("CalibratedClassifier.fit", self.variable, self.features, X.shape[1])  # before any fit
             if isinstance(self.cv, str) and self.cv == "prefit":
                 check_is_fitted(self.estimator)
                 clf, X_cal, y_cal = self.estimator, X, y
@@ -363,7 +391,7 @@ def _estimators() -> dict[str, type]:
                 raise InvalidValueError(f"CalibratedClassifier.fit: the {_rows(len(y_cal))} recalibrated on hold "
                                         f"{seen} of the {len(clf.classes_)} classes the estimator knows; "
                                         "recalibrate on rows of every class (a larger cv fraction, or more rows).")
-            self.calibrator_ = self._calibrator().fit(self._stacked(clf, X_cal),
+            self.calibrator_ = self._calibrator().fit(self._stacked(clf, X_cal, "CalibratedClassifier.fit"),
                                                       class_indices(y_cal, clf.classes_, "CalibratedClassifier.fit"))
             self.n_features_in_ = X.shape[1]
             return self
@@ -371,7 +399,8 @@ def _estimators() -> dict[str, type]:
         def predict_proba(self, X: Any) -> np.ndarray:
             check_is_fitted(self, "calibrator_")
             X = _columns(X, "CalibratedClassifier.predict_proba")
-            return self.calibrator_.predict_proba(self._stacked(self.estimator_, X))
+            stacked = self._stacked(self.estimator_, X, "CalibratedClassifier.predict_proba")
+            return self.calibrator_.predict_proba(stacked)
 
         def predict(self, X: Any) -> np.ndarray:
             return self.classes_[self.predict_proba(X).argmax(1)]
@@ -379,3 +408,8 @@ def _estimators() -> dict[str, type]:
     for cls in (CalframeCalibrator, CalibratedClassifier):  # pickled as calframe.sklearn.<name> (module __getattr__)
         cls.__module__, cls.__qualname__ = __name__, cls.__name__
     return {"CalframeCalibrator": CalframeCalibrator, "CalibratedClassifier": CalibratedClassifier}
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)

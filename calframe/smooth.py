@@ -128,26 +128,30 @@ class Smoother:
         """Linear interpolation at the evaluation points (relplot's ``interpolate``)."""
         return smoothed[..., self.inds] * (1 - self.frac) + smoothed[..., self.inds + 1] * self.frac
 
-    def density(self, sums: np.ndarray) -> np.ndarray:
-        """``sum_j (b_j + 1e-4)`` from ``sum_i b_i dens_i`` (:func:`~calframe._kernels.smooth.grid_dots`)."""
-        return sums + self.n_eval * DENSITY_EPS
+    def density(self, sums: np.ndarray, eps: float | np.ndarray = DENSITY_EPS) -> np.ndarray:
+        """``sum_j (b_j + eps)`` from ``sum_i b_i dens_i`` (:func:`~calframe._kernels.smooth.grid_dots`); ``eps``
+        is relplot's 1e-4 in the grids' weight units (:func:`density_eps`)."""
+        return sums + self.n_eval * eps
 
-    def values(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray) -> np.ndarray:
-        """smooth_ece of the grids ``sel`` of ``grids`` (G, m, 2), the spectra (G, m) of their residuals given."""
+    def values(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray,
+               eps: float | np.ndarray = DENSITY_EPS) -> np.ndarray:
+        """smooth_ece of the grids ``sel`` of ``grids`` (G, m, 2), the spectra (G, m) of their residuals given;
+        ``eps``: the density's 1e-4 in the grids' weight units, one or one per group of ``sel``."""
         if self.exact:
             num = SK.abs_sums(spectra, sel, self.basis)
         else:
             full = sfft.irfft(spectra[sel] * self.kernel_fft, self.period, axis=-1, workers=-1)
             num = SK.abs_at_points(full, self.inds, self.frac)
-        return num / self.density(SK.grid_dots(grids, sel, self.dens, None)[:, 0])
+        return num / self.density(SK.grid_dots(grids, sel, self.dens, None)[:, 0], eps)
 
-    def bounds(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray) -> Bounds:
+    def bounds(self, grids: np.ndarray, spectra: np.ndarray, sel: np.ndarray,
+               eps: float | np.ndarray = DENSITY_EPS) -> Bounds:
         """smooth_ece of the grids ``sel`` bounded without an FFT (a smoother with a basis): ``sum_j |a_j|`` is
         within ``E`` of the basis's ``A`` (``E``: the coefficients left out, bounded through ``|r|``), and at most
         ``sum_j (smoothed |r|)_j`` (the smoothing's weights are positive): one dot product each. Where that
         bound alone is below the bandwidth, ``A`` is not computed (the estimate is 0 within the bound)."""
         den, most, rest = SK.grid_dots(grids, sel, self.dens, self.tail).T
-        den = self.density(den)
+        den = self.density(den, eps)
         most /= den
         estimate, radius = np.zeros(sel.shape[0]), most.copy()
         need = most + MARGIN > self.sigma
@@ -298,16 +302,28 @@ def node_grids(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, gr
     return out
 
 
+def density_eps(scale: float | np.ndarray = 1.0) -> float | np.ndarray:
+    """relplot's density term ``1e-4`` in the units of weights divided by ``scale`` (``Scored.weight_scale``,
+    one or one per group): the term is absolute in the caller's units (integer weights are repeated rows), and
+    ``sum |c a_j| / sum (c b_j + 1e-4) = sum |a_j| / sum (b_j + 1e-4 / c)``. The grids then hold weights below
+    2 per row, whose sums cannot overflow (weights up to 1.8e308). Where ``1e-4 / scale`` overflows (weights
+    below about 1e-304) it is inf, and the figure 0, as it is to rounding in the caller's units."""
+    with np.errstate(over="ignore"):
+        return DENSITY_EPS / scale
+
+
 class Rows:
     """The lensed rows of one call, spread on grids, and smooth_ece of any of their groups at any bandwidth.
 
-    ``conf``, ``acc``: the lens's outputs (f and y of relplot); ``weights`` in the caller's units (the density's
-    ``1e-4`` is absolute: integer weights are repeated rows)."""
+    ``conf``, ``acc``: the lens's outputs (f and y of relplot); ``weights`` divided by ``scale`` (the caller's
+    weights are ``weights * scale``, ``scale`` one or one per group: ``Scored.weight_scale``). The density's
+    ``1e-4`` is absolute in the caller's units (integer weights are repeated rows): :func:`density_eps`."""
 
     def __init__(self, conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
-                 n_groups: int) -> None:
+                 n_groups: int, scale: float | np.ndarray = 1.0) -> None:
         self.conf, self.acc, self.weights = conf, acc, weights
         self.groups, self.n_groups = groups, n_groups
+        self.eps = density_eps(scale)
         self.grids = self.node_grids(np.arange(n_groups), COARSE_NODES)  # (G, m, 2): every group's 1001-node grid
         self.spectra = spectra(self.grids[..., 1])  # (G, m): they serve every bandwidth >= 0.01
 
@@ -315,21 +331,25 @@ class Rows:
         """The ``m``-node grids of groups ``sel`` (:func:`node_grids`)."""
         return node_grids(self.conf, self.acc, self.weights, self.groups, self.n_groups, sel, m)
 
+    def eps_of(self, sel: np.ndarray) -> float | np.ndarray:
+        """The density's 1e-4 in the grids' units for groups ``sel`` (:func:`density_eps`)."""
+        return self.eps[sel] if isinstance(self.eps, np.ndarray) else self.eps
+
     def value(self, sel: np.ndarray, sigma: float) -> np.ndarray:
         """smooth_ece of groups ``sel`` at bandwidth ``sigma``: from every group's 1001-node grid, or (a finer
         grid) from a pass of their own."""
         sm = smoother(sigma)
         if sm.m == COARSE_NODES:
-            return sm.values(self.grids, self.spectra, sel)
+            return sm.values(self.grids, self.spectra, sel, self.eps_of(sel))
         grids = self.node_grids(sel, sm.m)
-        return sm.values(grids, spectra(grids[..., 1]), np.arange(sel.shape[0]))
+        return sm.values(grids, spectra(grids[..., 1]), np.arange(sel.shape[0]), self.eps_of(sel))
 
     def bounds(self, sel: np.ndarray, sigma: float) -> Bounds | None:
         """Bounds of smooth_ece of groups ``sel`` at ``sigma`` (:meth:`Smoother.bounds`), where they save an FFT."""
         sm = smoother(sigma)
         if sm.m != COARSE_NODES or sm.basis is None or sm.exact:
             return None
-        return sm.bounds(self.grids, self.spectra, sel)
+        return sm.bounds(self.grids, self.spectra, sel, self.eps_of(sel))
 
     def smece(self, sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(smECE, bandwidth) per group: at ``sigma``, or the bisection's."""
@@ -343,25 +363,27 @@ class Rows:
 
 
 def curve(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, sigma: float,
-          n_points: int = MESH) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          n_points: int = MESH, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """relplot's smoothed reliability curve at bandwidth ``sigma``: (t, mu, density) at ``linspace(0, 1, n_points)``.
 
     ``mu = smoothed(acc) / (smoothed(1) + 1e-4)`` (relplot's ``KernelSmoother`` with its reflected Gaussian kernel;
     its ``prepare_rel_diagram`` draws the mean of bootstrapped ones), ``density`` the smoothed weights (relplot's
-    ``kde``: divided by the total weight)."""
+    ``kde``: divided by the total weight). ``weights`` divided by ``scale``, as for :class:`Rows`."""
     sm = smoother(sigma)
     # the residual of conf - acc is acc: the outcome's grid
     grid = node_grids(conf, conf - acc, weights, None, 1, np.zeros(1, dtype=np.int64), sm.m)[0].T
     inds, frac = interpolation(sm.m, n_points)
     at = replace(sm, inds=inds, frac=frac)
     dens, ys = at.at_points(at.smoothed(spectra(grid)))
-    return np.linspace(0, 1, n_points), ys / (dens + DENSITY_EPS), dens / grid[0].sum()
+    return np.linspace(0, 1, n_points), ys / (dens + density_eps(scale)), dens / grid[0].sum()
 
 
 def bootstrap_band(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, sigma: float, n_boot: int,
-                   level: float, seed: int | None, n_points: int = MESH) -> tuple[np.ndarray, np.ndarray]:
+                   level: float, seed: int | None, n_points: int = MESH,
+                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Pointwise percentile band of :func:`curve` over ``n_boot`` resamples of the rows (with replacement, as
-    relplot's ``BaggingRegressor``; its band is the 95% one)."""
+    relplot's ``BaggingRegressor``; its band is the 95% one). ``weights`` divided by ``scale``, as for
+    :class:`Rows`."""
     rng = np.random.default_rng(seed)
     n = conf.shape[0]
     draws = np.empty((n_boot, n_points))
@@ -369,7 +391,7 @@ def bootstrap_band(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None
 
     for b in iterate(range(n_boot), "smooth band", unit="draw"):
         counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
-        draws[b] = curve(conf, acc, counts if weights is None else counts * weights, sigma, n_points)[1]
+        draws[b] = curve(conf, acc, counts if weights is None else counts * weights, sigma, n_points, scale)[1]
     alpha = (1 - level) / 2
     lo, hi = np.quantile(draws, [alpha, 1 - alpha], axis=0)
     return lo, hi

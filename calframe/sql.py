@@ -62,7 +62,28 @@ Differences from the calframe functions (SQL cannot raise on data)
 - A group with no rows left gives no output row (calframe raises).
 - Only non-empty bins appear in ``sums_query``'s output.
 - No weights, distances other than ``tvd``, debiased estimators or
-  multiclass input.
+  multiclass input. A class-probability column (Polars ``Array`` / ``List``,
+  DuckDB ``DOUBLE[K]``) makes the engine fail on ``CAST(prob AS DOUBLE)``:
+  pass the table's ``schema=`` to have calframe refuse it before the query
+  is written, with what to do instead (below).
+
+``schema=`` (every query function): the table's columns and types, as a
+Polars schema or frame, a ``{name: dtype}`` dict, a pandas frame, a pyarrow
+table or schema, or a DuckDB relation. The named columns are then checked
+before the query is written (they exist; ``prob``, ``label``, ``variable``
+hold one value per row), as calframe's functions check a frame:
+
+>>> import polars as pl
+>>> multi = pl.DataFrame({"prob": [[0.2, 0.8], [0.6, 0.4]], "label": [1, 0]},
+...                      schema={"prob": pl.Array(pl.Float64, 2), "label": pl.Int64})
+>>> sql.ece_query("scores", prob="prob", label="label", schema=multi.schema)
+Traceback (most recent call last):
+...
+calframe._errors.ColumnTypeError: ece_query: column 'prob' (prob=) holds class probabilities \
+(Array(Float64, shape=(2,))), and the SQL queries take binary input: one probability column. Run \
+calframe.ece on the frame itself (it takes class probabilities), or query one class c: its probability as \
+a column of its own (DuckDB: prob[c + 1], Polars: pl.col('prob').arr.get(c)) with the label \
+(label = c).
 
 DuckDB table macros doing the same work are installed by
 :func:`install_duckdb_macros`, with scalar macros over ``list(p)``,
@@ -78,7 +99,7 @@ from typing import Any, Literal, Union
 
 import numpy as np
 
-from ._errors import ParameterError, bad_param
+from ._errors import ColumnNotFoundError, ColumnTypeError, ParameterError, bad_param
 from ._names import PREFIX, fresh_prefix
 from . import _render as R
 from ._render import Sql
@@ -86,7 +107,7 @@ from .binning import (edge_bins_sql, lerp, linear_quantile, qcut_quantiles, unif
                       uniform_k0)
 from .lenses import AUTO, lens_sql, parse_lens, resolve_lens
 from .metrics import plugin_ce
-from .request import Request
+from .request import Request, checked_keywords
 from .request import ce as ce_request
 from .request import vece as vece_request
 
@@ -226,23 +247,92 @@ def _quantile_ctes(keys: list[str], bins: int, carried: Sequence[str]) -> tuple[
     return ctes, bin_expr
 
 
+def _column_types(func: str, schema: Any) -> dict[str, str]:
+    """``{column: type name}`` of a table's ``schema=``: a mapping (a Polars schema, ``{name: dtype}``), a Polars
+    frame, a pandas frame, a pyarrow table or schema, or a DuckDB relation."""
+    if hasattr(schema, "collect_schema"):  # a Polars DataFrame / LazyFrame
+        schema = schema.collect_schema()
+    if hasattr(schema, "dtypes") and hasattr(schema, "iloc"):  # pandas: an object column shows its first value
+        out = {}
+        for name, dtype in schema.dtypes.items():
+            first = schema[name].dropna().iloc[:1].tolist() if dtype == object else []
+            out[name] = "List" if first and isinstance(first[0], (list, tuple, np.ndarray)) else str(dtype)
+        return out
+    if hasattr(schema, "schema") and not isinstance(schema, dict):  # a pyarrow Table
+        schema = schema.schema
+    if hasattr(schema, "types") and (hasattr(schema, "columns") or hasattr(schema, "names")):  # DuckDB / pyarrow
+        names = schema.columns if hasattr(schema, "columns") else schema.names
+        return {str(n): str(t) for n, t in zip(names, schema.types)}
+    if hasattr(schema, "items"):
+        return {str(n): str(t) for n, t in schema.items()}
+    raise bad_param(func, "schema", "the table's columns and types (a Polars schema or frame, a {name: dtype} dict, "
+                    "a pandas frame, a pyarrow table or schema, a DuckDB relation), or None", type(schema).__name__)
+
+
+def _nested(type_name: str) -> bool:
+    """A type that holds several values per row: Polars Array / List / Struct, pyarrow lists and structs,
+    DuckDB ``T[K]`` / ``T[]`` / STRUCT / MAP."""
+    t = type_name.strip().lower()
+    return t.startswith(("array", "list", "large_list", "fixed_size_list", "struct", "map")) or t.endswith("]")
+
+
+#: the calframe function a query stands for, where it is not the query's name without ``_query``
+_FRAME_FUNCTION = {"sums_query": "reliability", "quantile_edges_query": "vece"}
+
+
+def _check_schema(func: str, schema: Any, **columns: Any) -> None:
+    """The query's columns (``param=name``, names already checked; ``by`` a name or a list) against the table's
+    ``schema=``: each is there, and ``prob``, ``label`` and ``variable`` hold one value per row (the query casts
+    them to DOUBLE)."""
+    if schema is None:
+        return
+    types = _column_types(func, schema)
+    for param, names in columns.items():
+        names = [names] if isinstance(names, str) else [c for c in names if isinstance(c, str)] if isinstance(
+            names, (list, tuple)) else []
+        missing = [c for c in names if c not in types]
+        if missing:
+            raise ColumnNotFoundError(f"{func}: column(s) {missing} given as {param}= are not in the table "
+                                      f"(schema=); it has columns {list(types)}.")
+        if param == "by":
+            continue
+        (name,) = names
+        if not _nested(types[name]):
+            continue
+        if param == "prob":
+            raise ColumnTypeError(
+                f"{func}: column {name!r} (prob=) holds class probabilities ({types[name]}), and the SQL queries "
+                f"take binary input: one probability column. Run calframe.{_FRAME_FUNCTION.get(func, func[:-6])} "
+                "on the frame itself (it takes class probabilities), or query one class c: its probability as a column of its own (DuckDB: "
+                f"{name}[c + 1], Polars: pl.col({name!r}).arr.get(c)) with the label ({columns['label']} = c).")
+        raise ColumnTypeError(f"{func}: column {name!r} ({param}=) has type {types[name]}, several values per row; "
+                              "the query needs one number per row. Pass a column of numbers.")
+
+
 def _request(func: str, name: str, *, prob: Any, label: Any, by: Columns, bins: Any, closed: Any, lens: Any,
              p: Any = 1, variable: Any = None, variable_edges: Any = None, variable_bins: Any = None,
-             edges_param: str = "variable_edges", bins_param: str = "variable_bins") -> Request:
+             edges_param: str = "variable_edges", bins_param: str = "variable_bins", schema: Any = None) -> Request:
     """The call parsed by calframe's own parsers (:func:`calframe.request.ce` / :func:`~calframe.request.vece`):
-    the query is generated from this Request. SQL needs the column names (no defaults) and binary input."""
+    the query is generated from this Request. SQL needs the column names (no defaults) and binary input; with
+    the table's ``schema``, the columns are checked against it (:func:`_check_schema`)."""
     _column(func, "prob", prob)
     _column(func, "label", label)
     if lens is not None and lens not in ("auto", *_LENSES):
         raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
     if variable is None:
-        return ce_request(func, name, prob=prob, label=label, by=by, p=p, lens=lens, bins=bins, closed=closed)
-    _column(func, "variable", variable)
-    if variable_edges is not None:
-        return vece_request(func, name, variable, prob=prob, label=label, by=by, p=p, lens=lens, binning="uniform",
-                      bins=variable_edges, closed=closed, bins_param=edges_param)
-    return vece_request(func, name, variable, prob=prob, label=label, by=by, p=p, lens=lens,
-                  bins=10 if variable_bins is None else variable_bins, closed=closed, bins_param=bins_param)
+        req = ce_request(func, name, prob=prob, label=label, by=by, p=p, lens=lens, bins=bins, closed=closed)
+    else:
+        _column(func, "variable", variable)
+        if variable_edges is not None:
+            req = vece_request(func, name, variable, prob=prob, label=label, by=by, p=p, lens=lens,
+                               binning="uniform", bins=variable_edges, closed=closed, bins_param=edges_param)
+        else:
+            req = vece_request(func, name, variable, prob=prob, label=label, by=by, p=p, lens=lens,
+                               bins=10 if variable_bins is None else variable_bins, closed=closed,
+                               bins_param=bins_param)
+    _check_schema(func, schema, prob=prob, label=label, **({} if variable is None else {"variable": variable}),
+                  by=by)
+    return req
 
 
 def _sums_parts(req: Request, table: Table, reserved: Sequence[str], categorical: bool = False
@@ -312,6 +402,7 @@ def _order(keys: Sequence[str], extra: Sequence[str] = ()) -> str:
     return f" ORDER BY {', '.join(cols)}" if cols else ""
 
 
+@checked_keywords
 def sums_query(
     table: Table,
     *,
@@ -325,6 +416,7 @@ def sums_query(
     variable_edges: Sequence[float] | None = None,
     variable_bins: int | None = None,
     categorical: bool = False,
+    schema: Any = None,
 ) -> str:
     """SQL for the per (group, bin) sums: columns ``*by, bin, n, sum_conf, sum_acc``.
 
@@ -356,11 +448,16 @@ def sums_query(
         ``variable_edges``, by ``variable_bins`` quantile bins per group
         (pandas.qcut, the default with 10 bins), or one bin per distinct
         value with ``categorical=True``.
+    schema : optional
+        The table's columns and types (a Polars schema or frame, a dict, a
+        pandas frame, a pyarrow table or schema, a DuckDB relation): the
+        columns are checked against it before the query is written (module
+        docstring, ``schema=``), a class-probability ``prob`` refused.
     """
     func = "sums_query"
     _variable_modes(func, variable, variable_edges, variable_bins, categorical)
     req = _request(func, "sums", prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens,
-                   variable=variable, variable_edges=variable_edges, variable_bins=variable_bins)
+                   variable=variable, variable_edges=variable_edges, variable_bins=variable_bins, schema=schema)
     ctes, keys, final = _sums_parts(req, table, _SUM_COLUMNS, categorical)
     return _with(ctes, final + _order(keys, ['"bin"']))
 
@@ -377,6 +474,7 @@ def _finalize(req: Request, ctes: list[tuple[str, str]], keys: list[str], final:
     return _with([*ctes, ("__cf_sums", final), ("__cf_gap", gap)], out)
 
 
+@checked_keywords
 def ce_query(
     table: Table,
     *,
@@ -388,41 +486,58 @@ def ce_query(
     closed: Literal["left", "right"] = "left",
     lens: str | None = None,
     name: str | None = None,
+    schema: Any = None,
 ) -> str:
     """SQL for CE_p per group (SPEC §1.5, plugin, tvd): columns ``*by, n, <name>``.
 
     ``p = 1`` is ECE, ``2`` RMSCE, ``inf`` MCE; ``name`` defaults to ``"ce"``.
     One row per group (one row without ``by``), sorted by the group keys with
     NULLs last. Matches ``calframe.ce(frame, prob, label, p=p, ...)``; ``lens``
-    as :func:`sums_query` (default the positive class, ``"class:1"``).
+    as :func:`sums_query` (default the positive class, ``"class:1"``), and
+    ``schema`` (the table's columns, checked before the query is written).
     """
-    req = _request("ce_query", "ce" if name is None else name, prob=prob, label=label, by=by, bins=bins,
-                   closed=closed, lens=lens, p=p)
+    return _ce_query("ce_query", table, prob=prob, label=label, p=p, by=by, bins=bins, closed=closed, lens=lens,
+                     name="ce" if name is None else name, schema=schema)
+
+
+def _ce_query(func: str, table: Table, *, prob: Any, label: Any, p: Any, by: Columns, bins: Any, closed: Any,
+              lens: Any, name: str, schema: Any) -> str:
+    """:func:`ce_query`, its errors naming ``func``."""
+    req = _request(func, name, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens, p=p,
+                   schema=schema)
     return _finalize(req, *_sums_parts(req, table, ("n", req.name)))
 
 
+@checked_keywords
 def ece_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
-              closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
-    """SQL for ECE per group: columns ``*by, n, ece``. Matches :func:`calframe.ece` (default lens class:1)."""
-    return ce_query(table, prob=prob, label=label, p=1, by=by, bins=bins, closed=closed, lens=lens, name="ece")
+              closed: Literal["left", "right"] = "left", lens: str | None = None, schema: Any = None) -> str:
+    """SQL for ECE per group: columns ``*by, n, ece``. Matches :func:`calframe.ece` (default lens class:1);
+    ``schema``: the table's columns, checked before the query is written (:func:`sums_query`)."""
+    return _ce_query("ece_query", table, prob=prob, label=label, p=1, by=by, bins=bins, closed=closed, lens=lens,
+                     name="ece", schema=schema)
 
 
+@checked_keywords
 def mce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
-              closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
+              closed: Literal["left", "right"] = "left", lens: str | None = None, schema: Any = None) -> str:
     """SQL for MCE per group (max over non-empty bins): columns ``*by, n, mce``.
 
-    Matches :func:`calframe.mce` (default lens class:1)."""
-    return ce_query(table, prob=prob, label=label, p="inf", by=by, bins=bins, closed=closed, lens=lens, name="mce")
+    Matches :func:`calframe.mce` (default lens class:1); ``schema`` as :func:`sums_query`."""
+    return _ce_query("mce_query", table, prob=prob, label=label, p="inf", by=by, bins=bins, closed=closed,
+                     lens=lens, name="mce", schema=schema)
 
 
+@checked_keywords
 def rmsce_query(table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
-                closed: Literal["left", "right"] = "left", lens: str | None = None) -> str:
+                closed: Literal["left", "right"] = "left", lens: str | None = None, schema: Any = None) -> str:
     """SQL for RMSCE (plugin CE_2) per group: columns ``*by, n, rmsce``.
 
-    Matches :func:`calframe.rmsce` (default lens class:1)."""
-    return ce_query(table, prob=prob, label=label, p=2, by=by, bins=bins, closed=closed, lens=lens, name="rmsce")
+    Matches :func:`calframe.rmsce` (default lens class:1); ``schema`` as :func:`sums_query`."""
+    return _ce_query("rmsce_query", table, prob=prob, label=label, p=2, by=by, bins=bins, closed=closed,
+                     lens=lens, name="rmsce", schema=schema)
 
 
+@checked_keywords
 def vece_query(
     table: Table,
     variable: str,
@@ -437,6 +552,7 @@ def vece_query(
     lens: str | None = None,
     p: float | str = 1,
     name: str | None = None,
+    schema: Any = None,
 ) -> str:
     """SQL for VECE (Kelly & Smyth) per group: columns ``*by, n, <name>`` (default ``"vece"``).
 
@@ -445,7 +561,8 @@ def vece_query(
     ``edges`` (``closed`` picks the closed side), or one bin per distinct
     value with ``categorical=True`` (calframe does this for String /
     Categorical / Boolean variables). ``p="inf"`` gives VMCE. ``lens`` as
-    :func:`sums_query` (default the positive class, ``"class:1"``).
+    :func:`sums_query` (default the positive class, ``"class:1"``), and
+    ``schema`` (the table's columns, checked before the query is written).
     """
     func = "vece_query"
     if variable is None:
@@ -453,11 +570,13 @@ def vece_query(
     _variable_modes(func, variable, edges, bins, categorical)
     req = _request(func, "vece" if name is None else name, prob=prob, label=label, by=by, bins=15, closed=closed,
                    lens=lens, p=p, variable=variable, variable_edges=edges, variable_bins=bins, edges_param="edges",
-                   bins_param="bins")
+                   bins_param="bins", schema=schema)
     return _finalize(req, *_sums_parts(req, table, ("n", req.name), categorical))
 
 
-def quantile_edges_query(table: Table, variable: str, *, bins: int = 10, by: Columns = None) -> str:
+@checked_keywords
+def quantile_edges_query(table: Table, variable: str, *, bins: int = 10, by: Columns = None,
+                         schema: Any = None) -> str:
     """SQL for pandas.qcut's edges of ``variable`` per group: columns ``*by, e0, ..., e<bins>``.
 
     The edges are interpolated with numpy's formula at qcut's levels, so they
@@ -467,12 +586,14 @@ def quantile_edges_query(table: Table, variable: str, *, bins: int = 10, by: Col
     kept; drop them (``sorted(set(row))``) before passing them to
     ``vece_query(edges=..., closed="right")``, which then bins exactly as
     ``vece_query(bins=...)`` does for that group (the two-step recipe).
+    ``schema``: the table's columns, checked before the query is written (:func:`sums_query`).
     """
     func = "quantile_edges_query"
     nb = _check_bins(func, "bins", bins)
     names = [f"e{i}" for i in range(nb + 1)]
     keys = _by_columns(func, by, names)
     v_col = _column(func, "variable", variable)
+    _check_schema(func, schema, variable=variable, by=by)
     src = _table_ref(func, table)
     k = "".join(f"{c}, " for c in keys)
     lensed = f"SELECT {k}CAST({v_col} AS DOUBLE) AS __cf_v FROM {src} WHERE {v_col} IS NOT NULL"
@@ -602,6 +723,7 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
 _LIST_FIGURES = {"ece": 1, "mce": "inf", "rmsce": 2}
 
 
+@checked_keywords
 def ce_list_macro(
     name: str = "calframe_ece",
     *,
@@ -705,3 +827,8 @@ def install_duckdb_macros(con: Any, *, prefix: str = "calframe_", temporary: boo
     for sql in [*statements.values(), *_list_macro_sql(prefix, temporary).values()]:
         con.execute(sql)
     return list(statements)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)

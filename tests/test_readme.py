@@ -303,7 +303,8 @@ def _exports_restored():
 @pytest.fixture
 def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CALIB_KEY", "a secret shared by who saves and who loads")  # recalibration.md signs with it
+    # a page that reads a variable sets it itself, as a reader's fresh shell has none (recalibration.md's CALIB_KEY)
+    monkeypatch.delenv("CALIB_KEY", raising=False)
     yield tmp_path
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
@@ -328,6 +329,34 @@ def test_every_block_is_run():
                 f"{path.name}:{block.line}: ```{block.lang or '(no language)'}: give the block python, bash or text")
             shown.add(block.script)
     assert {p.stem for p in EXAMPLES.glob("*.py")} <= shown, "a docs/examples script whose output no page shows"
+
+
+def _worker_python_set_before_session(path: Path) -> list[str]:
+    """What a page that starts a Spark session leaves unset before its first ``getOrCreate()``, of
+    ``os.environ["PYSPARK_PYTHON"] = sys.executable`` and the same for ``PYSPARK_DRIVER_PYTHON``."""
+    wanted = {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"}
+    done: set[str] = set()
+    for block in (b for b in blocks(path) if b.lang == "python"):
+        for stmt in ast.parse(block.code).body:
+            if any(isinstance(n, ast.Attribute) and n.attr == "getOrCreate" for n in ast.walk(stmt)):
+                return sorted(wanted - done)
+            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Subscript)
+                    and ast.unparse(stmt.targets[0].value) == "os.environ"
+                    and ast.unparse(stmt.value) == "sys.executable"):
+                done.add(ast.literal_eval(stmt.targets[0].slice))
+    return []
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if "pyspark" in page_modules(p)], ids=lambda p: p.name)
+def test_spark_pages_name_the_worker_python(path):
+    """Spark starts its Python workers with ``python3`` from PATH: in a fresh shell where the virtualenv is not
+    activated, a page's Spark example failed with a worker PythonException (issue 22, 5). This suite sets
+    PYSPARK_PYTHON itself (conftest.py), so running the page cannot show it: each page that starts a session sets
+    both variables to ``sys.executable`` before its first ``getOrCreate()``."""
+    assert not _worker_python_set_before_session(path), (
+        f"{path.name}: set os.environ[...] = sys.executable for "
+        f"{_worker_python_set_before_session(path)} before the session starts")
 
 
 # ---------------------------------------------------------------- example scripts

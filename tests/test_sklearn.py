@@ -6,6 +6,7 @@ the same numbers as the array entry point.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -286,6 +287,25 @@ def test_estimator_bad_parameters():
         cs.CalibratedClassifier(prefit, cv="prefit").fit(X[y == 1], y[y == 1])
     with pytest.raises(calframe.ParameterError, match="'X'"):
         cs.CalframeCalibrator().fit(np.full((4, 1), 0.5), [0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("kw, shown", [(dict(variable=7), "variable=7"), (dict(variable=-4), "variable=-4"),
+                                       (dict(variable=1.0), "variable=1.0"),
+                                       (dict(method="lore", features=[0, 5]), "features=[0, 5] holds 5")])
+def test_column_indices_outside_x(kw, shown):
+    """variable / features outside X (issue 22, 5: a raw IndexError before): a ParameterError naming the index
+    and X's columns, raised before the estimator is fitted."""
+    X, y = _data(2)  # 3 columns
+    with pytest.raises(calframe.ParameterError, match=rf"CalibratedClassifier.fit: {re.escape(shown)}.* X has 3 "
+                                                       r"columns \(indices 0 to 2\)") as info:
+        cs.CalibratedClassifier(LogisticRegression(), **{"method": "tree", **kw}).fit(X, y)
+    assert info.value.param == next(iter(k for k in kw if k != "method"))
+    model = cs.CalibratedClassifier(LogisticRegression(), method="tree", variable=2).fit(X, y)
+    with pytest.raises(calframe.ParameterError, match="predict_proba: variable=2 .* X has 2 columns"):
+        model.predict_proba(X[:, :2])
+    probs = LogisticRegression().fit(X, y).predict_proba(X)  # CalframeCalibrator: indices after the probabilities
+    with pytest.raises(calframe.ParameterError, match="variable=3 .* X has 3 columns after its 2 class probabilities"):
+        cs.CalframeCalibrator("tree", variable=3).fit(np.column_stack([probs, X]), y)
 
 
 # --------------------------------------------------------------------------- ReliabilityDisplay from arrays / estimators

@@ -107,6 +107,35 @@ def test_integer_weights_are_repeated_rows():
         assert abs(grouped["smece"][k] - _relplot(repeated.filter(pl.Series(np.repeat(g, w)) == k))[0]) < TOL
 
 
+@pytest.mark.filterwarnings("error")  # numpy's overflow warnings included
+def test_weights_up_to_1e308():
+    """Weights near 1.8e308 (issue 22, 5): the figure is relplot's on the rows repeated in proportion to them
+    (1e-4 in the density is absolute: the rows repeated 100 k times are 1e-305 of the weights), equals the one
+    on the weights / 1e300 (the same ratios), per group too beside a group of integer weights, and the
+    smoothed curve of SmoothReliabilityDisplay is the one on the weights / 1e300."""
+    import calframe.plot
+
+    df = _binary(200, 21, power=2.0)
+    k = np.random.default_rng(22).integers(1, 4, len(df))  # weights k * 5e307: up to 1.5e308
+    big = df.with_columns(w=pl.Series(k * 5e307))
+    want = _relplot(df.select(pl.all().repeat_by(pl.Series(k * 100)).explode()))[0]
+    got = calframe.smece(big, weights="w")
+    assert abs(got - want) < TOL
+    assert got == pytest.approx(calframe.smece(big.with_columns(pl.col("w") / 1e300), weights="w"), rel=1e-12)
+    g = np.arange(len(df)) % 2
+    mixed = df.with_columns(w=pl.Series(np.where(g == 0, k * 5e307, k * 1.0)), g=pl.Series(g))
+    grouped = calframe.smece(mixed, weights="w", by="g").sort("g")["smece"]
+    rows = df.with_columns(k=pl.Series(k)).filter(pl.Series(g) == 1)
+    assert abs(grouped[0] - calframe.smece(big.filter(pl.Series(g) == 0), weights="w")) < 1e-12
+    assert abs(grouped[1] - _relplot(rows.select(pl.all().repeat_by("k").explode()).drop("k"))[0]) < TOL
+    shown = calframe.plot.SmoothReliabilityDisplay.compute(big, weights="w", n_boot=10)
+    scaled = calframe.plot.SmoothReliabilityDisplay.compute(big.with_columns(pl.col("w") / 1e300), weights="w",
+                                                             n_boot=10)
+    assert shown.smece == pytest.approx(scaled.smece, rel=1e-12)
+    for a, b in [(shown.mu, scaled.mu), (shown.lower, scaled.lower), (shown.density, scaled.density)]:
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
 def test_surfaces_agree():
     df = _binary(2000, 17, power=2.0)
     want = calframe.smece(df)

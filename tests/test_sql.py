@@ -360,6 +360,71 @@ def test_bad_parameters_more():
     assert isinstance(sql.ece_query(("main", "scores"), **base), str)
 
 
+def _class_probs(n: int = 400, k: int = 3, seed: int = 5) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(k), size=n)
+    labels = np.array([rng.choice(k, p=row) for row in probs**2 / (probs**2).sum(1, keepdims=True)])
+    return pl.DataFrame({"prob": probs, "label": labels, "g": rng.choice(["a", "b"], n)},
+                        schema={"prob": pl.Array(pl.Float64, k), "label": pl.Int64, "g": pl.String})
+
+
+def _schemas(frame: pl.DataFrame) -> dict:
+    duckdb = _duckdb()
+    out = {"polars schema": frame.schema, "polars frame": frame, "lazy": frame.lazy(), "pandas": frame.to_pandas(),
+           "pyarrow table": frame.to_arrow(), "pyarrow schema": frame.to_arrow().schema,
+           "list": frame.with_columns(pl.col("prob").cast(pl.List(pl.Float64)))}
+    out["duckdb relation"] = duckdb.connect().from_arrow(frame.to_arrow())
+    return out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_class_probability_column_refused_with_schema(engine):
+    """An Array probability column (issue 22, 5): the engine fails on CAST(prob AS DOUBLE) with a raw cast error;
+    given the table's schema (any of its forms), calframe refuses it before writing the query, naming the column
+    and what to do, and the advice runs: one class's probability as a column (DuckDB prob[c + 1], Polars
+    arr.get(c)) with label = c gives that class's ECE (numpy's 15 uniform bins)."""
+    frame = _class_probs()
+    with pytest.raises(Exception, match="(?i)cast"):  # what the schema check stands in front of
+        run(engine, sql.ece_query("scores", prob="prob", label="label"), {"scores": frame})
+    for form, schema in _schemas(frame).items():
+        for query in (sql.ece_query, sql.mce_query, sql.sums_query):
+            with pytest.raises(calframe.ColumnTypeError, match=rf"{query.__name__}: column 'prob' \(prob=\) holds "
+                               "class probabilities .*binary input.* on the frame itself.*arr.get"):
+                query("scores", prob="prob", label="label", schema=schema)
+        with pytest.raises(calframe.ColumnTypeError, match="vece_query: column 'prob'"):
+            sql.vece_query("scores", "label", prob="prob", label="label", by="g", schema=schema)
+    c = 2
+    if engine == "duckdb":
+        view = f"(SELECT prob[{c + 1}] AS p, label = {c} AS y FROM scores)"
+        frames = {"scores": frame}
+    else:
+        view = "one_class"
+        frames = {view: frame.select(p=pl.col("prob").arr.get(c), y=pl.col("label") == c)}
+    query = sql.ece_query("one_class", prob="p", label="y", schema=frames.get("one_class"))
+    if engine == "duckdb":
+        query = query.replace('"one_class"', view)
+    p, y = frame["prob"].to_numpy()[:, c], (frame["label"].to_numpy() == c)
+    ids = np.digitize(p, np.linspace(0, 1, 16)[1:-1])
+    want = sum(abs(p[ids == b].sum() - y[ids == b].sum()) for b in range(15)) / len(p)
+    assert abs(run(engine, query, frames)["ece"][0] - want) < TOL
+
+
+def test_schema_names_missing_columns():
+    frame = pl.DataFrame({"p": [0.2, 0.7], "y": [0, 1], "g": ["a", "b"], "v": [1.0, 2.0]})
+    for kw, param in [(dict(by=["g", "h"]), "by"), (dict(label="nolabel"), "label")]:
+        with pytest.raises(calframe.ColumnNotFoundError, match=rf"ece_query: .* given as {param}= are not in the table "
+                           r"\(schema=\); it has columns \['p', 'y', 'g', 'v'\]"):
+            sql.ece_query("s", **{"prob": "p", "label": "y", **kw}, schema=frame)
+    with pytest.raises(calframe.ColumnNotFoundError, match="variable="):
+        sql.vece_query("s", "w", prob="p", label="y", schema=frame.schema)
+    with pytest.raises(calframe.ColumnNotFoundError, match="variable="):
+        sql.quantile_edges_query("s", "w", schema=frame.to_pandas())
+    with pytest.raises(calframe.ParameterError, match="'schema'"):
+        sql.ece_query("s", prob="p", label="y", schema=3)
+    assert sql.ece_query("s", prob="p", label="y", by="g", schema=frame) == sql.ece_query("s", prob="p", label="y",
+                                                                                            by="g")
+
+
 def test_no_engine_import():
     code = "import sys, calframe.sql; assert 'duckdb' not in sys.modules; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

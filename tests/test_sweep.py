@@ -101,10 +101,11 @@ def frame(p, y, **cols) -> pl.DataFrame:
 
 
 def sweep(fn, df, **kw):
-    """(figure, n_bins) of a one-row sweep result."""
-    out = fn(df, binning="sweep", **kw)
-    assert out.columns == ["n", fn.__name__, "n_bins"]
-    return out[fn.__name__][0], out["n_bins"][0]
+    """(figure, chosen count) without ``by``: the figure is a float, as for every binning; the count is the rows
+    of ``reliability(binning="sweep")``, the chosen bins (docs/spec.md section 1.3)."""
+    value = fn(df, binning="sweep", **kw)
+    assert type(value) is float
+    return value, calframe.reliability(df, binning="sweep", **kw).height
 
 
 # --------------------------------------------------------------------------- the rule
@@ -212,9 +213,8 @@ def test_top1_lens():
     label = np.array([rng.choice(3, p=r) for r in probs])
     df = pl.DataFrame({"p0": probs[:, 0], "p1": probs[:, 1], "p2": probs[:, 2], "label": label})
     conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == label).astype(float)
-    out = calframe.ece(df, ["p0", "p1", "p2"], "label", binning="sweep")
     ref, k = caltrain_sweep(conf, hit, 1)
-    assert out["n_bins"][0] == k and out["ece"][0] == pytest.approx(ref, rel=1e-12)
+    assert sweep(calframe.ece, df, prob=["p0", "p1", "p2"], label="label") == (pytest.approx(ref, rel=1e-12), k)
 
 
 # --------------------------------------------------------------------------- groups, engines, result
@@ -254,8 +254,33 @@ def test_flavors_and_lazy():
     lazy = calframe.ece(df.lazy(), by="g", binning="sweep")
     assert isinstance(lazy, pl.LazyFrame)
     assert lazy.collect().sort("g").equals(want)
-    one = calframe.ece(df.lazy(), binning="sweep").collect()
-    assert one.equals(calframe.ece(df, binning="sweep"))
+    one = calframe.ece(df.lazy(), binning="sweep").collect()  # a LazyFrame result is a frame: the count in it
+    assert one.columns == ["n", "ece", "n_bins"]
+    assert (one["ece"][0], one["n_bins"][0]) == sweep(calframe.ece, df)
+
+
+def test_a_float_without_by_as_every_binning():
+    """Without by or ci a sweep figure is a float, as every figure is (issue 22, 5: a 1x3 frame before); the
+    chosen count is in by= and ci= results (n_bins) and is the rows of reliability(binning="sweep"). Each equals
+    caltrain's transcription, in every flavor and through calframe.sklearn and its scorer."""
+    import calframe.sklearn as cs
+
+    df = grouped_frame().filter(pl.col("g") == 2)
+    p, y = df["prob"].to_numpy(), df["label"].to_numpy()
+    for fn, norm in ((calframe.ece, 1), (calframe.rmsce, 2)):
+        ref, k = caltrain_sweep(p, y, norm)
+        for got in (fn(df, binning="sweep"), fn(df.to_pandas(), binning="sweep"),
+                    getattr(df.calib, fn.__name__)(binning="sweep"), getattr(cs, fn.__name__)(y, p, binning="sweep")):
+            assert type(got) is float and got == pytest.approx(ref, rel=1e-12)
+        assert calframe.reliability(df, binning="sweep").height == k
+        grouped = fn(df, binning="sweep", by="g")
+        assert grouped["n_bins"].to_list() == [k] and grouped[fn.__name__][0] == pytest.approx(ref, rel=1e-12)
+        with_ci = fn(df, binning="sweep", ci=0.9, n_boot=5)
+        assert with_ci.columns[:2] == ["n", fn.__name__] and with_ci["n_bins"].to_list() == [k]
+    ref, _ = caltrain_sweep(p, y, 1)
+    assert calframe.ce(df, binning="sweep") == pytest.approx(ref, rel=1e-12)
+    model = type("Fixed", (), {"classes_": np.array([0, 1]), "predict_proba": lambda self, X: np.c_[1 - p, p]})()
+    assert cs.make_scorer("ece", binning="sweep")(model, None, y) == pytest.approx(-ref, rel=1e-12)
 
 
 def test_the_sweep_runs_once_per_frame(monkeypatch):
@@ -290,7 +315,7 @@ def test_reliability_table_shows_the_chosen_bins():
 
 def test_bins_is_not_read():
     df = grouped_frame()
-    assert calframe.ece(df, binning="sweep", bins=3).equals(calframe.ece(df, binning="sweep"))
+    assert calframe.ece(df, binning="sweep", bins=3) == calframe.ece(df, binning="sweep")
 
 
 def test_sweep_bins_counts_per_group():
