@@ -185,7 +185,7 @@ RUN_SYNTH = textwrap.dedent(
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
 
 
-@pytest.mark.parametrize("round_", range(3))
+@pytest.mark.parametrize("round_", range(2))
 def test_rounds_of_concurrent_compiles_of_one_kernel(tmp_path: Path, round_: int) -> None:
     """Many signatures of one small kernel, compiled by 8 processes at once into a fresh cache, then read back.
     (With numba's own cache, ``from numba import njit`` in SYNTH, a round lost or swapped an entry about one
