@@ -175,8 +175,19 @@ def test_the_choice_is_carried_to_later_work_and_is_the_calling_thread_s(bars, m
 
 def test_bars_from_threads(bars, df):
     """Two calls at once on two threads: each its own bar, each complete."""
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda n: calframe.ece(df, ci=0.9, n_boot=n, progress=True), [13, 17]))
+    import threading
+
+    start = threading.Barrier(2)  # two threads of their own, running at once (a pool may reuse one thread)
+
+    def call(n: int) -> None:
+        start.wait()
+        calframe.ece(df, ci=0.9, n_boot=n, progress=True)
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in (13, 17)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     assert sorted((b.kw["total"], b.n) for b in bars) == [(13, 13), (17, 17)]
     assert len({b.thread for b in bars}) == 2
 
