@@ -1,7 +1,7 @@
 """docs/statistics.md, "The verdict": what calframe.calibration_test's verdict means, and its false-alarm and power
 table from 50 to 100,000 rows, by simulation against population ECEs in closed form.
 
-``section()`` returns the Markdown section (benchmarks/statistics.py calls it); run this file to print it, or
+``section()`` returns the Markdown section (benchmarks/statistics_page.py calls it); run this file to print it, or
 ``--out PATH`` to write it:
 
     PYTHONPATH=. python benchmarks/_verdict_tables.py [--groups-scale 1.0] [--seed 0] [--out section.md]

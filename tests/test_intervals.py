@@ -33,9 +33,9 @@ def population_ece(a: float, bins: int = BINS) -> float:
 
 
 def _statistics_page():
-    """benchmarks/statistics.py (the generator of docs/statistics.md), whose samples these tests draw: smaller
-    versions of the page's simulations. Loaded by path: its name is also the standard library's."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "statistics.py"
+    """benchmarks/statistics_page.py (the generator of docs/statistics.md), whose samples these tests draw: smaller
+    versions of the page's simulations, loaded by path (benchmarks/ is not a package)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "statistics_page.py"
     spec = importlib.util.spec_from_file_location("calframe_statistics_page", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there

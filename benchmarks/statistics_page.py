@@ -1,6 +1,6 @@
 """docs/statistics.md: what calframe's conclusions mean, with the simulations behind them.
 
-Run from the repository root: ``python benchmarks/statistics.py --write docs/statistics.md`` (without
+Run from the repository root: ``python benchmarks/statistics_page.py --write docs/statistics.md`` (without
 ``--write`` the page goes to stdout). ``--seeds`` and ``--n-boot`` trade time for precision; ``--quick`` is a
 smoke run (a few seeds).
 
@@ -88,7 +88,7 @@ upward, more so with fewer rows per bin (Kumar, Liang and Ma, *Verified Uncertai
 interval or a ranking read off its sampling distribution describes the estimator, not the model. Each claim
 below is checked by simulation against a population figure known in closed form.
 
-This page is generated: `python benchmarks/statistics.py --write docs/statistics.md` (from the repository root;
+This page is generated: `python benchmarks/statistics_page.py --write docs/statistics.md` (from the repository root;
 this run: {s.seeds} seeds per cell, {s.n_boot} bootstrap draws, {LEVEL:.0%} intervals). The test suite runs
 smaller versions of the same simulations (tests/test_intervals.py).
 
