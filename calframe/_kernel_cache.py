@@ -32,6 +32,7 @@ compiled, and that ``calframe warmup`` does it ahead (:func:`announce`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -84,6 +85,7 @@ def package_stamp() -> str:
         return _package_stamp
 
 
+@functools.lru_cache(maxsize=None)
 def _file_digest(path: str) -> str:
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
