@@ -62,7 +62,7 @@ quiet = False  # set by warmup(), which says what it does itself
 
 
 def package_stamp() -> str:
-    """A hash of the kernel sources (``calframe/_kernels/*.py``, this module and ``_runtime.py``).
+    """A hash of the kernel sources (``calframe/_kernels/*.py``, this module, ``_runtime.py`` and ``_jit.py``).
 
     numba stamps a cache with the mtime and size of the function's own file only; calframe's kernels inline
     helpers from other modules, so an edit there would otherwise be served from a stale entry.
@@ -221,10 +221,6 @@ class KernelCache(FunctionCache):
         if got is None and self._enabled:
             announce()
         return got
-
-    def index_key(self, sig: Any, codegen: Any) -> Any:
-        """numba's key for ``sig`` (public for tests)."""
-        return self._index_key(sig, codegen)
 
 
 def cache_dirs() -> list[str]:

@@ -8,7 +8,6 @@ is not imported). ``df.calib`` on pandas is registered when pandas is imported, 
 
 Examples
 --------
->>> import sys
 >>> from calframe._lazy import is_pandas_frame
 >>> is_pandas_frame([1, 2])
 False
@@ -33,7 +32,10 @@ class LazyModule:
         self.__dict__["_name"] = name
 
     def _module(self) -> ModuleType:
-        return importlib.import_module(self.__dict__["_name"])
+        mod = self.__dict__.get("_mod")
+        if mod is None:  # imported once, then every attribute read is a plain getattr
+            mod = self.__dict__["_mod"] = importlib.import_module(self.__dict__["_name"])
+        return mod
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._module(), attr)
@@ -48,8 +50,12 @@ class LazyModule:
 def lazy_function(module: str, name: str) -> Callable[..., Any]:
     """A function of ``module`` that imports the module at its first call (kernels: numba loads then)."""
 
+    found: list[Callable[..., Any]] = []
+
     def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+        if not found:  # imported at the first call only
+            found.append(getattr(importlib.import_module(module), name))
+        return found[0](*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"``{module}.{name}``, imported at the first call."
@@ -64,12 +70,6 @@ def is_pandas_frame(obj: object) -> bool:
     """Whether ``obj`` is a pandas DataFrame, without importing pandas."""
     mod = sys.modules.get("pandas")
     return mod is not None and isinstance(obj, mod.DataFrame)
-
-
-def is_pandas_series(obj: object) -> bool:
-    """Whether ``obj`` is a pandas Series, without importing pandas."""
-    mod = sys.modules.get("pandas")
-    return mod is not None and isinstance(obj, mod.Series)
 
 
 _hooks: dict[str, list[Callable[[ModuleType], None]]] = {}
