@@ -118,7 +118,11 @@ Every result with `ci=` names its method in a `ci_method` column.
 Debiased estimators (`estimator="debiased"`, and `ce_debiased` in `summary`) are resampled against the plug-in
 figure as `t`, since the bootstrap world's population is the rows themselves; the debiased l2 CE is resampled as
 its squared estimate E2, which Kumar et al.'s estimator gives without bias and which can be negative, and the
-bounds are mapped back by sqrt(max(·, 0)). That is why its interval reaches 0 for a calibrated model.
+bounds are mapped back by sqrt(max(·, 0)). That is why its interval reaches 0 for a calibrated model. The
+debiased l1 CE (Kumar et al.'s Gaussian resampling) is not unbiased near 0, where |gap| bends, so its own
+draws cannot tell a calibrated model from one with a small gap; its lower bound is therefore 0 wherever the E2
+interval on the same bins reaches 0: the data do not rule out every bin's gap being 0, which is a CE of 0 for
+every p.
 
 `disparity` ranks groups on these intervals: the worst group is the one whose lower bound is highest, the best
 the one whose upper bound is lowest, so a small group's noisy value widens its interval instead of naming it
@@ -195,6 +199,21 @@ nearly symmetric around its truth, so `symmetric` and `bias_corrected` agree clo
 {_table(head, rows)}"""
 
 
+def coverage_debiased_l1(s: Settings) -> str:
+    def figure(f: pl.DataFrame, **kw: object) -> pl.DataFrame:
+        return calframe.ce(f, p=1, estimator="debiased", binning="uniform", bins=BINS, **kw)  # type: ignore[arg-type]
+
+    head, rows = _coverage_rows(figure, "ce", population_ece, s)
+    return f"""## Coverage of the population ECE by the debiased l1 estimator
+
+The same samples, with Kumar et al.'s debiased l1 CE (`calframe.ce(p=1, estimator="debiased",
+binning="uniform")`, {BINS} uniform bins): the population figure is the population ECE of the first table.
+Its lower bound is 0 where the E2 interval reaches 0 (above), so for a calibrated model it reaches 0 as often
+as the l2 one does.
+
+{_table(head, rows)}"""
+
+
 def verdict(s: Settings) -> str:
     """The verdict's false-alarm and power tables, n = 50 to 1e5 (benchmarks/_verdict_tables.py)."""
     import _verdict_tables  # benchmarks/ is on sys.path (the script's folder)
@@ -203,7 +222,8 @@ def verdict(s: Settings) -> str:
 
 
 #: the page, in order: each section a function of the settings returning Markdown
-SECTIONS: list[Callable[[Settings], str]] = [header, methods, coverage_ece, coverage_debiased, verdict]
+SECTIONS: list[Callable[[Settings], str]] = [header, methods, coverage_ece, coverage_debiased, coverage_debiased_l1,
+                                             verdict]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -48,7 +48,8 @@ ci_method : {"symmetric", "bias_corrected", "percentile"}
     (the plug-in's sampling distribution, which sits above a calibrated
     model's 0; the method of earlier versions). For debiased estimators the
     bootstrap world's true value is the plug-in figure on the rows, and the
-    debiased l2 CE is resampled as its squared estimate.
+    debiased l2 CE is resampled as its squared estimate; the debiased l1
+    CE's lower bound is 0 where that squared estimate's interval reaches 0.
 seed : int
     Seed of the bootstrap and of any resampling estimator (default 0, so
     results are reproducible).

@@ -108,13 +108,18 @@ class Scale:
     E2, which can be negative; ``truth``: the population figure of the bootstrap world on that scale, i.e. the
     plug-in functional on the rows (None: the estimate itself, for a plug-in figure); ``back``: raw scale ->
     the figure's (non-decreasing; None: the same scale); ``upper``: the largest value the figure takes (1 for
-    accuracy and a ratio), where bounds are clipped; ``lower``: the smallest (0; -inf for a difference)."""
+    accuracy and a ratio), where bounds are clipped; ``lower``: the smallest (0; -inf for a difference);
+    ``zero``: for a figure that is 0 exactly when every bin is calibrated but whose estimator is biased there
+    (the debiased l1 CE), the debiased squared l2 CE E2 on the same bins and its bootstrap world's truth. E2 is
+    resampled beside the figure, and where E2's interval reaches 0 (the data do not rule out every bin's gap
+    being 0, i.e. a CE_p of 0 for every p) the figure's lower bound is ``lower`` (docs/statistics.md)."""
 
     raw: Callable[[Any], np.ndarray] | None = None
     truth: Callable[[Any], np.ndarray] | None = None
     back: Callable[[np.ndarray], np.ndarray] | None = None
     upper: float = float("inf")
     lower: float = 0.0
+    zero: tuple[Callable[[Any], np.ndarray], Callable[[Any], np.ndarray]] | None = None
 
 
 @dataclass(frozen=True)

@@ -117,8 +117,10 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
             root = None if req.squared else F.clipped_root
             F.with_scale(figure, F.Scale(of(replace(req, squared=True)),
                                          of(replace(req, estimator="plugin", squared=True)), root))
-        else:
-            F.with_scale(figure, F.Scale(truth=of(replace(req, estimator="plugin"))))
+        else:  # other p: 0 is in the interval when E2's interval reaches it (F.Scale.zero)
+            zero = None if req.lens.kind == "marginal" else (
+                of(replace(req, p=2.0, squared=True)), of(replace(req, p=2.0, estimator="plugin", squared=True)))
+            F.with_scale(figure, F.Scale(truth=of(replace(req, estimator="plugin")), zero=zero))
     return figure
 
 
@@ -348,6 +350,11 @@ def _evaluate(
 _BOOT_BATCH_ROWS = 4_000_000
 
 
+def _zero_name(name: str) -> str:
+    """The bootstrap's name for the E2 drawn beside figure ``name`` (:attr:`figures.Scale.zero`)."""
+    return f"{name}\0e2"
+
+
 def _bootstrap(
     scored: Scored, figures: dict[str, Figure], level: float, n_boot: int, seed: int | None,
     method: str = "symmetric", values: dict[str, np.ndarray] | None = None, keep: dict[str, F.Draws] | None = None,
@@ -368,6 +375,8 @@ def _bootstrap(
     # the percentile method reads the figure's own draws; the others the scale the figure is estimated on
     resampled = {name: (f if method == "percentile" or scales[name].raw is None else scales[name].raw)
                  for name, f in figures.items()}
+    if method != "percentile":  # E2 beside each figure that reads it for its lower bound (F.Scale.zero)
+        resampled.update({_zero_name(name): s.zero[0] for name, s in scales.items() if s.zero is not None})
     n_groups = scored.n_groups
     order, starts = K.group_order(scored.group_codes, n_groups)
     counts = np.diff(starts)
@@ -377,7 +386,7 @@ def _bootstrap(
     n = scored.n
     max_n = int(counts.max())
     batch = int(max(1, min(n_boot, _BOOT_BATCH_ROWS // max(n, 1))))
-    draws = {name: np.empty((n_boot, n_groups)) for name in figures}
+    draws = {name: np.empty((n_boot, n_groups)) for name in resampled}
     from .._progress import steps
 
     bar = steps(n_boot, "bootstrap", unit="draw")  # calframe._progress decides whether anyone sees it
@@ -403,7 +412,8 @@ def _bootstrap(
         bar.update(r)
     values = values if values is not None else {}
     out = {}
-    for name, d in draws.items():
+    for name in figures:
+        d = draws[name]
         s = scales[name] if method != "percentile" else F.Scale()  # percentile: the figure's own draws
         if method == "percentile":
             estimate = truth = np.full(n_groups, np.nan)  # not read
@@ -411,6 +421,11 @@ def _bootstrap(
             estimate = s.raw(scored) if s.raw is not None else values[name] if name in values else figures[name](scored)
             truth = s.truth(scored) if s.truth is not None else estimate
         out[name] = F.interval(d, level, method, estimate, truth, s)
+        if method != "percentile" and s.zero is not None:
+            e2, e2_truth = s.zero
+            e2_lo, _ = F.interval(draws[_zero_name(name)], level, method, e2(scored), e2_truth(scored),
+                                  F.Scale(lower=-np.inf))
+            out[name][0][e2_lo <= 0] = s.lower
         if keep is not None:
             keep[name] = F.Draws(d, estimate, truth, s)
     return out
