@@ -410,7 +410,7 @@ def _limit(text: str) -> Limit:
 
 
 def _test_breaches(lim: Limit, rep: Any, frame: Any, args: argparse.Namespace) -> list[str]:
-    """``--on test``: one line per group (and overall) that the verdict's test calls "not calibrated" with the
+    """``--on test``: one line per group, window (and overall) that the verdict's test calls "not calibrated" with the
     limit as its tolerance (:func:`calframe.calibration_test`: the data reject "population ECE <= LIMIT" at
     the 5% level). At the report's own tolerance these are the report's verdicts."""
     import math
@@ -419,22 +419,27 @@ def _test_breaches(lim: Limit, rep: Any, frame: Any, args: argparse.Namespace) -
     from .report import evidence, group_name
 
     by = _split(args.by) or []
+    time_col = rep.options["time_col"]
     if math.isclose(lim.limit, rep.options["tolerance"]):
         tables = [rep.summary] + ([rep.by_group] if rep.by_group is not None else [])
+        tables += [rep.over_time.filter(pl.col("n") > 0)] if rep.over_time is not None else []
         rows = [r for t in tables for r in t.iter_rows(named=True)]
     else:
+        from .monitoring import window_tests
         from .verdicts import FIELDS
 
         options = dict(prob=_prob(args.prob), label=args.label, bins=args.bins, lens=rep.options["lens"],
                        nulls=args.nulls, tolerance=lim.limit, alpha=rep.options["alpha"], seed=args.seed)
         tests = [api.calibration_test(frame, **options)] + ([api.calibration_test(frame, by=by, **options)]
                                                             if by else [])
+        if time_col is not None:
+            tests.append(window_tests(frame, time_col, every=rep.options["every"], **options))
         rows = [{**r, "verdict": {"result": r["verdict"], **{f: r[f] for f in FIELDS[1:]}}}
                 for t in tests for r in (t.collect() if isinstance(t, pl.LazyFrame) else t).iter_rows(named=True)]
     lines = []
     for row in rows:
         if row["verdict"]["result"] == "not calibrated":
-            group = group_name(row, [c for c in by if c in row])
+            group = group_name(row, [c for c in by if c in row] or [c for c in (time_col,) if c and c in row])
             lines.append(f"{lim}{f' [{group}]' if group else ''}: not calibrated at tolerance {lim.limit:g} "
                          f"({evidence(row)})")
     return lines

@@ -47,6 +47,7 @@ def monitor(
     window_closed: str = "left",
     ci: float | None = None,
     n_boot: int = 1000,
+    ci_method: str = "symmetric",
     seed: int | None = 0,
     progress: bool | None = None,
     **figure_options: Any,
@@ -82,8 +83,8 @@ def monitor(
         "2024-02-01")``). Naive values are in the column's time zone. Adds
         ``<figure>_baseline`` (the figure on those rows, one value repeated)
         and ``<figure>_diff`` (window minus baseline).
-    ci, n_boot, seed : as :func:`calframe.ece`
-        Percentile bootstrap bounds per window (``<figure>_lo``,
+    ci, n_boot, ci_method, seed : as :func:`calframe.ece`
+        Bootstrap bounds per window (``<figure>_lo``,
         ``<figure>_hi``), rows resampled within each window. The bounds need
         the rows in memory: a LazyFrame is collected (and the result given
         back lazy). ``<figure>_diff`` has no interval.
@@ -118,9 +119,55 @@ def monitor(
     True
     """
     w = R.monitor(time_col, every=every, period=period, offset=offset, window_closed=window_closed,
-                  baseline=baseline, figures=figures, ci=ci, n_boot=n_boot, seed=seed)
+                  baseline=baseline, figures=figures, ci=ci, n_boot=n_boot, seed=seed, ci_method=ci_method)
+    figure_args = _figure_options(w, figure_options)
+    lf, names, prob_arg, label_col, dtype = _prepared(frame, w, prob, label, figure_options)
+
+    if w.ci is None:
+        exprs = [getattr(expr, f)(prob_arg, label_col, **figure_args[f]) for f in w.figures]
+        windows = _windows(lf, w).agg(pl.len().cast(pl.Int64).alias("n"), *exprs)
+    else:
+        windows = _windows_ci(lf, w, names, prob_arg, label_col, figure_args)
+    out = _every_window(windows, w, dtype)
+    if w.baseline is not None:
+        out = _against_baseline(out, lf, w, dtype, prob_arg, label_col, figure_args)
+    out = out.select(time_col, f"{time_col}_end", "n", *[c for f in w.figures for c in _figure_columns(f, w)])
+    if isinstance(frame, pl.LazyFrame):
+        return out.lazy() if isinstance(out, pl.DataFrame) else out
+    got = out.collect() if isinstance(out, pl.LazyFrame) else out
+    return got.to_pandas() if is_pandas_frame(frame) else got
+
+
+def window_tests(frame: Frame, time_col: str, *, every: str | dt.timedelta = "1d", prob: Any = None,
+                 label: str | None = None, period: str | dt.timedelta | None = None,
+                 offset: str | dt.timedelta | None = None, window_closed: str = "left",
+                 **test_options: Any) -> pl.DataFrame:
+    """:func:`calframe.calibration_test` in each window of :func:`monitor` (the same windows and options): one
+    row per window with rows, its start (``time_col``) and the test's columns (``verdict``, the p-values, ...).
+
+    >>> import datetime as dt, numpy as np, polars as pl, calframe
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=4000)
+    >>> df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=4000) < p).astype(np.int8),
+    ...                    "ts": [dt.datetime(2024, 1, 1 + i // 2000) for i in range(4000)]})
+    >>> window_tests(df, "ts", every="1d")["verdict"].to_list()
+    ['undecided', 'undecided']
+    """
+    w = R.monitor(time_col, every=every, period=period, offset=offset, window_closed=window_closed,
+                  baseline=None, figures=("ece",), ci=None, n_boot=1000, seed=0)
+    lf, names, prob_arg, label_col, _ = _prepared(frame, w, prob, label, test_options)
+    members, long, win = _window_rows(lf, w, names)
+    tests = api.calibration_test(long, prob_arg, label_col, by=win, **test_options)
+    return members.select(time_col, win).join(tests.drop("n"), on=win, how="inner", maintain_order="left").drop(win)
+
+
+def _prepared(frame: Frame, w: R.Windows, prob: Any, label: str | None,
+              options: dict[str, Any]) -> tuple[pl.LazyFrame, list[str], Any, str, pl.DataType]:
+    """The needed columns as a LazyFrame, sorted by a checked time column (nulls dropped with ``nulls="drop"``),
+    with the frame's column names, the probability argument, the label column and the time column's type."""
+    time_col = w.time_col
     names = columns_of(frame)
-    weights = figure_options.get("weights")
+    weights = options.get("weights")
     probs, multi, label_col, _, weight_cols, _ = resolve_names(names, FUNC, prob, label, None, weights)
     if time_col not in names:
         raise ColumnNotFoundError(f"{FUNC}: the time column {time_col!r} (time_col=) is not in the frame; it has "
@@ -136,25 +183,11 @@ def monitor(
         raise ParameterError(f"The 'every' parameter of {FUNC}: the time column {time_col!r} holds dates, so "
                              "every, period and offset count whole days (d, w, mo, q, y); got every="
                              f"{w.every!r}, period={w.period!r}, offset={w.offset!r}.", "every")
-    figure_args = _figure_options(w, figure_options)
     prob_arg: Any = probs if multi else probs[0]
-    if figure_options.get("nulls", "raise") == "drop":
+    if options.get("nulls", "raise") == "drop":
         lf = lf.filter(pl.col(time_col).is_not_null())
     lf = lf.with_columns(_checked(pl.col(time_col), _null_times)).sort(time_col, maintain_order=True)
-
-    if w.ci is None:
-        exprs = [getattr(expr, f)(prob_arg, label_col, **figure_args[f]) for f in w.figures]
-        windows = _windows(lf, w).agg(pl.len().cast(pl.Int64).alias("n"), *exprs)
-    else:
-        windows = _windows_ci(lf, w, names, prob_arg, label_col, figure_args)
-    out = _every_window(windows, w, dtype)
-    if w.baseline is not None:
-        out = _against_baseline(out, lf, w, dtype, prob_arg, label_col, figure_args)
-    out = out.select(time_col, f"{time_col}_end", "n", *[c for f in w.figures for c in _figure_columns(f, w)])
-    if isinstance(frame, pl.LazyFrame):
-        return out.lazy() if isinstance(out, pl.DataFrame) else out
-    got = out.collect() if isinstance(out, pl.LazyFrame) else out
-    return got.to_pandas() if is_pandas_frame(frame) else got
+    return lf, names, prob_arg, label_col, dtype
 
 
 # --------------------------------------------------------------------------- the parts
@@ -211,18 +244,26 @@ def _windows_ci(lf: pl.LazyFrame, w: R.Windows, names: list[str], prob: Any, lab
                 figure_args: dict[str, dict[str, Any]]) -> pl.DataFrame:
     """The windows with bootstrap bounds: each window's rows (a row in several overlapping windows once in each)
     numbered by window, and every figure of the eager API with ``by=`` the window and ``ci``."""
+    members, long, win = _window_rows(lf, w, names)
+    out = members.select(w.time_col, win, "n")
+    for f in w.figures:
+        fn = getattr(api, f)
+        res = fn(long, prob, label, by=win, ci=w.ci, n_boot=w.n_boot, ci_method=w.ci_method,
+                 **{**figure_args[f], "seed": w.seed})
+        out = out.join(res.select(win, f, f"{f}_lo", f"{f}_hi"), on=win, how="left", maintain_order="left")
+    return out.drop(win)
+
+
+def _window_rows(lf: pl.LazyFrame, w: R.Windows, names: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, str]:
+    """(one row per window with rows: its start, number ``win`` and rows ``n``; each window's rows, a row in
+    several overlapping windows once in each, with its window's number ``win``; ``win``'s name)."""
     row, win = fresh_name(names, "row"), fresh_name(names, "window")
     rows = lf.with_row_index(row)
     members = (_windows(rows, w).agg(pl.col(row), pl.len().cast(pl.Int64).alias("n"))
                .with_row_index(win).with_columns(pl.col(win).cast(pl.Int64)).collect())
     long = (members.lazy().select(win, pl.col(row)).explode(row)
             .join(rows, on=row, how="inner", maintain_order="left").drop(row).collect())
-    out = members.select(w.time_col, win, "n")
-    for f in w.figures:
-        fn = getattr(api, f)
-        res = fn(long, prob, label, by=win, ci=w.ci, n_boot=w.n_boot, **{**figure_args[f], "seed": w.seed})
-        out = out.join(res.select(win, f, f"{f}_lo", f"{f}_hi"), on=win, how="left", maintain_order="left")
-    return out.drop(win)
+    return members, long, win
 
 
 def _shift(e: pl.Expr, d: str | dt.timedelta) -> pl.Expr:

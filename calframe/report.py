@@ -239,14 +239,17 @@ def build_report(
     bar.update(not variables)
     over_time = None
     if time_col is not None:
-        over_time = api.monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci, n_boot=n_boot,
-                                seed=seed, **common)
+        from .monitoring import window_tests
+
+        over_time = _pl(api.monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci,
+                                    n_boot=n_boot, seed=seed, **common))
+        over_time = _with_verdicts(over_time, window_tests(frame, time_col, every=every, **tested), [time_col])
         bar.update()
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
                           "lens": lens, "ci": ci, "ci_note": ci_note, "n_boot": n_boot, "seed": seed,
                           "tolerance": tolerance, "alpha": alpha, "time_col": time_col, "every": every if time_col else None,
                           "baseline": baseline, "disparity_note": disparity_note},
-                  summary, by_group, _pl(reliability), variables_df, curves, _pl(over_time), disparity, smooth)
+                  summary, by_group, _pl(reliability), variables_df, curves, over_time, disparity, smooth)
 
 
 def _with_verdicts(df: pl.DataFrame, tests: Any, keys: list[str]) -> pl.DataFrame:
@@ -371,32 +374,15 @@ def _bounds(row: dict[str, Any], figure: str) -> tuple[Any, Any, Any]:
 VERDICTS = ("calibrated", "not calibrated", "undecided")
 
 
-def verdict(value: Any, lo: Any = None, hi: Any = None, tolerance: float = TOLERANCE) -> str:
-    """The rule behind the headline (docs/plots.md, "The verdict").
+def verdict_of(row: dict[str, Any]) -> str:
+    """A row's verdict: its test's (the ``verdict`` struct of :func:`build_report`; docs/statistics.md, "The
+    verdict"), "undecided" for a row without one (no rows to test).
 
-    With an interval: ``"calibrated"`` when its upper bound is at most ``tolerance`` (the data rule out a larger
-    error), ``"not calibrated"`` when its lower bound is above it (the data rule out a smaller one), else
-    ``"undecided"`` (the interval straddles the tolerance: more rows would decide). Without an interval the
-    estimate alone is compared with the tolerance. A missing figure is ``"undecided"``.
-
-    >>> verdict(0.006, 0.004, 0.008), verdict(0.059, 0.049, 0.072), verdict(0.03, 0.02, 0.04), verdict(0.01)
-    ('calibrated', 'not calibrated', 'undecided', 'calibrated')
+    >>> verdict_of({"verdict": {"result": "not calibrated"}}), verdict_of({"verdict": None})
+    ('not calibrated', 'undecided')
     """
-    ok = [x is not None and math.isfinite(x) for x in (value, lo, hi)]
-    if lo is None and hi is None:
-        return "undecided" if not ok[0] else "calibrated" if value <= tolerance else "not calibrated"
-    if not (ok[1] and ok[2]):
-        return "undecided"
-    return "calibrated" if hi <= tolerance else "not calibrated" if lo > tolerance else "undecided"
-
-
-def tested(row: dict[str, Any], tolerance: float = TOLERANCE) -> str:
-    """A row's verdict: its test's (the ``verdict`` struct of :func:`build_report`), else the interval rule
-    of :func:`verdict` (the time windows, which are not tested)."""
     v = row.get("verdict")
-    if isinstance(v, dict) and v.get("result") is not None:
-        return v["result"]
-    return verdict(*_bounds(row, "ece"), tolerance=tolerance)
+    return v["result"] if isinstance(v, dict) and v.get("result") is not None else "undecided"
 
 
 def evidence(row: dict[str, Any]) -> str:
@@ -434,14 +420,14 @@ def _p_pair(row: dict[str, Any]) -> str:
     return ", ".join("<0.001" if p < 0.001 else f"{p:.2g}" for p in (v["p_not_calibrated"], v["p_calibrated"]))
 
 
-def findings(rows: Sequence[dict[str, Any]], what: str, tolerance: float = TOLERANCE) -> str:
+def findings(rows: Sequence[dict[str, Any]], what: str) -> str:
     """How many groups got each verdict, and how many are small: ``2 of 10 race, sex groups not calibrated, ...``.
 
     >>> v = lambda r, small=False: {"verdict": {"result": r, "small": small}}
     >>> findings([v("not calibrated"), v("undecided", True), v("undecided", True)], "region")
     '1 of 3 region groups not calibrated, 2 undecided (2 of the 3 small)'
     """
-    words = [tested(r, tolerance) for r in rows]
+    words = [verdict_of(r) for r in rows]
     counts = [(w, words.count(w)) for w in ("not calibrated", "calibrated", "undecided") if w in words]
     text = ", ".join(f"{k} {w}" if i else f"{k} of {len(rows)} {what} groups {w}" for i, (w, k) in enumerate(counts))
     small = sum(_small(r) for r in rows)
@@ -479,13 +465,13 @@ def headline(report: "Report") -> str:
     with what it came from; the groups' tell how many got each verdict and how many are small.
     """
     o = report.options
-    tol, by = o["tolerance"], _by_list(o["by"])
+    by = _by_list(o["by"])
     row = report.summary.row(0, named=True)
-    parts = [f"{tested(row, tol)} overall (ECE {interval(*_bounds(row, 'ece'))}{_because(row)})"]
+    parts = [f"{verdict_of(row)} overall (ECE {interval(*_bounds(row, 'ece'))}{_because(row)})"]
     if report.by_group is not None and report.by_group.height:
         groups = _worst_first(report.by_group, "ece").rows(named=True)
         what = by[0] if len(by) == 1 else "group"
-        words = [tested(g, tol) for g in groups]
+        words = [verdict_of(g) for g in groups]
         best = groups[-1]["ece"]
         best_name = _key(groups[-1][by[0]]) if len(by) == 1 else group_name(groups[-1], by)
         for word in ("not calibrated", "undecided"):
@@ -527,8 +513,8 @@ def _worst_window(report: "Report") -> str:
     o = report.options
     top = _worst_first(report.over_time, "ece").row(0, named=True)  # type: ignore[arg-type]
     change = f", {top['ece_diff']:+.4f} against the baseline" if top.get("ece_diff") is not None else ""
-    return (f"worst {o['every']} window from {_when(top[o['time_col']])} (ECE {interval(*_bounds(top, 'ece'))}"
-            f"{change})")
+    return (f"worst {o['every']} window from {_when(top[o['time_col']])}: {verdict_of(top)} "
+            f"(ECE {interval(*_bounds(top, 'ece'))}{_because(top)}{change})")
 
 
 def _when(t: Any) -> str:
@@ -549,7 +535,7 @@ def window_table(report: "Report") -> pl.DataFrame:
             LABELS["ece"]: [interval(*_bounds(r, "ece")) if r["n"] else "no rows" for r in rows]}
     if "ece_diff" in df.columns:  # type: ignore[union-attr]
         cols["vs baseline"] = ["n/a" if r["ece_diff"] is None else f"{r['ece_diff']:+.4f}" for r in rows]
-    cols["verdict"] = [verdict(*_bounds(r, "ece"), tolerance=o["tolerance"]) if r["n"] else "" for r in rows]
+    cols["verdict"] = [verdict_of(r) if r["n"] else "" for r in rows]
     return pl.DataFrame(cols, schema={c: pl.String for c in cols})
 
 
@@ -585,7 +571,7 @@ def figure_table(df: pl.DataFrame, by: Sequence[str] = (), figures: Sequence[str
     for f in figures:
         cols[LABELS[f]] = [interval(*_bounds(r, f)) for r in rows]
     if tolerance is not None:
-        cols["verdict"] = [tested(r, tolerance) for r in rows]
+        cols["verdict"] = [verdict_of(r) for r in rows]
         if "verdict" in df.columns:
             cols[f"p (ECE <= {tolerance:g}, >= {tolerance:g})"] = [_p_pair(r) for r in rows]
     return pl.DataFrame(cols, schema={c: pl.String for c in cols})
@@ -769,7 +755,7 @@ def _overall(report: Report, figs: dict[str, str]) -> Section:
     row = report.summary.row(0, named=True)
     table = pl.DataFrame({"figure": [LABELS[f] for f in FIGURES] + ["verdict"],
                           "value" if o["ci"] is None else f"value [{o['ci']:.0%} interval]":
-                              [interval(*_bounds(row, f)) for f in FIGURES] + [tested(row, o["tolerance"])],
+                              [interval(*_bounds(row, f)) for f in FIGURES] + [verdict_of(row)],
                           "what it is": [MEANINGS[f] for f in FIGURES] + [
                               f"the test's result against the tolerance {o['tolerance']:g}: {evidence(row)}"]})
     note = (f"ECE is the average gap between {pred} and {obs}, over {o['bins']} bins of the prediction, weighted by "
@@ -788,7 +774,7 @@ def _by_group(report: Report, figs: dict[str, str]) -> Section | None:
     what = ", ".join(by)
     df = _worst_first(report.by_group, "ece")
     note = (f"The same figures within each {what}, worst ECE first. Here: "
-            f"{findings(df.rows(named=True), what, o['tolerance'])}. A model can be calibrated overall and not "
+            f"{findings(df.rows(named=True), what)}. A model can be calibrated overall and not "
             "within groups, when their errors cancel (one group over-predicted, another under-predicted). A good "
             f"result would read: every {what} calibrated, with similar ECEs. \"(small)\" after the rows: too few "
             "for the ECE alone to tell (a calibrated model's would reach the tolerance); their verdict still holds.")

@@ -810,6 +810,7 @@ class Windows:
     ci: float | None
     n_boot: int
     seed: int | None
+    ci_method: str = "symmetric"
 
     @property
     def sub_day(self) -> bool:
@@ -837,7 +838,7 @@ def duration(func: str, name: str, value: Any, *, signed: bool = False) -> str |
 
 
 def monitor(time_col: Any, *, every: Any, period: Any, offset: Any, window_closed: Any, baseline: Any,
-            figures: Any, ci: Any, n_boot: Any, seed: Any) -> Windows:
+            figures: Any, ci: Any, n_boot: Any, seed: Any, ci_method: Any = "symmetric") -> Windows:
     """:func:`calframe.monitor`'s own parameters, in the order of its signature (the figures' options are
     checked by the figures)."""
     func = "monitor"
@@ -859,6 +860,6 @@ def monitor(time_col: Any, *, every: Any, period: Any, offset: Any, window_close
         if not ok:
             raise bad_param(func, "baseline", "a window start (a date, datetime or ISO string such as '2024-01-01') "
                             "or a (start, end) pair of them", baseline)
-    check_ci(func, ci, n_boot, seed)
+    check_ci(func, ci, n_boot, seed, ci_method)
     return Windows(time_col, every_, period_, offset_, window_closed,
-                   tuple(baseline) if isinstance(baseline, list) else baseline, names, ci, n_boot, seed)
+                   tuple(baseline) if isinstance(baseline, list) else baseline, names, ci, n_boot, seed, ci_method)

@@ -290,7 +290,16 @@ def test_report_over_time(df, tmp_path):
     if importlib.util.find_spec("matplotlib"):
         assert section.count("data:image/png;base64,") == 1  # the drift plot
     worst = max(got["over_time"], key=lambda r: r["ece"])
-    assert f"worst 1d window from {worst['ts'][:10]}" in got["headline"]
+    assert f"worst 1d window from {worst['ts'][:10]}: {worst['verdict']['result']}" in got["headline"]
+    # each window's verdict is the test on its own rows (the report's tolerance and seed; a group's simulations
+    # are seeded by its position, so the windows are tested as groups of one call)
+    by_day = calframe.calibration_test(rows_in(df, days[0], days[-1] + DAY).with_columns(
+        day=pl.col("ts").dt.truncate("1d")), by="day", bins=10).sort("day")
+    assert by_day["day"].to_list() == days
+    for w, test in zip(got["over_time"], by_day.iter_rows(named=True)):
+        assert w["verdict"]["result"] == test["verdict"]
+        assert w["verdict"]["p_not_calibrated"] == test["p_not_calibrated"]
+        assert w["verdict"]["p_calibrated"] == test["p_calibrated"]
 
     console = run_cli("report", "s.parquet", "--time-col", "ts", "--baseline", "2024-01-01,2024-01-03", cwd=tmp_path)
     assert console.returncode == 0, console.stderr
@@ -311,6 +320,52 @@ def test_report_fail_above_judges_windows(df, tmp_path):
                         f"{limit:g}"]
     usage = run_cli("report", "s.parquet", "--every", "1d", cwd=tmp_path)
     assert usage.returncode == 2 and "--time-col" in usage.stderr
+
+
+def calibrated_days(n_per_day: int, days: int = 6) -> pl.DataFrame:
+    """A calibrated model (y ~ Bernoulli(p)) scored over ``days`` days, ``n_per_day`` rows a day."""
+    rng = np.random.default_rng(11)
+    n = n_per_day * days
+    p = rng.uniform(size=n)
+    return pl.DataFrame({"ts": [dt.datetime(2024, 1, 1) + DAY * (i // n_per_day) for i in range(n)], "prob": p,
+                         "label": (rng.uniform(size=n) < p).astype(np.int8)})
+
+
+def test_window_verdicts_are_tests_not_the_interval_rule():
+    """Windows of a calibrated model with 150 rows each: the plug-in ECE's bias (about 0.08 at this size) put the
+    old rule's lower bound above the tolerance; the test calls none of them "not calibrated"."""
+    from calframe.monitoring import window_tests
+    from calframe.report import build_report
+
+    df = calibrated_days(150)
+    rep = build_report(df, time_col="ts", every="1d", ci=0.95, n_boot=100)
+    windows = rep.over_time.rows(named=True)
+    assert len(windows) == 6 and all(w["n"] == 150 for w in windows)
+    # what the old rule (lower bound of the percentile interval above the tolerance) said
+    old = calframe.monitor(df, "ts", every="1d", ci=0.95, n_boot=100, ci_method="percentile")
+    assert (old["ece_lo"] > 0.03).sum() >= 5
+    assert [w["verdict"]["result"] for w in windows] == ["undecided"] * 6
+    assert all(w["verdict"]["small"] for w in windows)
+    assert "worst 1d window from" in rep.headline() and ": undecided (ECE" in rep.headline()
+    tests = window_tests(df, "ts", every="1d")
+    assert tests["verdict"].to_list() == ["undecided"] * 6
+    assert tests.select("p_not_calibrated", "noise_ece").equals(
+        calframe.calibration_test(df, by="ts").select("p_not_calibrated", "noise_ece"))  # a window a day
+
+
+def test_fail_above_on_test_judges_windows(tmp_path):
+    df = calibrated_days(2000, days=3)
+    bad = df.filter(pl.col("ts") == dt.datetime(2024, 1, 3)).with_columns(prob=pl.col("prob") ** 0.5)
+    df = pl.concat([df.filter(pl.col("ts") < dt.datetime(2024, 1, 3)), bad])  # day 3 over-confident
+    df.write_parquet(tmp_path / "s.parquet")
+    for limit in ("0.03", "0.04"):  # the report's tolerance (its verdicts), and another one (tests anew)
+        run = run_cli("report", "s.parquet", "--time-col", "ts", "--fail-above", f"ece={limit}", "--on", "test",
+                      "--no-ci", cwd=tmp_path)
+        assert run.returncode == 3, run.stderr
+        breached = [line for line in run.stderr.splitlines() if "limit breached" in line]
+        assert any(f"[ts=2024-01-03 00:00:00]: not calibrated at tolerance {float(limit):g}" in line
+                   for line in breached), breached
+        assert not any("2024-01-01" in line or "2024-01-02" in line for line in breached), breached
 
 
 def test_default_interval_within_budget(df):

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import calframe
-from calframe.report import build_report, verdict
+from calframe.report import build_report
 
 WIDTH = 100
 
@@ -31,21 +31,6 @@ def numpy_ece(p: np.ndarray, y: np.ndarray, bins: int = 15) -> float:
 
 
 # --------------------------------------------------------------------------- the verdict and the headline
-
-
-@pytest.mark.parametrize("value, lo, hi, word", [
-    (0.006, 0.004, 0.008, "calibrated"),
-    (0.02, 0.01, 0.03, "calibrated"),        # the upper bound at the tolerance
-    (0.059, 0.049, 0.072, "not calibrated"),
-    (0.04, 0.03, 0.05, "undecided"),         # the lower bound at the tolerance: a larger error is not shown
-    (0.028, 0.02, 0.035, "undecided"),
-    (0.02, float("nan"), 0.025, "undecided"),
-    (0.02, None, None, "calibrated"),        # no interval: the estimate decides
-    (0.031, None, None, "not calibrated"),
-    (float("nan"), None, None, "undecided"),
-])
-def test_verdict_rule(value, lo, hi, word):
-    assert verdict(value, lo, hi, tolerance=0.03) == word
 
 
 @pytest.fixture(scope="module")
