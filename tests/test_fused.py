@@ -332,6 +332,46 @@ def test_kernel_sums_by_hand():
     assert bad == 2  # NaN and 2.0 (label 3 on the same row); -0.0 is in [0, 1]
 
 
+LABEL_DTYPES = [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("dtype", LABEL_DTYPES)
+def test_every_label_dtype_gives_the_int8_table_and_bad_rows(dtype):
+    """Labels reach the pass as int8 or int64 (int32 and floats through fused.label_bytes): the same table, and a
+    label other than 0 / 1 is bad in every dtype (2, 255, 0.5, NaN; -1 where the dtype has it)."""
+    rng = np.random.default_rng(4)
+    n = 5000
+    p, y8 = rng.random(n), rng.integers(0, 2, n).astype(np.int8)
+    edges = np.linspace(0, 1, 16)
+    args = (None, 0, None, np.ones(1), edges, False, FK.TOP1, 15, 1, 3)
+    want = FK.binned_pass(p, y8, *args)
+    got = FK.binned_pass(p, y8.astype(dtype), *args)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[2] == want[2] == 0
+    bad = y8.astype(np.float64)
+    bad[[5, 50, 500]] = [2.0, 255.0, 1.0]
+    if np.dtype(dtype).kind == "f":
+        bad[[7, 70]] = [0.5, np.nan]
+    if np.dtype(dtype).kind == "i":
+        bad[9] = -1.0
+    y = bad.astype(dtype)
+    expected = int((~np.isin(bad, [0.0, 1.0])).sum())
+    assert FK.binned_pass(p, y, *args)[2] == expected
+    if dtype is np.float64:
+        assert FK.binned_pass(p, np.where(y == 0.0, -0.0, y), *args)[2] == expected  # -0.0 is the label 0
+
+
+def test_the_pass_is_compiled_for_byte_and_int64_labels_only():
+    """What the label conversions buy (docs/benchmarks.md, "Specialisations"): no float or int32 version of the
+    fused pass, whichever label dtypes were used."""
+    p = np.random.default_rng(5).random(100)
+    for dtype in LABEL_DTYPES + [bool]:
+        FK.binned_pass(p, (p > 0.5).astype(dtype), None, 0, None, np.ones(1), np.linspace(0, 1, 16), False,
+                       FK.CLASS1, 15, 1, 1)
+    labels = {str(sig[1].dtype) for kernel in FK._PASSES.values() for sig in kernel.signatures}
+    assert labels and labels <= {"int8", "int64"}, labels
+
+
 SAME_BITS = """
 import json, numpy as np, polars as pl, numba, calframe
 rng = np.random.default_rng(1)

@@ -7,8 +7,10 @@ functions bring a column to one of a few types before a kernel sees it:
 
 - :func:`real`: float64 (any other real dtype converted: exact for every float32 and for integers up to
   2^53, and an integer probability outside [0, 1] stays outside);
-- :func:`label`: int8 (Booleans and 1-byte integers viewed, never copied), int64 (other integers
-  converted: a value is 0 or 1 after it exactly when it was before) or float64 (other floats);
+- :func:`label`: int8 (Booleans and 1-byte integers viewed, never copied), int64 (kept), int32 or float64
+  (other integers and floats converted: a value is 0 or 1 after it exactly when it was before); the fused
+  pass reads int32 and float64 labels as bytes (``fused.label_bytes``), so it is compiled for int8 and int64
+  labels only;
 - :func:`codes`: int32 or int64 group codes.
 
 Every result is a read-only view, so a writable and a read-only column share one compiled kernel; the
@@ -50,15 +52,17 @@ def real(a: np.ndarray | None) -> np.ndarray | None:
 
 
 def label(a: np.ndarray | None) -> np.ndarray | None:
-    """A label column as read-only int8, int64 or float64 (see the module docstring)."""
+    """A label column as read-only int8, int32, int64 or float64 (see the module docstring)."""
     if a is None:
         return None
     k = a.dtype.kind
     if k in "biu" and a.dtype.itemsize == 1:
         # uint8 values 2..255 view as int8 2..127 or -128..-1: never 0 or 1, so a bad label stays bad
         return frozen(a.view(np.int8))
-    if k in "iu":
-        return frozen(a if a.dtype == np.int64 else a.astype(np.int64))
+    if a.dtype in (np.int32, np.int64):
+        return frozen(a)
+    if k in "iu":  # int16, uint16/32/64: a value is 0 or 1 as int64 exactly when it was before
+        return frozen(a.astype(np.int64))
     return real(a)
 
 

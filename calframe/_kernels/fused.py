@@ -166,6 +166,17 @@ def _make_pass(lens: int):
     return njit(parallel=True, cache=True)(pass_)
 
 
+@njit(parallel=True, cache=True)
+def label_bytes(y):
+    """int32 or float64 labels as int8: 0 and 1 kept (-0.0 is 0), every other value (NaN included) 2, which the
+    pass counts as bad, as it counted the original."""
+    out = np.empty(y.shape[0], dtype=np.int8)
+    for i in prange(y.shape[0]):
+        v = y[i]
+        out[i] = 0 if v == 0.0 else 1 if v == 1.0 else 2
+    return out
+
+
 _LENS_NAMES = {CLASS1: "class1", CLASS0: "class0", TOP1: "top1"}
 _PASSES = {lens: _make_pass(lens) for lens in (CLASS1, CLASS0, TOP1)}
 
@@ -182,12 +193,17 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     ``_uniform_bin`` on the uniform ``edges``.
 
     The columns reach the kernel in a few dtypes only (:func:`calframe._kernels.arrays.real`, ``label``,
-    ``codes``), read-only, so a fresh install compiles few versions of it.
+    ``codes``), read-only, so a fresh install compiles few versions of it; int32 and float labels are turned
+    into bytes by :func:`label_bytes` (the float64 versions of the pass cost a compile each and ran 2.4x slower
+    than the conversion and the byte pass; int32 was copied to int64).
     """
     nchunks = max(nchunks, -(-p.shape[0] // (PACKED_ROWS - 1)))  # chunks of fewer than 2^32 rows (_chunk)
     part, out = tables(nchunks, 3 * n_slots * n_bins)  # numpy's allocation (accumulate.tables says why)
+    y = A.label(y)
+    if y.dtype != np.int8 and y.dtype != np.int64:  # int32, float64: bytes first (docs/benchmarks.md, "Specialisations")
+        y = A.frozen(label_bytes(y))
     return _PASSES[int(lens)](
-        A.real(p), A.label(y), A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right), n_bins,
+        A.real(p), y, A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right), n_bins,
         n_slots, part, out
     )
 
