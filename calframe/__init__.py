@@ -24,19 +24,19 @@ from ._errors import (
     ParameterError,
     UnsafeForkError,
 )
-from .api import accuracy, apply, brier, ce, disparity, ece, fit, gece, lce, load, mlce, mlce_curve, log_loss, mce, monitor, reliability, rmsce, smece, summary, vce_curve, vece, vece_rank, vmce, VCECurve
+from .api import (VCECurve, accuracy, apply, brier, calibration_test, ce, disparity, ece, fit, gece, lce, load, log_loss,
+                  mce, mlce, mlce_curve, reliability, rmsce, smece, summary, vce_curve, vece, vece_rank, vmce)
+from .monitoring import monitor
 from .frames import pandas as _pandas_accessor
 from . import _lazy
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
 from . import expr  # noqa: E402  (calframe.expr.ece(...) -> pl.Expr; registers pl.col(...).calib)
-from .frames import dispatch as _dispatch
 from .frames.namespace import Calib, calib
 from ._limits import limits
 from .lenses import class_
 from ._warmup import warmup
-from . import _runtime, api  # noqa: E402
-
-__version__ = "0.1.0"
+from . import api  # noqa: E402,F401
+from ._version import __version__  # noqa: F401
 
 __all__ = [
     "Calib",
@@ -83,10 +83,9 @@ __all__ = [
 # df.calib on pandas: registered when pandas is imported (now, or later: `import calframe` does not import it).
 _lazy.when_imported("pandas", _pandas_accessor.register)
 
-# A Dask DataFrame given to a function that takes a frame goes to ddf.calib.<name> (or gets an error
-# saying what to do): calframe.frames.dispatch.
-_dispatch.install(__all__, api)
+# ddf.calib on Dask: registered when dask.dataframe is imported (calframe.frames.dask).
+def _dask_accessor(_: object) -> None:
+    from .frames import dask  # noqa: F401  (registers ddf.calib)
 
-# Every public function first checks that this process may run calframe (not a fork child of a process
-# that had started Polars' thread pool or GNU OpenMP: docs/spec.md section 8, "Processes and threads").
-_runtime.guard_entries(globals(), api)
+
+_lazy.when_imported("dask.dataframe", _dask_accessor)

@@ -29,7 +29,23 @@ class Kernel(CPUDispatcher):
 
 def njit(*args: Any, **options: Any) -> Any:
     """``numba.njit`` for calframe's kernels: a ``parallel=True`` function becomes a :class:`Kernel`, a
-    ``cache=True`` one gets :class:`calframe._kernel_cache.KernelCache` (examples: :func:`calframe._runtime.njit`)."""
+    ``cache=True`` one gets :class:`calframe._kernel_cache.KernelCache`. numba is imported with this module,
+    when a kernel module is first imported, not by ``import calframe``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from numba import prange
+    >>> from calframe._jit import Kernel, njit
+    >>> @njit(parallel=True)
+    ... def total(x):
+    ...     t = 0.0
+    ...     for i in prange(x.shape[0]):
+    ...         t += x[i]
+    ...     return t
+    >>> isinstance(total, Kernel), total(np.ones(10))
+    (True, 10.0)
+    """
     if args:  # bare @njit
         return numba.njit(*args, **options)
 

@@ -10,7 +10,7 @@ From then on every process that loads that entry runs the wrong machine code:
 a crash at best, another variant's numbers at worst.
 
 :class:`KernelCache` replaces numba's cache on every ``cache=True`` kernel made
-with :func:`calframe._runtime.njit`:
+with :func:`calframe._jit.njit`:
 
 - a data file's name is derived from the whole key (signature, target, the
   function's bytecode and closure), never "the first free number";

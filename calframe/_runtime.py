@@ -14,13 +14,13 @@ raising (docs/spec.md section 8, "Processes and threads"):
 - **threads.** numba's ``workqueue`` layer (its fallback where OpenMP and TBB
   are missing) aborts the process when two threads launch parallel kernels at
   once, which threads of the caller and Dask's threaded scheduler both do.
-  Parallel kernels are made with this module's :func:`njit`, whose dispatchers
+  Parallel kernels are made with :func:`calframe._jit.njit`, whose dispatchers
   take one process-wide lock around each call while the layer is not
   thread-safe (or not yet started); under ``omp`` and ``tbb`` they run
   concurrently, unlocked.
 
-Public functions are wrapped once, where the package exports them
-(:func:`guard_entries` in ``calframe/__init__.py``).
+Public functions are wrapped once, where they are defined
+(:func:`calframe.frames.dispatch.public`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any, TypeVar
 
 from ._errors import UnsafeForkError
@@ -71,38 +70,6 @@ def serialising() -> bool:
             return True
         _serialise = layer not in THREAD_SAFE_LAYERS
     return _serialise
-
-
-def njit(*args: Any, **options: Any) -> Any:
-    """``numba.njit`` for calframe's kernels (:func:`calframe._jit.njit`): a ``parallel=True`` function
-    becomes a :class:`calframe._jit.Kernel`, a ``cache=True`` one gets calframe's keyed, locked disk cache.
-    numba is imported here, when a kernel module is first imported, not by ``import calframe``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from numba import prange
-    >>> from calframe._runtime import Kernel, njit
-    >>> @njit(parallel=True)
-    ... def total(x):
-    ...     t = 0.0
-    ...     for i in prange(x.shape[0]):
-    ...         t += x[i]
-    ...     return t
-    >>> isinstance(total, Kernel), total(np.ones(10))
-    (True, 10.0)
-    """
-    from . import _jit
-
-    return _jit.njit(*args, **options)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Kernel":  # the dispatcher class lives beside numba (calframe._jit)
-        from ._jit import Kernel
-
-        return Kernel
-    raise AttributeError(name)
 
 
 def load_kernels() -> None:
@@ -194,16 +161,6 @@ def entry(func: F) -> F:
         return func(*args, **kwargs)
 
     return guarded  # type: ignore[return-value]
-
-
-def guard_entries(namespace: dict[str, Any], module: ModuleType) -> None:
-    """Wrap every function of ``module`` named in ``namespace["__all__"]`` with :func:`entry`, in both."""
-    for name in namespace["__all__"]:
-        func = getattr(module, name, None)
-        if callable(func) and not isinstance(func, type) and str(getattr(func, "__module__", "")).startswith("calframe"):
-            # api's functions and those it re-exports (monitor): the package and api then hold one object
-            setattr(module, name, entry(func))
-            namespace[name] = getattr(module, name)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork

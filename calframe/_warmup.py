@@ -27,9 +27,10 @@ __all__ = ["warmup"]
 def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
     import polars as pl
 
-    import calframe as cf
+    from . import api as cf
+    from . import datasets, expr
 
-    df = cf.datasets.grouped_miscalibration(n=3_000, seed=0)
+    df = datasets.grouped_miscalibration(n=3_000, seed=0)
     df = df.with_columns(
         w=pl.lit(1.5),
         g_int=pl.col("region").rank("dense").cast(pl.Int64),
@@ -65,8 +66,8 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
         ("vce_curve", lambda: cf.vce_curve(df, "age")),
         ("lce, mlce", lambda: (cf.lce(df, ["age"], gamma=0.2), cf.mlce(df, ["age"], gamma=0.2, prepare="standardize"),
                                cf.mlce(df, ["age"], gamma=0.2, prepare="standardize", by="region"))),
-        ("expressions", lambda: df.group_by("region").agg(cf.expr.ece(prob="prob", label="label"),
-                                                          cf.expr.mce(prob="prob", label="label"))),
+        ("expressions", lambda: df.group_by("region").agg(expr.ece(prob="prob", label="label"),
+                                                          expr.mce(prob="prob", label="label"))),
         ("lazy", lambda: cf.ece(df.lazy(), by="region").collect()),
     ]
     for method in ("platt", "temperature", "histogram", "isotonic", "beta", "scaling_binning"):
@@ -81,9 +82,10 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
 
 
 def _multiclass_cases() -> list[tuple[str, Callable[[], Any]]]:
-    import calframe as cf
+    from . import api as cf
+    from . import datasets
 
-    mc = cf.datasets.multiclass(n=2_000, k=10)
+    mc = datasets.multiclass(n=2_000, k=10)
     return [
         ("multiclass ece", lambda: (cf.ece(mc), cf.ece(mc, lens="marginal", by="group"), cf.ece(mc, by="group"))),
         ("gece uniform", lambda: (cf.gece(mc, lens="topk", k=3, labels_in=[3]), cf.gece(mc, lens="top1", by="group"))),

@@ -819,7 +819,7 @@ def _epilog(command: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from ._version import __version__
     from .report import TOLERANCE
 
     parser = _Parser(prog="calframe", description="Classifier calibration analysis for tables.", epilog=_EPILOG)

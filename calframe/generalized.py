@@ -669,3 +669,9 @@ def gece(
         ids, n_bins = adaptive(gp, param, groups, n_groups, "median" if scheme == "adaptive_median" else "mean")
     sums = accumulate(gp, yp, ids, n_bins, groups, n_groups, weights)
     return gece_from_sums(sums, p, distance)
+
+
+def gece_marginal(per_class: np.ndarray, p: float) -> np.ndarray:
+    """The marginal GECE from the classes' (class:c) figures, (n_classes, n_groups): their max for p = inf, else
+    their power mean."""
+    return per_class.max(axis=0) if np.isinf(p) else (per_class**p).mean(axis=0) ** (1.0 / p)

@@ -27,11 +27,13 @@ from . import request as R
 from ._columns import _from_pandas, columns_of, resolve_names
 from ._errors import ColumnNotFoundError, ColumnTypeError, EmptyInputError, InvalidValueError, ParameterError
 from ._names import fresh_name
+from .frames.dispatch import public
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 FUNC = "monitor"
 
 
+@public
 @R.with_progress
 def monitor(
     frame: Frame,

@@ -1337,11 +1337,11 @@ class DriftDisplay:
         ``time_col``, ``every``, ``prob``, ``lens`` and ``**kwargs`` (``baseline``, ``ci``, ``period``, ``bins``,
         ...) are :func:`calframe.monitor`'s; ``plot_kws`` go to :meth:`plot`.
         """
-        from . import api
         from .lenses import lens_used
+        from .monitoring import monitor
 
         options = {**kwargs, **({"lens": lens} if figure in _LENSED_FIGURES else {})}
-        table = api.monitor(frame, time_col, every=every, figures=(figure,), prob=prob, **options)
+        table = monitor(frame, time_col, every=every, figures=(figure,), prob=prob, **options)
         used = lens_used(frame, prob, lens, func="monitor") if figure in _LENSED_FIGURES else None
         return cls(table, figure=figure, time_col=time_col, lens=used, name=name).plot(ax=ax, **(plot_kws or {}))
 

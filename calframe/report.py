@@ -239,9 +239,9 @@ def build_report(
     bar.update(not variables)
     over_time = None
     if time_col is not None:
-        from .monitoring import window_tests
+        from .monitoring import monitor, window_tests
 
-        over_time = _pl(api.monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci,
+        over_time = _pl(monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci,
                                     n_boot=n_boot, seed=seed, **common))
         over_time = _with_verdicts(over_time, window_tests(frame, time_col, every=every, **tested), [time_col])
         bar.update()
@@ -266,15 +266,17 @@ def _with_verdicts(df: pl.DataFrame, tests: Any, keys: list[str]) -> pl.DataFram
 def _groups(frame: Any, options: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame | None, str | None]:
     """The summary per group and its disparity table (:func:`calframe.disparity`) from one run: one bootstrap.
 
-    The groups' own figures and the spread over them are evaluated together (``api._spread_run``), so the
+    The groups' own figures and the spread over them are evaluated together (``plan._spread_run``), so the
     table's intervals come from the draws of the groups' intervals. A table that cannot be read (a group whose
     figure is undefined) is None, with the reason."""
-    token = api._PLANNING.set(True)
+    from .families import plan as P
+
+    token = P._PLANNING.set(True)
     try:
-        plan = api.summary(frame, **options)
+        planned = api.summary(frame, **options)
     finally:
-        api._PLANNING.reset(token)
-    result, spread, ci = api._spread_run(plan)
+        P._PLANNING.reset(token)
+    result, spread, ci = P._spread_run(planned)
     result = _pl(result)
     try:
         disparity, note = _pl(D.table("report", result, spread, ci)), None
@@ -964,6 +966,6 @@ def lens_phrase(lens: str) -> str:
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__

@@ -156,7 +156,7 @@ def test_swapped_index_entries_give_the_right_numbers(stressed: Path, tmp_path: 
 SYNTH = textwrap.dedent(
     '''
     import numpy as np
-    from calframe._runtime import njit
+    from calframe._jit import njit
 
     @njit(cache=True)
     def tag(x):
@@ -238,7 +238,7 @@ def test_cold_cache_expressions_in_group_by_threads(tmp_path: Path) -> None:
 
 
 def test_cached_closures_need_their_own_names() -> None:
-    from calframe._runtime import njit
+    from calframe._jit import njit
 
     def factory(k):
         def f(x):

@@ -226,7 +226,7 @@ def test_sums_equal_eager_sums(scan):
     conf, acc = calframe.lenses.top1(scored)
     for closed in ("left", "right"):
         binning = make_binning("ece", "uniform", B, closed)
-        want, _ = calframe.api.binned_sums(conf, acc, scored, binning)
+        want, _ = calframe.engines.eager.binned_sums(conf, acc, scored, binning)
         got, keys, counts, _ = LZ.lazy_sums(scan(df), R.ce("ece", "ece", K3, "label", by="s", bins=B, closed=closed))
         assert got.shape == want.shape
         np.testing.assert_array_equal(got[..., 0], want[..., 0])

@@ -199,7 +199,7 @@ def test_pca_features_match_scikit_learn(d, m):
     component's sign); LCE depends only on L1 distances, so it equals the brute force on sklearn's
     scores with d = m."""
     decomposition = pytest.importorskip("sklearn.decomposition", reason="scikit-learn is a test extra")
-    from calframe.api import prepare_features
+    from calframe.families.features import prepare_features
 
     df = _frame(400, d, seed=10 + d)
     feats = [f"e{j}" for j in range(d)]

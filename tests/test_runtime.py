@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import calframe
-from calframe import _runtime
+from calframe import _jit, _runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,7 +165,7 @@ def test_public_functions_are_guarded_and_keep_their_docs():
         func = getattr(calframe, name)
         assert func is getattr(calframe.api, name)
         assert func.__wrapped__.__doc__ == func.__doc__ and func.__doc__
-        assert func.__module__ == "calframe.api"
+        assert func.__module__.startswith("calframe.families.")  # defined by family, exported by calframe.api
 
 
 # --------------------------------------------------------------------------- threads
@@ -257,5 +257,5 @@ def test_kernels_are_serialised_dispatchers():
         for value in vars(module).values():
             if isinstance(value, CPUDispatcher) and value.targetoptions.get("parallel"):
                 parallel.append(value)
-                assert isinstance(value, _runtime.Kernel), f"{info.name}.{value.__name__}"
+                assert isinstance(value, _jit.Kernel), f"{info.name}.{value.__name__}"
     assert len(parallel) > 20

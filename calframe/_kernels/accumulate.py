@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
 
 #: rows per chunk of the accumulate pass (before the caps below)

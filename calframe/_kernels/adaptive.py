@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from .prefetch import AHEAD, prefetch_row
 from .vector import numpy_argmax_var, numpy_mean
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
 from .accumulate import _uniform_bin, chunk_bounds, sum_partials, sum_partials_into, tables
 from .accumulate import n_chunks as n_chunks_rows

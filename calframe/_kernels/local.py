@@ -105,7 +105,7 @@ import math
 import numpy as np
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 #: den below exp(-ISO) (unshifted) -> recompute with the explicit min-distance shift
 ISO = 550.0

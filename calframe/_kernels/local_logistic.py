@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import prange
 
-from .._runtime import njit
+from .._jit import njit
 from .loess import _bandwidth, _tricube, _window, sym_pinv
 
 #: output columns of :func:`local_logistic`: the fit expit(b0), b0 (= ETA), b1, b2, se(b0), Newton steps

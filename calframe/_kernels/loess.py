@@ -105,7 +105,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 __all__ = [
     "LoessResult",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 
 CHUNK_ROWS = 1 << 15
 

@@ -24,7 +24,7 @@ only the order of the additions differs.
 from __future__ import annotations
 
 import numpy as np
-from .._runtime import njit  # cached kernels: keyed, locked disk cache (calframe._kernel_cache)
+from .._jit import njit  # cached kernels: keyed, locked disk cache (calframe._kernel_cache)
 
 from .accumulate import cell_of, count_below, value_range
 

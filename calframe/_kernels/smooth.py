@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._runtime import njit
+from .._jit import njit
 from .accumulate import chunk_bounds, sum_partials_into
 from .prefetch import prefetch_row
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._runtime import njit
+from .._jit import njit
 
 
 @njit(inline="always")

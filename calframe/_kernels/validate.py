@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from .prefetch import AHEAD, prefetch_row
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._runtime import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from .accumulate import chunk_bounds as _chunk_bounds, group_order as _group_order
 from .accumulate import sum_partials_into as _sum_partials_into
 

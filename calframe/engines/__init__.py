@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import figures as F
 from .. import request as R
-from ..frames.dispatch import is_dask_frame
+from ..frames.kinds import is_dask_frame
 from . import eager
 from . import lazy
 from . import narwhals

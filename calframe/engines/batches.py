@@ -20,7 +20,6 @@ DuckDB relation once its package has been imported.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,25 +27,11 @@ from .._lazy import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 
-from .. import api
+from ..families.applying import apply_columns, apply_rows
+from ..frames.kinds import is_duckdb_relation, is_spark_frame
 from .._errors import EmptyInputError
 
 __all__ = ["is_spark_frame", "is_duckdb_relation", "runs_apply", "apply"]
-
-
-def _instance(frame: Any, module: str, cls_name: str) -> bool:
-    cls = getattr(sys.modules.get(module), cls_name, None)
-    return isinstance(cls, type) and isinstance(frame, cls)
-
-
-def is_spark_frame(frame: Any) -> bool:
-    """Whether ``frame`` is a PySpark DataFrame (classic or Spark Connect; False until pyspark is imported)."""
-    return _instance(frame, "pyspark.sql", "DataFrame")
-
-
-def is_duckdb_relation(frame: Any) -> bool:
-    """Whether ``frame`` is a DuckDB relation (False until duckdb is imported)."""
-    return _instance(frame, "duckdb", "DuckDBPyRelation")
 
 
 def runs_apply(frame: Any) -> bool:
@@ -57,7 +42,7 @@ def runs_apply(frame: Any) -> bool:
 def apply(frame: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
     """:func:`calframe.apply` (which checked ``recalibrator`` and named the output ``kwargs["name"]``) on a PySpark
     DataFrame or a DuckDB relation: a lazy frame of the same type with the recalibrated column(s)."""
-    new = api.apply_columns(recalibrator, kwargs["name"])
+    new = apply_columns(recalibrator, kwargs["name"])
     if is_spark_frame(frame):
         return _spark(frame, recalibrator, kwargs, new)
     return _duckdb(frame, recalibrator, kwargs, new)
@@ -66,7 +51,7 @@ def apply(frame: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
 def _check(empty: Any, recalibrator: Any, kwargs: dict[str, Any]) -> None:
     """Report now, on the frame's empty schema, what does not depend on the rows (missing columns, wrong width)."""
     try:
-        api.apply(empty, recalibrator, **kwargs)
+        apply_rows(empty, recalibrator, **kwargs)
     except EmptyInputError:
         pass
 
@@ -96,7 +81,7 @@ def _spark(sdf: Any, recalibrator: Any, kwargs: dict[str, Any], new: dict[str, p
 def _recalibrated(batch: pa.RecordBatch, recalibrator: Any, kwargs: dict[str, Any],
                   arrow: dict[str, pa.DataType]) -> pa.RecordBatch:
     """``batch`` with the recalibrated columns (of the Arrow types ``arrow``) set or appended."""
-    out = api.apply(pl.from_arrow(batch), recalibrator, **kwargs) if batch.num_rows else None
+    out = apply_rows(pl.from_arrow(batch), recalibrator, **kwargs) if batch.num_rows else None
     for c, dtype in arrow.items():
         values = out[c].to_arrow().cast(dtype) if out is not None else pa.array([], type=dtype)
         i = batch.schema.get_field_index(c)
@@ -116,7 +101,7 @@ def _duckdb(rel: Any, recalibrator: Any, kwargs: dict[str, Any], new: dict[str, 
 
     def chunk(df: pd.DataFrame) -> pd.DataFrame:
         if len(df):
-            return api.apply(df, recalibrator, **kwargs)
+            return apply_rows(df, recalibrator, **kwargs)
         return df.assign(**{c: pd.Series([], dtype=object if isinstance(t, pl.Array) else "float64")
                             for c, t in new.items()})
 

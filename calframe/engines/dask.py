@@ -67,7 +67,8 @@ except ImportError:  # without Dask this module only lists SUPPORTED (calframe.f
     DaskMethodsMixin = object  # type: ignore[assignment,misc]
 
 from . import lazy as LZ
-from .. import api
+from . import eager as E_
+from ..families.applying import apply_rows
 from .. import figures as F
 from ..request import Request
 from .. import lenses as L
@@ -422,9 +423,9 @@ def _dd_bins(values: np.ndarray, scored: Scored, tuples: list[tuple], spec: _Spe
 
 def _companion_values(name: str, scored: Scored) -> np.ndarray:
     if name == "brier":
-        return api._brier_rows(scored)
+        return E_.brier_rows(scored)
     if name == "log_loss":
-        return api._log_loss_rows(scored)
+        return E_.log_loss_rows(scored)
     return L.top1(scored)[1].astype(np.float64)
 
 
@@ -448,7 +449,7 @@ def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
     exps = np.broadcast_to(np.frexp(scored.weight_scale)[1] - 1, (scored.n_groups,)).astype(np.int64)
     if spec.companion is not None:
         values = np.ascontiguousarray(_companion_values(spec.companion, scored), dtype=np.float64)
-        # as api.group_means: a one-bin accumulate of the row values
+        # as eager.group_means: a one-bin accumulate of the row values
         s = K.accumulate(scored.groups, None, values, values, scored.weights, np.array([0.0, 1.0]), False,
                          scored.n_groups, 1)
         counts = np.bincount(scored.group_codes, minlength=scored.n_groups).astype(np.int64)
@@ -465,7 +466,7 @@ def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
             if mode == "fixed":
                 binner = _checked_edges_binner(spec, var, v)
             elif mode == "cat":
-                binner = api.variable_binner(var, spec.binning)
+                binner = E_.variable_binner(var, spec.binning)
                 codes, first = _first_rows(v)
                 cats = np.empty(int(codes[-1]) + 1, dtype=object)
                 cats[codes] = [str(x) for x in kept[var].iloc[first].tolist()]
@@ -480,8 +481,8 @@ def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
             if mode == "dd" and var is None:  # each class's confidence has its own edges
                 conf_bins = _dd_bins(conf, scored, tuples, spec, plan, f, c)
                 binner = lambda _s, _c, b=conf_bins: b  # noqa: E731
-            sums, _ = api.binned_sums(conf, acc, scored, binner)
-            counts = sums[..., 0] if scored.weights is None else api.binned_sums(conf, acc, unweighted, binner)[0][..., 0]
+            sums, _ = E_.binned_sums(conf, acc, scored, binner)
+            counts = sums[..., 0] if scored.weights is None else E_.binned_sums(conf, acc, unweighted, binner)[0][..., 0]
             g_idx, b_idx = np.nonzero(counts > 0)
             cols = {FIG: f, CLS: c, BIN: b_idx, ROWS: counts[g_idx, b_idx].astype(np.int64), N: sums[g_idx, b_idx, 0],
                     SC: sums[g_idx, b_idx, 1], SA: sums[g_idx, b_idx, 2], EXP: exps[g_idx], **extra}
@@ -533,12 +534,12 @@ def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
 
 
 def _checked_edges_binner(spec: _Spec, var: str, v: np.ndarray):
-    """api._checked_variable_binner's edge checks, per partition (the single-value check is global, on the client)."""
+    """families.variable._checked_variable_binner's edge checks, per partition (the single-value check is global, on the client)."""
     edges = spec.binning.edges
     outside = int(((v < edges[0]) | (v > edges[-1])).sum())
     if outside:
         raise E.outside_edges(spec.func, var, outside, edges[0], edges[-1])
-    return api.variable_binner(var, spec.binning)
+    return E_.variable_binner(var, spec.binning)
 
 
 def _apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFrame) -> pd.DataFrame:
@@ -547,7 +548,7 @@ def _apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFra
         for c in meta.columns[len(pdf.columns):]:
             out[c] = pd.Series([], dtype=meta.dtypes[c], index=pdf.index)
         return out
-    return api.apply(pdf, rec, **kwargs, progress=False)  # a partition's task: no bar (calframe._progress)
+    return apply_rows(pdf, rec, **kwargs, progress=False)  # a partition's task: no bar (calframe._progress)
 
 
 # --------------------------------------------------------------------------- client
@@ -1257,7 +1258,7 @@ def _gece_value(req: Request, m: _Merged, marginal: bool) -> np.ndarray:
         np.add.at(sums, (g, b, 1 + j), part[SC].to_numpy())
         np.add.at(sums, (g, b, 1 + width + j), part[SA].to_numpy())
         per.append(G.gece_from_sums(sums, req.p, req.options.distance))
-    return api.gece_marginal(np.stack(per), req.p) if marginal else per[0]
+    return G.gece_marginal(np.stack(per), req.p) if marginal else per[0]
 
 
 def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
@@ -1266,7 +1267,7 @@ def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
     name = kwargs["name"]
     meta = ddf._meta
     try:  # missing columns are reported now, not at compute time
-        api.apply(meta, recalibrator, **kwargs)
+        apply_rows(meta, recalibrator, **kwargs)
     except EmptyInputError:
         pass
     out_meta = meta.copy()

@@ -429,3 +429,25 @@ def _bootstrap(
         if keep is not None:
             keep[name] = F.Draws(d, estimate, truth, s)
     return out
+
+
+# --------------------------------------------------------------------------- the companions' rows
+
+
+def brier_rows(scored: Scored) -> np.ndarray:
+    p, y = scored.probs, scored.labels
+    if scored.binary:
+        return (p - y) ** 2
+    if scored.n_classes == 2:
+        return (p[:, 1] - (y == 1)) ** 2
+    onehot = np.zeros_like(p)
+    onehot[np.arange(p.shape[0]), y] = 1.0
+    return ((p - onehot) ** 2).sum(axis=1)
+
+
+def log_loss_rows(scored: Scored) -> np.ndarray:
+    eps = np.finfo(np.float64).eps
+    p, y = scored.probs, scored.labels
+    if scored.binary:
+        return -np.log(np.clip(np.where(y == 1, p, 1.0 - p), eps, 1 - eps))
+    return -np.log(np.clip(p[np.arange(p.shape[0]), y], eps, 1 - eps))

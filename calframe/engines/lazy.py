@@ -4,7 +4,7 @@
 ``n`` (sum of weights), ``sum w*conf`` and ``sum w*acc`` with native Polars
 expressions, runs it with the streaming engine (``collect(engine="streaming")``)
 and returns the same ``(n_groups, n_bins, 3)`` array the eager pipeline
-(:func:`calframe.api.binned_sums`) builds, with the sorted key table and the
+(:func:`calframe.engines.eager.binned_sums`) builds, with the sorted key table and the
 per-group row counts. :func:`calframe.metrics.ce_from_sums` finalizes it. The
 frame is never collected.
 
@@ -262,7 +262,7 @@ def make_plan(lf: pl.LazyFrame, req: Request) -> _Plan:
         else:
             err["var_dtype"] = E.variable_dtype(func, variable, vdt)
 
-    # after resolve: the lens's class range (api._ce_figure), then the variable binner's checks
+    # after resolve: the lens's class range (eager._ce_figure), then the variable binner's checks
     if lens_.kind == "marginal":
         raise NotImplementedError(f"{func}: the marginal lens is not streamed; use the eager path.")
     if lens_.kind == "class" and plan.prob_ok and lens_.c >= k:
@@ -747,7 +747,7 @@ def lazy_sums(lf: pl.LazyFrame,
 
     Returns ``(sums, keys, counts, scale)``: ``sums`` has shape ``(n_groups, n_bins, 3)``
     holding ``[sum w, sum w*conf, sum w*acc]`` per cell (what
-    :func:`calframe.api.binned_sums` returns for the collected frame, to
+    :func:`calframe.engines.eager.binned_sums` returns for the collected frame, to
     rounding), ``keys`` the group key table sorted like calframe's eager
     output (ascending, nulls last, original dtypes; None without ``by``) and
     ``counts`` the rows per group (int64, the ``n`` column). With

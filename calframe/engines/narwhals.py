@@ -40,7 +40,6 @@ a pyarrow Table, which is then handed to the eager engine as a Polars DataFrame
 from __future__ import annotations
 
 import itertools
-import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -51,6 +50,7 @@ from .. import lenses as L
 from .._columns import SUM_TOLERANCE, check_group_weights, weight_exponents
 from .._errors import ParameterError
 from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
+from ..frames.kinds import native_kind
 from ..request import Request
 from . import lazy as LZ
 from .lazy import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P, _SA,
@@ -72,24 +72,6 @@ _V = f"{_P}v"
 
 class Unsupported(ParameterError):
     """A call this engine does not run (a pyarrow Table is then run by the eager engine)."""
-
-
-def _module_class(module: str, name: str) -> Any:
-    mod = sys.modules.get(module)
-    cls = getattr(mod, name, None)
-    return cls if isinstance(cls, type) else None
-
-
-def native_kind(frame: Any) -> str | None:
-    """"duckdb", "pyarrow", "ibis" or "spark" for a frame this engine takes, else None (imports nothing: a frame
-    can only be one of these once its library is imported)."""
-    for kind, module, name in (("pyarrow", "pyarrow", "Table"), ("duckdb", "duckdb", "DuckDBPyRelation"),
-                               ("ibis", "ibis.expr.types", "Table"), ("spark", "pyspark.sql", "DataFrame"),
-                               ("spark", "pyspark.sql.connect.dataframe", "DataFrame")):
-        cls = _module_class(module, name)
-        if cls is not None and isinstance(frame, cls):
-            return kind
-    return None
 
 
 def _nw() -> Any:

@@ -1,4 +1,6 @@
-"""Dask DataFrames given to calframe's top-level functions: the functions the Dask engine runs take them.
+"""The frames given to calframe's top-level functions: :func:`public`, with which every one is defined, sends a
+Dask DataFrame to the Dask engine and a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow Table to the
+narwhals engine (or refuses it, saying what to do).
 
 ``calframe.ece(ddf, ...)`` is ``ddf.calib.ece(...)``: the same parameters and
 results (a lazy ``DaskResult``); the function parses its request and
@@ -13,32 +15,24 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
-from types import ModuleType
 from typing import Any, Callable, TypeVar
 
 from .._errors import ColumnTypeError, ParameterError
-from ..engines.narwhals import native_kind
+from .._runtime import entry
+from .kinds import is_dask_frame, native_kind
 
-__all__ = ["is_dask_frame", "native_kind", "check_supported", "dask_aware", "takes_frame", "install"]
+__all__ = ["is_dask_frame", "native_kind", "check_supported", "dask_aware", "takes_frame", "public"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def is_dask_frame(frame: Any) -> bool:
-    """Whether ``frame`` is a Dask DataFrame (False whenever Dask has not been imported)."""
-    dd = sys.modules.get("dask.dataframe")
-    cls = getattr(dd, "DataFrame", None)
-    return isinstance(cls, type) and isinstance(frame, cls)
-
-
 def check_supported(name: str) -> None:
     """Refuse, saying what to do instead, a public function the Dask engine does not run."""
-    from . import dask as cfd  # registers ddf.calib
+    from ..engines.dask import SUPPORTED
 
-    if name not in cfd.SUPPORTED:
+    if name not in SUPPORTED:
         raise ColumnTypeError(
-            f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(sorted(cfd.SUPPORTED))}). "
+            f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(sorted(SUPPORTED))}). "
             f"Compute a pandas frame first, e.g. calframe.{name}(ddf.compute()) or on a sample, "
             f"ddf.sample(frac=0.1).compute()."
         )
@@ -73,10 +67,8 @@ def takes_frame(fn: Any) -> bool:
     return inspect.isfunction(fn) and next(iter(inspect.signature(fn).parameters), None) == "frame"
 
 
-def install(names: Any, module: ModuleType) -> None:
-    """Wrap with :func:`dask_aware`, in ``module``, every function of ``names`` (the package's ``__all__``) that
-    :func:`takes_frame`: the public list is the only list of the functions a Dask frame can reach."""
-    for name in names:
-        fn = getattr(module, name, None)
-        if takes_frame(fn):
-            setattr(module, name, dask_aware(fn))
+def public(fn: F) -> F:
+    """A public function of calframe: the fork check (:func:`calframe._runtime.entry`) around the frame dispatch
+    (:func:`dask_aware`, for a function whose first parameter is ``frame``). Every function of ``calframe.__all__``
+    is defined with it."""
+    return entry(dask_aware(fn) if takes_frame(fn) else fn)

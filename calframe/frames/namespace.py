@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from .. import api
+from .. import api, monitoring
 
 #: every public function whose first parameter is the frame
 FRAME_FUNCTIONS = ("ce", "ece", "mce", "rmsce", "reliability", "brier", "log_loss", "accuracy", "summary", "disparity",
@@ -24,10 +24,10 @@ FRAME_FUNCTIONS = ("ce", "ece", "mce", "rmsce", "reliability", "brier", "log_los
 
 
 def _method(name: str) -> Any:
-    fn = getattr(api, name)
+    fn = getattr(api, name, None) or getattr(monitoring, name)
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(api, name)(self._frame, *args, **kwargs)  # looked up per call: api's wrapped function
+        return fn(self._frame, *args, **kwargs)
 
     params = list(inspect.signature(fn).parameters.values())
     self_ = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)

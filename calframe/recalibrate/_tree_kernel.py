@@ -23,7 +23,7 @@ as equal; here distinct values are always distinct.)
 from __future__ import annotations
 
 import numpy as np
-from .._runtime import njit  # cached kernels: keyed, locked disk cache (calframe._kernel_cache)
+from .._jit import njit  # cached kernels: keyed, locked disk cache (calframe._kernel_cache)
 
 _EPS = np.finfo(np.float64).eps
 

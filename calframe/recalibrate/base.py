@@ -255,7 +255,7 @@ class Recalibrator:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from .. import __version__
+        from .._version import __version__
 
         path = _as_path(path, "save")
         key_bytes = _as_key(key, "save")
@@ -293,7 +293,7 @@ class Recalibrator:
         """
         import pyarrow.parquet as pq
 
-        from .. import __version__
+        from .._version import __version__
 
         path = _as_path(path, "load")
         key_bytes = _as_key(key, "load")

@@ -1,0 +1,133 @@
+"""The rows' side of :func:`calframe.apply`: the recalibrated column(s) of an eager Polars or pandas frame (what every
+engine runs per batch or partition) and their types."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Union
+
+import numpy as np
+from .._lazy import pd  # pandas: imported at first use
+import polars as pl
+
+from .. import lenses as L
+from .._columns import Scored, _select, columns_of, non_string_hint, normalised_keys, resolve
+from .._errors import (
+    ColumnNotFoundError,
+    InvalidValueError,
+)
+
+from .._names import fresh_name
+
+from .features import _feature_matrix
+
+Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
+Columns = Union[str, Sequence[str], None]
+Result = Union[float, pl.DataFrame, "pd.DataFrame"]
+
+
+def _rec_module():
+    from .. import recalibrate
+    from ..recalibrate import grouped  # noqa: F401  (registers per_group)
+
+    return recalibrate
+
+
+def _json_key(v: Any) -> Any:
+    if isinstance(v, (np.generic,)):
+        return v.item()
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    return str(v)
+
+
+def apply_columns(recalibrator: Any, name: str) -> dict[str, pl.DataType]:
+    """The columns :func:`apply` adds, with their types: ``name`` (Float64), or for multiclass methods that rescale
+    the whole vector ``name`` (an Array of the K probabilities) and ``<name>_conf`` (Float64)."""
+    meta = recalibrator.meta
+    if recalibrator.output == "probs" and not meta.get("binary", True):
+        return {name: pl.Array(pl.Float64, int(meta.get("n_classes", 2))), f"{name}_conf": pl.Float64}
+    return {name: pl.Float64}
+
+
+def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
+    func = "apply"
+    prob = prob if prob is not None else meta.get("prob")
+    variable = variable if variable is not None else meta.get("variable")
+    feat_cols = list(features) if isinstance(features, (list, tuple)) else (
+        [features] if isinstance(features, str) else list(meta.get("features") or []))
+    by = meta.get("by") or []
+    extra = ([variable] if variable else []) + feat_cols
+    names = columns_of(frame)
+    missing = [c for c in extra + by if c not in names]
+    if missing:
+        raise ColumnNotFoundError(f"apply: the recalibrator needs column(s) {missing}, which the frame lacks "
+                                  f"(it has {names}).{non_string_hint(frame)}")
+    label_dummy = fresh_name(names, "label")  # apply reads no labels: a constant column no frame has
+    prob_cols = [prob] if isinstance(prob, str) else list(prob or [])
+    data = frame if isinstance(frame, pl.DataFrame) else _select(
+        frame, list(dict.fromkeys([c for c in prob_cols if c in names] + extra + by)), func)
+    work = data.with_columns(pl.lit(0, dtype=pl.Int8).alias(label_dummy))
+    scored = resolve(work, func=func, prob=prob, label=label_dummy, extra=extra, allow_weights=False)
+    if scored.n_classes != int(meta.get("n_classes", scored.n_classes)) or scored.binary != bool(
+            meta.get("binary", scored.binary)):
+        kind = "binary" if meta.get("binary") else f"{meta.get('n_classes')}-class"
+        raise InvalidValueError(f"apply: this recalibrator was fitted on {kind} probabilities; the frame's "
+                                f"{prob!r} gives {'binary' if scored.binary else f'{scored.n_classes}-class'} input.")
+    kw: dict[str, Any] = {}
+    if variable:
+        kw["v"] = scored.extra[variable]
+    if feat_cols:
+        kw["features"] = _feature_matrix(scored, feat_cols, func)
+    if rec.method == "per_group":
+        keys = normalised_keys(data, by)
+        idx = rec.key_index([tuple(_json_key(v) for v in r) for r in keys.iter_rows()])
+        if (idx < 0).any() and unknown == "raise":
+            unseen = sorted({tuple(r) for r, i in zip(keys.iter_rows(), idx) if i < 0}, key=str)[:5]
+            raise InvalidValueError(f"apply: {int((idx < 0).sum())} rows belong to groups the recalibrator was not "
+                                    f"fitted on, e.g. {unseen}. Pass unknown='keep' to leave them unchanged.")
+        fallback = _fallback(scored, rec.output)
+        pred = rec.predict(scored.probs, group_index=idx, fallback=fallback, **kw)
+    else:
+        pred = rec.predict(scored.probs, **kw)
+    if scored.binary and rec.output == "top1":
+        # binary input gets a probability back: the reset confidence of the unchanged predicted class
+        pred = np.where(L.predicted(scored.probs)[1] == 1, pred, 1.0 - pred)
+    elif scored.binary and rec.output == "class:0":
+        pred = 1.0 - pred
+    cols = _output_columns(name, pred, scored)
+    if isinstance(frame, pl.DataFrame):
+        return frame.with_columns(cols)
+    out = frame.copy()
+    for s in cols:
+        out[s.name] = list(s.to_numpy()) if s.dtype == pl.Array or isinstance(s.dtype, pl.Array) else s.to_numpy()
+    return out
+
+
+def _fallback(scored: Scored, output: str) -> np.ndarray:
+    if output == "top1":
+        return L.top1(scored)[0]
+    if output.startswith("class:"):
+        return L.class_lens(scored, int(output[6:]))[0]
+    return scored.probs
+
+
+def _output_columns(name: str, pred: np.ndarray, scored: Scored) -> list[pl.Series]:
+    if pred.ndim == 2:
+        k = pred.shape[1]
+        arr = pl.Series(name, pred).cast(pl.Array(pl.Float64, k))
+        return [arr, pl.Series(f"{name}_conf", pred.max(axis=1))]
+    return [pl.Series(name, np.asarray(pred, dtype=np.float64))]
+
+
+
+
+def apply_rows(frame: Any, recalibrator: Any, *, name: str, prob: Any = None, variable: str | None = None,
+               features: Any = None, unknown: str = "raise", progress: bool | None = None) -> Any:
+    """:func:`calframe.apply` on an eager Polars or pandas frame whose call was checked (the recalibrator, the
+    output's name): what the engines run per batch or partition, and ``apply`` itself on such a frame."""
+    from .._progress import setting
+
+    with setting("apply", progress):
+        return _apply_eager(frame, recalibrator, recalibrator.meta, name, prob, variable, features, unknown,
+                            _rec_module())

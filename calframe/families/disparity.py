@@ -1,0 +1,122 @@
+"""Disparity between groups: :func:`disparity`, ranked on the figures' bootstrap intervals."""
+
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Union
+
+from .._lazy import pd  # pandas: imported at first use
+import polars as pl
+
+from .. import disparities as D
+from .. import request as R
+
+
+from . import binned, gece, variable
+from ..frames.dispatch import public
+from .plan import _disparity_table, _PLANNING
+
+Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
+Columns = Union[str, Sequence[str], None]
+Result = Union[float, pl.DataFrame, "pd.DataFrame"]
+
+
+# --------------------------------------------------------------------------- disparity between groups
+
+#: disparity's own parameters (every other keyword goes to the figure)
+_DISPARITY_OWN = ("frame", "prob", "label", "by", "ci", "n_boot", "seed", "ci_method", "min_n", "disparity",
+                  "progress")
+
+
+@public
+@R.with_progress
+def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: str | None = None, *,
+              by: Columns = None, ci: float | None = 0.95, n_boot: int = 1000, seed: int | None = 0,
+              ci_method: Literal["symmetric", "bias_corrected", "percentile"] = "symmetric",
+              min_n: int = D.MIN_N, progress: bool | None = None,
+              **figure_options: Any) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+    """How far apart the groups of ``by`` are on a figure: fairlearn's ``MetricFrame`` group_max / group_min /
+    difference / ratio.
+
+    ``figure`` is the name of a function with one value per group: ``ece``,
+    ``mce``, ``rmsce``, ``ce``, ``vece``, ``vmce``, ``gece``, ``brier``,
+    ``log_loss``, ``accuracy``, or ``summary`` (each of its columns).
+    ``figure_options`` go to that function (``bins=``, ``lens=``,
+    ``variable=`` for ``vece``, ...), which computes the values exactly as
+    ``calframe.<figure>(frame, by=by, ...)`` does.
+
+    The ranking accounts for group size. Groups with fewer than ``min_n``
+    rows (default 50) are listed in ``below_min_n``, not ranked. With ``ci``
+    (default 0.95) the groups are ranked on their bootstrap intervals
+    (``ci_method``, ``n_boot`` draws, ``seed``; docs/statistics.md): the worst
+    is the group whose lower bound is highest, the one surely that bad, and
+    the best the one whose upper bound is lowest (for ``accuracy``, the
+    other way round), ties broken by the value. A small group's noisy value
+    widens its interval instead of naming it worst or best. ``ci=None``
+    ranks on the values themselves (fairlearn's group_max / group_min: the
+    largest value is the worst, the smallest for ``accuracy``), skipping the
+    bootstrap.
+
+    One row per figure (``summary``: per column; ``vece`` with a list of
+    variables: per variable, named ``vece:<variable>``): ``figure``,
+    ``n_groups``, ``n_ranked``, ``worst_group`` and ``worst``,
+    ``best_group`` and ``best`` (their values), ``difference``: how much
+    worse the worst is (worst - best; best - worst for ``accuracy``) and
+    ``ratio`` = min / max of the two (fairlearn's ``ratio()``: in
+    [0, 1], 1 when they agree; defined as 1 when both are 0, so never inf or
+    NaN); with ``ci``, ``<value>_lo`` / ``<value>_hi`` for the four values;
+    then ``ranked_on`` (what the ranking read), ``below_min_n`` (the groups
+    not ranked), ``distinguishable_from_best`` (the ranked groups whose
+    difference to the best group has an interval that excludes 0; null
+    without ``ci``) and, with ``ci``, ``ci_method``. A group label is
+    ``"region=south"``, ``"region=south, device=ios"`` with several ``by``
+    columns (a null key: ``region=null``). Remaining ties: the first tied
+    group in the ``by=`` result's order (keys sorted, nulls last). One group:
+    worst = best, difference 0, ratio 1. When no group has ``min_n`` rows,
+    every group is ranked (``ranked_on`` says so).
+
+    The bounds all come from the same draws: the worst and best groups'
+    bounds are their own intervals (those of ``calframe.<figure>(frame,
+    by=by, ci=ci)``), and the difference, the ratio and each group's
+    difference to the best are recomputed on every draw before the method's
+    bounds are taken ``progress``: the bootstrap's progress bar, as the
+    figures' (spec section 8, "Progress bars").
+
+    A ``pl.LazyFrame`` is collected (its needed columns) and the table returned as a ``pl.LazyFrame``.
+
+    Examples
+    --------
+    >>> import calframe
+    >>> df = calframe.datasets.grouped_miscalibration(n=4000, seed=0)
+    >>> d = calframe.disparity(df, "ece", by="region", ci=None)  # ranked on the values
+    >>> d.select("worst_group", "best_group").row(0)
+    ('region=south', 'region=east')
+    >>> round(d["difference"][0], 4), round(d["ratio"][0], 3)  # ECE 0.0534 in the south, 0.0331 in the east
+    (0.0204, 0.619)
+    >>> d = calframe.disparity(df, "ece", by="region", n_boot=200)  # ranked on the 95% intervals
+    >>> d.select("worst_group", "best_group", "ci_method").row(0)
+    ('region=south', 'region=east', 'symmetric')
+    """
+    func = "disparity"
+    R.disparity(figure, by, figure_options, _figure_options)
+    R.check_ci(func, ci, n_boot, seed, ci_method)
+    R.check_int_range(func, "min_n", min_n, 1)
+    token = _PLANNING.set(True)
+    try:
+        plan = _figure_function(figure)(frame, prob=prob, label=label, by=by, ci=ci, n_boot=n_boot, seed=seed,
+                                 ci_method=ci_method, **figure_options)
+    finally:
+        _PLANNING.reset(token)
+    return _disparity_table(plan, func, min_n)
+
+
+def _figure_options(figure: str) -> list[str]:
+    """The keywords :func:`disparity` passes on to ``figure``'s function."""
+    return [p for p in inspect.signature(_figure_function(figure)).parameters if p not in _DISPARITY_OWN]
+
+
+def _figure_function(figure: str) -> Callable[..., Any]:
+    """The function of a figure :func:`disparity` compares (one of :data:`calframe.request.DISPARITY_FIGURES`)."""
+    return getattr(binned, figure, None) or getattr(variable, figure, None) or getattr(gece, figure)

@@ -1,0 +1,70 @@
+"""Running a parsed call, or planning it: :func:`_run` and :class:`Plan`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Any, Union
+
+from .._lazy import pd  # pandas: imported at first use
+import polars as pl
+
+from .. import disparities as D
+from .. import request as R
+from .._columns import Scored
+
+from ..engines import run_binned as _run_binned
+from ..engines.eager import (Figure, _ce_figure, _evaluate)
+
+
+Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
+Columns = Union[str, Sequence[str], None]
+Result = Union[float, pl.DataFrame, "pd.DataFrame"]
+
+
+# --------------------------------------------------------------------------- running a parsed call
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A figure function's parsed call, not run: its request, frame, eager figures and row selection."""
+
+    req: R.Request
+    frame: Any
+    figures: dict[str, Figure]
+    prepare: Callable[[Scored], Scored] | None = None
+
+
+#: True while :func:`disparity` asks a figure function for its :class:`Plan` instead of its result
+_PLANNING: ContextVar[bool] = ContextVar("calframe_planning", default=False)
+
+
+def _run(req: R.Request, frame: Any, figures: dict[str, Figure] | None = None, *, binned: bool = False,
+         scalar: bool = True, prepare: Callable[[Scored], Scored] | None = None) -> Any:
+    """Run a parsed call: on any engine (``binned``: the figure comes from bin sums), else eagerly. While
+    :data:`_PLANNING`, its :class:`Plan` instead (eager figures)."""
+    if _PLANNING.get():
+        return Plan(req, frame, figures or {req.name: _ce_figure(req)}, prepare)
+    if binned:
+        return _run_binned(req, frame, figures)
+    return _evaluate(req, frame, figures or {}, scalar=scalar, prepare=prepare)
+
+
+def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
+                     ) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+    """Run ``plan``'s figures, keeping their draws (:class:`~calframe.disparities.Spread`), and read the disparity
+    table off the ``by=`` result. Several variables (vece) are figures side by side."""
+    result, spread, ci = _spread_run(plan, min_n)
+    out = D.table(func, result, spread, ci)
+    return out.lazy() if isinstance(plan.frame, pl.LazyFrame) else out
+
+
+def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:
+    """``plan``'s ``by=`` result, the :class:`~calframe.disparities.Spread` holding its figures' bootstrap draws
+    (one bootstrap for the groups' intervals and the table's) and the interval level."""
+    req = replace(plan.req, several=False)
+    labels = [f"{req.name}:{v}" for v in req.variables] if req.variables else list(plan.figures)
+    spread = D.Spread(dict(zip(labels, plan.figures.values())), min_n, req.ci_method)
+    return (_evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
+            spread, req.ci)
