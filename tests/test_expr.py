@@ -303,3 +303,50 @@ def test_never_nan():
     for name in ("ece", "rmsce", "brier", "ce"):
         assert not got[name].is_nan().any() and got[name].null_count() == 0
     assert got["ece"].to_list() == pytest.approx([0.7, 0.5, 0.0], abs=1e-15)
+
+
+# --------------------------------------------------------------------------- edge values in every context
+
+
+def edge_frame() -> pl.DataFrame:
+    """Groups 0-3: p on every edge of uniform(10) both ways (numpy.linspace's k * 0.1 and k / 10), 0 and 1, and
+    on the explicit edges below; group 4: every p null (empty after nulls="drop"); one day per group (``t``)."""
+    rng = np.random.default_rng(7)
+    on_edges = np.concatenate([np.linspace(0, 1, 11), np.arange(11) / 10, [0.0, 1.0, 0.2, 0.5, 0.7]])
+    rows = []
+    for g in range(4):
+        p = np.concatenate([on_edges, rng.random(40)])
+        y = (rng.random(p.size) < p).astype(np.int8)
+        rows.append(pl.DataFrame({"g": g, "p": p, "y": y, "w": rng.exponential(1.0, p.size)}))
+    rows.append(pl.DataFrame({"g": 4, "p": [None] * 5, "y": [0, 1, 1, 0, 1], "w": [1.0] * 5},
+                             schema={"g": pl.Int64, "p": pl.Float64, "y": pl.Int8, "w": pl.Float64}))
+    df = pl.concat(rows, how="vertical_relaxed")
+    return df.with_columns(t=pl.datetime(2024, 1, 1) + pl.duration(days=pl.col("g")))
+
+
+EDGE_CASES = {
+    "uniform_left": {"bins": 10},
+    "uniform_right_weights": {"bins": 10, "closed": "right", "weights": "w"},
+    "edges_right": {"bins": [0.0, 0.2, 0.5, 0.7, 1.0], "closed": "right"},
+    "edges_left_top1_weights": {"bins": [0.0, 0.2, 0.5, 0.7, 1.0], "lens": "top1", "weights": "w"},
+    "class0_right": {"lens": "class:0", "bins": 5, "closed": "right"},
+}
+
+
+@pytest.mark.filterwarnings("ignore::calframe.CalframeWarning")  # nulls="drop" warns about group 4's rows
+@pytest.mark.parametrize("fn", ["ece", "mce", "rmsce", "ce"])
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_edge_values_in_every_context(case, fn):
+    """Values exactly on bin edges, p = 0 and 1, both closed sides, weights, and a group emptied by
+    nulls="drop" (null), in group_by().agg(), over() and group_by_dynamic(): by='s numbers."""
+    df = edge_frame()
+    kw = dict(EDGE_CASES[case], nulls="drop", **({"p": 2} if fn == "ce" else {}))
+    want = dict(getattr(calframe, fn)(df, prob="p", label="y", by="g", **kw).select("g", fn).iter_rows())
+    expected = np.array([want.get(g, np.nan) for g in range(5)])
+    expr = getattr(E, fn)("p", "y", **kw)
+    by_group = df.group_by("g", maintain_order=True).agg(expr)[fn]
+    dynamic = df.group_by_dynamic("t", every="1d").agg(expr)[fn]
+    over = df.with_columns(expr.over("g")).group_by("g", maintain_order=True).agg(pl.col(fn).first())[fn]
+    for got in (by_group, dynamic, over):
+        assert got[4] is None  # every row of group 4 was dropped
+        np.testing.assert_allclose(got.to_numpy()[:4], expected[:4], rtol=0, atol=1e-15)
