@@ -6,6 +6,8 @@ does not run raise a ParameterError on DuckDB, Ibis and Spark (a pyarrow Table r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -61,6 +63,9 @@ def data(tmp_path_factory) -> dict[str, object]:
                           "region": ["north"] * edges.size, "age": np.arange(edges.size) + 20,
                           "device": ["tablet"] * edges.size})
     df = pl.concat([df, extra])
+    # a row id (apply's rows are compared by it) and a time (monitor's windows): two days
+    df = df.with_row_index("rid").with_columns(pl.col("rid").cast(pl.Int64)).with_columns(
+        ts=pl.datetime(2024, 1, 1) + pl.duration(minutes=pl.col("rid").cast(pl.Int64) * 23 % 2880))
     path = tmp_path_factory.mktemp("surf") / "scores.parquet"
     df.write_parquet(path)
     return {"df": df, "path": path}
@@ -203,3 +208,101 @@ def test_equal_mass_bins_equal_get_equal_bins_on_every_surface(data, surf_frame,
         assert mine["upper"].to_list() == [e for e, c in zip(edges, counts) if c]
         assert mine["n"].to_list() == [c for c in counts if c]
         assert figure == pytest.approx(np.abs(np.bincount(ids, weights=p - y)).sum() / p.size, rel=1e-12, abs=1e-15)
+
+
+# --------------------------------------------------------------------------- the support matrix (docs/engines.md)
+
+from calframe.engines import support as S  # noqa: E402
+
+#: the kinds of frame of the matrix, as this module's surfaces
+KIND_SURFACE = {"polars": "polars", "pandas": "pandas", "lazy": "lazy", "pyarrow": "pyarrow", "duckdb": "duckdb",
+                "ibis": "ibis", "spark": "spark", "dask": "dask"}
+#: a representative call of every function of the matrix: positional arguments after the frame, keywords
+MATRIX_CALLS = {
+    "ce": ((), {"p": 2, "by": "region"}),
+    "ece": ((), {"by": "region"}),
+    "mce": ((), {}),
+    "rmsce": ((), {"by": "device"}),
+    "reliability": ((), {"by": "region", "bins": 10}),
+    "brier": ((), {"by": "region"}),
+    "log_loss": ((), {}),
+    "accuracy": ((), {"by": "device"}),
+    "summary": ((), {"by": "region"}),
+    "disparity": (("ece",), {"by": "region", "ci": None}),
+    "smece": ((), {"by": "region"}),
+    "gece": ((), {"lens": "top1", "bins": 10}),
+    "vece": (("age",), {"by": "device"}),
+    "vmce": (("age",), {}),
+    "vece_rank": ((["age", "region"],), {}),
+    "vce_curve": (("age",), {"n_boot": 0}),
+    "lce": ((["age"],), {"gamma": 0.3}),
+    "mlce": ((["age"],), {"gamma": 0.3, "by": "region"}),
+    "mlce_curve": ((["age"],), {"gammas": [0.2, 0.5]}),
+    "calibration_test": ((), {"by": "region", "n_sim": 200}),
+    "monitor": (("ts",), {"every": "1d"}),
+    "fit": (("platt",), {}),
+    "apply": ((), {"name": "q"}),
+}
+CELLS = [pytest.param(f, k, marks=[pytest.mark.spark] if k == "spark" else [], id=f"{f}-{k}")
+         for f in S.FUNCTIONS for k in S.KINDS]
+
+
+def test_the_matrix_has_a_call_for_every_function_and_the_page_is_generated():
+    assert set(MATRIX_CALLS) == set(S.FUNCTIONS)
+    from calframe.frames.namespace import FRAME_FUNCTIONS
+
+    assert set(S.FUNCTIONS) == set(FRAME_FUNCTIONS)
+    page = Path(__file__).resolve().parents[1] / "docs" / "engines.md"
+    assert page.read_text(encoding="utf-8") == S.page(), "regenerate: python -m calframe.engines.support > docs/engines.md"
+
+
+def _comparable(res: object, fn: str, data: dict) -> object:
+    """A result as something to compare with eager Polars': a float, a Polars frame (apply's: by row id)."""
+    if hasattr(res, "compute"):
+        res = res.compute()
+    if fn == "vce_curve":
+        return as_polars(res.summary)
+    if fn == "fit":  # the recalibrator: its predictions on the rows
+        return calframe.apply(data["df"], res, name="q").select("rid", "q")
+    if isinstance(res, pl.LazyFrame):
+        res = res.collect()
+    out = as_polars(res)
+    if fn == "apply":
+        out = out.select("rid", "q").sort("rid")
+    return out
+
+
+def _same(got: object, expected: object) -> None:
+    if isinstance(expected, float):
+        if isinstance(got, pl.DataFrame):  # lazy in, lazy out: a one-row frame, n and the figure
+            assert got.height == 1 and got.columns[0] == "n"
+            got = got.item(0, 1)
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        return
+    assert isinstance(got, pl.DataFrame), type(got)
+    assert got.columns == expected.columns
+    for col in expected.columns:
+        if expected[col].dtype.is_float():
+            np.testing.assert_allclose(got[col].to_numpy(), expected[col].to_numpy(), rtol=1e-12, atol=1e-15)
+        else:
+            assert [str(v) for v in got[col].to_list()] == [str(v) for v in expected[col].to_list()], col
+
+
+@pytest.mark.parametrize("fn, kind", CELLS)
+def test_support_matrix_cell(data, surf_frame, fn, kind):
+    """Every cell of docs/engines.md: a refused cell raises an error saying what runs; any other gives eager
+    Polars' numbers (to 1e-12), and a LazyFrame's result is a LazyFrame where the matrix says so."""
+    how = S.cell(fn, kind)
+    args, kwargs = MATRIX_CALLS[fn]
+    if fn == "apply":
+        args = (calframe.fit(data["df"], "platt"),)
+    frame = surf_frame(KIND_SURFACE[kind])
+    if how == "refused":
+        with pytest.raises((calframe.ParameterError, calframe.ColumnTypeError), match="not supported"):
+            getattr(calframe, fn)(frame, *args, **kwargs)
+        return
+    expected = _comparable(getattr(calframe, fn)(data["df"], *args, **kwargs), fn, data)
+    res = getattr(calframe, fn)(frame, *args, **kwargs)
+    if kind == "lazy" and fn not in ("vce_curve", "fit"):
+        assert isinstance(res, pl.LazyFrame) == (how != "collected, eager result"), type(res)
+    _same(_comparable(res, fn, data), expected)

@@ -63,7 +63,8 @@ def _spark(sdf: Any, recalibrator: Any, kwargs: dict[str, Any], new: dict[str, p
     from pyspark.sql import types as T
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    _check(pl.from_arrow(to_arrow_schema(sdf.schema).empty_table()), recalibrator, kwargs)
+    zone = sdf.sparkSession.conf.get("spark.sql.session.timeZone")  # a timestamp column's Arrow type needs it
+    _check(pl.from_arrow(to_arrow_schema(sdf.schema, timezone=zone).empty_table()), recalibrator, kwargs)
     fields = {f.name: f for f in sdf.schema.fields}
     arrow: dict[str, pa.DataType] = {}
     for c, dtype in new.items():

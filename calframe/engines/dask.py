@@ -894,6 +894,9 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 #: the public functions this engine runs; calframe.frames.dispatch refuses the others on a Dask frame
 SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "summary",
              "gece", "vece_rank", "vce_curve", "fit", "apply")
+#: those of SUPPORTED that need the rows themselves: their needed columns are computed into one pandas frame
+#: (:func:`collected`); so are bootstrap intervals (``ci=``) of any figure
+COLLECTED = ("vece_rank", "vce_curve", "fit")
 
 
 def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:

@@ -712,6 +712,15 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 # --------------------------------------------------------------------------- public
 
 
+#: the public functions that Polars' engine computes on a LazyFrame, the result a LazyFrame: the CE family's sums
+#: streamed (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), ``monitor``'s windows
+#: (calframe.expr in ``group_by_dynamic``, without ``ci``) and ``apply``'s batches; the others collect the needed
+#: columns
+STREAMED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "monitor", "apply")
+#: the public functions whose result on a LazyFrame is not (yet) a LazyFrame: an eager frame or a float
+EAGER_OUT = ("vece_rank", "lce", "mlce", "mlce_curve")
+
+
 def supports(frame: Any, req: Request) -> bool:
     """Whether :func:`lazy_sums` can compute ``req`` by streaming.
 

@@ -61,6 +61,8 @@ __all__ = ["SUPPORTED", "native_kind", "call", "run", "Unsupported"]
 #: the public functions this engine runs (the others: a pyarrow Table goes to the eager engine, other frames
 #: are refused)
 SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability")
+#: the frames on which :func:`calframe.apply` runs in the engine, batch by batch (:mod:`.batches`)
+BATCHES = ("spark", "duckdb")
 #: the frame types this engine takes, by the name ``native_kind`` gives them
 KINDS = {"duckdb": "a DuckDB relation", "pyarrow": "a pyarrow Table", "ibis": "an Ibis table",
          "spark": "a PySpark DataFrame"}
@@ -84,7 +86,7 @@ def _nw() -> Any:
 
 
 def _refusal(kind: str, what: str) -> str:
-    also = ", apply" if kind in ("spark", "duckdb") else ""
+    also = ", apply" if kind in BATCHES else ""
     return (f"{what} is not supported on {KINDS[kind]} (its engine runs {', '.join(SUPPORTED)}{also} with uniform, "
             f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c), one variable and no ci; "
             f"probabilities as one column or a list of class columns). Compute it on a Polars frame instead, e.g. "
@@ -98,7 +100,7 @@ def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     frame = args[0] if args else kwargs["frame"]
     kind = native_kind(frame)
     assert kind is not None
-    if name == "apply" and kind in ("spark", "duckdb"):  # the recalibrator runs on the engine's batches
+    if name == "apply" and kind in BATCHES:  # the recalibrator runs on the engine's batches
         return fn(*args, **kwargs)
     if name in SUPPORTED:
         try:
