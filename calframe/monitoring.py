@@ -135,7 +135,7 @@ def monitor(
         out = _against_baseline(out, lf, w, dtype, prob_arg, label_col, figure_args)
     out = out.select(time_col, f"{time_col}_end", "n", *[c for f in w.figures for c in _figure_columns(f, w)])
     if isinstance(frame, pl.LazyFrame):
-        return out.lazy() if isinstance(out, pl.DataFrame) else out
+        return out  # lazy in, lazy out (a collected result: frames.dispatch.lazy_out)
     got = out.collect() if isinstance(out, pl.LazyFrame) else out
     return got.to_pandas() if is_pandas_frame(frame) else got
 

@@ -349,7 +349,6 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     counts = sums
     if scored.weights is not None:  # row counts beside the weighted sums
         counts, _ = binned_sums(conf, acc, replace(scored, weights=None), req.binning)
-    table = F.to_flavor(F.reliability_table(sums, counts[..., 0], bins_, scored.keys), scored.flavor)
-    return table.lazy() if isinstance(frame, pl.LazyFrame) else table  # collected: a LazyFrame again
+    return F.to_flavor(F.reliability_table(sums, counts[..., 0], bins_, scored.keys), scored.flavor)
 
 

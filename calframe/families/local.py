@@ -61,6 +61,9 @@ def lce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label
 
     Returns the frame (the rows used, in order) with the column added.
 
+    A ``pl.LazyFrame`` is collected (the columns the call reads) and the result given back as a
+    ``pl.LazyFrame``.
+
     Examples
     --------
     >>> import calframe
@@ -127,6 +130,9 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     :func:`lce` (default ``class:1`` for a single probability column,
     ``top1`` for class probabilities).
 
+    A ``pl.LazyFrame`` is collected (the columns the call reads) and the result given back as a
+    ``pl.LazyFrame``.
+
     Examples
     --------
     >>> import calframe
@@ -155,9 +161,9 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     np.maximum.at(mx, codes, values)
     mean = np.bincount(codes, weights=values, minlength=scored.n_groups) / np.maximum(
         np.bincount(codes, minlength=scored.n_groups), 1)
-    if by is None:
-        return float(mx[0])
     out = pl.DataFrame(dict(zip(MLCE_COLUMNS, [_group_counts(scored), mx, mean])))
+    if by is None:  # a LazyFrame's: one row, n and the figures, as every figure's (lazy_out)
+        return out if isinstance(frame, pl.LazyFrame) else float(mx[0])
     return F.to_flavor(with_keys(req.func, scored.keys, out), scored.flavor)
 
 
@@ -170,6 +176,9 @@ def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None
     ``gammas`` defaults to ``numpy.logspace(-2, 2, 25)``. Columns: ``gamma``,
     ``mlce``, ``mean_lce``, ``mce``, all under ``lens`` (default ``class:1``
     for a single probability column, ``top1`` for class probabilities).
+
+    A ``pl.LazyFrame`` is collected (the columns the call reads) and the result given back as a
+    ``pl.LazyFrame``.
 
     Examples
     --------

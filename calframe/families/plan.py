@@ -56,8 +56,7 @@ def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
     """Run ``plan``'s figures, keeping their draws (:class:`~calframe.disparities.Spread`), and read the disparity
     table off the ``by=`` result. Several variables (vece) are figures side by side."""
     result, spread, ci = _spread_run(plan, min_n)
-    out = D.table(func, result, spread, ci)
-    return out.lazy() if isinstance(plan.frame, pl.LazyFrame) else out
+    return D.table(func, result, spread, ci)  # a LazyFrame's: lazy again (frames.dispatch.lazy_out)
 
 
 def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:

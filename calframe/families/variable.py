@@ -181,6 +181,9 @@ def vece_rank(
     columns still leak). ``progress``: a bar over the variables (and their
     curves) when the ranking takes seconds (spec section 8, "Progress bars").
 
+    A ``pl.LazyFrame`` is collected (the columns the call reads) and the result given back as a
+    ``pl.LazyFrame``.
+
     Examples
     --------
     >>> import calframe

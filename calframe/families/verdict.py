@@ -92,6 +92,5 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
     out = V.judge_groups(table if flavor == "polars" else pl.from_pandas(table), keys, tolerance=tolerance,
                            alpha=alpha, n_sim=n_sim, seed=seed, method=method)  # type: ignore[arg-type]
-    out = F.to_flavor(out, flavor)
-    return out.lazy() if isinstance(frame, pl.LazyFrame) else out
+    return F.to_flavor(out, flavor)
 

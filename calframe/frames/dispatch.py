@@ -17,6 +17,8 @@ import functools
 import inspect
 from typing import Any, Callable, TypeVar
 
+import polars as pl
+
 from .._errors import ColumnTypeError, ParameterError
 from .._runtime import entry
 from .kinds import is_dask_frame, native_kind
@@ -67,8 +69,22 @@ def takes_frame(fn: Any) -> bool:
     return inspect.isfunction(fn) and next(iter(inspect.signature(fn).parameters), None) == "frame"
 
 
+def lazy_out(fn: F) -> F:
+    """``fn(frame, ...)`` giving a LazyFrame for a LazyFrame (spec section 8, "Lazy in, lazy out"): an eager
+    result frame of a collected LazyFrame is made lazy again, here, for every public function."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if isinstance(out, pl.DataFrame) and isinstance(args[0] if args else kwargs.get("frame"), pl.LazyFrame):
+            return out.lazy()
+        return out
+
+    return wrapper  # type: ignore[return-value]
+
+
 def public(fn: F) -> F:
     """A public function of calframe: the fork check (:func:`calframe._runtime.entry`) around the frame dispatch
-    (:func:`dask_aware`, for a function whose first parameter is ``frame``). Every function of ``calframe.__all__``
-    is defined with it."""
-    return entry(dask_aware(fn) if takes_frame(fn) else fn)
+    (:func:`dask_aware`) and :func:`lazy_out`, for a function whose first parameter is ``frame``. Every function
+    of ``calframe.__all__`` is defined with it."""
+    return entry(dask_aware(lazy_out(fn)) if takes_frame(fn) else fn)
