@@ -183,11 +183,15 @@ report's verdict).
 """
 
 
-def coverage_debiased(s: Settings) -> str:
+def _debiased_table(s: Settings, p: int, population: Callable[[float], float]) -> str:
+    """The coverage table of the debiased CE_p (uniform bins: the population figure is exact)."""
     def figure(f: pl.DataFrame, **kw: object) -> pl.DataFrame:
-        return calframe.ce(f, p=2, estimator="debiased", binning="uniform", bins=BINS, **kw)  # type: ignore[arg-type]
+        return calframe.ce(f, p=p, estimator="debiased", binning="uniform", bins=BINS, **kw)  # type: ignore[arg-type]
 
-    head, rows = _coverage_rows(figure, "ce", population_l2, s)
+    return _table(*_coverage_rows(figure, "ce", population, s))
+
+
+def coverage_debiased(s: Settings) -> str:
     return f"""## Coverage of the population l2 CE by the debiased estimator
 
 The same samples, with Kumar et al.'s debiased l2 CE (`calframe.ce(p=2, estimator="debiased",
@@ -196,14 +200,10 @@ binning="uniform")`, {BINS} uniform bins, so that the population figure is exact
 least {LEVEL:.0%} of samples. The resampled E2 is
 nearly symmetric around its truth, so `symmetric` and `bias_corrected` agree closely here.
 
-{_table(head, rows)}"""
+{_debiased_table(s, 2, population_l2)}"""
 
 
 def coverage_debiased_l1(s: Settings) -> str:
-    def figure(f: pl.DataFrame, **kw: object) -> pl.DataFrame:
-        return calframe.ce(f, p=1, estimator="debiased", binning="uniform", bins=BINS, **kw)  # type: ignore[arg-type]
-
-    head, rows = _coverage_rows(figure, "ce", population_ece, s)
     return f"""## Coverage of the population ECE by the debiased l1 estimator
 
 The same samples, with Kumar et al.'s debiased l1 CE (`calframe.ce(p=1, estimator="debiased",
@@ -211,7 +211,7 @@ binning="uniform")`, {BINS} uniform bins): the population figure is the populati
 Its lower bound is 0 where the E2 interval reaches 0 (above), so for a calibrated model it reaches 0 as often
 as the l2 one does.
 
-{_table(head, rows)}"""
+{_debiased_table(s, 1, population_ece)}"""
 
 
 def verdict(s: Settings) -> str:

@@ -126,12 +126,11 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     and summarises those per group: how locally miscalibrated a group's
     rows are in the neighbourhoods of the whole population, as
     ``lce(frame)`` then a group-by would give. Without ``by`` returns the
-    MLCE as a float (``neighbours`` makes no difference). ``lens`` as
+    MLCE as a float (``neighbours`` makes no difference), and for a
+    ``pl.LazyFrame`` (collected: the columns the call reads) a one-row
+    ``pl.LazyFrame`` of ``n``, ``mlce`` and ``mean_lce``. ``lens`` as
     :func:`lce` (default ``class:1`` for a single probability column,
     ``top1`` for class probabilities).
-
-    A ``pl.LazyFrame`` is collected (the columns the call reads) and the result given back as a
-    ``pl.LazyFrame``.
 
     Examples
     --------
@@ -175,10 +174,9 @@ def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None
 
     ``gammas`` defaults to ``numpy.logspace(-2, 2, 25)``. Columns: ``gamma``,
     ``mlce``, ``mean_lce``, ``mce``, all under ``lens`` (default ``class:1``
-    for a single probability column, ``top1`` for class probabilities).
-
-    A ``pl.LazyFrame`` is collected (the columns the call reads) and the result given back as a
-    ``pl.LazyFrame``.
+    for a single probability column, ``top1`` for class probabilities); a
+    ``pl.LazyFrame`` is collected (the columns the call reads) and the table
+    given back as a ``pl.LazyFrame``.
 
     Examples
     --------

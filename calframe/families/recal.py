@@ -28,7 +28,7 @@ from ..frames.kinds import is_dask_frame
 from ..request import Request
 
 from .features import _feature_matrix, _features
-from .applying import _apply_eager, _json_key, apply_columns
+from .applying import _apply_eager, _json_key, _rec_module, apply_columns
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 Columns = Union[str, Sequence[str], None]
@@ -36,13 +36,6 @@ Result = Union[float, pl.DataFrame, "pd.DataFrame"]
 
 
 # --------------------------------------------------------------------------- recalibration columns
-
-
-def _rec_module():
-    from .. import recalibrate
-    from ..recalibrate import grouped  # noqa: F401  (registers per_group)
-
-    return recalibrate
 
 
 @public
