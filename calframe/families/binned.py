@@ -92,7 +92,13 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
     2
     """
     func = name if name in ("ece", "mce", "rmsce") else "ce"
-    return _run(R.ce(func, name or "ce", prob, label, **options), frame, binned=True)
+    return _ce(frame, prob, label, func, name or "ce", options)
+
+
+def _ce(frame: Frame, prob: Columns, label: str | None, func: str, name: str, options: dict[str, Any]) -> Result:
+    """:func:`ce` and its named forms (ece, mce, rmsce): the call parsed and run, under the public wrapper of the
+    function the user called (once)."""
+    return _run(R.ce(func, name, prob, label, **options), frame, binned=True)
 
 
 @public
@@ -121,7 +127,7 @@ def ece(frame: Frame, prob: Columns = None, label: str | None = None, **options:
     │ 1   ┆ 2   ┆ 0.35 │
     └─────┴─────┴──────┘
     """
-    return ce(frame, prob, label, p=1, name="ece", **options)
+    return _ce(frame, prob, label, "ece", "ece", {**options, "p": 1})
 
 
 @public
@@ -140,7 +146,7 @@ def mce(frame: Frame, prob: Columns = None, label: str | None = None, **options:
     >>> calframe.mce(df), calframe.mce(df, bins=2)  # the worst of 15 bins, of 2
     (0.8, 0.3)
     """
-    return ce(frame, prob, label, p="inf", name="mce", **options)
+    return _ce(frame, prob, label, "mce", "mce", {**options, "p": "inf"})
 
 
 @public
@@ -161,7 +167,7 @@ def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **option
     >>> round(calframe.rmsce(df), 6), round(calframe.rmsce(df, bins=2), 6)  # 15 bins, 2 bins
     (0.474342, 0.173205)
     """
-    return ce(frame, prob, label, p=2, name="rmsce", **options)
+    return _ce(frame, prob, label, "rmsce", "rmsce", {**options, "p": 2})
 
 
 # --------------------------------------------------------------------------- smooth ECE
