@@ -28,11 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = str(Path(__file__).resolve().parent)
 
 # The variants: lens x closed side x label dtype x key type (each lens is its own kernel; label dtype and key
-# type are signatures of it; the closed side is an argument).
+# type are signatures of it; the closed side is an argument). String keys reach the pass as Int32 codes, one more
+# key type, but their code kernels cost every process a minute of compiling on 2 cores (make test's time).
 LENSES = ["class:1", "top1"]
 CLOSED = ["left", "right"]
 LABELS = ["Int8", "Int64"]
-KEYS = [None, "g_int", "g_str"]
+KEYS = [None, "g_int"]
 VARIANTS = [(lens, closed, lab, key) for lens in LENSES for lab in LABELS for key in KEYS for closed in CLOSED]
 
 RUN_VARIANTS = textwrap.dedent(
