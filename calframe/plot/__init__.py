@@ -1,0 +1,92 @@
+"""Calibration plots: display objects that hold computed figures and draw them on demand.
+
+The pattern is scikit-learn's ``*Display``: a display is built from data
+(``XDisplay(table, ...)``) or computed from a frame through calframe's API
+(``XDisplay.from_frame(frame, ...)``, which also plots), and
+``.plot(ax=None, **kwargs)`` draws it and returns the display with ``ax_``
+and ``figure_`` set.
+
+- :class:`ReliabilityDisplay` -- reliability diagram of :func:`calframe.reliability`
+  (accuracy vs mean confidence per bin, the diagonal, the gap, a histogram of
+  bin counts below, ECE in the title; ``by=`` gives one panel per group).
+- :class:`VariableCurveDisplay` -- accuracy and confidence curves over a
+  variable with pointwise bands, v* and VCE (:func:`calframe.vce_curve`).
+- :class:`VeceRankDisplay` -- VECE per variable as sorted horizontal bars,
+  VMCE as markers (:func:`calframe.vece_rank`).
+- :class:`MLCECurveDisplay` -- MLCE against the kernel bandwidth gamma on a
+  log axis, with MCE (the gamma -> inf limit) as a reference line.
+- :class:`DriftDisplay` -- a figure per time window (:func:`calframe.monitor`)
+  with its interval band, the baseline as a reference line, rows per window.
+
+Module-level shortcuts (:func:`reliability_diagram`, :func:`vce_curve_plot`,
+:func:`vece_rank_plot`, :func:`mlce_curve_plot`) compute, plot and return the
+display. matplotlib (the ``plot`` extra) is imported only when something is
+drawn. Figures created here use matplotlib's constrained layout, so
+``display.figure_.savefig("fig.png")`` needs no further adjustment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._common import (  # noqa: F401  (the colours and label helpers, as calframe.plot had them)
+    ACC_COLOR, CONF_COLOR, FMT, GAP_COLOR, HIST_COLOR, KIND_COLORS, REF_COLOR, Frame, curve_labels, lens_labels,
+)
+from ._curves import MLCECurveDisplay, VariableCurveDisplay, VeceRankDisplay
+from ._drift import DriftDisplay
+from ._reliability import ReliabilityDisplay, SmoothReliabilityDisplay
+
+__all__ = [
+    "DriftDisplay",
+    "MLCECurveDisplay",
+    "ReliabilityDisplay",
+    "SmoothReliabilityDisplay",
+    "VariableCurveDisplay",
+    "VeceRankDisplay",
+    "mlce_curve_plot",
+    "reliability_diagram",
+    "vce_curve_plot",
+    "vece_rank_plot",
+]
+
+
+# --------------------------------------------------------------------------- shortcuts
+
+
+def reliability_diagram(frame: Frame, prob: str | Sequence[str] | None = None, label: str | None = None,
+                        **kwargs: Any) -> ReliabilityDisplay:
+    """Reliability diagram of a frame: :meth:`ReliabilityDisplay.from_frame`.
+
+    Examples
+    --------
+    >>> import calframe, calframe.plot
+    >>> df = calframe.datasets.grouped_miscalibration(n=1000, seed=0)
+    >>> calframe.plot.reliability_diagram(df, bins=10).figure_.get_axes()[0].get_ylabel()  # one probability column
+    'Frequency of class 1'
+    >>> calframe.plot.reliability_diagram(df, bins=10, lens="top1").figure_.get_axes()[0].get_ylabel()
+    'Accuracy'
+    """
+    return ReliabilityDisplay.from_frame(frame, prob, label, **kwargs)
+
+
+def vce_curve_plot(frame: Frame, variable: str, prob: str | Sequence[str] | None = None, label: str | None = None,
+                   **kwargs: Any) -> VariableCurveDisplay:
+    """Variable calibration curves of a frame: :meth:`VariableCurveDisplay.from_frame`."""
+    return VariableCurveDisplay.from_frame(frame, variable, prob, label, **kwargs)
+
+
+def vece_rank_plot(frame: Frame, variables: Sequence[str] | None = None, prob: str | Sequence[str] | None = None,
+                   label: str | None = None, **kwargs: Any) -> VeceRankDisplay:
+    """VECE ranking chart of a frame: :meth:`VeceRankDisplay.from_frame`."""
+    return VeceRankDisplay.from_frame(frame, variables, prob, label, **kwargs)
+
+
+def mlce_curve_plot(frame: Frame, *args: Any, **kwargs: Any) -> MLCECurveDisplay:
+    """MLCE against gamma of a frame: :meth:`MLCECurveDisplay.from_frame` (needs ``calframe.mlce_curve``)."""
+    return MLCECurveDisplay.from_frame(frame, *args, **kwargs)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the modules and typing names this module imports."""
+    return sorted(__all__)
