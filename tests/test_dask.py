@@ -23,6 +23,7 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 import calframe  # noqa: E402
 import calframe.frames.dask  # noqa: E402,F401  (registers ddf.calib)
 import calframe.engines.dask as cfd  # noqa: E402
+import calframe.engines._dask_partitions as cfd_parts  # noqa: E402
 
 TOL = 1e-12
 #: uneven partition bounds; [37:37] is an empty partition
@@ -319,8 +320,8 @@ def test_empty_frame(client):
 def test_results_are_lazy_and_compute_together(data, monkeypatch):
     df, ddf = data
     calls = []
-    real = cfd._sums_rows
-    monkeypatch.setattr(cfd, "_sums_rows", lambda *a: calls.append(1) or real(*a))  # (runs on the workers)
+    real = cfd_parts._sums_rows
+    monkeypatch.setattr(cfd_parts, "_sums_rows", lambda *a: calls.append(1) or real(*a))  # (runs on the workers)
     a, b, s = ddf.calib.ece(by="s"), ddf.calib.brier(), ddf.calib.summary(by="g")
     assert all(isinstance(r, cfd.DaskResult) for r in (a, b, s))
     assert dask.is_dask_collection(a) and not calls  # nothing computed by the calls
