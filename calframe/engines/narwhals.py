@@ -53,8 +53,9 @@ from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
 from ..frames.kinds import native_kind
 from ..request import Request
 from . import lazy as LZ
-from .lazy import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P, _SA,
-                   _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors, _pairwise_sum)
+from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P,
+                         _SA, _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors,
+                         _label_ok, _pairwise_sum)
 
 __all__ = ["SUPPORTED", "native_kind", "call", "run", "Unsupported"]
 
@@ -220,7 +221,7 @@ def _keep(plan: LZ._Plan) -> Any:
 def _row_ok(plan: LZ._Plan) -> Any:
     """True where the row passes every row check (False for a bad or a null row)."""
     nw = _nw()
-    parts = [_prob_ok(plan), LZ._label_ok(plan, nw.col(plan.label_col))]
+    parts = [_prob_ok(plan), _label_ok(plan, nw.col(plan.label_col))]
     if plan.weight_col is not None:
         w = _raw_weights(plan)
         parts.append(w.is_finite() & (w >= 0.0))

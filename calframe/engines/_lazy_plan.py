@@ -1,0 +1,384 @@
+"""The LazyFrame engine's plan (:mod:`calframe.engines.lazy`): the queries' internal column names, the plan of a
+call read from the schema alone (:func:`make_plan`, the parameter and column checks of ``_columns.resolve``) and
+the Polars expressions the passes are built from (probabilities, labels and weights checked per row, the weights'
+scale, the lens, the bin of a row). Nothing here runs a query. The narwhals engine reads the same plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .. import lenses as L
+from .._columns import SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names
+from .. import _errors as E
+from .._errors import CalframeError, bad_param
+from .._names import PREFIX, key_names
+from ..request import Request
+from ..binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
+
+
+# The queries' own columns start with _P. The group keys enter them renamed to positional names
+# (_Plan.keys: __cf_key0, ...) and the key table gets the user's names back at the end, so a
+# user column can never meet an internal one, whatever its name (docs/spec.md section 8).
+_P = PREFIX
+#: exact sums (``_fixed_sum``): a row's value x counts as the integer trunc(x * 2^FIXED_BITS) without weights, and
+#: trunc(x * 2^(WEIGHTED_BITS + BUCKET_BITS * k)) with them, k its weight's bucket; 2^64 splits an Int128 in two
+FIXED_BITS, WEIGHTED_BITS, BUCKET_BITS, _MAX_BUCKET, _TWO64 = 62, 60, 8, 134, 2**64
+_BIN, _LEN, _W, _SC, _SA, _BAD, _VMIN, _VMAX = (
+    f"{_P}bin", f"{_P}len", f"{_P}w", f"{_P}sc", f"{_P}sa", f"{_P}bad", f"{_P}vmin", f"{_P}vmax"
+)
+_OK, _CATV = f"{_P}ok", f"{_P}catv"
+_ONE, _X, _CONF, _ACC, _KEEP, _WT = f"{_P}one", f"{_P}x", f"{_P}conf", f"{_P}acc", f"{_P}keep", f"{_P}wt"
+_F1, _F2, _SCALE, _EB = f"{_P}f1", f"{_P}f2", f"{_P}scale", f"{_P}eb"
+_NODE, _CNT, _MIN, _MAX = f"{_P}node", f"{_P}cnt", f"{_P}min", f"{_P}max"
+
+
+# --------------------------------------------------------------------------- plan (schema only)
+
+
+@dataclass
+class _Plan:
+    """What a call needs, resolved from the schema alone (no data read)."""
+
+    func: str
+    prob_cols: list[str]
+    multi_cols: bool
+    label_col: str
+    by_cols: list[str]
+    weight_col: str | None
+    var_col: str | None
+    nulls: str
+    lens: L.Lens
+    binning: Binning
+    schema: dict[str, pl.DataType]
+    array: bool = False  # multiclass as one Array column
+    k: int = 2
+    prob_ok: bool = True  # the probability dtypes are usable
+    label_kind: str | None = None  # "bool" / "int" / "float", None if unusable
+    weights_ok: bool = True
+    #: the weights are divided by this power of two: the one eager frames use (``_columns.scale_weights``)
+    weight_scale: float = 1.0
+    #: with ``by`` and groups of different scales: per group (``keys`` columns) its power of two 2^e as the
+    #: factors ``_F1 * _F2`` = 2^-e each row is multiplied by (joined onto the rows), and 2^e (``_SCALE``)
+    scale_table: pl.DataFrame | None = None
+    var_kind: str | None = None  # "numeric" / "categorical", None if unusable / no variable
+    #: step name -> exception, raised when the ordered checks reach that step
+    schema_errors: dict[str, CalframeError] = field(default_factory=dict)
+    #: every variable of the call, when there are several (their nulls are checked together)
+    variables: list[str] | None = None
+
+    @property
+    def binary(self) -> bool:
+        return not (self.multi_cols or self.array)
+
+    @property
+    def keys(self) -> list[str]:
+        """The group key columns' names inside the queries (positional: never a user's name)."""
+        return key_names(len(self.by_cols))
+
+    def user_keys(self, table: pl.DataFrame) -> pl.DataFrame:
+        """The key columns of ``table`` under the user's names."""
+        return table.select([pl.col(k).alias(c) for c, k in zip(self.by_cols, self.keys)])
+
+    @property
+    def checked(self) -> list[str]:
+        """Columns whose nulls are checked (eager: probability, label, weights, variable)."""
+        extra = self.variables or ([self.var_col] if self.var_col is not None else [])
+        w = [self.weight_col] if self.weight_col is not None else []
+        return list(dict.fromkeys(self.prob_cols + [self.label_col] + w + extra))
+
+    @property
+    def prob_name(self) -> str | list[str]:
+        return self.prob_cols if self.multi_cols else self.prob_cols[0]
+
+    @property
+    def data_binned(self) -> bool:
+        """Quantile / equal-mass bins (data-dependent edges) on a numeric value."""
+        if self.binning.edges is not None or self.binning.scheme == "uniform":
+            return False
+        return self.var_col is None or self.var_kind == "numeric"
+
+
+def _is_num(dt: Any) -> bool:
+    return dt.is_float() or dt.is_integer()
+
+
+def make_plan(lf: pl.LazyFrame, req: Request) -> _Plan:
+    """What :func:`lazy_sums` will compute for ``req``, from the schema alone (no data read): the parameter /
+    column checks of ``_columns.resolve`` (same order, same messages) raise now; the data's errors are raised
+    when the sums are computed."""
+    func, prob, label, by, weights, nulls = req.func, req.prob, req.label, req.by, req.weights, req.nulls
+    binning, variable = req.binning, req.variable
+    if nulls not in ("raise", "drop"):
+        raise bad_param(func, "nulls", "'raise' or 'drop'", nulls)
+    extra = [] if variable is None else [variable]
+    for pname, pval in (("prob", prob), ("label", label), ("by", by), ("weights", weights), ("variable", extra)):
+        vals = [pval] if not isinstance(pval, (list, tuple)) else list(pval)
+        bad = [v for v in vals if v is not None and not isinstance(v, str)]
+        if bad:
+            raise E.names_not_strings(func, pname, bad[0])
+    schema = dict(lf.collect_schema())
+    names = list(schema)
+    prob_cols, multi_cols, label_col, by_cols, _, _ = resolve_names(names, func, prob, label, by, weights, extra)
+    for c in by_cols:
+        check_key_dtype(func, c, schema[c])
+    lens_ = req.lens
+    plan = _Plan(func, prob_cols, multi_cols, label_col, by_cols, weights, variable, nulls, lens_, binning, schema)
+    err = plan.schema_errors
+
+    # probabilities (eager: _probabilities / _float_column)
+    if multi_cols:
+        plan.k = len(prob_cols)
+        for c in prob_cols:
+            if not _is_num(schema[c]):
+                err["prob_dtype"] = E.not_numeric(func, c, "class probability", schema[c])
+                break
+    else:
+        c = prob_cols[0]
+        dt = schema[c]
+        if isinstance(dt, pl.List):
+            raise NotImplementedError(f"{func}: List probability columns are not streamed; use the eager path.")
+        if isinstance(dt, pl.Array):
+            plan.array = True
+            inner = dt.inner
+            if not _is_num(inner):  # type: ignore[arg-type]
+                err["prob_dtype"] = E.class_probabilities_not_numbers(func, c, inner)
+            else:
+                plan.k = int(dt.size)
+                if plan.k < 2:
+                    err["prob_dtype"] = E.too_few_classes(func, c, plan.k)
+        elif not _is_num(dt):
+            err["prob_dtype"] = E.not_numeric(func, c, "probability", dt)
+    plan.prob_ok = "prob_dtype" not in err
+    binary, k = plan.binary, plan.k
+    lens_ = plan.lens = L.resolve_lens(lens_, binary)  # the default lens, now that the shape is known
+
+    # labels (eager: _labels)
+    dt = schema[label_col]
+    if dt == pl.Boolean:
+        if binary:
+            plan.label_kind = "bool"
+        else:
+            err["label_dtype"] = E.boolean_multiclass_labels(func, label_col, k)
+    elif dt.is_integer():
+        plan.label_kind = "int"
+    elif dt.is_float():
+        plan.label_kind = "float"
+    else:
+        err["label_dtype"] = E.label_dtype(func, label_col, dt, binary, k)
+
+    # weights (eager: _weights)
+    if weights is not None and not _is_num(schema[weights]):
+        err["weights_dtype"] = E.not_numeric(func, weights, "weights", schema[weights])
+        plan.weights_ok = False
+
+    # variable (eager: _variable)
+    if variable is not None:
+        vdt = schema[variable]
+        if _is_num(vdt):
+            plan.var_kind = "numeric"
+        elif vdt == pl.Boolean or vdt in (pl.String, pl.Categorical, pl.Enum) or isinstance(vdt, (pl.Categorical, pl.Enum)):
+            plan.var_kind = "categorical"
+        else:
+            err["var_dtype"] = E.variable_dtype(func, variable, vdt)
+
+    # after resolve: the lens's class range (eager._ce_figure), then the variable binner's checks
+    if lens_.kind == "marginal":
+        raise NotImplementedError(f"{func}: the marginal lens is not streamed; use the eager path.")
+    if lens_.kind == "class" and plan.prob_ok and lens_.c >= k:
+        try:
+            L.parse_lens(func, lens_, k)
+        except CalframeError as e:
+            err["lens_class"] = e
+    if variable is not None and binning.edges is not None and plan.var_kind == "categorical":
+        err["var_edges_cat"] = E.edges_need_numeric_variable(func, variable)
+    return plan
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+def _pairwise_sum(terms: list[pl.Expr]) -> pl.Expr:
+    """The sum of ``terms`` in numpy's pairwise order (``numpy.sum`` of a row), bit for bit."""
+    n = len(terms)
+    if n < 8:
+        out = terms[0]
+        for t in terms[1:]:
+            out = out + t
+        return out
+    if n <= 128:
+        r = list(terms[:8])
+        for i in range(8, n - n % 8, 8):
+            for j in range(8):
+                r[j] = r[j] + terms[i + j]
+        out = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(n - n % 8, n):
+            out = out + terms[i]
+        return out
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_sum(terms[:n2]) + _pairwise_sum(terms[n2:])
+
+
+def _class_probs(plan: _Plan) -> list[pl.Expr]:
+    """The K class probabilities as float64 expressions (multiclass)."""
+    if plan.multi_cols:
+        return [pl.col(c).cast(pl.Float64) for c in plan.prob_cols]
+    a = _array(plan)
+    return [a.arr.get(j) for j in range(plan.k)]
+
+
+def _array(plan: _Plan) -> pl.Expr:
+    c = plan.prob_cols[0]
+    a = pl.col(c)
+    if plan.schema[c].inner != pl.Float64:  # type: ignore[attr-defined]
+        a = a.cast(pl.Array(pl.Float64, plan.k))
+    return a
+
+
+def _binary_prob(plan: _Plan) -> pl.Expr:
+    return pl.col(plan.prob_cols[0]).cast(pl.Float64)
+
+
+def _row_sum(plan: _Plan) -> pl.Expr:
+    return _pairwise_sum(_class_probs(plan))
+
+
+def _prob_ok(plan: _Plan) -> pl.Expr:
+    """True where the row's probabilities are valid (null / False otherwise)."""
+    if plan.binary:
+        p = _binary_prob(plan)
+        return (p >= 0.0) & (p <= 1.0)
+    ps = _class_probs(plan)
+    if plan.array and plan.k > 16:
+        a = _array(plan)
+        in_unit = (a.arr.min() >= 0.0) & (a.arr.max() <= 1.0)  # NaN rows fail the sum test below
+    else:
+        in_unit = pl.all_horizontal([(p >= 0.0) & (p <= 1.0) for p in ps])
+    # Polars orders NaN above every number: a NaN sum fails "<= tol"; a null element makes the sum null
+    return in_unit & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
+
+
+def _label_ok(plan: _Plan, y: Any = None) -> pl.Expr:
+    """True where the label is one of the classes; ``y``: the label column as a Polars (default) or narwhals
+    expression (the narwhals engine)."""
+    y = pl.col(plan.label_col) if y is None else y
+    if plan.label_kind == "bool":
+        return ~y.is_null()
+    if plan.binary:
+        return (y == 0) | (y == 1)
+    ok = (y >= 0) & (y < plan.k)
+    if plan.label_kind == "float":
+        ok = ok & (y.floor() == y)
+    return ok
+
+
+def _raw_weights(plan: _Plan) -> pl.Expr:
+    """The caller's weights as Float64 (their checks: finite, non-negative, positive total do not depend on a
+    scale)."""
+    return pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
+
+
+def _factors(e: int) -> tuple[float, float]:
+    """(f1, f2), powers of two with f1 * f2 = 2^-e, each finite: w * f1 * f2 rounds as ``numpy.ldexp(w, -e)``."""
+    return (2.0**1022, float(np.ldexp(1.0, -(e + 1022)))) if e < -1022 else (1.0, float(np.ldexp(1.0, -e)))
+
+
+def _weights_expr(plan: _Plan) -> pl.Expr:
+    """The weights divided by their group's power of two (``plan.weight_scale``, or per group the factors of
+    ``plan.scale_table``, joined onto the rows by ``_with_scales``), exactly as ``numpy.ldexp(w, -e)`` rounds."""
+    w = _raw_weights(plan)
+    if plan.scale_table is not None:
+        return w * pl.col(_F1) * pl.col(_F2)
+    f1, f2 = _factors(int(np.frexp(plan.weight_scale)[1]) - 1)
+    w = w * f1 if f1 != 1.0 else w  # 2^-e past float64: scale up in two exact steps (a subnormal times 2^1022)
+    return w * f2 if f2 != 1.0 else w
+
+
+def _with_scales(plan: _Plan, lf: pl.LazyFrame) -> pl.LazyFrame:
+    """``lf`` with each row's scale factors (``_weights_expr``) beside it, when the groups have different scales."""
+    if plan.scale_table is None:
+        return lf
+    return lf.with_columns(_key_cols(plan)).join(plan.scale_table.lazy(), on=plan.keys, how="left", nulls_equal=True,
+                                               maintain_order="left")
+
+
+def _group_scales(plan: _Plan, keys: pl.DataFrame | None) -> float | np.ndarray:
+    """The power of two of each group of ``keys`` (the user-named key table), or the one for all."""
+    if plan.scale_table is None or keys is None:
+        return plan.weight_scale
+    table = plan.user_keys(plan.scale_table).with_columns(plan.scale_table[_SCALE])
+    return keys.join(table, on=plan.by_cols, how="left", nulls_equal=True, maintain_order="left")[_SCALE].to_numpy()
+
+
+def _var_expr(plan: _Plan) -> pl.Expr:
+    return pl.col(plan.var_col).cast(pl.Float64)  # type: ignore[arg-type]
+
+
+def _var_ok(plan: _Plan) -> pl.Expr | None:
+    if plan.var_col is None or plan.var_kind != "numeric":
+        return None
+    v = _var_expr(plan)
+    ok = v.is_finite()
+    if plan.binning.edges is not None:
+        e = plan.binning.edges
+        ok = ok & (v >= e[0]) & (v <= e[-1])
+    return ok
+
+
+def _keep(plan: _Plan) -> pl.Expr | None:
+    """nulls='drop': rows without a null in a checked column."""
+    if plan.nulls != "drop":
+        return None
+    return pl.all_horizontal([pl.col(c).is_not_null() for c in plan.checked])
+
+
+def _row_ok(plan: _Plan) -> pl.Expr:
+    parts = [_prob_ok(plan), _label_ok(plan)]
+    if plan.weight_col is not None:
+        w = _raw_weights(plan)
+        parts.append(w.is_finite() & (w >= 0.0))
+    v = _var_ok(plan)
+    if v is not None:
+        parts.append(v)
+    elif plan.var_col is not None:
+        parts.append(pl.col(plan.var_col).is_not_null())
+    return pl.all_horizontal(parts)
+
+
+def _lensed(plan: _Plan) -> tuple[pl.Expr, pl.Expr]:
+    """(conf, acc) float64 expressions of the plan's scalar lens (:func:`calframe.lenses.lens_exprs`)."""
+    probs = _binary_prob(plan) if plan.binary else _array(plan) if plan.array else _class_probs(plan)
+    return L.lens_exprs(plan.lens, probs, pl.col(plan.label_col), k=plan.k if plan.array else None,
+                        label_kind=plan.label_kind or "int", func=plan.func)
+
+
+def _bin_stages(plan: _Plan, conf_col: str) -> list[dict[str, pl.Expr]]:
+    """Bin of a row for uniform / explicit edges / categorical variables, as successive with_columns stages.
+
+    Stages (not one nested expression) so that the engine computes the lensed
+    confidence and ``k0`` once each (common subexpressions inside other ones
+    are evaluated again otherwise).
+    """
+    b = plan.binning
+    if plan.var_col is not None:
+        if plan.var_kind == "categorical":
+            return [{_BIN: pl.col(_CATV)}]
+        x = pl.col(f"{_P}v")
+    else:
+        x = pl.col(conf_col)
+    if b.edges is not None:
+        return [{_BIN: edge_bins_expr(x, [float(e) for e in b.edges[1:-1]], b.closed)}]
+    k0 = uniform_k0_expr(x, b.bins, b.closed)
+    if k0 is not None:
+        name = f"{_P}k0"
+        return [{name: k0}, {_BIN: uniform_bin_expr(x, b.bins, b.closed, pl.col(name))}]
+    return [{_BIN: uniform_bin_expr(x, b.bins, b.closed)}]
+
+
+def _key_cols(plan: _Plan) -> list[pl.Expr]:
+    """The group key columns as the eager path groups them (``_columns.key_expr``), renamed to ``plan.keys``."""
+    return [key_expr(c, plan.schema[c]).alias(k) for c, k in zip(plan.by_cols, plan.keys)]
