@@ -17,7 +17,7 @@ import datetime as _dt
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ._params import check_int_range, check_positive_float
 from .binning import Binning, make_binning
 from .metrics import Distance, check_seed, parse_distance
 from ._keywords import (  # noqa: F401  (the groups and decorators, read as request.<name>)
+    Columns,
     Bins,
     Lensed,
     Grouped,
@@ -61,7 +62,6 @@ from ._keywords import (  # noqa: F401  (the groups and decorators, read as requ
     checked_keywords,
 )
 
-Columns = Union[str, Sequence[str], None]
 #: the column of a ``binning="sweep"`` result holding the bin count each group's sweep chose
 SWEEP_COUNT = "n_bins"
 

@@ -3,11 +3,9 @@ engine runs per batch or partition) and their types."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
-from .._lazy import pd  # pandas: imported at first use
 import polars as pl
 
 from .. import lenses as L
@@ -16,14 +14,8 @@ from .._errors import (
     ColumnNotFoundError,
     InvalidValueError,
 )
-
 from .._names import fresh_name
-
 from .features import _feature_matrix
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
 
 
 def _rec_module():

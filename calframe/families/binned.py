@@ -3,33 +3,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Union, Unpack
+from typing import Any, Unpack
 
 import numpy as np
-from .._lazy import pd  # pandas: imported at first use
 import polars as pl
 
 from .. import figures as F
 from .. import lenses as L
 from .. import request as R
 from .._columns import Scored, resolve
-
-from ..figures import check_by_names
+from .._keywords import Columns
+from .._lazy import pd  # pandas: imported at first use
 from ..engines import dask_engine as _dask
 from ..engines import narwhals as _narwhals
-from ..engines.eager import (Figure, _ce_figure, _evaluate, binned_sums, group_means)
-from ..frames.kinds import is_dask_frame, native_kind
-
-from ..engines.eager import brier_rows, log_loss_rows
+from ..engines.eager import (
+    Figure,
+    Frame,
+    Result,
+    _ce_figure,
+    _evaluate,
+    binned_sums,
+    brier_rows,
+    group_means,
+    log_loss_rows,
+)
+from ..figures import check_by_names
 from ..frames.dispatch import public
+from ..frames.kinds import is_dask_frame, native_kind
 from .plan import Plan, _disparity_table, _run
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
 
 # --------------------------------------------------------------------------- CE family
 

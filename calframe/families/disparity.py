@@ -4,24 +4,19 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, Union
+from collections.abc import Callable
+from typing import Any, Literal
 
-from .._lazy import pd  # pandas: imported at first use
 import polars as pl
 
 from .. import disparities as D
 from .. import request as R
-
-
-from . import binned, gece, variable
+from .._keywords import Columns
+from .._lazy import pd  # pandas: imported at first use
+from ..engines.eager import Frame
 from ..frames.dispatch import public
-from .plan import _disparity_table, _PLANNING
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
+from . import binned, gece, variable
+from .plan import _PLANNING, _disparity_table
 
 # --------------------------------------------------------------------------- disparity between groups
 

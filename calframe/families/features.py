@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
 
 import numpy as np
-from .._lazy import pd  # pandas: imported at first use
-import polars as pl
 
 from .._columns import Scored, column_names
 from .._errors import (
@@ -16,10 +13,7 @@ from .._errors import (
     InvalidValueError,
     bad_param,
 )
-
-
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
+from ..engines.eager import Frame
 
 
 def _features(frame: Frame, features: str | Sequence[str], func: str) -> list[str]:

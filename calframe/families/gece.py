@@ -3,33 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Union, Unpack
+from typing import Any, Literal, Unpack
 
 import numpy as np
-from .._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
+from .. import _errors as E
 from .. import lenses as L
 from .. import request as R
 from .._columns import SUM_TOLERANCE, Scored, _select, columns_of
-from .. import _errors as E
 from .._errors import (
     ParameterError,
     bad_param,
 )
-
+from .._keywords import Columns
+from .._lazy import is_pandas_frame  # pandas: imported at first use
 from .._names import fresh_name
 from ..engines import dask_engine as _dask
-from ..frames.kinds import is_dask_frame
-
-from ..generalized import gece_marginal
+from ..engines.eager import Frame, Result
 from ..frames.dispatch import public
+from ..frames.kinds import is_dask_frame
+from ..generalized import gece_marginal
 from .plan import _run
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
 
 # --------------------------------------------------------------------------- generalized ECE (Kirchenbauer et al.)
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Union, Unpack
+from typing import Any, Literal, Unpack
 
 import numpy as np
-from .._lazy import pd  # pandas: imported at first use
 import polars as pl
 
 from .. import figures as F
@@ -16,18 +15,13 @@ from .._columns import Scored, as_names, resolve
 from .._errors import (
     bad_param,
 )
-
+from .._keywords import Columns
+from .._lazy import pd  # pandas: imported at first use
+from ..engines.eager import Frame, Result, _group_counts, binned_sums
 from ..figures import check_by_names, with_keys
-from ..engines.eager import (_group_counts, binned_sums)
 from ..frames.dispatch import public
-from .features import _feature_matrix, _features, prepare_features
 from ..metrics import ce_from_sums
-
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
+from .features import _feature_matrix, _features, prepare_features
 
 # --------------------------------------------------------------------------- local calibration (Luo et al.)
 

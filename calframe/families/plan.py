@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
-from .._lazy import pd  # pandas: imported at first use
 import polars as pl
 
 from .. import disparities as D
 from .. import request as R
 from .._columns import Scored
-
+from .._lazy import pd  # pandas: imported at first use
 from ..engines import run_binned as _run_binned
-from ..engines.eager import (Figure, _ce_figure, _evaluate)
-
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
+from ..engines.eager import Figure, _ce_figure, _evaluate
 
 # --------------------------------------------------------------------------- running a parsed call
 

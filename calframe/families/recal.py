@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import numpy as np
-from .._lazy import pd  # pandas: imported at first use
 import polars as pl
 
+from .. import _errors as E
 from .. import request as R
 from .._columns import Scored, as_names, resolve
-from .. import _errors as E
 from .._errors import (
     CalframeError,
     InvalidValueError,
@@ -19,21 +18,15 @@ from .._errors import (
     bad_param,
 )
 from .._errors import rows as _rows
-
+from .._keywords import Columns
 from ..engines import batches as _batches
 from ..engines import dask_engine as _dask
-from ..engines.eager import _group_counts
+from ..engines.eager import Frame, _group_counts
 from ..frames.dispatch import public
 from ..frames.kinds import is_dask_frame
 from ..request import Request
-
-from .features import _feature_matrix, _features
 from .applying import _apply_eager, _json_key, _rec_module, apply_columns
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
+from .features import _feature_matrix, _features
 
 # --------------------------------------------------------------------------- recalibration columns
 
@@ -250,6 +243,5 @@ def load(path: Any, *, key: bytes | str | None = None) -> Any:
     'platt'
     """
     return _rec_module().load(path, key=key)
-
 
 

@@ -5,39 +5,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any, Literal, Union, Unpack
+from typing import Any, Literal, Unpack
 
 import numpy as np
-from .._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
+from .. import _errors as E
 from .. import figures as F
 from .. import lenses as L
 from .. import request as R
 from .._columns import Scored, _select, as_names, check_finite_variable, column_names, non_string_hint, resolve
-from .. import _errors as E
 from .._errors import (
     InvalidValueError,
     ParameterError,
     bad_param,
 )
-from .._lazy import lazy_function
+from .._lazy import is_pandas_frame, lazy_function, pd  # pandas: imported at first use
 
 qcut_bin_sums = lazy_function("calframe._kernels.qcut_sums", "qcut_bin_sums")
-from ..figures import check_by_names, with_keys
+from .._keywords import Columns
+from ..binning import Binning, Bins, qcut_order_statistics
 from ..engines import dask_engine as _dask
-from ..engines.eager import (Binner, _ce_figure, _group_counts, binned_sums, variable_binner)
+from ..engines.eager import Binner, Frame, Result, _ce_figure, _group_counts, binned_sums, variable_binner
+from ..figures import check_by_names, with_keys
 from ..frames.dispatch import public
 from ..frames.kinds import is_dask_frame, native_kind
-from ..binning import Binning, Bins, qcut_order_statistics
 from ..metrics import ce_from_sums
-
 from .plan import _run
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
 
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
 
@@ -194,7 +188,7 @@ def vece_rank(
     >>> calframe.vece_rank(flat, lens="top1")["variable"].to_list()
     ['region', 'age', 'device']
     """
-    from .._columns import PROB_CANDIDATES, LABEL_CANDIDATES, columns_of, flavor_of
+    from .._columns import LABEL_CANDIDATES, PROB_CANDIDATES, columns_of, flavor_of
     from .._progress import iterate
 
     req = R.vece_rank(variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
-from .._lazy import is_pandas_frame, pd  # pandas: imported at first use
 import polars as pl
 
 from .. import figures as F
 from .. import request as R
-
-
+from .._keywords import Columns
+from .._lazy import is_pandas_frame  # pandas: imported at first use
+from ..engines.eager import Frame, Result
 from ..frames.dispatch import public
 from .binned import reliability
-
-Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
-Columns = Union[str, Sequence[str], None]
-Result = Union[float, pl.DataFrame, "pd.DataFrame"]
-
 
 # --------------------------------------------------------------------------- the verdict as a test
 
