@@ -357,9 +357,6 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 #: (calframe.expr in ``group_by_dynamic``, without ``ci``) and ``apply``'s batches; the others collect the needed
 #: columns
 STREAMED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "monitor", "apply")
-#: the public functions whose result on a LazyFrame is not a LazyFrame (an eager frame or a float): none, since
-#: every public function gives a collected result back lazy (calframe.frames.dispatch.lazy_out)
-EAGER_OUT: tuple[str, ...] = ()
 
 
 def supports(frame: Any, req: Request) -> bool:
