@@ -24,8 +24,7 @@ from ._errors import (
     ParameterError,
     UnsafeForkError,
 )
-from .api import (VCECurve, accuracy, apply, brier, calibration_test, ce, disparity, ece, fit, gece, lce, load, log_loss,
-                  mce, mlce, mlce_curve, reliability, rmsce, smece, summary, vce_curve, vece, vece_rank, vmce)
+from .api import *  # noqa: F401,F403  (the public functions, api.__all__)
 from .monitoring import monitor
 from .frames import pandas as _pandas_accessor
 from . import _lazy
@@ -35,7 +34,7 @@ from .frames.namespace import Calib, calib
 from ._limits import limits
 from .lenses import class_
 from ._warmup import warmup
-from . import api  # noqa: E402,F401
+from . import api  # noqa: E402
 from ._version import __version__  # noqa: F401
 
 __all__ = [
@@ -48,36 +47,13 @@ __all__ = [
     "InvalidValueError",
     "ParameterError",
     "UnsafeForkError",
-    "accuracy",
-    "apply",
-    "fit",
-    "lce",
-    "limits",
-    "load",
-    "mlce",
-    "mlce_curve",
-    "brier",
-    "calibration_test",
     "calib",
-    "ce",
     "class_",
     "datasets",
-    "disparity",
-    "ece",
-    "gece",
-    "log_loss",
-    "mce",
+    "limits",
     "monitor",
-    "reliability",
-    "rmsce",
-    "smece",
-    "summary",
-    "VCECurve",
-    "vce_curve",
-    "vece",
-    "vece_rank",
-    "vmce",
     "warmup",
+    *api.__all__,
 ]
 
 # df.calib on pandas: registered when pandas is imported (now, or later: `import calframe` does not import it).

@@ -33,7 +33,7 @@ Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 FUNC = "monitor"
 
 
-@public
+@public(state="windows")
 @R.with_progress
 def monitor(
     frame: Frame,

@@ -529,17 +529,17 @@ def test_signed_zero_and_nan_float_keys(client, func, kw, flavour):
 
 def test_the_spec_lists_what_dask_refuses():
     """docs/spec.md section 8 said Dask refuses summary, gece, fit and vce_curve, which run (issue 22, 5; the tests
-    above check each against eager): its two lists are the Dask engine's SUPPORTED and the other public functions
+    above check each against eager): its two lists are the Dask engine's supported() and the other public functions
     of a frame, and each of the others is refused with the ColumnTypeError that says what to do."""
     import inspect
     import pathlib
     import re
 
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "spec.md").read_text()
-    para = re.search(r"Dask runs (.*?)\(`calframe\.engines\.dask\.SUPPORTED`\);\s*the functions Dask does not run "
+    para = re.search(r"Dask runs (.*?)\(`calframe\.engines\.dask\.supported\(\)`\);\s*the functions Dask does not run "
                      r"\((.*?)\)", text, re.S)
     runs, refused = (set(re.findall(r"`(\w+)`", part)) for part in para.groups())
-    assert runs == set(cfd.SUPPORTED)
+    assert runs == set(cfd.supported())
     takes_frame = {n for n in calframe.__all__ if inspect.isfunction(getattr(calframe, n))
                    and next(iter(inspect.signature(getattr(calframe, n)).parameters), None) == "frame"}
     # monitor: Polars and pandas frames (the spec's next words); calib: the df.calib handle, not a figure

@@ -16,7 +16,7 @@ import pytest
 import calframe
 from calframe import ColumnNotFoundError, ColumnTypeError, InvalidValueError, ParameterError
 from calframe.disparities import spread
-from calframe.frames.dispatch import check_supported
+from calframe.engines.dask import call as dask_call
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +245,7 @@ def test_flavours_and_handles_agree(df):
 
 def test_dask_frames_are_refused_with_what_to_do():
     with pytest.raises(ColumnTypeError, match=r"disparity: Dask DataFrames are not supported.*compute\(\)"):
-        check_supported("disparity")
+        dask_call("disparity", calframe.disparity, (None,), {})
 
 
 def test_the_caller_frame_is_not_modified(df):

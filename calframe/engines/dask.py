@@ -52,6 +52,7 @@ import base64
 import pickle
 import warnings
 from collections.abc import Callable
+import inspect
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Sequence
@@ -62,12 +63,13 @@ import polars as pl
 
 try:
     from dask.base import DaskMethodsMixin
-except ImportError:  # without Dask this module only lists SUPPORTED (calframe.frames.dask registers nothing)
+except ImportError:  # without Dask this module only declares CAPABILITIES (calframe.frames.dask registers nothing)
     DaskMethodsMixin = object  # type: ignore[assignment,misc]
 
 from . import lazy as LZ
 from ..families.applying import apply_rows
 from .. import figures as F
+from ..registry import Capabilities, functions_on, how
 from ..request import Request
 from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, _pick_default, _select, check_group_weights, group_codes,
                         resolve)
@@ -84,7 +86,7 @@ from ._dask_partitions import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FI
                                _key_tuples, _keys_of, _merge_stats, _partition_stats, _refuse_nested_keys,
                                _sums_partition)
 
-__all__ = ["SUPPORTED", "DaskResult", "apply", "collected", "result", "run"]
+__all__ = ["CAPABILITIES", "DaskResult", "apply", "call", "collected", "result", "run", "supported"]
 
 Columns = str | Sequence[str] | None
 
@@ -385,12 +387,33 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the engine
 
-#: the public functions this engine runs; calframe.frames.dispatch refuses the others on a Dask frame
-SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability", "brier", "log_loss", "accuracy", "summary",
-             "gece", "vece_rank", "vce_curve", "fit", "apply")
-#: those of SUPPORTED that need the rows themselves: their needed columns are computed into one pandas frame
-#: (:func:`collected`); so are bootstrap intervals (``ci=``) of any figure
-COLLECTED = ("vece_rank", "vce_curve", "fit")
+#: what this engine computes (calframe.registry): the sums of every partition, added; fitting a recalibrator and
+#: the several variables of vece_rank / vce_curve need the rows themselves: their needed columns are computed into
+#: one pandas frame (:func:`collected`), as are bootstrap intervals (``ci=``) of any figure. The others are refused.
+CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "vector_sums", "batches"}),
+                                     collects=frozenset({"variables", "fit"}))}
+
+
+def supported() -> tuple[str, ...]:
+    """The public functions this engine runs (natively or collected): ``ddf.calib``'s methods."""
+    return functions_on("dask", "native", "collected")
+
+
+def call(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The public function ``name`` (``fn``) on a Dask DataFrame: refused, saying what to do instead, unless this
+    engine runs it (the function then sends its parsed request here); its arguments are bound first, so a wrong
+    one is a ParameterError naming ``ddf.calib.<name>``."""
+    if how(name, "dask") == "refused":
+        raise E.ColumnTypeError(
+            f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(sorted(supported()))}). "
+            f"Compute a pandas frame first, e.g. calframe.{name}(ddf.compute()) or on a sample, "
+            f"ddf.sample(frac=0.1).compute()."
+        )
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ParameterError(f"{name} on a Dask DataFrame (ddf.calib.{name}): {exc}.") from None
+    return fn(*args, **kwargs)
 
 
 def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:

@@ -31,9 +31,12 @@ from .._names import fresh_name
 from .._limits import TableTooLargeError, check_cells
 from ..binning import Binning, Bins, bin_values, bin_variable, uniform_edges
 from ..figures import check_by_names, output_columns
+from ..registry import EVERY_STATE, Capabilities
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 Result = Union[float, pl.DataFrame, "pd.DataFrame"]
+#: the engine of Polars and pandas frames: every state, in memory (calframe.registry)
+CAPABILITIES = {kind: Capabilities(EVERY_STATE, word="eager") for kind in ("polars", "pandas")}
 #: a figure of the eager engine: the validated rows -> one value per group
 Figure = Callable[[Scored], np.ndarray]
 

@@ -80,6 +80,7 @@ from .._lazy import lazy_function
 
 fixed_to_floats = lazy_function("calframe._kernels.accumulate", "fixed_to_floats")
 from .._limits import check_cells
+from ..registry import Capabilities
 from ..request import Request
 from ..binning import Binning, edge_table, pack_edges, take_each
 # the plan (schema only), the queries' column names and the expressions the passes are built from
@@ -352,11 +353,11 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 # --------------------------------------------------------------------------- public
 
 
-#: the public functions that Polars' engine computes on a LazyFrame, the result a LazyFrame: the CE family's sums
-#: streamed (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), ``monitor``'s windows
+#: what Polars' engine computes on a LazyFrame, the result a LazyFrame (calframe.registry): the bin sums streamed
+#: (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), ``monitor``'s windows
 #: (calframe.expr in ``group_by_dynamic``, without ``ci``) and ``apply``'s batches; the others collect the needed
 #: columns
-STREAMED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "monitor", "apply")
+CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "windows", "batches"}), collects=None, word="streamed")}
 
 
 def supports(frame: Any, req: Request) -> bool:

@@ -32,7 +32,7 @@ Quantile / equal-mass edges are exact order statistics (histogram passes in the
 engine, then the few values of the cells holding the wanted ranks), never the
 engine's approximate quantile. Calls this engine does not run (``ci``, the
 marginal lens, several variables, Array / List probability columns, and the functions
-outside :data:`SUPPORTED`) raise a ParameterError saying what it runs, except on
+outside :data:`CAPABILITIES`) raise a ParameterError saying what it runs, except on
 a pyarrow Table, which is then handed to the eager engine as a Polars DataFrame
 (zero-copy) and the result given back as a pyarrow Table.
 """
@@ -51,19 +51,21 @@ from .._columns import SUM_TOLERANCE, check_group_weights, weight_exponents
 from .._errors import ParameterError
 from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
 from ..frames.kinds import native_kind
+from ..registry import Capabilities, functions_on, how
 from ..request import Request
 from . import lazy as LZ
 from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P,
                          _SA, _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors,
                          _label_ok, _pairwise_sum)
 
-__all__ = ["SUPPORTED", "native_kind", "call", "run", "Unsupported"]
+__all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
-#: the public functions this engine runs (the others: a pyarrow Table goes to the eager engine, other frames
-#: are refused)
-SUPPORTED = ("ce", "ece", "mce", "rmsce", "vece", "vmce", "reliability")
-#: the frames on which :func:`calframe.apply` runs in the engine, batch by batch (:mod:`.batches`)
-BATCHES = ("spark", "duckdb")
+#: what this engine computes in the frame's own engine (calframe.registry): the bin sums everywhere, ``apply``'s
+#: batches on DuckDB and Spark; a pyarrow Table collects the rest (the eager engine on it as a Polars frame), the
+#: others refuse it
+_SUMS = frozenset({"bin_sums", "bin_table"})
+CAPABILITIES = {"duckdb": Capabilities(_SUMS | {"batches"}), "spark": Capabilities(_SUMS | {"batches"}),
+                "ibis": Capabilities(_SUMS), "pyarrow": Capabilities(_SUMS, collects=None)}
 #: the frame types this engine takes, by the name ``native_kind`` gives them
 KINDS = {"duckdb": "a DuckDB relation", "pyarrow": "a pyarrow Table", "ibis": "an Ibis table",
          "spark": "a PySpark DataFrame"}
@@ -87,23 +89,22 @@ def _nw() -> Any:
 
 
 def _refusal(kind: str, what: str) -> str:
-    also = ", apply" if kind in BATCHES else ""
-    return (f"{what} is not supported on {KINDS[kind]} (its engine runs {', '.join(SUPPORTED)}{also} with uniform, "
+    runs = ", ".join(functions_on(kind, "native"))
+    return (f"{what} is not supported on {KINDS[kind]} (its engine runs {runs} with uniform, "
             f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c), one variable and no ci; "
             f"probabilities as one column or a list of class columns). Compute it on a Polars frame instead, e.g. "
             f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
 
 
 def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    """The public function ``name`` (``fn``) on a frame of :func:`native_kind`: this engine where it runs the
-    call; else a pyarrow Table goes to the eager engine (as a Polars DataFrame, the result back as a pyarrow
-    Table) and the other frames are refused with a ParameterError naming what is supported."""
+    """The public function ``name`` (``fn``) on a frame of :func:`native_kind`: this engine where the registry
+    says it runs the call (:func:`calframe.registry.how`); else a pyarrow Table goes to the eager engine (as a
+    Polars DataFrame, the result back as a pyarrow Table) and the other frames are refused with a ParameterError
+    naming what is supported."""
     frame = args[0] if args else kwargs["frame"]
     kind = native_kind(frame)
     assert kind is not None
-    if name == "apply" and kind in BATCHES:  # the recalibrator runs on the engine's batches
-        return fn(*args, **kwargs)
-    if name in SUPPORTED:
+    if how(name, kind) == "native":
         try:
             return fn(*args, **kwargs)
         except Unsupported:

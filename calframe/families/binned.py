@@ -37,7 +37,7 @@ from .plan import Plan, _disparity_table, _run
 # --------------------------------------------------------------------------- CE family
 
 
-@public
+@public(state="bin_sums")
 @R.keywords(R.CE)
 def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: str | None = None,
        **options: Unpack[R.CE]) -> Result:
@@ -104,7 +104,7 @@ def _ce(frame: Frame, prob: Columns, label: str | None, func: str, name: str, op
     return _run(R.ce(func, name, prob, label, **options), frame, binned=True)
 
 
-@public
+@public(state="bin_sums")
 @R.keywords(R.ECE)
 def ece(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Expected calibration error: bin-weighted mean of |mean confidence - accuracy| (CE_1, plugin).
@@ -133,7 +133,7 @@ def ece(frame: Frame, prob: Columns = None, label: str | None = None, **options:
     return _ce(frame, prob, label, "ece", "ece", {**options, "p": 1})
 
 
-@public
+@public(state="bin_sums")
 @R.keywords(R.ECE)
 def mce(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Maximum calibration error: the largest |mean confidence - accuracy| over non-empty bins (CE_inf).
@@ -152,7 +152,7 @@ def mce(frame: Frame, prob: Columns = None, label: str | None = None, **options:
     return _ce(frame, prob, label, "mce", "mce", {**options, "p": "inf"})
 
 
-@public
+@public(state="bin_sums")
 @R.keywords(R.RMSCE)
 def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.RMSCE]) -> Result:
     """Root-mean-square calibration error (Kumar et al.'s l2 CE, CE_2).
@@ -176,7 +176,7 @@ def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **option
 # --------------------------------------------------------------------------- smooth ECE
 
 
-@public
+@public(state="grid_sums")
 @R.keywords(R.SmECE)
 def smece(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.SmECE]) -> Result:
     """Smooth ECE (Błasiok & Nakkiran 2023): the calibration error of a kernel-smoothed reliability curve, no bins.
@@ -265,7 +265,7 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
     >>> round(calframe.{func}(df), 6)
     {example}
     """
-    return public(R.keywords(R.Sample)(metric))
+    return public(R.keywords(R.Sample)(metric), state="row_means")
 
 
 brier = _companion("brier", brier_rows, """Brier score: mean (p_1 - y)^2 for two classes (scikit-learn's
@@ -276,7 +276,7 @@ accuracy = _companion("accuracy", lambda s: L.top1(s)[1].astype(np.float64), """
     (ties to the lowest class; binary: class 1 iff p > 0.5).""", "0.75")
 
 
-@public
+@public(state=("bin_sums", "row_means"))
 @R.keywords(R.Sample)
 def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, lens: str | None = None,
             bins: int = 15, disparity: bool = False, **options: Unpack[R.Sample]) -> pl.DataFrame | pd.DataFrame:
@@ -324,7 +324,7 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
     return _run(req, frame, figures, scalar=False)  # type: ignore[no-any-return]
 
 
-@public
+@public(state="bin_table")
 @R.keywords(R.Table)
 def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
                 **options: Unpack[R.Table]) -> pl.DataFrame | pd.DataFrame:

@@ -25,7 +25,7 @@ _DISPARITY_OWN = ("frame", "prob", "label", "by", "ci", "n_boot", "seed", "ci_me
                   "progress")
 
 
-@public
+@public(state="groups")
 @R.with_progress
 def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: str | None = None, *,
               by: Columns = None, ci: float | None = 0.95, n_boot: int = 1000, seed: int | None = 0,

@@ -141,7 +141,7 @@ def _select_rows(scored: Scored, func: str, labels_in: Sequence[int] | None, out
     return scored.subset(mask)
 
 
-@public
+@public(state="vector_sums")
 @R.keywords(R.Sample)
 def gece(
     frame: Frame,

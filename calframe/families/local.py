@@ -38,7 +38,7 @@ def _lce_values(scored: Scored, cols: list[str], gamma: float, req: R.Request
     return LK.lce(x, conf, acc.astype(np.float64), ids, gamma), conf, acc, ids
 
 
-@public
+@public(state="local")
 @R.keywords(R.Kernel)
 def lce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
         name: str = "lce", **options: Unpack[R.Kernel]) -> pl.DataFrame | pd.DataFrame:
@@ -106,7 +106,7 @@ def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nu
 MLCE_COLUMNS = ("n", "mlce", "mean_lce")
 
 
-@public
+@public(state="local")
 @R.keywords(R.Kernel)
 def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
          by: Columns = None, neighbours: Literal["group", "frame"] = "group", **options: Unpack[R.Kernel]) -> Result:
@@ -160,7 +160,7 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     return F.to_flavor(with_keys(req.func, scored.keys, out), scored.flavor)
 
 
-@public
+@public(state="local")
 @R.keywords(R.Local)
 def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
                gammas: Sequence[float] | None = None, **options: Unpack[R.Local]) -> pl.DataFrame | pd.DataFrame:

@@ -31,7 +31,7 @@ from .features import _feature_matrix, _features
 # --------------------------------------------------------------------------- recalibration columns
 
 
-@public
+@public(state="fit")
 @R.with_progress
 def fit(
     frame: Frame,
@@ -157,7 +157,7 @@ def _check_storable_keys(scored: Scored) -> None:
                 )
 
 
-@public
+@public(state="batches")
 @R.with_progress
 def apply(
     frame: Frame,

@@ -36,7 +36,7 @@ from .plan import _run
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
 
 
-@public
+@public(state="bin_sums")
 @R.keywords(R.VECE, bins=10, binning="quantile")
 def vece(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
          name: str = "vece", **options: Unpack[R.VECE]) -> Result:
@@ -94,7 +94,7 @@ def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binn
     return binner
 
 
-@public
+@public(state="bin_sums")
 @R.keywords(R.VMCE, bins=10, binning="quantile")
 def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
          name: str = "vmce", **options: Unpack[R.VMCE]) -> Result:
@@ -113,7 +113,7 @@ def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     return vece(frame, variable, prob, label, p="inf", name=name, **options)
 
 
-@public
+@public(state="variables")
 @R.checked_keywords
 @R.with_progress
 def vece_rank(
@@ -452,7 +452,7 @@ VCE_CURVE_COLUMNS = ("v", "acc", "acc_lo", "acc_hi", "conf", "conf_lo", "conf_hi
 VCE_SUMMARY_COLUMNS = ("n", "v_star", "vce", "v_star_lo", "v_star_hi", "v_star_edge")
 
 
-@public
+@public(state="variables")
 @R.keywords(R.Curve)
 def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | None = None, *,
               smoother: Literal["logistic", "loess"] = "logistic", span: float = 0.9, degree: int = 2,

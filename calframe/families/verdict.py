@@ -18,7 +18,7 @@ from .binned import reliability
 # --------------------------------------------------------------------------- the verdict as a test
 
 
-@public
+@public(state="simulation")
 @R.checked_keywords
 def calibration_test(frame: Frame, prob: Columns = None, label: str | None = None, *, tolerance: float = 0.03,
                      alpha: float = 0.05, by: Columns = None, bins: int | Sequence[float] = 15,

@@ -2,8 +2,8 @@
 ``pip install "calframe[dask]"``; importing calframe alone never imports Dask).
 
 The handle's methods are the public functions the Dask engine runs
-(:data:`calframe.engines.dask.SUPPORTED`), generated from the one public list
-(:mod:`calframe.frames.namespace`); each returns a lazy
+(:func:`calframe.engines.dask.supported`, from its capabilities and the declarations of
+:mod:`calframe.registry`), generated as every handle (:mod:`calframe.frames.namespace`); each returns a lazy
 :class:`calframe.engines.dask.DaskResult` that computes (``.compute()``,
 ``dask.compute(a, b)``) to what calframe returns for a pandas frame.
 ``calframe.ece(ddf, ...)`` is the same call.
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import warnings
 
-from ..engines.dask import SUPPORTED
+from ..engines.dask import supported
 from .namespace import make_handle
 
-__all__ = ["DaskCalib", "REGISTERED", "SUPPORTED", "register"]
+__all__ = ["DaskCalib", "REGISTERED", "register"]
 
-#: ``ddf.calib``: the public functions of :data:`SUPPORTED` bound to a Dask DataFrame
-DaskCalib = make_handle("DaskCalib", SUPPORTED,
+#: ``ddf.calib``: the public functions the Dask engine runs, bound to a Dask DataFrame
+DaskCalib = make_handle("DaskCalib", supported(),
                         "``ddf.calib``: calframe's figures on a Dask DataFrame, computed partition by partition.")
 
 

@@ -1,6 +1,7 @@
-"""The frames given to calframe's top-level functions: :func:`public`, with which every one is defined, sends a
-Dask DataFrame to the Dask engine and a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow Table to the
-narwhals engine (or refuses it, saying what to do).
+"""The frames given to calframe's top-level functions: :func:`public`, with which every one is defined, declares
+the state it is computed from (:mod:`calframe.registry`) and hands a frame to the entry of the engine of its kind
+(``call`` of :mod:`calframe.engines.dask` and :mod:`calframe.engines.narwhals`: refuse, collect or run), chosen
+by the registry; Polars and pandas frames, and LazyFrames, go to the function itself.
 
 ``calframe.ece(ddf, ...)`` is ``ddf.calib.ece(...)``: the same parameters and
 results (a lazy ``DaskResult``); the function parses its request and
@@ -19,47 +20,27 @@ from typing import Any, Callable, TypeVar
 
 import polars as pl
 
-from .._errors import ColumnTypeError, ParameterError
+from .. import registry
 from .._runtime import entry
 from .kinds import is_dask_frame, native_kind
 
-__all__ = ["is_dask_frame", "native_kind", "check_supported", "dask_aware", "takes_frame", "public"]
+__all__ = ["is_dask_frame", "native_kind", "engine_entry", "takes_frame", "public"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def check_supported(name: str) -> None:
-    """Refuse, saying what to do instead, a public function the Dask engine does not run."""
-    from ..engines.dask import SUPPORTED
-
-    if name not in SUPPORTED:
-        raise ColumnTypeError(
-            f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(sorted(SUPPORTED))}). "
-            f"Compute a pandas frame first, e.g. calframe.{name}(ddf.compute()) or on a sample, "
-            f"ddf.sample(frac=0.1).compute()."
-        )
-
-
-def dask_aware(fn: F) -> F:
-    """``fn(frame, ...)``, refusing a Dask DataFrame unless the Dask engine runs ``fn`` (the function itself then
-    sends the parsed request to it); a DuckDB relation, pyarrow Table, Ibis table or PySpark DataFrame goes to
-    :func:`calframe.engines.narwhals.call`."""
+def engine_entry(fn: F) -> F:
+    """``fn(frame, ...)`` through the entry (``call``) of the engine of the frame's kind, when it has one: the
+    registry's choice (:func:`calframe.registry.how`) of refusing, collecting or running ``fn`` there."""
     name = fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        frame = args[0] if args else kwargs.get("frame")
-        if is_dask_frame(frame):
-            check_supported(name)
-            try:
-                inspect.signature(fn).bind(*args, **kwargs)
-            except TypeError as exc:
-                raise ParameterError(f"{name} on a Dask DataFrame (ddf.calib.{name}): {exc}.") from None
-        elif native_kind(frame) is not None:  # DuckDB, pyarrow, Ibis, PySpark: the narwhals engine decides
-            from ..engines import narwhals
-
-            return narwhals.call(name, fn, args, kwargs)
-        return fn(*args, **kwargs)
+        kind = registry.kind_of(args[0] if args else kwargs.get("frame"))
+        call = None if kind is None else getattr(registry.engine(kind), "call", None)
+        if call is None:
+            return fn(*args, **kwargs)
+        return call(name, fn, args, kwargs)
 
     return wrapper  # type: ignore[return-value]
 
@@ -83,8 +64,26 @@ def lazy_out(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def public(fn: F) -> F:
-    """A public function of calframe: the fork check (:func:`calframe._runtime.entry`) around the frame dispatch
-    (:func:`dask_aware`) and :func:`lazy_out`, for a function whose first parameter is ``frame``. Every function
-    of ``calframe.__all__`` is defined with it."""
-    return entry(dask_aware(lazy_out(fn)) if takes_frame(fn) else fn)
+def public(fn: F | None = None, *, state: str | tuple[str, ...] | None = None) -> Any:
+    """A public function of calframe: the fork check (:func:`calframe._runtime.entry`) around the engine's entry
+    (:func:`engine_entry`) and :func:`lazy_out`, for a function whose first parameter is ``frame``, which
+    declares the ``state`` it is computed from (:func:`calframe.registry.declare`). Every function of
+    ``calframe.__all__`` is defined with it.
+
+    >>> @public(state="row_means")
+    ... def mean_prob(frame, prob="prob"):
+    ...     return float(frame[prob].mean())
+    >>> import polars as pl
+    >>> mean_prob(pl.DataFrame({"prob": [0.2, 0.4]})), registry.DECLARED["mean_prob"].states
+    (0.30000000000000004, ('row_means',))
+    >>> _ = registry.DECLARED.pop("mean_prob")
+    """
+    if fn is None:
+        return functools.partial(public, state=state)
+    if not takes_frame(fn):
+        return entry(fn)
+    if state is None:
+        raise TypeError(f"{fn.__name__}: a public function of a frame declares its state: @public(state=...), one "
+                        f"of {sorted(registry.STATES)}")
+    registry.declare(fn.__name__, state)
+    return entry(engine_entry(lazy_out(fn)))

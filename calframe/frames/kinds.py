@@ -1,7 +1,5 @@
-"""What kind of frame an object is: the one frame detector of calframe (engines and surfaces ask it).
-
-Nothing is imported here: a frame can only be of a library's type once that library has been imported, so an
-object is tested against the classes of the modules already in ``sys.modules``.
+"""What kind of frame an object is, as the engines' registry (:mod:`calframe.registry`) detects it: the one
+frame detector of calframe (engines and surfaces ask it).
 
 >>> import polars as pl
 >>> from calframe.frames.kinds import native_kind, is_dask_frame
@@ -11,33 +9,25 @@ object is tested against the classes of the modules already in ``sys.modules``.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-__all__ = ["is_dask_frame", "is_duckdb_relation", "is_spark_frame", "native_kind"]
+from ..registry import ENGINES, instance, kind_of
 
-#: the frames the narwhals engine takes: (kind, module, class name)
-NATIVE = (("pyarrow", "pyarrow", "Table"), ("duckdb", "duckdb", "DuckDBPyRelation"),
-          ("ibis", "ibis.expr.types", "Table"), ("spark", "pyspark.sql", "DataFrame"),
-          ("spark", "pyspark.sql.connect.dataframe", "DataFrame"))
+__all__ = ["is_dask_frame", "is_duckdb_relation", "is_spark_frame", "kind_of", "native_kind"]
 
-
-def _instance(frame: Any, module: str, name: str) -> bool:
-    cls = getattr(sys.modules.get(module), name, None)
-    return isinstance(cls, type) and isinstance(frame, cls)
+#: the kinds of frame the narwhals engine takes
+NARWHALS = tuple(dict.fromkeys(e.kind for e in ENGINES if e.engine == "calframe.engines.narwhals"))
 
 
 def native_kind(frame: Any) -> str | None:
     """"duckdb", "pyarrow", "ibis" or "spark" for a frame of the narwhals engine, else None."""
-    for kind, module, name in NATIVE:
-        if _instance(frame, module, name):
-            return kind
-    return None
+    kind = kind_of(frame)
+    return kind if kind in NARWHALS else None
 
 
 def is_dask_frame(frame: Any) -> bool:
     """Whether ``frame`` is a Dask DataFrame (False whenever Dask has not been imported)."""
-    return _instance(frame, "dask.dataframe", "DataFrame")
+    return instance(frame, "dask.dataframe", "DataFrame")
 
 
 def is_spark_frame(frame: Any) -> bool:
@@ -47,4 +37,4 @@ def is_spark_frame(frame: Any) -> bool:
 
 def is_duckdb_relation(frame: Any) -> bool:
     """Whether ``frame`` is a DuckDB relation."""
-    return _instance(frame, "duckdb", "DuckDBPyRelation")
+    return instance(frame, "duckdb", "DuckDBPyRelation")

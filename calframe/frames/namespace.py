@@ -1,7 +1,7 @@
 """The ``calib`` handles, generated from one list of public names.
 
 :data:`FRAME_FUNCTIONS` is the one list of calframe's public functions that
-take a frame. ``df.calib`` (Polars and pandas), ``calframe.calib(df)`` and
+take a frame: those declared in :mod:`calframe.registry` (by ``@public(state=...)``). ``df.calib`` (Polars and pandas), ``calframe.calib(df)`` and
 ``ddf.calib`` (Dask: the functions its engine runs) are classes generated from
 it, each method forwarding to the function of :mod:`calframe.api` with the
 same name, docstring and signature (``frame`` bound). A handle holds the frame
@@ -15,12 +15,11 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from .. import api, monitoring
+from .. import api, monitoring, registry
 
-#: every public function whose first parameter is the frame
-FRAME_FUNCTIONS = ("ce", "ece", "mce", "rmsce", "reliability", "brier", "log_loss", "accuracy", "summary", "disparity",
-                   "vece", "vmce", "vece_rank", "vce_curve", "gece", "lce", "mlce", "mlce_curve", "fit", "apply", "smece",
-                   "monitor", "calibration_test")
+#: every public function whose first parameter is the frame, in definition order (``api`` and ``monitoring``,
+#: imported above, define them all)
+FRAME_FUNCTIONS = registry.functions()
 
 
 def _method(name: str) -> Any:
