@@ -59,7 +59,7 @@ seed : int
 
 from __future__ import annotations
 
-from .families.binned import accuracy, brier, ce, ece, log_loss, mce, reliability, rmsce, smece, summary
+from .families.binned import accuracy, ace, brier, ce, ece, log_loss, mce, reliability, rmsce, smece, summary
 from .families.disparity import disparity
 from .families.gece import gece
 from .families.local import lce, mlce, mlce_curve
@@ -68,7 +68,7 @@ from .families.variable import VCECurve, vce_curve, vece, vece_rank, vmce
 from .families.verdict import calibration_test
 
 __all__ = [
-    "accuracy", "apply", "brier", "calibration_test", "ce", "disparity", "ece", "fit", "gece", "lce", "load",
+    "accuracy", "ace", "apply", "brier", "calibration_test", "ce", "disparity", "ece", "fit", "gece", "lce", "load",
     "log_loss", "mce", "mlce", "mlce_curve", "reliability", "rmsce", "smece", "summary", "VCECurve", "vce_curve",
     "vece", "vece_rank", "vmce",
 ]

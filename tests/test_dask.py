@@ -527,25 +527,23 @@ def test_signed_zero_and_nan_float_keys(client, func, kw, flavour):
     assert not np.signbit(got["x"].to_numpy(dtype=np.float64, na_value=np.nan)).any()
 
 
-def test_the_spec_lists_what_dask_refuses():
-    """docs/spec.md section 8 said Dask refuses summary, gece, fit and vce_curve, which run (issue 22, 5; the tests
-    above check each against eager): its two lists are the Dask engine's supported() and the other public functions
-    of a frame, and each of the others is refused with the ColumnTypeError that says what to do."""
-    import inspect
+def test_what_dask_refuses_is_refused_with_what_to_do():
+    """docs/spec.md section 8 points at the support matrix: every public function of a frame that the matrix says
+    Dask does not run (the registry's choice, calframe.registry.how) is refused with the ColumnTypeError that says
+    what to do, and the others are ddf.calib's methods."""
     import pathlib
-    import re
+
+    from calframe import registry
 
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "spec.md").read_text()
-    para = re.search(r"Dask runs (.*?)\(`calframe\.engines\.dask\.supported\(\)`\);\s*the functions Dask does not run "
-                     r"\((.*?)\)", text, re.S)
-    runs, refused = (set(re.findall(r"`(\w+)`", part)) for part in para.groups())
-    assert runs == set(cfd.supported())
-    takes_frame = {n for n in calframe.__all__ if inspect.isfunction(getattr(calframe, n))
-                   and next(iter(inspect.signature(getattr(calframe, n)).parameters), None) == "frame"}
-    # monitor: Polars and pandas frames (the spec's next words); calib: the df.calib handle, not a figure
-    assert refused == takes_frame - runs - {"monitor", "calib"}
+    assert "`calframe.engines.dask.supported()`" in text
+    refused = {n for n in registry.functions() if registry.how(n, "dask") == "refused"}
+    assert refused and refused.isdisjoint(cfd.supported())
+    assert set(registry.functions()) == refused | set(cfd.supported())
+    assert "lce" in refused  # local calibration needs the rows
     ddf = dd.from_pandas(_data(60), npartitions=2)
     for name in sorted(refused):
+        args = ("ts",) if name == "monitor" else ()
         with pytest.raises(calframe.ColumnTypeError, match=rf"^{name}: Dask DataFrames are not supported here .*"
                                                            r"Compute a pandas frame first"):
-            getattr(calframe, name)(ddf, **({"features": ["age"]} if "lce" in name else {}))
+            getattr(calframe, name)(ddf, *args, **({"features": ["age"]} if "lce" in name else {}))

@@ -280,3 +280,20 @@ def test_seeded_normal_debiasing_matches_kumar(monkeypatch):
     got = calframe.ce(df, p=1, lens="class:1", estimator="debiased", seed=seed)
     assert got == pytest.approx(ref, rel=1e-10)
     assert got != pytest.approx(calframe.ce(df, p=1, lens="class:1", binning="equal_mass"), rel=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["binary", "top-label", "marginal"])
+@pytest.mark.parametrize("bins", [2, 10, 15])
+def test_ace_is_get_ece_em(mode, bins):
+    """calframe.ace (added through the recipe of docs/design.md) is uncertainty-calibration's equal-mass ECE,
+    ``get_ece_em``: binary (the positive class), top-label and class-averaged."""
+    if mode == "binary":
+        df = binary_frame(2000, bins)
+        p, y, lens = df["prob"].to_numpy(), df["label"].to_numpy(), None
+        ref = calibration.get_ece_em(p, y, num_bins=bins)
+    else:
+        p, y = multiclass_arrays(3000, 4, seed=bins)
+        df, lens = mc_frame(p, y), "top1" if mode == "top-label" else "marginal"
+        ref = calibration.get_ece_em(p, y, num_bins=bins, mode=mode)
+    assert calframe.ace(df, lens=lens, bins=bins) == pytest.approx(ref, rel=1e-12, abs=1e-15)
+    assert calframe.ace(df, lens=lens, bins=bins) == calframe.ece(df, lens=lens, bins=bins, binning="equal_mass")

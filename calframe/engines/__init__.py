@@ -8,35 +8,27 @@
 - :mod:`.narwhals`: DuckDB relations, PySpark DataFrames, Ibis tables and pyarrow Tables, summed in their own
   engine through narwhals (the result in the input's type).
 
-:func:`run_binned` picks the engine by the frame's type.
+:func:`run_binned` asks the registry (:mod:`calframe.registry`) for the engine of the frame's kind; each engine
+module has ``CAPABILITIES`` and ``binned(req, frame, figures)`` (and may have ``call``, its entry for a public
+function).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import figures as F
+from .. import registry
 from .. import request as R
-from ..frames.kinds import is_dask_frame
 from . import eager
-from . import lazy
-from . import narwhals
 
 
 def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | None = None) -> Any:
-    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the Dask engine, the
-    narwhals engine (DuckDB, Spark, Ibis, pyarrow), streamed sums for a LazyFrame that can stream, else the eager
-    engine."""
-    if is_dask_frame(frame):
-        return dask_engine().run(frame, req, figures)
-    if narwhals.native_kind(frame) is not None:
-        return narwhals.run(frame, req)
-    if req.variable is not None or not req.variables:
-        F.check_by_names(req.func, req.by, F.result_columns(req), frame)
-        streamed = lazy.run(frame, req)
-        if streamed is not None:
-            return streamed
-    return eager._evaluate(req, frame, figures)
+    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the ``binned`` of the
+    engine the registry (:mod:`calframe.registry`) names for the frame's kind: Dask's partitions, the narwhals
+    engine (DuckDB, Spark, Ibis, pyarrow), streamed sums for a LazyFrame that can stream, else the eager engine."""
+    kind = registry.kind_of(frame)
+    engine = eager if kind is None else registry.engine(kind)
+    return engine.binned(req, frame, figures)
 
 
 def dask_engine() -> Any:

@@ -22,8 +22,7 @@ frame with the group columns sorted by key, nulls last, ``n`` and the figure).
 Input errors are found per partition by calframe's own ``resolve``; the client
 then gathers every partition's counts and raises the eager path's first
 failing check with its message and the counts over all partitions.
-``calframe.ece(ddf, ...)`` and the other top-level functions send a Dask
-DataFrame here (:mod:`calframe.frames.dispatch`).
+The top-level functions send a Dask DataFrame here (:func:`call`).
 
 Data-dependent bins (``quantile``, ``equal_mass``) need each group's exact
 order statistics. They come from mergeable passes (see :meth:`_Runner.order_stats`):
@@ -387,9 +386,8 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the engine
 
-#: what this engine computes (calframe.registry): the sums of every partition, added; fitting a recalibrator and
-#: the several variables of vece_rank / vce_curve need the rows themselves: their needed columns are computed into
-#: one pandas frame (:func:`collected`), as are bootstrap intervals (``ci=``) of any figure. The others are refused.
+#: what this engine computes (calframe.registry): every partition's sums, added; fits and vece_rank / vce_curve
+#: collect their columns into one pandas frame (:func:`collected`), as ``ci=`` does. The others are refused.
 CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "vector_sums", "batches"}),
                                      collects=frozenset({"variables", "fit"}))}
 
@@ -400,9 +398,8 @@ def supported() -> tuple[str, ...]:
 
 
 def call(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
-    """The public function ``name`` (``fn``) on a Dask DataFrame: refused, saying what to do instead, unless this
-    engine runs it (the function then sends its parsed request here); its arguments are bound first, so a wrong
-    one is a ParameterError naming ``ddf.calib.<name>``."""
+    """``fn`` (the public function ``name``) on a Dask DataFrame, its arguments bound first; refused, saying what
+    to do instead, unless this engine runs it."""
     if how(name, "dask") == "refused":
         raise E.ColumnTypeError(
             f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(sorted(supported()))}). "
@@ -659,6 +656,10 @@ def _eager_figures(req: Request, figures: dict | None, frame: pd.DataFrame, **kw
     from .eager import _evaluate, ce_figures
 
     return _evaluate(req, frame, figures or ce_figures(req), **kw)
+
+
+def binned(req: Request, ddf: Any, figures: dict | None = None) -> DaskResult:
+    return run(ddf, req, figures)  # the registry's entry (calframe.engines.run_binned)
 
 
 def run(ddf: Any, req: Request, figures: dict | None = None) -> DaskResult:

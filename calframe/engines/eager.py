@@ -311,6 +311,11 @@ def _group_counts(scored: Scored) -> np.ndarray:
     return np.bincount(scored.groups, minlength=scored.n_groups).astype(np.int64)
 
 
+def binned(req: R.Request, frame: Frame, figures: dict[str, Figure] | None = None) -> Result:
+    """A request of bin sums on a Polars or pandas frame (the registry's entry, :func:`calframe.engines.run_binned`)."""
+    return _evaluate(req, frame, figures)
+
+
 def _evaluate(
     req: R.Request,
     frame: Frame,

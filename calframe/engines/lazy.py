@@ -81,6 +81,7 @@ from .._lazy import lazy_function
 fixed_to_floats = lazy_function("calframe._kernels.accumulate", "fixed_to_floats")
 from .._limits import check_cells
 from ..registry import Capabilities
+from .eager import _evaluate
 from ..request import Request
 from ..binning import Binning, edge_table, pack_edges, take_each
 # the plan (schema only), the queries' column names and the expressions the passes are built from
@@ -705,6 +706,17 @@ def _cells_query(rows_: pl.LazyFrame, gk: list[str], path: list[str], grids: lis
 
 
 # --------------------------------------------------------------------------- lazy out
+
+
+def binned(req: Request, frame: pl.LazyFrame, figures: dict | None = None) -> Any:
+    """A request of bin sums on a LazyFrame (the registry's entry, :func:`calframe.engines.run_binned`): streamed
+    (:func:`run`) when it can be, else the eager engine on the collected columns."""
+    if req.variable is not None or not req.variables:
+        F.check_by_names(req.func, req.by, F.result_columns(req), frame)
+        streamed = run(frame, req)
+        if streamed is not None:
+            return streamed
+    return _evaluate(req, frame, figures)
 
 
 def run(frame: Any, req: Request) -> pl.LazyFrame | None:

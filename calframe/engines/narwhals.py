@@ -698,6 +698,12 @@ def _unsupported(req: Request) -> str | None:
     return None
 
 
+def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
+    """A request of bin sums on a frame of :func:`native_kind` (the registry's entry,
+    :func:`calframe.engines.run_binned`): :func:`run`."""
+    return run(frame, req)
+
+
 def run(frame: Any, req: Request) -> Any:
     """``req`` (a CE_p figure or a reliability table) on a frame of :func:`native_kind`: the sums in its engine,
     the figures by :mod:`calframe.figures`, the result in the frame's type (module docstring)."""

@@ -134,6 +134,27 @@ def ece(frame: Frame, prob: Columns = None, label: str | None = None, **options:
 
 
 @public(state="bin_sums")
+@R.keywords(R.ECE, binning="equal_mass")
+def ace(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
+    """Adaptive calibration error (Nixon et al. 2019): the ECE over equal-mass bins (CE_1, plugin).
+
+    Each of the ``bins`` bins holds the same number of rows (uncertainty-calibration's ``get_equal_bins``), so
+    every bin's gap is measured on as many rows, wherever the predictions crowd; this is
+    uncertainty-calibration's ``get_ece_em``. ``ce(p=1, binning="equal_mass")``, with the options of
+    :func:`ece`; ``lens="marginal"`` gives the class-averaged form of the paper. ``binning="quantile"`` bins by
+    pandas.qcut instead; equal-mass bins take no ``weights``.
+
+    Examples
+    --------
+    >>> import polars as pl, calframe
+    >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
+    >>> round(calframe.ace(df, bins=2), 6)  # calibration.get_ece_em(p, y, num_bins=2)
+    0.2
+    """
+    return _ce(frame, prob, label, "ace", "ace", {**options, "p": 1})
+
+
+@public(state="bin_sums")
 @R.keywords(R.ECE)
 def mce(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Maximum calibration error: the largest |mean confidence - accuracy| over non-empty bins (CE_inf).
