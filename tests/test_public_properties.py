@@ -780,6 +780,8 @@ def result_problems(got: Any, want: Any, flavour: str, input_columns: set[str], 
             bad_rows = ~np.isfinite(v)
             if empty is not None:
                 bad_rows &= ~empty  # gece: a group the selection emptied is NaN with n = 0 (documented)
+            if "leak" in want.columns:  # vece_rank: a variable that leaks the label is listed, not measured (null)
+                bad_rows &= want["leak"].is_null().to_numpy()
             if bad_rows.any():
                 problems.append(f"column {c!r} has non-finite values {v[bad_rows][:3].tolist()} in "
                                 f"{int(bad_rows.sum())} rows")
