@@ -223,70 +223,56 @@ def _scalar_lens(lens: Lens, binary: bool, func: str) -> Lens:
 
 
 def lens_exprs(lens: Lens, probs: "pl.Expr | Sequence[pl.Expr]", label: pl.Expr, *, k: int | None = None,
-               label_kind: str = "int", func: str = "calframe") -> tuple[pl.Expr, pl.Expr]:
-    """(conf, acc) Float64 Polars expressions of a scalar lens, the same numbers as :func:`scalar`.
+               label_kind: str = "int", func: str = "calframe", ns: Any = pl) -> tuple[pl.Expr, pl.Expr]:
+    """(conf, acc) Float64 expressions of a scalar lens, the same numbers as :func:`scalar`: Polars expressions,
+    or narwhals ones with ``ns=narwhals`` (DuckDB, Spark, Ibis, pyarrow), from this one text.
 
     ``probs`` is one Float64 expression (binary input: the positive-class
     probability), a sequence of the K class probabilities as Float64
-    expressions, or, with ``k=K``, one ``Array(Float64, K)`` expression.
+    expressions, or, with ``k=K``, one ``Array(Float64, K)`` expression (Polars).
     ``label`` is the label column, of ``label_kind`` "bool", "int" or "float"
     (valid labels: 0/1 or Boolean on binary input, 0..K-1 otherwise; what
     other rows give is unspecified, the caller checks them). The default lens
     is resolved here; a class past K is the ParameterError of
-    :func:`parse_lens` naming ``func``.
+    :func:`parse_lens` naming ``func``. Top-1 ties go to the lowest class index, as numpy.argmax
+    (:func:`predicted`).
 
     >>> conf, acc = lens_exprs(Lens("top1"), pl.col("p"), pl.col("y"))
     >>> pl.DataFrame({"p": [0.2, 0.5, 0.9], "y": [0, 1, 1]}).select(conf, acc.alias("acc")).rows()
     [(0.8, 1.0), (0.5, 0.0), (0.9, 1.0)]
     """
-    binary = isinstance(probs, pl.Expr) and k is None
+    binary = not isinstance(probs, (list, tuple)) and k is None
     lens = _scalar_lens(lens, binary, func)
     if binary:
-        return binary_rule(lens, probs, label.cast(pl.Float64))
-    if isinstance(probs, pl.Expr):
+        return binary_rule(lens, probs, label.cast(ns.Float64))
+    if not isinstance(probs, (list, tuple)):  # a Polars Array column
         assert k is not None
         classes = [probs.arr.get(j) for j in range(k)]
     else:
         classes, k = list(probs), len(probs)
     if lens.kind == "class":
         parse_lens(func, lens, k)
-        return classes[lens.c], label_is(label, lens.c, label_kind).cast(pl.Float64)
-    if isinstance(probs, pl.Expr):
+        return classes[lens.c], label_is(label, lens.c, label_kind).cast(ns.Float64)
+    if not isinstance(probs, (list, tuple)):
         conf, pred = probs.arr.max(), probs.arr.arg_max()  # arg_max: ties to the lowest index, as numpy.argmax
+    elif ns is pl and k > 16:
+        conf, pred = pl.max_horizontal(classes), pl.concat_arr(classes).arr.arg_max()
     else:
-        conf = pl.max_horizontal(classes)
-        if k <= 16:
-            chain = pl.when(classes[0] == conf).then(pl.lit(0, pl.Int64))
-            for j in range(1, k - 1):
-                chain = chain.when(classes[j] == conf).then(pl.lit(j, pl.Int64))
-            pred = chain.otherwise(pl.lit(k - 1, pl.Int64))  # the first maximum wins
-        else:
-            pred = pl.concat_arr(classes).arr.arg_max()
-    correct = (pred.cast(pl.Float64) == label) if label_kind == "float" else (pred.cast(pl.Int64) == label)
-    return conf, correct.cast(pl.Float64)
+        conf = ns.max_horizontal(*classes)
+        pred = ns.lit(k - 1)
+        for j in range(k - 2, -1, -1):  # the first maximum wins
+            pred = ns.when(classes[j] == conf).then(ns.lit(j)).otherwise(pred)
+    correct = (pred.cast(ns.Float64) == label) if label_kind == "float" else (pred.cast(ns.Int64) == label)
+    return conf, correct.cast(ns.Float64)
 
 
 def lens_nw(lens: Lens, probs: Any, label: Any, *, label_kind: str = "int",
             func: str = "calframe") -> tuple[Any, Any]:
-    """(conf, acc) Float64 narwhals expressions of a scalar lens (DuckDB, Spark, Ibis, pyarrow), the same numbers
-    as :func:`scalar` and :func:`lens_exprs`: ``probs`` is one Float64 expression (binary input) or a list of the
-    K class probabilities; ``label`` as in :func:`lens_exprs`. Ties go to the lowest class index."""
+    """:func:`lens_exprs` in narwhals expressions: ``probs`` is one Float64 expression (binary input) or a list of
+    the K class probabilities."""
     import narwhals as nw
 
-    binary = not isinstance(probs, (list, tuple))
-    lens = _scalar_lens(lens, binary, func)
-    if binary:
-        return binary_rule(lens, probs, label.cast(nw.Float64))
-    k = len(probs)
-    if lens.kind == "class":
-        parse_lens(func, lens, k)
-        return probs[lens.c], label_is(label, lens.c, label_kind).cast(nw.Float64)
-    conf = nw.max_horizontal(*probs)
-    pred = nw.lit(k - 1)
-    for j in range(k - 2, -1, -1):  # the first maximum wins
-        pred = nw.when(probs[j] == conf).then(nw.lit(j)).otherwise(pred)
-    correct = (pred.cast(nw.Float64) == label) if label_kind == "float" else (pred.cast(nw.Int64) == label)
-    return conf, correct.cast(nw.Float64)
+    return lens_exprs(lens, probs, label, label_kind=label_kind, func=func, ns=nw)
 
 
 def lens_sql(lens: Lens, p: str, y: str) -> tuple[str, str]:

@@ -223,10 +223,35 @@ def _pairwise_sum(terms: list[pl.Expr]) -> pl.Expr:
     return _pairwise_sum(terms[:n2]) + _pairwise_sum(terms[n2:])
 
 
-def _class_probs(plan: _Plan) -> list[pl.Expr]:
+# The row expressions below are written once for Polars (``ns=polars``, the default: the lazy engine) and
+# narwhals (``ns=narwhals``: the narwhals engine), over the methods the two share.
+
+
+def _f64(plan: _Plan, c: str, ns: Any = pl) -> Any:
+    """Column ``c`` as Float64 (cast only when it is not one already: fewer nodes for the engine to build)."""
+    return ns.col(c) if plan.schema[c] == pl.Float64 else ns.col(c).cast(ns.Float64)
+
+
+def _all(parts: list[Any]) -> Any:
+    """``parts[0] & parts[1] & ...`` (Kleene logic, as ``all_horizontal``)."""
+    out = parts[0]
+    for p in parts[1:]:
+        out = out & p
+    return out
+
+
+def _any(parts: list[Any]) -> Any:
+    """``parts[0] | parts[1] | ...``."""
+    out = parts[0]
+    for p in parts[1:]:
+        out = out | p
+    return out
+
+
+def _class_probs(plan: _Plan, ns: Any = pl) -> list[Any]:
     """The K class probabilities as float64 expressions (multiclass)."""
     if plan.multi_cols:
-        return [pl.col(c).cast(pl.Float64) for c in plan.prob_cols]
+        return [_f64(plan, c, ns) for c in plan.prob_cols]
     a = _array(plan)
     return [a.arr.get(j) for j in range(plan.k)]
 
@@ -239,25 +264,25 @@ def _array(plan: _Plan) -> pl.Expr:
     return a
 
 
-def _binary_prob(plan: _Plan) -> pl.Expr:
-    return pl.col(plan.prob_cols[0]).cast(pl.Float64)
+def _binary_prob(plan: _Plan, ns: Any = pl) -> Any:
+    return _f64(plan, plan.prob_cols[0], ns)
 
 
 def _row_sum(plan: _Plan) -> pl.Expr:
     return _pairwise_sum(_class_probs(plan))
 
 
-def _prob_ok(plan: _Plan) -> pl.Expr:
+def _prob_ok(plan: _Plan, ns: Any = pl) -> Any:
     """True where the row's probabilities are valid (null / False otherwise)."""
     if plan.binary:
-        p = _binary_prob(plan)
+        p = _binary_prob(plan, ns)
         return (p >= 0.0) & (p <= 1.0)
-    ps = _class_probs(plan)
+    ps = _class_probs(plan, ns)
     if plan.array and plan.k > 16:
         a = _array(plan)
         in_unit = (a.arr.min() >= 0.0) & (a.arr.max() <= 1.0)  # NaN rows fail the sum test below
     else:
-        in_unit = pl.all_horizontal([(p >= 0.0) & (p <= 1.0) for p in ps])
+        in_unit = _all([(p >= 0.0) & (p <= 1.0) for p in ps])
     # Polars orders NaN above every number: a NaN sum fails "<= tol"; a null element makes the sum null
     return in_unit & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
 
@@ -276,10 +301,10 @@ def _label_ok(plan: _Plan, y: Any = None) -> pl.Expr:
     return ok
 
 
-def _raw_weights(plan: _Plan) -> pl.Expr:
+def _raw_weights(plan: _Plan, ns: Any = pl) -> Any:
     """The caller's weights as Float64 (their checks: finite, non-negative, positive total do not depend on a
     scale)."""
-    return pl.col(plan.weight_col).cast(pl.Float64)  # type: ignore[arg-type]
+    return _f64(plan, plan.weight_col, ns)  # type: ignore[arg-type]
 
 
 def _factors(e: int) -> tuple[float, float]:
@@ -314,14 +339,14 @@ def _group_scales(plan: _Plan, keys: pl.DataFrame | None) -> float | np.ndarray:
     return keys.join(table, on=plan.by_cols, how="left", nulls_equal=True, maintain_order="left")[_SCALE].to_numpy()
 
 
-def _var_expr(plan: _Plan) -> pl.Expr:
-    return pl.col(plan.var_col).cast(pl.Float64)  # type: ignore[arg-type]
+def _var_expr(plan: _Plan, ns: Any = pl) -> Any:
+    return _f64(plan, plan.var_col, ns)  # type: ignore[arg-type]
 
 
-def _var_ok(plan: _Plan) -> pl.Expr | None:
+def _var_ok(plan: _Plan, ns: Any = pl) -> Any:
     if plan.var_col is None or plan.var_kind != "numeric":
         return None
-    v = _var_expr(plan)
+    v = _var_expr(plan, ns)
     ok = v.is_finite()
     if plan.binning.edges is not None:
         e = plan.binning.edges
@@ -329,31 +354,108 @@ def _var_ok(plan: _Plan) -> pl.Expr | None:
     return ok
 
 
-def _keep(plan: _Plan) -> pl.Expr | None:
-    """nulls='drop': rows without a null in a checked column."""
+def _keep(plan: _Plan, ns: Any = pl) -> Any:
+    """nulls='drop': rows without a null in a checked column (None: every row is kept)."""
     if plan.nulls != "drop":
         return None
-    return pl.all_horizontal([pl.col(c).is_not_null() for c in plan.checked])
+    return _all([~ns.col(c).is_null() for c in plan.checked])
 
 
-def _row_ok(plan: _Plan) -> pl.Expr:
-    parts = [_prob_ok(plan), _label_ok(plan)]
+def _row_ok(plan: _Plan, ns: Any = pl) -> Any:
+    """True where the row passes every row check (False or null for a bad row; null for a null one)."""
+    parts = [_prob_ok(plan, ns), _label_ok(plan, ns.col(plan.label_col))]
     if plan.weight_col is not None:
-        w = _raw_weights(plan)
+        w = _raw_weights(plan, ns)
         parts.append(w.is_finite() & (w >= 0.0))
-    v = _var_ok(plan)
+    v = _var_ok(plan, ns)
     if v is not None:
         parts.append(v)
     elif plan.var_col is not None:
-        parts.append(pl.col(plan.var_col).is_not_null())
-    return pl.all_horizontal(parts)
+        parts.append(~ns.col(plan.var_col).is_null())
+    return _all(parts)
 
 
-def _lensed(plan: _Plan) -> tuple[pl.Expr, pl.Expr]:
+def _lensed(plan: _Plan, ns: Any = pl) -> tuple[Any, Any]:
     """(conf, acc) float64 expressions of the plan's scalar lens (:func:`calframe.lenses.lens_exprs`)."""
-    probs = _binary_prob(plan) if plan.binary else _array(plan) if plan.array else _class_probs(plan)
-    return L.lens_exprs(plan.lens, probs, pl.col(plan.label_col), k=plan.k if plan.array else None,
-                        label_kind=plan.label_kind or "int", func=plan.func)
+    probs = _binary_prob(plan, ns) if plan.binary else _array(plan) if plan.array else _class_probs(plan, ns)
+    return L.lens_exprs(plan.lens, probs, ns.col(plan.label_col), k=plan.k if plan.array else None,
+                        label_kind=plan.label_kind or "int", func=plan.func, ns=ns)
+
+
+def _label_outside(plan: _Plan, ns: Any = pl) -> Any:
+    y = ns.col(plan.label_col)
+    return ((y < 0) | (y >= plan.k)).fill_null(False)
+
+
+def detail_aggs(plan: _Plan, ns: Any = pl) -> dict[str, Any]:
+    """The error path's one pass: every count the ordered checks (``lazy._run_checks``) need, as aggregations
+    (Polars, or narwhals with ``ns=narwhals``); :func:`detail_row` reads the collected row."""
+    keep = _keep(plan, ns)
+
+    def kept(e: Any) -> Any:
+        return e if keep is None else ns.when(keep).then(e)
+
+    def count(e: Any) -> Any:
+        return kept(e.fill_null(False)).cast(ns.Int64).sum()
+
+    aggs: dict[str, Any] = {"n_total": ns.len()}
+    for i, c in enumerate(plan.checked):
+        aggs[f"null{i}"] = ns.col(c).is_null().cast(ns.Int64).sum()
+    aggs["n_kept"] = ns.len() if keep is None else keep.cast(ns.Int64).sum()
+    if plan.prob_ok:
+        ps = [_binary_prob(plan, ns)] if plan.binary else _class_probs(plan, ns)
+        fins = [p.is_finite().fill_null(False) for p in ps]
+        aggs["prob_nonfinite"] = count(~_all(fins))
+        aggs["prob_outside"] = count(_any([f & ((p < 0.0) | (p > 1.0)) for p, f in zip(ps, fins)]))
+        fin_only = [kept(ns.when(f).then(p)) for p, f in zip(ps, fins)]
+        aggs["prob_lo"] = ns.min_horizontal(*fin_only).min() if len(ps) > 1 else fin_only[0].min()
+        aggs["prob_hi"] = ns.max_horizontal(*fin_only).max() if len(ps) > 1 else fin_only[0].max()
+        if not plan.binary:
+            s = _pairwise_sum(ps)
+            dev = (s - 1.0).abs()
+            off = kept((dev > SUM_TOLERANCE).fill_null(False)).fill_null(False)
+            aggs["sum_bad"] = off.cast(ns.Int64).sum()
+            if ns is pl:  # the first row furthest from 1, as the eager check reports it
+                aggs["sum_worst"] = s.filter(off).get(dev.filter(off).arg_max(), null_on_oob=True)
+            else:  # no row order: the sum furthest from 1, above 1 in a tie (detail_row)
+                aggs["sum_top"] = ns.when(off).then(s).max()
+                aggs["sum_bottom"] = ns.when(off).then(s).min()
+    if plan.label_kind is not None:
+        y = ns.col(plan.label_col)
+        if plan.label_kind == "float":
+            aggs["label_nonwhole"] = count(~y.is_finite() | (y != y.floor()))
+        if plan.label_kind != "bool":
+            aggs["label_outside"] = count(_label_outside(plan, ns))
+    if plan.weight_col is not None and plan.weights_ok:
+        w = _raw_weights(plan, ns)
+        aggs["w_bad"] = count(~w.is_finite() | (w < 0.0))
+        aggs["w_sum"] = kept(w).sum()
+    if plan.var_col is not None and plan.var_kind is not None:
+        if plan.var_kind == "numeric":
+            v = _var_expr(plan, ns)
+            aggs["var_nonfinite"] = count(~v.is_finite())
+            aggs["var_min"] = kept(v).min()
+            aggs["var_max"] = kept(v).max()
+            if plan.binning.edges is not None:
+                e = plan.binning.edges
+                aggs["var_outside"] = count((v < e[0]) | (v > e[-1]))
+        else:  # n_unique counts a null (narwhals: detail_row takes it off)
+            v = kept(ns.col(plan.var_col))
+            aggs["var_unique"] = v.drop_nulls().n_unique() if ns is pl else v.n_unique()
+            if ns is not pl:
+                aggs["var_nulls"] = v.is_null().cast(ns.Int64).sum()
+    return {k: e.alias(k) for k, e in aggs.items()}
+
+
+def detail_row(plan: _Plan, row: dict[str, Any]) -> dict[str, Any]:
+    """The collected row of :func:`detail_aggs`, as the checks read it."""
+    if row.get("var_nulls"):
+        row["var_unique"] -= 1
+    if row.get("sum_bad") and "sum_worst" not in row:
+        top, bottom = row["sum_top"], row["sum_bottom"]
+        row["sum_worst"] = top if bottom is None or (top is not None and top - 1.0 >= 1.0 - bottom) else bottom
+    row["nulls"] = {c: int(row[f"null{i}"] or 0) for i, c in enumerate(plan.checked)}
+    return row
 
 
 def _bin_stages(plan: _Plan, conf_col: str) -> list[dict[str, pl.Expr]]:

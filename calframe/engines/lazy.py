@@ -85,7 +85,8 @@ from .eager import _evaluate
 from ..request import Request
 from ..binning import Binning, edge_table, pack_edges, take_each
 # the plan (schema only), the queries' column names and the expressions the passes are built from
-from ._lazy_plan import (_ACC, _BAD, _BIN, _CATV, _CNT, _CONF, _EB, _F1, _F2, _KEEP, _LEN, _MAX, _MAX_BUCKET, _MIN,
+from . import _lazy_plan as P
+from ._lazy_plan import (detail_aggs, detail_row, _ACC, _BAD, _BIN, _CATV, _CNT, _CONF, _EB, _F1, _F2, _KEEP, _LEN, _MAX, _MAX_BUCKET, _MIN,
                          _NODE, _OK, _ONE, _P, _SA, _SC, _SCALE, _TWO64, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS,
                          FIXED_BITS, WEIGHTED_BITS, _Plan, _bin_stages, _binary_prob, _class_probs, _factors,
                          _group_scales, _keep, _key_cols, _lensed, _raw_weights, _row_ok, _row_sum, _var_expr,
@@ -222,73 +223,13 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
 
 
 def _detail_stats(plan: _Plan, lf: pl.LazyFrame) -> dict[str, Any]:
-    """Every count the ordered checks need (the error path: a second streaming pass)."""
-    keep = _keep(plan)
-
-    def kept(e: pl.Expr) -> pl.Expr:
-        return e if keep is None else e.filter(keep)
-
-    aggs: dict[str, pl.Expr] = {"n_total": pl.len()}
-    for i, c in enumerate(plan.checked):
-        aggs[f"null{i}"] = pl.col(c).null_count()
-    aggs["n_kept"] = pl.len() if keep is None else keep.sum()
-    if plan.prob_ok:
-        if plan.binary:
-            p = _binary_prob(plan)
-            fin = p.is_finite()
-            aggs["prob_nonfinite"] = kept((~fin).fill_null(False)).sum()
-            aggs["prob_outside"] = kept((fin & ((p < 0.0) | (p > 1.0))).fill_null(False)).sum()
-            aggs["prob_lo"] = kept(p.filter(fin)).min() if keep is None else p.filter(fin & keep).min()
-            aggs["prob_hi"] = kept(p.filter(fin)).max() if keep is None else p.filter(fin & keep).max()
-        else:
-            ps = _class_probs(plan)
-            fins = [p.is_finite().fill_null(False) for p in ps]
-            aggs["prob_nonfinite"] = kept(~pl.all_horizontal(fins)).sum()
-            aggs["prob_outside"] = kept(pl.any_horizontal([f & ((p < 0.0) | (p > 1.0)) for p, f in zip(ps, fins)])).sum()
-            fin_only = [pl.when(f).then(p) for p, f in zip(ps, fins)]
-            aggs["prob_lo"] = kept(pl.min_horizontal(fin_only)).min()
-            aggs["prob_hi"] = kept(pl.max_horizontal(fin_only)).max()
-            s = _row_sum(plan)
-            dev = (s - 1.0).abs()
-            off = (dev > SUM_TOLERANCE).fill_null(False)
-            sel = off if keep is None else off & keep
-            aggs["sum_bad"] = sel.sum()
-            aggs["sum_worst"] = s.filter(sel).get(dev.filter(sel).arg_max(), null_on_oob=True)
-    if plan.label_kind is not None:
-        y = pl.col(plan.label_col)
-        if plan.label_kind == "float":
-            frac = (~y.is_finite() | (y != y.floor())).fill_null(False)
-            aggs["label_nonwhole"] = kept(frac).sum()
-        if plan.label_kind != "bool":
-            aggs["label_outside"] = kept(_label_outside(plan)).sum()
-    if plan.weight_col is not None and plan.weights_ok:
-        w = _raw_weights(plan)
-        aggs["w_bad"] = kept((~w.is_finite() | (w < 0.0)).fill_null(False)).sum()
-        aggs["w_sum"] = kept(w).sum()
-    if plan.var_col is not None and plan.var_kind is not None:
-        if plan.var_kind == "numeric":
-            v = _var_expr(plan)
-            aggs["var_nonfinite"] = kept((~v.is_finite()).fill_null(False)).sum()
-            aggs["var_min"] = kept(v).min()
-            aggs["var_max"] = kept(v).max()
-            if plan.binning.edges is not None:
-                e = plan.binning.edges
-                aggs["var_outside"] = kept(((v < e[0]) | (v > e[-1])).fill_null(False)).sum()
-        else:
-            aggs["var_unique"] = kept(pl.col(plan.var_col)).drop_nulls().n_unique()
-    row = _collect(lf.select(**aggs)).row(0, named=True)
-    row["nulls"] = {c: int(row[f"null{i}"] or 0) for i, c in enumerate(plan.checked)}
-    return row
-
-
-def _label_outside(plan: _Plan) -> pl.Expr:
-    y = pl.col(plan.label_col)
-    return ((y < 0) | (y >= plan.k)).fill_null(False)
+    """Every count the ordered checks need (the error path: a second streaming pass, :func:`detail_aggs`)."""
+    return detail_row(plan, _collect(lf.select(**detail_aggs(plan))).row(0, named=True))
 
 
 def _outside_labels(plan: _Plan, lf: pl.LazyFrame) -> list[Any]:
     keep = _keep(plan)
-    sel = _label_outside(plan) if keep is None else _label_outside(plan) & keep
+    sel = P._label_outside(plan) if keep is None else P._label_outside(plan) & keep
     vals = _collect(lf.filter(sel).select(pl.col(plan.label_col).unique()))[plan.label_col].sort()
     return vals.head(5).to_list()
 

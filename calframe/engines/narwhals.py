@@ -53,10 +53,11 @@ from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
 from ..frames.kinds import native_kind
 from ..registry import Capabilities, functions_on, how
 from ..request import Request
+from . import _lazy_plan as P
 from . import lazy as LZ
 from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P,
                          _SA, _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors,
-                         _label_ok, _pairwise_sum)
+                         _all, _any, _label_ok, _pairwise_sum)
 
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
@@ -174,76 +175,37 @@ def _collect(q: Any) -> pl.DataFrame:
 # --------------------------------------------------------------------------- expressions
 
 
-def _f64(plan: LZ._Plan, c: str) -> Any:
-    """Column ``c`` as Float64 (cast only when it is not one already: fewer nodes for the engine to build)."""
-    nw = _nw()
-    return nw.col(c) if plan.schema[c] == pl.Float64 else nw.col(c).cast(nw.Float64)
+# the row expressions of the lazy engine's plan (engines/_lazy_plan.py), in narwhals
 
 
 def _class_probs(plan: LZ._Plan) -> list[Any]:
-    return [_f64(plan, c) for c in plan.prob_cols]
+    return P._class_probs(plan, _nw())
 
 
 def _binary_prob(plan: LZ._Plan) -> Any:
-    return _f64(plan, plan.prob_cols[0])
-
-
-def _all(parts: list[Any]) -> Any:
-    out = parts[0]
-    for p in parts[1:]:
-        out = out & p
-    return out
-
-
-def _prob_ok(plan: LZ._Plan) -> Any:
-    if plan.binary:
-        p = _binary_prob(plan)
-        return (p >= 0.0) & (p <= 1.0)
-    ps = _class_probs(plan)
-    return _all([(p >= 0.0) & (p <= 1.0) for p in ps]) & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
+    return P._binary_prob(plan, _nw())
 
 
 def _raw_weights(plan: LZ._Plan) -> Any:
-    return _f64(plan, plan.weight_col)
+    return P._raw_weights(plan, _nw())
 
 
 def _var(plan: LZ._Plan) -> Any:
-    return _f64(plan, plan.var_col)
+    return P._var_expr(plan, _nw())
 
 
 def _keep(plan: LZ._Plan) -> Any:
     """nulls='drop': rows without a null in a checked column (None: every row is kept)."""
-    if plan.nulls != "drop":
-        return None
-    nw = _nw()
-    return _all([~nw.col(c).is_null() for c in plan.checked])
+    return P._keep(plan, _nw())
 
 
 def _row_ok(plan: LZ._Plan) -> Any:
     """True where the row passes every row check (False for a bad or a null row)."""
-    nw = _nw()
-    parts = [_prob_ok(plan), _label_ok(plan, nw.col(plan.label_col))]
-    if plan.weight_col is not None:
-        w = _raw_weights(plan)
-        parts.append(w.is_finite() & (w >= 0.0))
-    if plan.var_col is not None:
-        if plan.var_kind == "numeric":
-            v = _var(plan)
-            ok = v.is_finite()
-            if plan.binning.edges is not None:
-                e = plan.binning.edges
-                ok = ok & (v >= e[0]) & (v <= e[-1])
-            parts.append(ok)
-        else:
-            parts.append(~nw.col(plan.var_col).is_null())
-    return _all(parts).fill_null(False)
+    return P._row_ok(plan, _nw()).fill_null(False)
 
 
 def _lensed(plan: LZ._Plan) -> tuple[Any, Any]:
-    nw = _nw()
-    probs = _binary_prob(plan) if plan.binary else _class_probs(plan)
-    return L.lens_nw(plan.lens, probs, nw.col(plan.label_col), label_kind=plan.label_kind or "int",
-                     func=plan.func)
+    return P._lensed(plan, _nw())
 
 
 def _key_cols(plan: LZ._Plan, schema: Any) -> list[Any]:
@@ -498,75 +460,18 @@ class _Run:
             res = res.with_columns(pl.col(_SA).cast(pl.Float64))
         return _exact(res, summed, self.wide)
 
-    # the error path: every count the ordered checks need (lazy._detail_stats in narwhals)
+    # the error path
 
     def detail(self) -> dict[str, Any]:
+        """Every count the ordered checks need (:func:`~._lazy_plan.detail_aggs`), and the labels outside."""
         nw, plan = self.nw, self.plan
-        keep = _keep(plan)
-
-        def kept(e: Any) -> Any:
-            return e if keep is None else nw.when(keep).then(e)
-
-        def count(e: Any) -> Any:
-            return kept(e.fill_null(False)).cast(nw.Int64).sum()
-
-        aggs: dict[str, Any] = {"n_total": nw.len()}
-        for i, c in enumerate(plan.checked):
-            aggs[f"null{i}"] = nw.col(c).is_null().cast(nw.Int64).sum()
-        aggs["n_kept"] = nw.len() if keep is None else keep.cast(nw.Int64).sum()
-        if plan.prob_ok:
-            ps = [_binary_prob(plan)] if plan.binary else _class_probs(plan)
-            fins = [p.is_finite().fill_null(False) for p in ps]
-            aggs["prob_nonfinite"] = count(~_all(fins))
-            aggs["prob_outside"] = count(_any([f & ((p < 0.0) | (p > 1.0)) for p, f in zip(ps, fins)]))
-            fin_only = [kept(nw.when(f).then(p)) for p, f in zip(ps, fins)]
-            aggs["prob_lo"] = nw.min_horizontal(*fin_only).min() if len(ps) > 1 else fin_only[0].min()
-            aggs["prob_hi"] = nw.max_horizontal(*fin_only).max() if len(ps) > 1 else fin_only[0].max()
-            if not plan.binary:
-                s = _pairwise_sum(ps)
-                off = kept(((s - 1.0).abs() > SUM_TOLERANCE).fill_null(False))
-                aggs["sum_bad"] = off.fill_null(False).cast(nw.Int64).sum()
-                aggs["sum_top"] = nw.when(off).then(s).max()
-                aggs["sum_bottom"] = nw.when(off).then(s).min()
-        if plan.label_kind is not None:
-            y = nw.col(plan.label_col)
-            if plan.label_kind == "float":
-                aggs["label_nonwhole"] = count(~y.is_finite() | (y != y.floor()))
-            if plan.label_kind != "bool":
-                aggs["label_outside"] = count(self.label_outside())
-        if plan.weight_col is not None and plan.weights_ok:
-            w = _raw_weights(plan)
-            aggs["w_bad"] = count(~w.is_finite() | (w < 0.0))
-            aggs["w_sum"] = kept(w).sum()
-        if plan.var_col is not None and plan.var_kind is not None:
-            if plan.var_kind == "numeric":
-                v = _var(plan)
-                aggs["var_nonfinite"] = count(~v.is_finite())
-                aggs["var_min"] = kept(v).min()
-                aggs["var_max"] = kept(v).max()
-                if plan.binning.edges is not None:
-                    e = plan.binning.edges
-                    aggs["var_outside"] = count((v < e[0]) | (v > e[-1]))
-            else:
-                aggs["var_unique"] = kept(nw.col(plan.var_col)).n_unique()
-        row = _collect(self.eng.lf.select(**{k: v.alias(k) for k, v in aggs.items()})).row(0, named=True)
-        if "var_unique" in row:  # n_unique counts a null
-            nulls = _collect(self.eng.lf.select(kept(nw.col(plan.var_col)).is_null().cast(nw.Int64).sum()
-                                                .alias("n"))).item()
-            row["var_unique"] -= 1 if nulls else 0
-        if row.get("sum_bad"):  # the sum furthest from 1 (the first of a tie: above 1)
-            top, bottom = row["sum_top"], row["sum_bottom"]
-            row["sum_worst"] = top if bottom is None or (top is not None and top - 1.0 >= 1.0 - bottom) else bottom
+        row = P.detail_row(plan, _collect(self.eng.lf.select(*P.detail_aggs(plan, nw).values())).row(0, named=True))
         if row.get("label_outside"):
-            sel = self.label_outside() if keep is None else self.label_outside() & keep
+            keep = _keep(plan)
+            sel = P._label_outside(plan, nw) if keep is None else P._label_outside(plan, nw) & keep
             vals = _collect(self.eng.lf.filter(sel).select(nw.col(plan.label_col)).unique())[plan.label_col]
             row["outside_labels"] = vals.sort().head(5).to_list()
-        row["nulls"] = {c: int(row[f"null{i}"] or 0) for i, c in enumerate(plan.checked)}
         return row
-
-    def label_outside(self) -> Any:
-        y = self.nw.col(self.plan.label_col)
-        return ((y < 0) | (y >= self.plan.k)).fill_null(False)
 
     def fail(self) -> None:
         LZ._run_checks(self.plan, self.detail(), None)
@@ -657,13 +562,6 @@ class _Run:
         edges = np.concatenate([padded[g, : n_edges[g]] for g in range(groups.height)])
         bins = Bins(None, n_bins, edges, offsets, plan.binning)
         return sums_, keys, counts, cnt, bins
-
-
-def _any(parts: list[Any]) -> Any:
-    out = parts[0]
-    for p in parts[1:]:
-        out = out | p
-    return out
 
 
 def _sum_ints(parts: list[Any]) -> Any:
