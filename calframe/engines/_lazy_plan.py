@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from .. import lenses as L
-from .._columns import SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names
+from .._columns import SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names, weight_exponents
 from .. import _errors as E
 from .._errors import CalframeError, bad_param
 from .._names import PREFIX, key_names
@@ -321,6 +321,20 @@ def _weights_expr(plan: _Plan) -> pl.Expr:
     f1, f2 = _factors(int(np.frexp(plan.weight_scale)[1]) - 1)
     w = w * f1 if f1 != 1.0 else w  # 2^-e past float64: scale up in two exact steps (a subnormal times 2^1022)
     return w * f2 if f2 != 1.0 else w
+
+
+def set_scales(plan: _Plan, tops: pl.DataFrame) -> None:
+    """The weights' powers of two from ``tops``, the largest kept weight (column ``_W``) of each group (key columns
+    ``plan.keys``): the eager path's (``_columns.weight_exponents``; 1.0 when it is not a positive finite number:
+    the checks then report the bad weights or their zero total). One scale for all (``plan.weight_scale``) when
+    every group has the same; else ``plan.scale_table``."""
+    e = weight_exponents(tops[_W].to_numpy())  # a null maximum (no kept row) reads as NaN: scale 1.0
+    if e.size == 0 or (e == e[0]).all():
+        plan.weight_scale = float(np.ldexp(1.0, int(e[0]))) if e.size else 1.0
+        return
+    f = [_factors(int(x)) for x in e]
+    plan.scale_table = tops.select(plan.keys).with_columns(
+        pl.Series(_F1, [a for a, _ in f]), pl.Series(_F2, [b for _, b in f]), pl.Series(_SCALE, np.ldexp(1.0, e)))
 
 
 def _with_scales(plan: _Plan, lf: pl.LazyFrame) -> pl.LazyFrame:

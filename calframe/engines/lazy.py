@@ -74,7 +74,7 @@ import numpy as np
 import polars as pl
 
 from .. import figures as F
-from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights, weight_exponents
+from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights
 from .. import _errors as E
 from .._lazy import lazy_function
 
@@ -86,10 +86,9 @@ from ..request import Request
 from ..binning import Binning, edge_table, pack_edges, take_each
 # the plan (schema only), the queries' column names and the expressions the passes are built from
 from . import _lazy_plan as P
-from ._lazy_plan import (detail_aggs, detail_row, _ACC, _BAD, _BIN, _CATV, _CNT, _CONF, _EB, _F1, _F2, _KEEP, _LEN, _MAX, _MAX_BUCKET, _MIN,
-                         _NODE, _OK, _ONE, _P, _SA, _SC, _SCALE, _TWO64, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS,
-                         FIXED_BITS, WEIGHTED_BITS, _Plan, _bin_stages, _binary_prob, _class_probs, _factors,
-                         _group_scales, _keep, _key_cols, _lensed, _raw_weights, _row_ok, _row_sum, _var_expr,
+from ._lazy_plan import (detail_aggs, detail_row, _ACC, _BAD, _BIN, _CATV, _CNT, _CONF, _EB, _KEEP, _LEN, _MAX, _MAX_BUCKET, _MIN,
+                         _NODE, _OK, _ONE, _P, _SA, _SC, _TWO64, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS,
+                         FIXED_BITS, WEIGHTED_BITS, _Plan, _bin_stages, _group_scales, _keep, _key_cols, _lensed, _raw_weights, _row_ok, _var_expr,
                          _weights_expr, _with_scales, make_plan)
 
 __all__ = ["lazy_sums", "make_plan", "run", "supports", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
@@ -115,9 +114,7 @@ def _collect(q: pl.LazyFrame) -> pl.DataFrame:
 
 
 def _set_weight_scale(plan: _Plan, lf: pl.LazyFrame) -> None:
-    """One aggregation: the largest kept weight of each group, and from it the eager path's power of two (1.0
-    when it is not a positive finite number: the checks then report the bad weights or their zero total).
-    One scale for all (``plan.weight_scale``) when every group has the same; else ``plan.scale_table``."""
+    """One aggregation: the largest kept weight of each group, read by :func:`~._lazy_plan.set_scales`."""
     w = _raw_weights(plan)
     keep = _keep(plan)
     w = w if keep is None else w.filter(keep)
@@ -125,13 +122,7 @@ def _set_weight_scale(plan: _Plan, lf: pl.LazyFrame) -> None:
         tops = _collect(lf.group_by(_key_cols(plan)).agg(w.max().alias(_W)))
     else:
         tops = _collect(lf.select(w.max().alias(_W)))
-    e = weight_exponents(tops[_W].to_numpy())  # a null maximum (no kept row) reads as NaN: scale 1.0
-    if e.size == 0 or (e == e[0]).all():
-        plan.weight_scale = float(np.ldexp(1.0, int(e[0]))) if e.size else 1.0
-        return
-    f = [_factors(int(x)) for x in e]
-    plan.scale_table = tops.select(plan.keys).with_columns(
-        pl.Series(_F1, [a for a, _ in f]), pl.Series(_F2, [b for _, b in f]), pl.Series(_SCALE, np.ldexp(1.0, e)))
+    P.set_scales(plan, tops)
 
 
 def _fixed_sum(x: pl.Expr, bucket: pl.Expr | None) -> pl.Expr:

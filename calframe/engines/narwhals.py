@@ -46,8 +46,7 @@ import numpy as np
 import polars as pl
 
 from .. import figures as F
-from .. import lenses as L
-from .._columns import SUM_TOLERANCE, check_group_weights, weight_exponents
+from .._columns import check_group_weights
 from .._errors import ParameterError
 from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
 from ..frames.kinds import native_kind
@@ -56,8 +55,7 @@ from ..request import Request
 from . import _lazy_plan as P
 from . import lazy as LZ
 from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P,
-                         _SA, _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors,
-                         _all, _any, _label_ok, _pairwise_sum)
+                         _SA, _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors)
 
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
@@ -359,20 +357,20 @@ class _Run:
         plan = self.plan
         exprs, names = _join_keys(plan, plan.keys)
         rows = lf.with_columns(_key_cols(plan, self.schema)).with_columns(exprs)
-        small = self.eng.table(_polars_join_keys(self.scale_table, plan.keys, names).drop(plan.keys + [LZ._SCALE]))
+        small = self.eng.table(_polars_join_keys(self.scale_table, plan.keys, names).drop(plan.keys + [P._SCALE]))
         return rows.join(small, on=names, how="left").select(cols)
 
     def weights(self) -> Any:
         nw = self.nw
         w = _raw_weights(self.plan)
         if self.scale_table is not None:
-            return w * nw.col(LZ._F1) * nw.col(LZ._F2)
+            return w * nw.col(P._F1) * nw.col(P._F2)
         f1, f2 = _factors(int(np.frexp(self.plan.weight_scale)[1]) - 1)
         w = w * f1 if f1 != 1.0 else w
         return w * f2 if f2 != 1.0 else w
 
     def set_weight_scale(self) -> None:
-        """``lazy._set_weight_scale``: each group's largest kept weight gives its power of two."""
+        """``lazy._set_weight_scale``: each group's largest kept weight, read by :func:`~._lazy_plan.set_scales`."""
         nw, plan = self.nw, self.plan
         w = _raw_weights(plan)
         keep = _keep(plan)
@@ -382,15 +380,8 @@ class _Run:
                 nw.col(_W).max())
         else:
             q = self.eng.lf.select(w.alias(_W)).select(nw.col(_W).max())
-        tops = _collect(q)
-        e = weight_exponents(tops[_W].to_numpy())
-        if e.size == 0 or (e == e[0]).all():
-            plan.weight_scale = float(np.ldexp(1.0, int(e[0]))) if e.size else 1.0
-            return
-        f = [_factors(int(x)) for x in e]
-        self.scale_table = plan.scale_table = tops.select(plan.keys).with_columns(
-            pl.Series(LZ._F1, [a for a, _ in f]), pl.Series(LZ._F2, [b for _, b in f]),
-            pl.Series(LZ._SCALE, np.ldexp(1.0, e)))
+        P.set_scales(plan, _collect(q))
+        self.scale_table = plan.scale_table
 
     def row_columns(self) -> list[Any]:
         """Keys, lensed conf / acc, the row flag (_OK), keep, weights, the variable."""
