@@ -14,6 +14,7 @@ from ._cli_files import (
     EXIT_BREACH, EXIT_OK, DataError, UsageError, check_outputs, expand, reading, scan_all, staged_outputs, _prob,
     _split,
 )
+from .frames.convert import collect
 
 
 # --------------------------------------------------------------------------- the time column (report --time-col)
@@ -160,7 +161,7 @@ def _test_breaches(lim: Limit, rep: Any, frame: Any, args: argparse.Namespace) -
         if time_col is not None:
             tests.append(window_tests(frame, time_col, every=rep.options["every"], **options))
         rows = [{**r, "verdict": {"result": r["verdict"], **{f: r[f] for f in FIELDS[1:]}}}
-                for t in tests for r in (t.collect() if isinstance(t, pl.LazyFrame) else t).iter_rows(named=True)]
+                for t in tests for r in collect(t).iter_rows(named=True)]
     lines = []
     for row in rows:
         if row["verdict"]["result"] == "not calibrated":
@@ -196,7 +197,7 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
             tables = [fn(frame, lim.variable, prob=_prob(args.prob), label=args.label, by=by or None,
                          lens=rep.options["lens"], nulls=args.nulls, ci=rep.options["ci"] if upper else None,
                          n_boot=args.n_boot, seed=args.seed)]
-            tables = [t.collect() if isinstance(t, pl.LazyFrame) else t for t in tables]
+            tables = [collect(t) for t in tables]
         column = f"{lim.figure}_hi" if upper else lim.figure
         for table in tables:
             for row in table.iter_rows(named=True):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Sequence
 
 import numpy as np
-from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
+from ._lazy import pd  # pandas: imported at first use
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +24,8 @@ GK = LazyModule("calframe._kernels.groups")  # numba kernels: imported at first 
 V = LazyModule("calframe._kernels.validate")
 from ._names import fresh_name
 from . import _errors as E
+from .frames import convert
+from .frames.kinds import is_pandas_frame
 from ._errors import ColumnNotFoundError, ColumnTypeError, bad_param, rows
 
 PROB_CANDIDATES = ("prob", "proba", "y_prob", "probs")
@@ -120,14 +122,13 @@ class Scored:
 
 
 def flavor_of(frame: Any) -> Flavor:
-    if isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
-        return "polars"
-    if is_pandas_frame(frame):
-        return "pandas"
-    raise ColumnTypeError(
-        f"calframe works on Polars DataFrame/LazyFrame and pandas DataFrame; got {type(frame).__name__}. "
-        "Convert it first, e.g. pl.DataFrame(data) or pl.from_arrow(table)."
-    )
+    flavor = convert.flavor(frame)
+    if flavor is None:
+        raise ColumnTypeError(
+            f"calframe works on Polars DataFrame/LazyFrame and pandas DataFrame; got {type(frame).__name__}. "
+            "Convert it first, e.g. pl.DataFrame(data) or pl.from_arrow(table)."
+        )
+    return flavor  # type: ignore[return-value]
 
 
 def columns_of(frame: Any) -> list[str]:
@@ -136,11 +137,7 @@ def columns_of(frame: Any) -> list[str]:
     pandas labels are matched exactly: ``"1"`` is the column labelled with the
     string ``"1"``, never an integer label 1 (see :func:`non_string_hint`).
     """
-    if isinstance(frame, pl.LazyFrame):
-        return list(frame.collect_schema().names())
-    if isinstance(frame, pl.DataFrame):
-        return list(frame.columns)
-    return [c for c in frame.columns if isinstance(c, str)]
+    return convert.columns(frame)
 
 
 def non_string_hint(frame: Any) -> str:
@@ -155,57 +152,8 @@ def non_string_hint(frame: Any) -> str:
             "(after making the names unique), and pass the names as strings.")
 
 
-def _pandas_order_key(s: pd.Series) -> pd.Series | None:
-    """A pandas Period or Interval column (or a Categorical of them) as ordered string categories, else None."""
-    dt = s.dtype
-    inner = dt.categories.dtype if isinstance(dt, pd.CategoricalDtype) else dt
-    if not isinstance(inner, (pd.PeriodDtype, pd.IntervalDtype)):
-        return None
-    cat = s if isinstance(dt, pd.CategoricalDtype) else s.astype("category")  # categories sorted
-    return cat.cat.rename_categories([str(c) for c in cat.cat.categories])
-
-
-def _from_pandas(frame: pd.DataFrame, cols: list[str], func: str) -> pl.DataFrame:
-    """pandas columns -> Polars (NaN kept as NaN), Period / Interval columns as Enum of their strings in order."""
-    sub = frame.loc[:, cols]
-    special = {c: _pandas_order_key(sub[c]) for c in cols}
-    special = {c: v for c, v in special.items() if v is not None}
-    if special:
-        sub = sub.assign(**special)
-    try:
-        out = pl.from_pandas(sub, nan_to_null=False)
-    except Exception:
-        for c in cols:  # find the column Polars / pyarrow cannot read
-            try:
-                pl.from_pandas(sub[[c]], nan_to_null=False)
-            except Exception as exc:
-                kinds = ""
-                if sub[c].dtype == object:
-                    kinds = f" holding Python values of types {sorted({type(v).__name__ for v in sub[c].dropna()})}"
-                raise ColumnTypeError(
-                    f"{func}: column {c!r} has pandas dtype {sub[c].dtype}{kinds}, which calframe cannot read "
-                    f"({type(exc).__name__}: {str(exc)[:120]}). Convert it first, e.g. "
-                    f"df[{c!r}].astype(str) for a group key, or df[{c!r}].astype(float) for numbers."
-                ) from None
-        raise
-    for c, v in special.items():
-        out = out.with_columns(out[c].cast(pl.Enum(list(v.cat.categories))))
-    return out
-
-
-def _select(frame: Any, cols: list[str], func: str = "calframe", nan_null: Sequence[str] = ()) -> pl.DataFrame:
-    """The needed columns as an eager Polars frame (zero-copy where Polars allows).
-
-    ``nan_null``: columns whose NaN, in a numpy-backed pandas float column (pandas' missing value
-    there), become nulls.
-    """
-    if isinstance(frame, pl.LazyFrame):
-        return frame.select(cols).collect()
-    if isinstance(frame, pl.DataFrame):
-        return frame.select(cols)
-    out = _from_pandas(frame, cols, func)
-    nan = [c for c in dict.fromkeys(nan_null) if isinstance(frame[c].dtype, np.dtype) and frame[c].dtype.kind == "f"]
-    return out.with_columns(pl.col(nan).fill_nan(None)) if nan else out
+#: the needed columns as an eager Polars frame (:func:`calframe.frames.convert.select`)
+_select = convert.select
 
 
 def _pick_default(names: list[str], candidates: Sequence[str], what: str, param: str, func: str) -> str:

@@ -2,15 +2,14 @@
 
 pandas (0.3-0.4 s), scipy, scikit-learn, matplotlib, Dask, DuckDB and PySpark are imported when a call
 needs them. Modules write ``from ._lazy import pd`` and use ``pd.<name>`` as before; a frame-type test
-that must not import pandas asks :func:`is_pandas_frame` (an object cannot be a pandas frame while pandas
-is not imported). ``df.calib`` on pandas is registered when pandas is imported, before or after calframe
-(:func:`when_imported`).
+that must not import pandas asks :func:`calframe.frames.kinds.is_pandas_frame` (an object cannot be a pandas
+frame while pandas is not imported). ``df.calib`` on pandas is registered when pandas is imported, before or
+after calframe (:func:`when_imported`).
 
 Examples
 --------
->>> from calframe._lazy import is_pandas_frame
->>> is_pandas_frame([1, 2])
-False
+>>> pd
+<lazy module 'pandas'>
 """
 
 from __future__ import annotations
@@ -64,12 +63,6 @@ def lazy_function(module: str, name: str) -> Callable[..., Any]:
 
 pd = LazyModule("pandas")
 sfft = LazyModule("scipy.fft")
-
-
-def is_pandas_frame(obj: object) -> bool:
-    """Whether ``obj`` is a pandas DataFrame, without importing pandas."""
-    mod = sys.modules.get("pandas")
-    return mod is not None and isinstance(obj, mod.DataFrame)
 
 
 _hooks: dict[str, list[Callable[[ModuleType], None]]] = {}

@@ -9,6 +9,8 @@ from typing import Any, Sequence
 
 import polars as pl
 
+from .frames import convert
+
 #: what these functions read: a calframe.report.Report (not imported: report.py imports this module)
 Report = Any
 
@@ -160,9 +162,7 @@ def _worst_first(df: pl.DataFrame, column: str) -> pl.DataFrame:
 
 def _pl(df: Any) -> pl.DataFrame | None:
     """An API result as an eager Polars frame (a LazyFrame collected, pandas converted)."""
-    if df is None or isinstance(df, pl.DataFrame):
-        return df
-    return df.collect() if isinstance(df, pl.LazyFrame) else pl.from_pandas(df)
+    return None if df is None else convert.to_polars(df)
 
 
 def headline(report: "Report") -> str:

@@ -36,6 +36,7 @@ from . import figures as F
 from ._columns import Scored
 from ._errors import InvalidValueError
 from ._errors import rows as _rows
+from .frames.convert import collect
 
 Figure = Callable[[Scored], np.ndarray]
 
@@ -135,8 +136,7 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
     :data:`HIGHER_IS_BETTER`), ties broken by the value and then by the result's order (group keys sorted,
     nulls last).
     """
-    if isinstance(result, pl.LazyFrame):
-        result = result.collect()
+    result = collect(result)
     names = group_labels(spread_.keys)  # type: ignore[arg-type]
     counts = np.asarray(result["n"])
     ranked = np.flatnonzero(counts >= spread_.min_n)

@@ -18,15 +18,16 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from ._lazy import is_pandas_frame, pd  # pandas: imported at first use
+from ._lazy import pd  # pandas: imported at first use
 import polars as pl
 
 from . import api, expr
 from . import _errors as E
 from . import request as R
-from ._columns import _from_pandas, columns_of, resolve_names
+from ._columns import columns_of, resolve_names
 from ._errors import ColumnNotFoundError, ColumnTypeError, EmptyInputError, InvalidValueError, ParameterError
 from ._names import fresh_name
+from .frames import convert
 from .frames.dispatch import public
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
@@ -134,10 +135,7 @@ def monitor(
     if w.baseline is not None:
         out = _against_baseline(out, lf, w, dtype, prob_arg, label_col, figure_args)
     out = out.select(time_col, f"{time_col}_end", "n", *[c for f in w.figures for c in _figure_columns(f, w)])
-    if isinstance(frame, pl.LazyFrame):
-        return out  # lazy in, lazy out (a collected result: frames.dispatch.lazy_out)
-    got = out.collect() if isinstance(out, pl.LazyFrame) else out
-    return got.to_pandas() if is_pandas_frame(frame) else got
+    return convert.in_flavor_of(frame, out)  # lazy in, lazy out (a collected result: frames.dispatch.lazy_out)
 
 
 def window_tests(frame: Frame, time_col: str, *, every: str | dt.timedelta = "1d", prob: Any = None,
@@ -197,14 +195,7 @@ def _prepared(frame: Frame, w: R.Windows, prob: Any, label: str | None,
 
 def _lazy(frame: Any, cols: list[str]) -> pl.LazyFrame:
     """The needed columns as a LazyFrame (pandas converted as every calframe function converts it)."""
-    if isinstance(frame, pl.LazyFrame):
-        return frame.select(cols)
-    if isinstance(frame, pl.DataFrame):
-        return frame.lazy().select(cols)
-    if is_pandas_frame(frame):
-        return _from_pandas(frame, cols, FUNC).lazy()
-    raise ColumnTypeError(f"{FUNC}: expected a Polars DataFrame / LazyFrame or a pandas DataFrame; got "
-                          f"{type(frame).__name__}.")
+    return convert.lazy_select(frame, cols, FUNC)
 
 
 def _figure_options(w: R.Windows, options: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from . import api
 from . import disparities as D
 from . import lenses as L
 from ._errors import CalframeError
+from .frames import convert
 from ._progress import honours
 
 # the report in words (headline, tables, console) and as a page: calframe.cli and users import them from here
@@ -68,8 +69,7 @@ class Report:
             "by_group": rows(self.by_group),
             "reliability": rows(self.reliability),
             "variables": rows(self.variables),
-            "vce": {v: rows(c.summary if isinstance(c.summary, pl.DataFrame) else pl.from_pandas(c.summary))
-                    for v, c in self.curves.items()},
+            "vce": {v: rows(convert.to_polars(c.summary)) for v, c in self.curves.items()},
             "over_time": rows(self.over_time),
             "disparity": rows(self.disparity),
             "smooth": None if self.smooth is None else {
@@ -306,7 +306,7 @@ def _interval_level(frame: Any, ci: float | None | str, n_boot: int) -> tuple[fl
     """(the interval level, why there is none when ``ci="auto"`` decided so)."""
     if ci != "auto":
         return ci, None  # type: ignore[return-value]
-    n = frame.select(pl.len()).collect().item() if isinstance(frame, pl.LazyFrame) else len(frame)
+    n = convert.height(frame)
     if n * n_boot <= BOOT_BUDGET:
         return 0.95, None
     return None, (f"{n:,} rows x {n_boot} draws is over the default budget of {BOOT_BUDGET:,} resampled rows; "

@@ -1,5 +1,6 @@
-"""The package's layering (issue 24): no import cycle among calframe's modules, and no module outside
-``_kernels/`` over 800 lines (a list of the ones still to split, which may only shrink).
+"""The package's layering (issue 24): no import cycle among calframe's modules, no module outside
+``_kernels/`` over 800 lines (a list of the ones still to split, which may only shrink), and at most 5
+frame-type tests outside ``engines/`` and ``frames/`` (a list of the allowed ones, which may only shrink).
 
 Every ``import`` / ``from ... import`` statement counts, at module level or inside a function: a function-level
 import is still a dependency, and a cycle through one is a layer that calls back up. ``from pkg import name``
@@ -8,6 +9,7 @@ depends on the submodule ``pkg.name`` when there is one, else on ``pkg``."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,49 @@ def test_modules_are_at_most_800_lines(path):
         assert n > MAX_LINES, f"{path} is {n} lines now: take it off STILL_LONG"
     else:
         assert n <= MAX_LINES, f"{path}: {n} lines (at most {MAX_LINES} outside _kernels/)"
+
+
+#: a frame-type test: an isinstance check against a frame type, a call of the kind detectors (issue 24's grep)
+FRAME_TYPE_TEST = re.compile(r"isinstance\([^)]*(DataFrame|LazyFrame|Table\b|RecordBatch)|is_dask_frame|native_kind\(")
+#: where frame-type tests belong: the engines and the frames' own modules (frames/kinds.py, frames/convert.py, ...)
+FRAME_TYPE_HOMES = ("engines", "frames")
+#: frame-type tests still allowed elsewhere, as (module path, the line's text stripped), each with its reason;
+#: at most MAX_FRAME_TYPE_TESTS, and the list may only shrink. None is left: every decision is a function of
+#: frames/convert.py (reading, measuring, converting a frame) or of the engines (engines.route / in_memory /
+#: collected / apply: where a family's call runs)
+ALLOWED_FRAME_TYPE_TESTS: dict[tuple[str, str], str] = {}
+MAX_FRAME_TYPE_TESTS = 5
+
+
+def frame_type_tests() -> list[tuple[str, int, str]]:
+    """The frame-type tests outside engines/ and frames/: (path in the package, line number, the line stripped)."""
+    out = []
+    for f in sorted(PACKAGE.rglob("*.py")):
+        rel = f.relative_to(PACKAGE)
+        if rel.parts[0] in FRAME_TYPE_HOMES:
+            continue
+        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if FRAME_TYPE_TEST.search(line):
+                out.append((str(rel), i, line.strip()))
+    return out
+
+
+def test_frame_type_tests_live_in_the_engines_and_frames():
+    assert len(ALLOWED_FRAME_TYPE_TESTS) <= MAX_FRAME_TYPE_TESTS
+    found = frame_type_tests()
+    unexpected = [t for t in found if (t[0], t[2]) not in ALLOWED_FRAME_TYPE_TESTS]
+    assert not unexpected, ("a frame-type test outside calframe/engines/ and calframe/frames/: ask "
+                            "calframe.frames.convert (read, measure, convert a frame) or the engines (engines.route, "
+                            f"in_memory, collected: where a call runs) instead: {unexpected}")
+    assert len(found) <= MAX_FRAME_TYPE_TESTS, found
+    gone = set(ALLOWED_FRAME_TYPE_TESTS) - {(t[0], t[2]) for t in found}
+    assert not gone, f"allowed frame-type tests no longer there: take them off ALLOWED_FRAME_TYPE_TESTS: {gone}"
+
+
+def test_the_frame_type_rule_finds_the_tests():
+    for line in ("if isinstance(frame, pl.LazyFrame):", "isinstance(x, (pl.DataFrame, pd.DataFrame))",
+                 "isinstance(t, pa.Table)", "isinstance(b, pa.RecordBatch)", "if is_dask_frame(frame):",
+                 "kind = native_kind(frame)", "from ..frames.kinds import is_dask_frame"):
+        assert FRAME_TYPE_TEST.search(line), line
+    for line in ("isinstance(dtype, pl.Date)", "convert.collect(out)", "isinstance(x, TableTooLargeError)"):
+        assert not FRAME_TYPE_TEST.search(line), line

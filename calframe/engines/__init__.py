@@ -10,12 +10,16 @@
 
 :func:`run_binned` asks the registry (:mod:`calframe.registry`) for the engine of the frame's kind; each engine
 module has ``CAPABILITIES`` and ``binned(req, frame, figures)`` (and may have ``call``, its entry for a public
-function).
+function). The families ask here where their other calls run (:func:`route`, :func:`in_memory`,
+:func:`collected`, :func:`apply`): no family tests the kind of its frame (issue 24).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import polars as pl
 
 from .. import registry
 from .. import request as R
@@ -36,3 +40,54 @@ def dask_engine() -> Any:
     from . import dask
 
     return dask
+
+
+def _engine_name(kind: str | None) -> str:
+    """The short name of the engine of ``kind`` ("eager", "lazy", "dask", "narwhals"), not importing it; "eager"
+    for an object of no kind."""
+    if kind is None:
+        return "eager"
+    return next(e.engine for e in registry.ENGINES if e.kind == kind).rsplit(".", 1)[1]
+
+
+def route(frame: Any, here: Callable[[], Any], **steps: Callable[[Any], Any]) -> Any:
+    """Where a family's call runs: ``steps[name](engine)`` when the engine of ``frame``'s kind is ``name``
+    (``dask=``, ``narwhals=``, ``lazy=``: that engine's module), else ``here()``, the family's own computation
+    (calframe's engines on the rows in this process).
+
+    >>> import polars as pl
+    >>> route(pl.DataFrame({"a": [1]}), lambda: "here", dask=lambda engine: "partitions")
+    'here'
+    """
+    kind = registry.kind_of(frame)
+    step = steps.get(_engine_name(kind))
+    return here() if step is None else step(registry.engine(kind))  # type: ignore[arg-type]
+
+
+def in_memory(frame: Any) -> bool:
+    """Whether calframe's own engines read ``frame``'s rows in this process (a Polars or pandas frame, a
+    LazyFrame): not a Dask DataFrame or a frame of the narwhals engine, summed where their rows are."""
+    return _engine_name(registry.kind_of(frame)) in ("eager", "lazy")
+
+
+def collected(frame: Any, req: R.Request, again: Callable[[Any], Any], *, every_column: bool = False) -> Any:
+    """``again`` (the public function, on an in-memory frame) run on the rows of a frame whose engine collects
+    them for ``req`` (of kind "rows": the columns it names): a Dask DataFrame's needed columns (every column
+    with ``every_column``) computed into one pandas frame, lazily (a ``DaskResult``). None for any other frame,
+    whose figure the caller computes here."""
+    return route(frame, lambda: None, dask=lambda dask: dask.collected(
+        req.func, frame, list(frame.columns) if every_column else dask.needed(frame, req), again))
+
+
+def apply(frame: Any, recalibrator: Any, kwargs: dict[str, Any], columns: dict[str, pl.DataType],
+          batch: Callable[[pl.DataFrame], pl.DataFrame], here: Callable[[], Any]) -> Any:
+    """:func:`calframe.apply` where ``frame``'s rows are: a Dask DataFrame's partitions, a PySpark DataFrame's
+    or DuckDB relation's batches (:mod:`.batches`), a LazyFrame's batches streamed by Polars (``batch`` on each,
+    adding ``columns``), else ``here()``, the eager step."""
+    from . import batches
+
+    if batches.runs_apply(frame):
+        return batches.apply(frame, recalibrator, kwargs)
+    return route(frame, here, dask=lambda dask: dask.apply(frame, recalibrator, kwargs),
+                 lazy=lambda _: frame.map_batches(batch, schema=pl.Schema({**frame.collect_schema(), **columns}),
+                                                  streamable=True))

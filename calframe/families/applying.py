@@ -9,12 +9,13 @@ import numpy as np
 import polars as pl
 
 from .. import lenses as L
-from .._columns import Scored, _select, columns_of, non_string_hint, normalised_keys, resolve
+from .._columns import Scored, columns_of, non_string_hint, normalised_keys, resolve
 from .._errors import (
     ColumnNotFoundError,
     InvalidValueError,
 )
 from .._names import fresh_name
+from ..frames import convert
 from .features import _feature_matrix
 
 
@@ -57,8 +58,7 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
                                   f"(it has {names}).{non_string_hint(frame)}")
     label_dummy = fresh_name(names, "label")  # apply reads no labels: a constant column no frame has
     prob_cols = [prob] if isinstance(prob, str) else list(prob or [])
-    data = frame if isinstance(frame, pl.DataFrame) else _select(
-        frame, list(dict.fromkeys([c for c in prob_cols if c in names] + extra + by)), func)
+    data = convert.as_polars(frame, list(dict.fromkeys([c for c in prob_cols if c in names] + extra + by)), func)
     work = data.with_columns(pl.lit(0, dtype=pl.Int8).alias(label_dummy))
     scored = resolve(work, func=func, prob=prob, label=label_dummy, extra=extra, allow_weights=False)
     if scored.n_classes != int(meta.get("n_classes", scored.n_classes)) or scored.binary != bool(
@@ -88,12 +88,7 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
     elif scored.binary and rec.output == "class:0":
         pred = 1.0 - pred
     cols = _output_columns(name, pred, scored)
-    if isinstance(frame, pl.DataFrame):
-        return frame.with_columns(cols)
-    out = frame.copy()
-    for s in cols:
-        out[s.name] = list(s.to_numpy()) if s.dtype == pl.Array or isinstance(s.dtype, pl.Array) else s.to_numpy()
-    return out
+    return convert.with_columns(frame, cols)
 
 
 def _fallback(scored: Scored, output: str) -> np.ndarray:

@@ -16,8 +16,7 @@ from .. import request as R
 from .._columns import Scored, resolve
 from .._keywords import Columns
 from .._lazy import pd  # pandas: imported at first use
-from ..engines import dask_engine as _dask
-from ..engines import narwhals as _narwhals
+from .. import engines
 from ..engines.eager import (
     Figure,
     Frame,
@@ -31,7 +30,6 @@ from ..engines.eager import (
 )
 from ..figures import check_by_names
 from ..frames.dispatch import public
-from ..frames.kinds import is_dask_frame, native_kind
 from .plan import Plan, _disparity_table, _run
 
 # --------------------------------------------------------------------------- CE family
@@ -270,9 +268,7 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
     def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
         req = R.companion(func, prob, label, **options)
         figures: dict[str, Figure] = {func: _bounded(func, lambda s: group_means(rows(s), s))}
-        if is_dask_frame(frame):
-            return _dask().run(frame, req, figures)
-        return _run(req, frame, figures)
+        return engines.route(frame, lambda: _run(req, frame, figures), dask=lambda dask: dask.run(frame, req, figures))
 
     metric.__name__ = metric.__qualname__ = func
     metric.__doc__ = f"""{doc}
@@ -334,15 +330,12 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
         "brier": lambda s: group_means(brier_rows(s), s),
         "log_loss": lambda s: group_means(log_loss_rows(s), s),
     }
-    if is_dask_frame(frame):
-        if disparity:  # the disparity table on the collected columns
-            return _dask().collected(req.func, frame, _dask().needed(frame, replace(req, kind="rows")),
-                                     lambda pdf: summary(pdf, prob, label, lens=lens, bins=bins, disparity=True,
-                                                         **options))
-        return _dask().summary(frame, req, figures)
     if disparity:
-        return _disparity_table(Plan(req, frame, figures))
-    return _run(req, frame, figures, scalar=False)  # type: ignore[no-any-return]
+        out = engines.collected(frame, replace(req, kind="rows"), lambda pdf: summary(  # on the collected columns
+            pdf, prob, label, lens=lens, bins=bins, disparity=True, **options))
+        return _disparity_table(Plan(req, frame, figures)) if out is None else out
+    return engines.route(frame, lambda: _run(req, frame, figures, scalar=False),
+                         dask=lambda dask: dask.summary(frame, req, figures))
 
 
 @public(state="bin_table")
@@ -368,10 +361,8 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     [1, 3]
     """
     req = R.reliability("reliability", prob, label, **options)
-    if is_dask_frame(frame):
-        return _dask().run(frame, req)
-    if native_kind(frame) is not None:
-        return _narwhals.run(frame, req)
+    if not engines.in_memory(frame):  # Dask's partitions, the narwhals engine
+        return engines.run_binned(req, frame)
     check_by_names(req.func, req.by, F.RELIABILITY_COLUMNS, frame)
     scored = resolve(frame, func=req.func, prob=prob, label=label, by=req.by, weights=req.weights, nulls=req.nulls)
     conf, acc = L.scalar(scored, req.lens, req.func)

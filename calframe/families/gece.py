@@ -11,18 +11,17 @@ import polars as pl
 from .. import _errors as E
 from .. import lenses as L
 from .. import request as R
-from .._columns import SUM_TOLERANCE, Scored, _select, columns_of
+from .._columns import SUM_TOLERANCE, Scored, columns_of
 from .._errors import (
     ParameterError,
     bad_param,
 )
 from .._keywords import Columns
-from .._lazy import is_pandas_frame  # pandas: imported at first use
 from .._names import fresh_name
-from ..engines import dask_engine as _dask
+from .. import engines
 from ..engines.eager import Frame, Result
 from ..frames.dispatch import public
-from ..frames.kinds import is_dask_frame
+from ..frames import convert
 from ..generalized import gece_marginal
 from .plan import _run
 
@@ -61,22 +60,14 @@ def _where(frame: Frame, where: Any, func: str) -> Frame:
                                  f"({type(exc).__name__}: {exc}).") from None
     if isinstance(where, pl.Expr):
         return _where_expr(frame, where, func)
-    mask = _where_mask(frame, where, func)
-    if is_pandas_frame(frame):
-        return frame.iloc[np.flatnonzero(mask.fill_null(False).to_numpy())]
-    return frame.filter(mask)
+    return convert.rows_where(frame, _where_mask(frame, where, func))
 
 
 def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
     """``frame`` filtered by a Polars expression, checked first against the columns (a Boolean column)."""
     names = columns_of(frame)
-    if is_pandas_frame(frame):
-        used = list(dict.fromkeys([c for c in expr.meta.root_names() if c in names] or names))
-        index = fresh_name(names, "i")
-        data = _select(frame, used, func, nan_null=used).with_row_index(index)
-    else:
-        data = frame
-    lf = data.lazy()
+    used = list(dict.fromkeys([c for c in expr.meta.root_names() if c in names] or names))  # a pandas frame's
+    lf = convert.as_polars(frame, used, func, nan_null=used).lazy()
     try:
         dtype = lf.select(expr).collect_schema().dtypes()
     except Exception as exc:
@@ -86,12 +77,8 @@ def _where_expr(frame: Frame, expr: pl.Expr, func: str) -> Frame:
         raise ParameterError(f"The 'where' parameter of {func} must give one Boolean column (True = keep the row); "
                              f"{expr} gives {dtype}. It must be {_WHERE}.")
     try:  # evaluated here, also on a LazyFrame, so that a failure is reported as the where's
-        if is_pandas_frame(frame):
-            return frame.iloc[data.filter(expr)[index].to_numpy()]
-        if isinstance(frame, pl.LazyFrame):
-            keep = fresh_name(names, "keep")  # the mask (a scalar broadcast to every row), then the rows it keeps
-            return frame.filter(frame.with_columns(expr.alias(keep)).select(keep).collect()[keep])
-        return frame.filter(expr)
+        keep = fresh_name(names, "keep")  # the mask (a scalar broadcast to every row), then the rows it keeps
+        return convert.rows_where(frame, lf.with_columns(expr.alias(keep)).select(keep).collect()[keep])
     except pl.exceptions.PolarsError as exc:
         raise ParameterError(f"The 'where' parameter of {func} failed on the frame's rows "
                              f"({type(exc).__name__}: {str(exc).splitlines()[0]}); {expr} must evaluate without "
@@ -111,7 +98,7 @@ def _where_mask(frame: Frame, where: Any, func: str) -> pl.Series:
                 "m[positions] = True.") if mask.dtype.is_integer() else ""
         raise ParameterError(f"The 'where' parameter of {func} must be {_WHERE}. Got a mask of dtype {mask.dtype}."
                              + hint)
-    n = frame.select(pl.len()).collect().item() if isinstance(frame, pl.LazyFrame) else len(frame)
+    n = convert.height(frame)
     if mask.len() != n:
         raise ParameterError(f"The 'where' parameter of {func} must select rows: a boolean mask of {n} rows. "
                              f"Got {mask.len()} entries.")
@@ -255,10 +242,9 @@ def gece(
     def rows(frame: Frame) -> Result:
         return _run(req, _where(frame, where, func), {"gece": figure}, prepare=select)
 
-    if is_dask_frame(frame):
-        selects = where is not None or labels_in is not None or output_between is not None
-        return _dask().gece(frame, req, {"gece": figure}, lensed, rows, selects)
-    return rows(frame)
+    selects = where is not None or labels_in is not None or output_between is not None
+    return engines.route(frame, lambda: rows(frame), dask=lambda dask: dask.gece(frame, req, {"gece": figure}, lensed,
+                                                                                    rows, selects))
 
 
 def _gece_module():

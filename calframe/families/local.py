@@ -19,6 +19,7 @@ from .._keywords import Columns
 from .._lazy import pd  # pandas: imported at first use
 from ..engines.eager import Frame, Result, _group_counts, binned_sums
 from ..figures import check_by_names, with_keys
+from ..frames import convert
 from ..frames.dispatch import public
 from ..metrics import ce_from_sums
 from .features import _feature_matrix, _features, prepare_features
@@ -85,21 +86,10 @@ def _lce(req: R.Request, frame: Frame, features: str | Sequence[str], values: bo
 def _with_column(frame: Frame, name: str, values: np.ndarray, scored: Scored, nulls: str, func: str,
                  prob: Columns, label: str | None, cols: list[str]) -> Any:
     """``frame`` with one new column (rows with nulls dropped first when nulls='drop')."""
-    if isinstance(frame, pl.LazyFrame):
-        frame = frame.collect()
-    if isinstance(frame, pl.DataFrame):
-        base = frame
-        if len(base) != len(values):  # nulls="drop" removed rows: the same rows, in order
-            need = list(dict.fromkeys(as_names(scored.prob_name) + [scored.label_name] + cols))
-            base = base.drop_nulls(subset=need)
-        return base.with_columns(pl.Series(name, values))
-    base = frame
-    if len(base) != len(values):
-        need = list(dict.fromkeys(as_names(scored.prob_name) + [scored.label_name] + cols))
-        base = base.dropna(subset=need)
-    out = base.copy()
-    out[name] = values
-    return out
+    base = convert.collect(frame)
+    if len(base) != len(values):  # nulls="drop" removed rows: the same rows, in order
+        base = convert.drop_nulls(base, list(dict.fromkeys(as_names(scored.prob_name) + [scored.label_name] + cols)))
+    return convert.with_columns(base, [pl.Series(name, values)])
 
 
 #: the columns of mlce's grouped result beside the group keys
@@ -156,7 +146,7 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
         np.bincount(codes, minlength=scored.n_groups), 1)
     out = pl.DataFrame(dict(zip(MLCE_COLUMNS, [_group_counts(scored), mx, mean])))
     if by is None:  # a LazyFrame's: one row, n and the figures, as every figure's (lazy_out)
-        return out if isinstance(frame, pl.LazyFrame) else float(mx[0])
+        return float(mx[0]) if convert.gives_floats(frame) else out
     return F.to_flavor(with_keys(req.func, scored.keys, out), scored.flavor)
 
 

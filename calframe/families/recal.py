@@ -19,11 +19,9 @@ from .._errors import (
 )
 from .._errors import rows as _rows
 from .._keywords import Columns
-from ..engines import batches as _batches
-from ..engines import dask_engine as _dask
+from .. import engines
 from ..engines.eager import Frame, _group_counts
 from ..frames.dispatch import public
-from ..frames.kinds import is_dask_frame
 from ..request import Request
 from .applying import _apply_eager, _json_key, _rec_module, apply_columns
 from .features import _feature_matrix, _features
@@ -95,11 +93,12 @@ def fit(
         raise bad_param(func, "features", f"None for method {method!r} (only 'lore' uses features)", features)
     feat_cols = [] if features is None else _features(frame, features, func)
     extra = ([variable] if variable is not None else []) + feat_cols
-    if is_dask_frame(frame):  # the fit needs the rows: the needed columns collected
-        rows = Request(func, "rows", func, prob, label, by, None, nulls, variables=tuple(extra))
-        return _dask().collected(func, frame, _dask().needed(frame, rows), lambda pdf: fit(
-            pdf, method, prob, label, variable=variable, features=features, by=by, nulls=nulls, progress=progress,
-            **params))
+    rows = Request(func, "rows", func, prob, label, by, None, nulls, variables=tuple(extra))
+    out = engines.collected(frame, rows, lambda pdf: fit(  # the fit needs the rows: the needed columns collected
+        pdf, method, prob, label, variable=variable, features=features, by=by, nulls=nulls, progress=progress,
+        **params))
+    if out is not None:
+        return out
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=extra, allow_weights=False)
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
             "by": as_names(by), "n_classes": scored.n_classes, "binary": scored.binary}
@@ -206,19 +205,12 @@ def apply(
         else recalibrator.method
     name = name or f"p_{method}"
     kwargs = {"name": name, "prob": prob, "variable": variable, "features": features, "unknown": unknown}
-    if is_dask_frame(frame):
-        return _dask().apply(frame, recalibrator, kwargs)
-    if _batches.runs_apply(frame):
-        return _batches.apply(frame, recalibrator, kwargs)
-    if isinstance(frame, pl.LazyFrame):
-        lf = frame
 
-        def batch(df: pl.DataFrame) -> pl.DataFrame:
-            return apply(df, recalibrator, **kwargs)
+    def batch(df: pl.DataFrame) -> pl.DataFrame:
+        return apply(df, recalibrator, **kwargs)
 
-        schema = {**lf.collect_schema(), **apply_columns(recalibrator, name)}
-        return lf.map_batches(batch, schema=pl.Schema(schema), streamable=True)
-    return _apply_eager(frame, recalibrator, meta, name, prob, variable, features, unknown, R)
+    return engines.apply(frame, recalibrator, kwargs, apply_columns(recalibrator, name), batch, lambda: _apply_eager(
+        frame, recalibrator, meta, name, prob, variable, features, unknown, R))
 
 
 @public

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -14,22 +15,22 @@ from .. import _errors as E
 from .. import figures as F
 from .. import lenses as L
 from .. import request as R
-from .._columns import Scored, _select, as_names, check_finite_variable, column_names, non_string_hint, resolve
+from .._columns import Scored, as_names, check_finite_variable, column_names, non_string_hint, resolve
 from .._errors import (
     InvalidValueError,
     ParameterError,
     bad_param,
 )
-from .._lazy import is_pandas_frame, lazy_function, pd  # pandas: imported at first use
+from .._lazy import lazy_function, pd  # pandas: imported at first use
 
 qcut_bin_sums = lazy_function("calframe._kernels.qcut_sums", "qcut_bin_sums")
 from .._keywords import Columns
 from ..binning import Binning, Bins, qcut_order_statistics
-from ..engines import dask_engine as _dask
+from .. import engines
 from ..engines.eager import Binner, Frame, Result, _ce_figure, _group_counts, binned_sums, variable_binner
 from ..figures import check_by_names, with_keys
 from ..frames.dispatch import public
-from ..frames.kinds import is_dask_frame, native_kind
+from ..frames import convert
 from ..metrics import ce_from_sums
 from .plan import _run
 
@@ -71,9 +72,9 @@ def vece(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     func = name if name in ("vece", "vmce") else "vece"
     req = R.vece(func, name, variable, prob, label, **options)
     figures = {v: _ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
-    if req.lens.kind == "marginal" and not is_dask_frame(frame) and native_kind(frame) is None:
-        return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]})
-    return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]}, binned=True)
+    # the marginal lens is binned eagerly on the rows in memory, by their own engine elsewhere
+    return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]},
+                binned=req.lens.kind != "marginal" or not engines.in_memory(frame))
 
 
 def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binner:
@@ -196,12 +197,12 @@ def vece_rank(
     if not isinstance(leak_check, bool):
         raise bad_param("vece_rank", "leak_check", "True or False", leak_check)
     func, vce = req.func, req.options.vce
-    if is_dask_frame(frame):  # the rows collected (every column when the candidates are the frame's)
-        extra = () if variables is None else tuple(as_names(variables))
-        return _dask().collected(func, frame, list(frame.columns) if variables is None else _dask().needed(
-            frame, replace(req, kind="rows", variables=extra)), lambda pdf: vece_rank(
-                pdf, variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
-                exclude=exclude, vce=vce, leak_check=leak_check))
+    out = engines.collected(  # the rows collected (every column when the candidates are the frame's)
+        frame, replace(req, kind="rows", variables=tuple(as_names(variables))), lambda pdf: vece_rank(
+            pdf, variables, prob, label, bins=bins, binning=binning, lens=lens, by=by, nulls=nulls,
+            exclude=exclude, vce=vce, leak_check=leak_check), every_column=variables is None)
+    if out is not None:
+        return out
     flavor_of(frame)
     names = columns_of(frame)
     skip = set(req.options.exclude) | set(as_names(by))
@@ -209,11 +210,8 @@ def vece_rank(
     skip |= {label} if label is not None else {c for c in LABEL_CANDIDATES if c in names}
     variables = req.options.variables
     if variables is None:  # the frame's columns as calframe reads them (pandas: string labels only)
-        if is_pandas_frame(frame):
-            dup = set(frame.columns[frame.columns.duplicated(keep=False)])  # resolve reports duplicate names
-            schema = _select(frame.head(1), [c for c in names if c not in skip and c not in dup], func).schema
-        else:
-            schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+        dup = {c for c, k in Counter(names).items() if k > 1}  # a pandas frame's: resolve reports duplicate names
+        schema = convert.schema(frame, [c for c in names if c not in skip and c not in dup], func)
         variables = [c for c, dt in schema.items() if c not in skip and (
             dt.is_numeric() or dt in (pl.Boolean, pl.String) or isinstance(dt, (pl.Categorical, pl.Enum)))]
     else:
@@ -276,7 +274,7 @@ def vece_rank(
                 summ = vce_curve(frame, v, prob=prob, label=label, lens=lens, by=by, nulls=nulls, n_boot=0).summary
             except InvalidValueError:
                 continue
-            summ = summ if isinstance(summ, pl.DataFrame) else pl.from_pandas(summ)
+            summ = convert.to_polars(summ)
             parts.append(summ.select(*keys, "vce", "v_star").with_columns(variable=pl.lit(v)))
         if parts:
             out = out.join(pl.concat(parts), on=["variable"] + keys, how="left", nulls_equal=True, maintain_order="left")
@@ -506,10 +504,11 @@ def vce_curve(frame: Frame, variable: str, prob: Columns = None, label: str | No
                       quantiles=quantiles, level=level, smoother=smoother, n_boot=n_boot, seed=seed, **options)
     func, by, o = req.func, req.by, req.options
     check_by_names(func, by, VCE_CURVE_COLUMNS + VCE_SUMMARY_COLUMNS, frame)
-    if is_dask_frame(frame):  # the smoothers need the rows: the needed columns collected
-        return _dask().collected(func, frame, _dask().needed(frame, replace(req, kind="rows")), lambda pdf: vce_curve(
-            pdf, variable, prob, label, smoother=smoother, span=span, degree=degree, family=family,
-            n_points=n_points, quantiles=quantiles, level=level, n_boot=n_boot, seed=seed, **options))
+    out = engines.collected(frame, replace(req, kind="rows"), lambda pdf: vce_curve(  # the smoothers need the rows
+        pdf, variable, prob, label, smoother=smoother, span=span, degree=degree, family=family,
+        n_points=n_points, quantiles=quantiles, level=level, n_boot=n_boot, seed=seed, **options))
+    if out is not None:
+        return out
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=req.nulls, extra=[variable],
                      allow_weights=False)
     if scored.extra_kind[variable] != "numeric":

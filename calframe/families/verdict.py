@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import polars as pl
-
 from .. import figures as F
 from .. import request as R
 from .._keywords import Columns
-from .._lazy import is_pandas_frame  # pandas: imported at first use
 from ..engines.eager import Frame, Result
+from ..frames import convert
 from ..frames.dispatch import public
 from .binned import reliability
 
@@ -81,11 +79,8 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     if binning is not None:
         options["binning"] = binning
     table = reliability(frame, prob, label, **options)
-    if isinstance(table, pl.LazyFrame):
-        table = table.collect()
-    flavor = "pandas" if is_pandas_frame(table) else "polars"
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
-    out = V.judge_groups(table if flavor == "polars" else pl.from_pandas(table), keys, tolerance=tolerance,
-                           alpha=alpha, n_sim=n_sim, seed=seed, method=method)  # type: ignore[arg-type]
-    return F.to_flavor(out, flavor)
+    out = V.judge_groups(convert.to_polars(table), keys, tolerance=tolerance, alpha=alpha, n_sim=n_sim, seed=seed,
+                         method=method)  # type: ignore[arg-type]
+    return F.to_flavor(out, convert.flavor(table))  # type: ignore[arg-type]
 

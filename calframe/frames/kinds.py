@@ -13,7 +13,7 @@ from typing import Any
 
 from ..registry import ENGINES, instance, kind_of
 
-__all__ = ["is_dask_frame", "is_duckdb_relation", "is_spark_frame", "kind_of", "native_kind"]
+__all__ = ["is_dask_frame", "is_duckdb_relation", "is_pandas_frame", "is_spark_frame", "kind_of", "native_kind"]
 
 #: the kinds of frame the narwhals engine takes
 NARWHALS = tuple(dict.fromkeys(e.kind for e in ENGINES if e.engine == "calframe.engines.narwhals"))
@@ -28,6 +28,12 @@ def native_kind(frame: Any) -> str | None:
 def is_dask_frame(frame: Any) -> bool:
     """Whether ``frame`` is a Dask DataFrame (False whenever Dask has not been imported)."""
     return instance(frame, "dask.dataframe", "DataFrame")
+
+
+def is_pandas_frame(frame: Any) -> bool:
+    """Whether ``frame`` is a pandas DataFrame, without importing pandas (False whenever pandas has not been
+    imported)."""
+    return instance(frame, "pandas", "DataFrame")
 
 
 def is_spark_frame(frame: Any) -> bool:

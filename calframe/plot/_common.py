@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
-from .._lazy import is_pandas_frame, pd  # pandas: imported at first use
+from .._lazy import pd  # pandas: imported at first use
 import polars as pl
 
 from .._errors import ParameterError
+from ..frames.convert import to_polars
 
 Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 
@@ -46,13 +47,7 @@ def _pyplot() -> Any:
 
 def _polars(frame: Any, what: str) -> pl.DataFrame:
     """An eager Polars copy of a Polars/pandas frame."""
-    if isinstance(frame, pl.LazyFrame):
-        return frame.collect()
-    if isinstance(frame, pl.DataFrame):
-        return frame
-    if is_pandas_frame(frame):
-        return pl.from_pandas(frame)
-    raise TypeError(f"{what}: expected a Polars or pandas DataFrame, got {type(frame).__name__}.")
+    return to_polars(frame, what)
 
 
 def _check_columns(df: pl.DataFrame, needed: Sequence[str], what: str, source: str) -> None:
