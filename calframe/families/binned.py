@@ -17,6 +17,7 @@ from .._columns import Scored, resolve
 from .._keywords import Columns
 from .._lazy import pd  # pandas: imported at first use
 from ..engines import dask_engine as _dask
+from ..engines import run_grid
 from ..engines import narwhals as _narwhals
 from ..engines.eager import (
     Figure,
@@ -234,7 +235,7 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
     0.187775
     """
     req = R.smece(prob, label, **options)
-    return _evaluate(req, frame, {req.name: _smece_figure(req)})
+    return run_grid(req, frame, {req.name: _smece_figure(req)})
 
 
 def _smece_figure(req: R.Request) -> Figure:
