@@ -386,10 +386,10 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the engine
 
-#: what this engine computes (calframe.registry): every partition's sums, added; fits and vece_rank / vce_curve
-#: collect their columns into one pandas frame (:func:`collected`), as ``ci=`` does. The others are refused.
-CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "vector_sums", "batches"}),
-                                     collects=frozenset({"variables", "fit"}))}
+#: what this engine computes (calframe.registry): every partition's sums, added (grids: _grid_dask.py); fits and
+#: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
+CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
+                                                "batches"}), collects=frozenset({"variables", "fit"}))}
 
 
 def supported() -> tuple[str, ...]:
