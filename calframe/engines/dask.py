@@ -38,8 +38,8 @@ accumulates. Results equal calframe's in-memory results up to float summation
 order (< 1e-12).
 
 Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the
-finalize (and the later passes of exact edges) runs where Dask finalizes. ``summary``
-and uniform-bin ``gece`` come from exact sums too; ``ci=``, ``vce_curve``, ``fit``,
+finalize (and the later passes of exact edges) runs where Dask finalizes. ``summary``, uniform-bin
+``gece`` and ``smece`` (its grids: _grid_dask.py) come from sums too; ``ci=``, ``vce_curve``, ``fit``,
 ``vece_rank`` and ``gece`` on the rows (adaptive bins, selections) collect the needed
 columns and run the eager function (:func:`collected`). Not on Dask: local calibration
 (``lce``, ``mlce``, ``mlce_curve``).
