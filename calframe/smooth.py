@@ -350,7 +350,8 @@ class Grids:
     def node_grids(self, sel: np.ndarray, m: int) -> np.ndarray:
         """The ``m``-node grids of groups ``sel``: known, or from the source."""
         if m in self.known:
-            return self.known[m][sel]
+            every = sel.shape[0] == self.n_groups  # (sel: ascending groups)
+            return self.known[m] if every else self.known[m][sel]
         return self.source(sel, m)
 
     def eps_of(self, sel: np.ndarray) -> float | np.ndarray:

@@ -31,6 +31,8 @@ def _data() -> pl.DataFrame:
                                    "g": pl.Series([g] * n, dtype=pl.String), "h": rng.integers(0, 2, n),
                                    "w": rng.integers(0, 4, n) * 0.75, "wi": rng.integers(1, 3, n)}))
     df = pl.concat(parts).sample(fraction=1.0, shuffle=True, seed=3)
+    df = df.with_columns(w_scaled=pl.col("w") * pl.when(pl.col("g") == "a").then(1e-3).when(pl.col("g") == "b")
+                         .then(1e3).otherwise(1.0))
     return df.with_columns(prob_na=pl.when((pl.col("g") == "c") & (pl.col("h") == 1) & (pl.col("wi") == 2))
                            .then(None).otherwise(pl.col("prob")))
 
@@ -44,6 +46,7 @@ CASES = {
     "fine sigma": {"sigma": 0.004, "by": "g"},
     "weights": {"weights": "w", "by": "g"},
     "integer weights": {"weights": "wi"},
+    "groups' weight scales": {"weights": "w_scaled", "by": "g"},
     "nulls drop": {"prob": "prob_na", "nulls": "drop", "by": "g", "weights": "w"},
 }
 
@@ -108,6 +111,17 @@ def test_class_columns_and_lenses(kind: str, lens: str) -> None:
     df = pl.DataFrame({"p0": p[:, 0], "p1": p[:, 1], "p2": p[:, 2], "label": y, "g": y % 2})
     kwargs = {"prob": ["p0", "p1", "p2"], "lens": lens, "by": "g"}
     _same(_polars(calframe.smece(_frame_of(df, kind), **kwargs)), calframe.smece(df, **kwargs))
+
+
+@pytest.mark.parametrize("lens", ["top1", "class:0"])
+def test_an_array_column_streams(lens: str) -> None:
+    rng = np.random.default_rng(6)
+    raw = rng.random((3000, 3))
+    p = raw / raw.sum(axis=1, keepdims=True)
+    df = pl.DataFrame({"probs": p, "label": rng.integers(0, 3, 3000)})
+    assert isinstance(df.schema["probs"], pl.Array)
+    got = calframe.smece(df.lazy(), prob="probs", lens=lens)
+    _same(_polars(got), calframe.smece(df, prob="probs", lens=lens))
 
 
 @pytest.mark.parametrize("kind", ["lazy", "duckdb"])
