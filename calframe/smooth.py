@@ -279,14 +279,24 @@ def bisect(value: Callable[[np.ndarray, float], np.ndarray], bounds: Callable[[n
     return out, start
 
 
+def by_budget(source: Callable[[np.ndarray, int], np.ndarray], sel: np.ndarray, m: int) -> np.ndarray:
+    """The ``m``-node grids ``(len(sel), m, 2)`` of groups ``sel`` from ``source(part, m)``, called on parts of at
+    most :data:`GRID_BUDGET` values each (one pass over the rows each)."""
+    batch = max(1, GRID_BUDGET // (2 * m))
+    if sel.shape[0] <= batch:
+        return source(sel, m)
+    out = np.empty((sel.shape[0], m, 2))
+    for b in range(0, sel.shape[0], batch):
+        out[b : b + batch] = source(sel[b : b + batch], m)
+    return out
+
+
 def node_grids(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
                n_groups: int, sel: np.ndarray, m: int) -> np.ndarray:
     """The ``m``-node grids ``(len(sel), m, 2)`` (weights, residuals ``conf - acc``) of groups ``sel``: one pass
     over the rows per :data:`GRID_BUDGET` values."""
-    batch = max(1, GRID_BUDGET // (2 * m))
-    out = None if sel.shape[0] <= batch else np.empty((sel.shape[0], m, 2))
-    for b in range(0, sel.shape[0], batch):
-        part = sel[b : b + batch]
+
+    def part_grids(part: np.ndarray, m: int) -> np.ndarray:
         slots = None
         if groups is not None:
             slots = np.full(n_groups, -1, dtype=np.int64)
@@ -296,10 +306,9 @@ def node_grids(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, gr
         chunks = AK.n_chunks(conf.shape[0], 2 * m * part.shape[0])
         flat = SK.node_sums(conf, acc, weights, groups, slots, part.shape[0], m,
                             *AK.tables(chunks, 2 * m * part.shape[0]))
-        if out is None:
-            return flat.reshape(part.shape[0], m, 2)
-        out[b : b + batch] = flat.reshape(part.shape[0], m, 2)
-    return out
+        return flat.reshape(part.shape[0], m, 2)
+
+    return by_budget(part_grids, sel, m)
 
 
 def density_eps(scale: float | np.ndarray = 1.0) -> float | np.ndarray:
@@ -312,24 +321,38 @@ def density_eps(scale: float | np.ndarray = 1.0) -> float | np.ndarray:
         return DENSITY_EPS / scale
 
 
-class Rows:
-    """The lensed rows of one call, spread on grids, and smooth_ece of any of their groups at any bandwidth.
+class Grids:
+    """smooth_ece of groups at any bandwidth, from their node grids: ``source(sel, m)`` gives the ``m``-node grids
+    ``(len(sel), m, 2)`` (weights, residuals) of groups ``sel`` (an engine's pass over the rows, for those groups
+    only), ``known`` the grids of every group already summed (grid size -> ``(n_groups, m, 2)``).
 
-    ``conf``, ``acc``: the lens's outputs (f and y of relplot); ``weights`` divided by ``scale`` (the caller's
-    weights are ``weights * scale``, ``scale`` one or one per group: ``Scored.weight_scale``). The density's
-    ``1e-4`` is absolute in the caller's units (integer weights are repeated rows): :func:`density_eps`."""
+    Weights are divided by ``scale`` (the caller's weights are ``weights * scale``, ``scale`` one or one per
+    group: ``Scored.weight_scale``); the density's ``1e-4`` is absolute in the caller's units (integer weights
+    are repeated rows): :func:`density_eps`. Every group's 1001-node grid (every bandwidth >= 0.01) is summed at
+    its first use."""
 
-    def __init__(self, conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
-                 n_groups: int, scale: float | np.ndarray = 1.0) -> None:
-        self.conf, self.acc, self.weights = conf, acc, weights
-        self.groups, self.n_groups = groups, n_groups
+    def __init__(self, source: Callable[[np.ndarray, int], np.ndarray], n_groups: int,
+                 scale: float | np.ndarray = 1.0, known: dict[int, np.ndarray] | None = None) -> None:
+        self.source, self.n_groups = source, n_groups
+        self.known = dict(known or {})
         self.eps = density_eps(scale)
-        self.grids = self.node_grids(np.arange(n_groups), COARSE_NODES)  # (G, m, 2): every group's 1001-node grid
-        self.spectra = spectra(self.grids[..., 1])  # (G, m): they serve every bandwidth >= 0.01
+
+    @functools.cached_property
+    def grids(self) -> np.ndarray:
+        """(G, m, 2): every group's 1001-node grid."""
+        return self.node_grids(np.arange(self.n_groups), COARSE_NODES)
+
+    @functools.cached_property
+    def spectra(self) -> np.ndarray:
+        """(G, m): the 1001-node grids' spectra, which serve every bandwidth >= 0.01."""
+        return spectra(self.grids[..., 1])
 
     def node_grids(self, sel: np.ndarray, m: int) -> np.ndarray:
-        """The ``m``-node grids of groups ``sel`` (:func:`node_grids`)."""
-        return node_grids(self.conf, self.acc, self.weights, self.groups, self.n_groups, sel, m)
+        """The ``m``-node grids of groups ``sel``: known, or from the source."""
+        if m in self.known:
+            every = sel.shape[0] == self.n_groups  # (sel: ascending groups)
+            return self.known[m] if every else self.known[m][sel]
+        return self.source(sel, m)
 
     def eps_of(self, sel: np.ndarray) -> float | np.ndarray:
         """The density's 1e-4 in the grids' units for groups ``sel`` (:func:`density_eps`)."""
@@ -357,6 +380,22 @@ class Rows:
             return bisect(self.value, self.bounds, self.n_groups)
         everyone = np.arange(self.n_groups)
         return self.value(everyone, float(sigma)), np.full(self.n_groups, float(sigma))
+
+
+class Rows(Grids):
+    """The lensed rows of one call in memory, spread on grids (:class:`Grids`) by the numba kernel.
+
+    ``conf``, ``acc``: the lens's outputs (f and y of relplot); ``weights`` divided by ``scale``; ``groups``: the
+    rows' group codes (None: one group)."""
+
+    def __init__(self, conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
+                 n_groups: int, scale: float | np.ndarray = 1.0) -> None:
+        self.conf, self.acc, self.weights, self.groups = conf, acc, weights, groups
+        super().__init__(self.rows_grids, n_groups, scale)
+
+    def rows_grids(self, sel: np.ndarray, m: int) -> np.ndarray:
+        """The ``m``-node grids of groups ``sel`` (:func:`node_grids`)."""
+        return node_grids(self.conf, self.acc, self.weights, self.groups, self.n_groups, sel, m)
 
 
 # --------------------------------------------------------------------------- the smoothed reliability curve

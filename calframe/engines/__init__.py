@@ -10,8 +10,9 @@
 
 :func:`run_binned` asks the registry (:mod:`calframe.registry`) for the engine of the frame's kind; each engine
 module has ``CAPABILITIES`` and ``binned(req, frame, figures)`` (and may have ``call``, its entry for a public
-function). The families ask here where their other calls run (:func:`route`, :func:`in_memory`,
-:func:`collected`, :func:`apply`): no family tests the kind of its frame (issue 24).
+function). :func:`run_grid` does the same for the smooth ECE's grid sums (``_grid_sums.py``, ``_grid_dask.py``).
+The families ask here where their other calls run (:func:`route`, :func:`in_memory`, :func:`collected`,
+:func:`apply`): no family tests the kind of its frame.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import polars as pl
 
 from .. import registry
 from .. import request as R
+from . import _grid_sums
 from . import eager
 
 
@@ -33,6 +35,24 @@ def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | No
     kind = registry.kind_of(frame)
     engine = eager if kind is None else registry.engine(kind)
     return engine.binned(req, frame, figures)
+
+
+def run_grid(req: R.Request, frame: Any, figures: dict[str, eager.Figure]) -> Any:
+    """A request whose figure comes from grid sums (the smooth ECE's state, ``grid_sums``), on any frame: those of
+    the engine the registry names for the frame's kind (``_grid_sums.py``: a LazyFrame, streamed, and the narwhals
+    engine's frames; ``_grid_dask.py``: Dask's partitions), else the eager engine (``figures``: its figure, which
+    a bootstrap or a collected frame runs)."""
+    kind = registry.kind_of(frame)
+    engine = None if kind is None else registry.engine(kind).__name__.rsplit(".", 1)[1]
+    if engine == "dask":
+        from . import _grid_dask
+
+        return _grid_dask.run(frame, req, figures)
+    if engine == "narwhals":
+        return _grid_sums.run_native(frame, req)
+    if engine == "lazy":
+        return _grid_sums.streamed(req, frame, figures)
+    return eager._evaluate(req, frame, figures)
 
 
 def dask_engine() -> Any:

@@ -38,8 +38,8 @@ accumulates. Results equal calframe's in-memory results up to float summation
 order (< 1e-12).
 
 Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the
-finalize (and the later passes of exact edges) runs where Dask finalizes. ``summary``
-and uniform-bin ``gece`` come from exact sums too; ``ci=``, ``vce_curve``, ``fit``,
+finalize (and the later passes of exact edges) runs where Dask finalizes. ``summary``, uniform-bin
+``gece`` and ``smece`` (its grids: _grid_dask.py) come from sums too; ``ci=``, ``vce_curve``, ``fit``,
 ``vece_rank`` and ``gece`` on the rows (adaptive bins, selections) collect the needed
 columns and run the eager function (:func:`collected`). Not on Dask: local calibration
 (``lce``, ``mlce``, ``mlce_curve``).
@@ -386,10 +386,10 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the engine
 
-#: what this engine computes (calframe.registry): every partition's sums, added; fits and vece_rank / vce_curve
-#: collect their columns into one pandas frame (:func:`collected`), as ``ci=`` does. The others are refused.
-CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "vector_sums", "batches"}),
-                                     collects=frozenset({"variables", "fit"}))}
+#: what this engine computes (calframe.registry): every partition's sums, added (grids: _grid_dask.py); fits and
+#: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
+CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
+                                                "batches"}), collects=frozenset({"variables", "fit"}))}
 
 
 def supported() -> tuple[str, ...]:

@@ -287,10 +287,12 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 
 
 #: what Polars' engine computes on a LazyFrame, the result a LazyFrame (calframe.registry): the bin sums streamed
-#: (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), ``monitor``'s windows
+#: (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), the smooth ECE's grid sums
+#: (engines/_grid_sums.py, without ``ci``), ``monitor``'s windows
 #: (calframe.expr in ``group_by_dynamic``, without ``ci``) and ``apply``'s batches; the others collect the needed
 #: columns
-CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "windows", "batches"}), collects=None, word="streamed")}
+CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "grid_sums", "windows", "batches"}), collects=None,
+                                     word="streamed")}
 
 
 def supports(frame: Any, req: Request) -> bool:

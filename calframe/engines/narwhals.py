@@ -59,10 +59,10 @@ from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN,
 
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
-#: what this engine computes in the frame's own engine (calframe.registry): the bin sums everywhere, ``apply``'s
-#: batches on DuckDB and Spark; a pyarrow Table collects the rest (the eager engine on it as a Polars frame), the
-#: others refuse it
-_SUMS = frozenset({"bin_sums", "bin_table"})
+#: what this engine computes in the frame's own engine (calframe.registry): the bin and grid sums everywhere
+#: (the grid sums in engines/_grid_sums.py), ``apply``'s batches on DuckDB and Spark; a pyarrow Table collects the
+#: rest (the eager engine on it as a Polars frame), the others refuse it
+_SUMS = frozenset({"bin_sums", "bin_table", "grid_sums"})
 CAPABILITIES = {"duckdb": Capabilities(_SUMS | {"batches"}), "spark": Capabilities(_SUMS | {"batches"}),
                 "ibis": Capabilities(_SUMS), "pyarrow": Capabilities(_SUMS, collects=None)}
 #: the frame types this engine takes, by the name ``native_kind`` gives them

@@ -22,7 +22,6 @@ from ..engines.eager import (
     Frame,
     Result,
     _ce_figure,
-    _evaluate,
     binned_sums,
     brier_rows,
     group_means,
@@ -218,9 +217,12 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
     Notes
     -----
     The rows are spread once on every group's grid (one pass over the frame); each bandwidth the bisection
-    tries is then a product of spectra per group, not a pass over the rows (calframe.smooth). A
-    ``pl.LazyFrame`` is collected (its needed columns: the grids' sums are not pushed into Polars' plan) and
-    the result returned as a ``pl.LazyFrame`` (one row, ``n`` and the figure, without ``by``).
+    tries is then a product of spectra per group, not a pass over the rows (calframe.smooth); a finer grid
+    (a bandwidth below 0.01) is a pass of its own for the groups that need it. Where the rows are, the frame's
+    engine sums the grids (calframe/engines/_grid_sums.py, _grid_dask.py): a ``pl.LazyFrame`` gives a
+    ``pl.LazyFrame`` whose collect streams them (one row, ``n`` and the figure, without ``by``), a DuckDB
+    relation, PySpark DataFrame, Ibis table or pyarrow Table its own type, a Dask DataFrame a lazy result.
+    ``ci`` needs the rows: they are collected (LazyFrame, pyarrow Table, Dask) or the call is refused.
 
     Examples
     --------
@@ -232,7 +234,7 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
     0.187775
     """
     req = R.smece(prob, label, **options)
-    return _evaluate(req, frame, {req.name: _smece_figure(req)})
+    return engines.run_grid(req, frame, {req.name: _smece_figure(req)})
 
 
 def _smece_figure(req: R.Request) -> Figure:
