@@ -284,8 +284,8 @@ class _NativePass(_Pass):
         rows = NW._key_cols(plan, r.schema) + [nw.when(ok).then(conf).alias(_CONF), acc.alias(_ACC),
                                                ok.cast(nw.Int64).alias(_OK)]
         if weighted:
-            w = nw.when(ok).then(r.weights())  # a 0 weight's bucket: null (Ibis' floor of inf fails)
-            rows += [w.alias(_WT), NW._bucket(nw.when(w > 0).then(w)).alias(_EB)]
+            w = nw.when(ok).then(r.weights())
+            rows += [w.alias(_WT), NW._bucket(w).alias(_EB)]
         if keep is not None:
             rows.append(keep.alias(_KEEP))
         q = r.base(rows)

@@ -310,9 +310,10 @@ def _sum_columns(plan: LZ._Plan, wide: bool, conf: Any, acc: Any, w: Any = None,
 
 
 def _bucket(w: Any) -> Any:
-    """The weight's bucket k = floor(-log2(w) / 8) in [0, 134] (``lazy._weight_bucket``)."""
+    """The weight's bucket k = floor(-log2(w) / 8) in [0, 134] (``lazy._weight_bucket``): clipped before the floor,
+    so a 0 weight (-log2 0 = inf) is bucket 134, not the floor of inf (which Ibis's integer FLOOR cannot cast)."""
     nw = _nw()
-    return (-w.log(2.0) / float(BUCKET_BITS)).floor().clip(0.0, float(_MAX_BUCKET)).cast(nw.Int32)
+    return (-w.log(2.0) / float(BUCKET_BITS)).clip(0.0, float(_MAX_BUCKET)).floor().cast(nw.Int32)
 
 
 def _aggs(plan: LZ._Plan, summed: list[str], wide: bool) -> list[Any]:
