@@ -191,14 +191,18 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
             rows[f"{value}_hi"].append(hi_)
         rows["distinguishable_from_best"].append(
             [names[g] for g in ranked if g != best and _excludes_zero(d, g, best, ci, spread_.method, sign)])
-    out = pl.DataFrame(rows, schema_overrides={
-        "n_groups": pl.Int64, "n_ranked": pl.Int64, "ranked_on": pl.String, "below_min_n": pl.List(pl.String),
-        "distinguishable_from_best": pl.List(pl.String),
-        **{c: pl.Float64 for c in rows if c not in ("figure", "n_groups", "n_ranked", "worst_group", "best_group")
-           + AFTER}})
+    out = pl.DataFrame(rows, schema=schema(ci))
     if ci is not None:
         out = out.with_columns(pl.lit(spread_.method).alias(F.CI_METHOD))
     return F.to_flavor(out, spread_.flavor)
+
+
+def schema(ci: float | None = None) -> dict[str, pl.DataType]:
+    """The table's columns and their types (without :data:`figures.CI_METHOD`, added with ``ci``)."""
+    kinds = {"figure": pl.String, "n_groups": pl.Int64, "n_ranked": pl.Int64, "worst_group": pl.String,
+             "best_group": pl.String, "ranked_on": pl.String, "below_min_n": pl.List(pl.String),
+             "distinguishable_from_best": pl.List(pl.String)}
+    return {c: kinds.get(c, pl.Float64) for c in COLUMNS + tuple(bound_columns(ci)) + AFTER}
 
 
 def _on_figure_scale(d: F.Draws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ The families ask here where their other calls run (:func:`route`, :func:`in_memo
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import polars as pl
@@ -26,13 +27,18 @@ from .. import registry
 from .. import request as R
 from . import _grid_sums
 from . import eager
+from . import _row_means
 
 
 def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | None = None) -> Any:
-    """A request whose figure comes from bin sums (:data:`figures.BINNED`), on any frame: the ``binned`` of the
-    engine the registry (:mod:`calframe.registry`) names for the frame's kind: Dask's partitions, the narwhals
-    engine (DuckDB, Spark, Ibis, pyarrow), streamed sums for a LazyFrame that can stream, else the eager engine."""
+    """A request whose figure comes from bin sums (:data:`figures.BINNED`) or row means (the companions,
+    ``summary``), on any frame: the ``binned`` of the engine the registry (:mod:`calframe.registry`) names for the
+    frame's kind: Dask's partitions, the narwhals engine (DuckDB, Spark, Ibis, pyarrow), streamed sums for a
+    LazyFrame that can stream, else the eager engine; the row means of the narwhals and lazy engines are
+    :mod:`._row_means`' passes."""
     kind = registry.kind_of(frame)
+    if req.kind in _row_means.KINDS and kind in _row_means.ON:
+        return _row_means.binned(req, frame, figures)
     engine = eager if kind is None else registry.engine(kind)
     return engine.binned(req, frame, figures)
 
@@ -53,6 +59,25 @@ def run_grid(req: R.Request, frame: Any, figures: dict[str, eager.Figure]) -> An
     if engine == "lazy":
         return _grid_sums.streamed(req, frame, figures)
     return eager._evaluate(req, frame, figures)
+
+
+def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dict[str, Any],
+              rows: Callable[[Any], Any], native: bool = True) -> Any:
+    """A table read off ``req``'s figures per group (``req.by``): ``finish(values, counts, keys, flavor)``,
+    computed where the frame's rows are (``native``: no row selection) when the engine runs ``req`` there
+    without the rows: lazily on Dask, in the narwhals engine (the table in the input's type), streamed on a
+    LazyFrame (a LazyFrame of ``schema``). Else ``rows(frame)`` runs it eagerly: on the collected needed columns
+    on Dask, on the collected LazyFrame, on a pyarrow Table as a Polars frame (:func:`narwhals.call`); DuckDB,
+    Spark and Ibis refuse it (:class:`narwhals.Unsupported`)."""
+    kind = registry.kind_of(frame)
+    plain = native and req.ci is None and not req.several
+    if kind == "dask":
+        d = dask_engine()
+        if not plain:
+            return d.collected(req.func, frame, d.needed(frame, req), rows)
+        return d.binned(req, frame, None, partial(finish, flavor="pandas"))
+    out = _row_means.table(kind, frame, req, finish, schema, plain, native) if kind in _row_means.ON else None
+    return out if out is not None else rows(frame)
 
 
 def dask_engine() -> Any:

@@ -389,7 +389,7 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 #: what this engine computes (calframe.registry): every partition's sums, added (grids: _grid_dask.py); fits and
 #: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
 CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
-                                                "batches"}), collects=frozenset({"variables", "fit"}))}
+                                                "groups", "batches"}), collects=frozenset({"variables", "fit"}))}
 
 
 def supported() -> tuple[str, ...]:
@@ -658,14 +658,17 @@ def _eager_figures(req: Request, figures: dict | None, frame: pd.DataFrame, **kw
     return _evaluate(req, frame, figures or ce_figures(req), **kw)
 
 
-def binned(req: Request, ddf: Any, figures: dict | None = None) -> DaskResult:
-    return run(ddf, req, figures)  # the registry's entry (calframe.engines.run_binned)
+def binned(req: Request, ddf: Any, figures: dict | None = None, finish: Callable[..., Any] | None = None) -> Any:
+    """The registry's entry (calframe.engines.run_binned): :func:`summary` or :func:`run`."""
+    return summary(ddf, req, figures or {}, finish) if req.kind == "summary" else run(ddf, req, figures, finish)
 
 
-def run(ddf: Any, req: Request, figures: dict | None = None) -> DaskResult:
+def run(ddf: Any, req: Request, figures: dict | None = None, finish: Callable[..., Any] | None = None) -> DaskResult:
     """A parsed request on a Dask DataFrame, lazy: sums per partition, added by Dask, finalized by
     :mod:`calframe.figures` on the client. ``figures``: the eager engine's figures of the request, for ``ci=``
-    (the bootstrap resamples rows within groups: the needed columns are collected, :func:`collected`)."""
+    (the bootstrap resamples rows within groups: the needed columns are collected, :func:`collected`).
+    ``finish(values, counts, keys)``: the result from the figures per group (default: :func:`figures.shape`)."""
+    finish = finish or partial(F.shape, req, flavor="pandas")
     if req.ci is not None:
         return collected(req.func, ddf, _spec(ddf, req).needed, partial(_eager_figures, req, figures))
     if req.sweep:
@@ -676,11 +679,11 @@ def run(ddf: Any, req: Request, figures: dict | None = None) -> DaskResult:
             "sample.", "binning")
     if req.kind == "companion":
         spec = _spec(ddf, req, companion=req.func)
-        return result(req.func, [_pass(ddf, spec)], partial(_companion_result, req))
+        return result(req.func, [_pass(ddf, spec)], lambda m: finish({req.name: _companion_figure(m)}, *_by(m)))
     spec = _spec(ddf, req, modes=_modes(ddf, req))
     if req.kind == "reliability":
         return result(req.func, [_pass(ddf, spec)], _reliability_result)
-    return result(req.func, [_pass(ddf, spec)], partial(_ce_result, req))
+    return result(req.func, [_pass(ddf, spec)], lambda m: finish(_ce_values(req, m), *_by(m)))
 
 
 def _companion_figure(m: _Merged) -> np.ndarray:
@@ -688,8 +691,8 @@ def _companion_figure(m: _Merged) -> np.ndarray:
     return F.companion(sums)
 
 
-def _companion_result(req: Request, m: _Merged) -> Any:
-    return F.shape(req, {req.name: _companion_figure(m)}, m.counts, m.groups.keys, "pandas")
+def _by(m: _Merged) -> tuple[np.ndarray, pl.DataFrame | None]:
+    return m.counts, m.groups.keys  # the rows and the key table of the groups
 
 
 def _reliability_result(m: _Merged) -> pd.DataFrame:
@@ -708,11 +711,7 @@ def _ce_values(req: Request, m: _Merged) -> dict[str, np.ndarray]:
     return {name: _ce_value(req, m, f) for f, name in enumerate(req.figure_names)}
 
 
-def _ce_result(req: Request, m: _Merged) -> Any:
-    return F.shape(req, _ce_values(req, m), m.counts, m.groups.keys, "pandas")
-
-
-def summary(ddf: Any, req: Request, figures: dict) -> DaskResult:
+def summary(ddf: Any, req: Request, figures: dict, finish: Callable[..., Any] | None = None) -> DaskResult:
     """:func:`calframe.summary` (``figures``: the eager engine's, for ``ci=``, which collects the needed columns).
     Its figures come from exact sums, in one graph: the uniform bins' sums (ECE, MCE, RMSCE and, with weights,
     the debiased figure), the equal-mass sums of the debiased figure (its exact edges: further passes when
@@ -736,7 +735,7 @@ def summary(ddf: Any, req: Request, figures: dict) -> DaskResult:
         for name, sub in parts.items():
             values[name] = _ce_value(sub, rest[0] if name == "ce_debiased" and len(rest) == 4 else uniform)
         values.update(brier=_companion_figure(ms["brier"]), log_loss=_companion_figure(ms["log_loss"]))
-        return F.shape(req, values, uniform.counts, uniform.groups.keys, "pandas", scalar=False)
+        return (finish or partial(F.shape, req, flavor="pandas", scalar=False))(values, *_by(uniform))
 
     return result(req.func, passes, assemble)
 

@@ -288,11 +288,12 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 
 #: what Polars' engine computes on a LazyFrame, the result a LazyFrame (calframe.registry): the bin sums streamed
 #: (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), the smooth ECE's grid sums
-#: (engines/_grid_sums.py, without ``ci``), ``monitor``'s windows
+#: (engines/_grid_sums.py, without ``ci``), the companions' and summary's row means and disparity's figures per
+#: group (engines/_row_means.py, without ``ci``), ``monitor``'s windows
 #: (calframe.expr in ``group_by_dynamic``, without ``ci``) and ``apply``'s batches; the others collect the needed
 #: columns
-CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "grid_sums", "windows", "batches"}), collects=None,
-                                     word="streamed")}
+CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "grid_sums", "row_means", "groups", "windows", "batches"}),
+                                     collects=None, word="streamed")}
 
 
 def supports(frame: Any, req: Request) -> bool:
@@ -341,27 +342,36 @@ def lazy_sums(lf: pl.LazyFrame,
     group with ``by``; 1.0 without weights), what ``ce_from_sums``' ``count_scale`` takes.
     """
     func = req.func
-    plan = make_plan(lf, req)
-    if plan.schema_errors:
-        _run_checks(plan, _detail_stats(plan, lf), lf)
-        raise AssertionError(f"{func}: a schema error was not raised")  # pragma: no cover
-    if plan.weight_col is not None:
-        _set_weight_scale(plan, lf)
+    plan = prepared(make_plan(lf, req), lf)
     if plan.data_binned:
         out = _data_binned_sums(plan, lf)
     else:
         conf, acc = _lensed(plan)
-        res = _exact_floats(_collect(_main_query(plan, lf, conf, acc)))
-        st = _light_stats(plan, res)
-        if st["bad"]:
-            _run_checks(plan, _detail_stats(plan, lf), lf)
-            raise AssertionError(f"{func}: the streaming pass found bad rows that no check reports")  # pragma: no cover
-        _run_checks(plan, st, lf)
-        out = _assemble(plan, res)
+        out = _assemble(plan, checked(plan, lf, _exact_floats(_collect(_main_query(plan, lf, conf, acc)))))
     sums, keys, counts = out
     if plan.weight_col is not None:
         check_group_weights(func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
     return sums, keys, counts, _group_scales(plan, keys)
+
+
+def prepared(plan: _Plan, lf: pl.LazyFrame) -> _Plan:
+    """``plan``, the errors its schema decided raised (in the checks' order) and the weights' scale set."""
+    if plan.schema_errors:
+        _run_checks(plan, _detail_stats(plan, lf), lf)
+        raise AssertionError(f"{plan.func}: a schema error was not raised")  # pragma: no cover
+    if plan.weight_col is not None:
+        _set_weight_scale(plan, lf)
+    return plan
+
+
+def checked(plan: _Plan, lf: pl.LazyFrame, res: pl.DataFrame) -> pl.DataFrame:
+    """A pass's cells (``_LEN``, ``_OK``, ``_BIN`` -1 for a dropped row, ``_W``), the eager path's checks run."""
+    st = _light_stats(plan, res)
+    if st["bad"]:
+        _run_checks(plan, _detail_stats(plan, lf), lf)
+        raise AssertionError(f"{plan.func}: the streaming pass found bad rows that no check reports")  # pragma: no cover
+    _run_checks(plan, st, lf)
+    return res
 
 
 def _light_stats(plan: _Plan, res: pl.DataFrame) -> dict[str, Any]:

@@ -59,10 +59,11 @@ from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN,
 
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
-#: what this engine computes in the frame's own engine (calframe.registry): the bin and grid sums everywhere
-#: (the grid sums in engines/_grid_sums.py), ``apply``'s batches on DuckDB and Spark; a pyarrow Table collects the
-#: rest (the eager engine on it as a Polars frame), the others refuse it
-_SUMS = frozenset({"bin_sums", "bin_table", "grid_sums"})
+#: what this engine computes in the frame's own engine (calframe.registry): the bin, grid and row-mean sums
+#: everywhere (the grid sums in engines/_grid_sums.py, the row means in engines/_row_means.py), and disparity's
+#: groups of them, ``apply``'s batches on DuckDB and Spark; a pyarrow Table collects the rest (the eager engine on
+#: it as a Polars frame), the others refuse it
+_SUMS = frozenset({"bin_sums", "bin_table", "grid_sums", "row_means", "groups"})
 CAPABILITIES = {"duckdb": Capabilities(_SUMS | {"batches"}), "spark": Capabilities(_SUMS | {"batches"}),
                 "ibis": Capabilities(_SUMS), "pyarrow": Capabilities(_SUMS, collects=None)}
 #: the frame types this engine takes, by the name ``native_kind`` gives them
@@ -105,7 +106,8 @@ def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     assert kind is not None
     if how(name, kind) == "native":
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)  # a Polars frame when a call inside it ran on the rows collected
+            return out.to_arrow() if kind == "pyarrow" and isinstance(out, pl.DataFrame) else out
         except Unsupported:
             if kind != "pyarrow":
                 raise
@@ -347,6 +349,22 @@ class _Run:
         self.nw = nw
         #: the engine sums Int64 into a 128-bit integer (DuckDB's HUGEINT; not Ibis, which types the sum Int64)
         self.wide = eng.kind == "duckdb"
+
+    def prepared(self) -> LZ._Plan:
+        """The plan, its schema's errors raised and the weights' scale set (``lazy.prepared``)."""
+        if self.plan.schema_errors:
+            self.fail()
+        if self.plan.weight_col is not None:
+            self.set_weight_scale()
+        return self.plan
+
+    def checked(self, res: pl.DataFrame) -> pl.DataFrame:
+        """A pass's cells after the checks (``lazy.checked``)."""
+        st = LZ._light_stats(self.plan, res)
+        if st["bad"]:
+            self.fail()
+        LZ._run_checks(self.plan, st, None)
+        return res
 
     # the rows of the main passes
 
@@ -598,35 +616,43 @@ def run(frame: Any, req: Request) -> Any:
     """``req`` (a CE_p figure or a reliability table) on a frame of :func:`native_kind`: the sums in its engine,
     the figures by :mod:`calframe.figures`, the result in the frame's type (module docstring)."""
     eng = _Engine(frame)
+    admit(eng, req, F.result_columns(req))
+    sums, keys, counts, scale, cells = binned_sums(eng, req)
+    if req.kind == "reliability":
+        return eng.out(F.reliability_table(sums, *cells, keys))
+    return shaped(eng, req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys)
+
+
+def admit(eng: _Engine, req: Request, columns: list[str]) -> None:
+    """Refuse a call this engine does not run (:class:`Unsupported`), and ``by`` named like a result column."""
     what = _unsupported(req)
     if what is not None:
         raise Unsupported(f"{req.func}: " + _refusal(eng.kind, what))
-    F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else _Columns(eng))
+    F.check_by_names(req.func, req.by, columns, frame=None if not req.by else _Columns(eng))
+
+
+def binned_sums(eng: _Engine, req: Request) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, Any, tuple]:
+    """(sums, keys, counts, the weights' scale, a reliability table's (cell counts, bins)) of the checked rows."""
     r = _Run(eng, req)
-    plan = r.plan
-    if plan.schema_errors:
-        r.fail()
-    if plan.weight_col is not None:
-        r.set_weight_scale()
+    plan = r.prepared()
+    cells: tuple = ()
     if plan.data_binned:
         sums, keys, counts, cell_counts, bins = r.data_binned()
+        cells = (cell_counts, bins)
     else:
-        res = r.main()
-        st = LZ._light_stats(plan, res)
-        if st["bad"]:
-            r.fail()
-        LZ._run_checks(plan, st, None)
+        res = r.checked(r.main())
         sums, keys, counts = LZ._assemble(plan, res)
         if req.kind == "reliability":
-            cell_counts, bins = _uniform_counts(plan, res, sums)
+            cells = _uniform_counts(plan, res, sums)
     if plan.weight_col is not None:
         check_group_weights(req.func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
-    if req.kind == "reliability":
-        return eng.out(F.reliability_table(sums, cell_counts, bins, keys))
-    scale = LZ._group_scales(plan, keys)
-    values = {req.name: F.binned(req, lambda c: sums, 1, scale)}
-    lazy_out = eng.kind != "pyarrow"
-    out = F.shape(req, values, counts, keys, "polars", scalar=not lazy_out)
+    return sums, keys, counts, LZ._group_scales(plan, keys), cells
+
+
+def shaped(eng: _Engine, req: Request, values: dict[str, np.ndarray], counts: np.ndarray,
+           keys: pl.DataFrame | None) -> Any:
+    """The result in the input's type (a float without ``by`` only on a pyarrow Table: lazy in, lazy out)."""
+    out = F.shape(req, values, counts, keys, "polars", scalar=eng.kind == "pyarrow")
     return out if isinstance(out, float) else eng.out(out)
 
 

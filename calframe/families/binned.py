@@ -254,8 +254,9 @@ def _smece_figure(req: R.Request) -> Figure:
 
 
 #: the companions' docstrings end with this
-_COLLECTS = """A ``pl.LazyFrame`` is collected (its needed columns) and the result returned as a ``pl.LazyFrame`` (one
-    row, ``n`` and the figure, without ``by``)."""
+_COLLECTS = """A ``pl.LazyFrame`` gives a ``pl.LazyFrame`` (one row, ``n`` and the figure, without ``by``), streamed when
+    collected (with ``ci``, the needed columns are collected first); a DuckDB relation, PySpark DataFrame, Ibis table
+    or pyarrow Table is summed in its own engine."""
 
 
 def _bounded(func: str, figure: Figure) -> Figure:
@@ -270,7 +271,7 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
     def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
         req = R.companion(func, prob, label, **options)
         figures: dict[str, Figure] = {func: _bounded(func, lambda s: group_means(rows(s), s))}
-        return engines.route(frame, lambda: _run(req, frame, figures), dask=lambda dask: dask.run(frame, req, figures))
+        return _run(req, frame, figures, binned=True)
 
     metric.__name__ = metric.__qualname__ = func
     metric.__doc__ = f"""{doc}
@@ -307,8 +308,9 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
     ``weights`` are given), all four under ``lens``: by default ``class:1``
     (the positive class) for a single probability column and ``top1`` for
     class probabilities; then ``brier``, ``log_loss``; with ``ci``,
-    ``_lo``/``_hi`` bounds for each. A ``pl.LazyFrame`` is collected (its
-    needed columns) and the result returned as a ``pl.LazyFrame``.
+    ``_lo``/``_hi`` bounds for each. A ``pl.LazyFrame`` gives a
+    ``pl.LazyFrame``, streamed when collected (with ``ci``, the needed columns
+    are collected first).
 
     ``disparity=True`` (needs ``by``) answers how far apart the groups are
     instead: :func:`disparity`'s table, one row per column above (``figure``
@@ -333,11 +335,8 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
         "log_loss": lambda s: group_means(log_loss_rows(s), s),
     }
     if disparity:
-        out = engines.collected(frame, replace(req, kind="rows"), lambda pdf: summary(  # on the collected columns
-            pdf, prob, label, lens=lens, bins=bins, disparity=True, **options))
-        return _disparity_table(Plan(req, frame, figures)) if out is None else out
-    return engines.route(frame, lambda: _run(req, frame, figures, scalar=False),
-                         dask=lambda dask: dask.summary(frame, req, figures))
+        return _disparity_table(Plan(req, frame, figures))
+    return _run(req, frame, figures, binned=True)  # type: ignore[no-any-return]
 
 
 @public(state="bin_table")

@@ -13,6 +13,7 @@ from .. import disparities as D
 from .. import request as R
 from .._keywords import Columns
 from .._lazy import pd  # pandas: imported at first use
+from .. import engines
 from ..engines.eager import Frame
 from ..frames.dispatch import public
 from . import binned, gece, variable
@@ -79,7 +80,11 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     bounds are taken ``progress``: the bootstrap's progress bar, as the
     figures' (spec section 8, "Progress bars").
 
-    A ``pl.LazyFrame`` is collected (its needed columns) and the table returned as a ``pl.LazyFrame``.
+    Without ``ci``, the figures per group are computed where the rows are, as ``calframe.<figure>`` computes
+    them: on Dask (a lazy result), in the engine of a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow
+    Table (the table in the input's type), streamed on a ``pl.LazyFrame`` (the table a ``pl.LazyFrame``). With
+    ``ci`` the bootstrap needs the rows: a ``pl.LazyFrame``, a pyarrow Table and a Dask DataFrame are collected
+    (their needed columns; the table in the input's kind), the other frames refuse it.
 
     Examples
     --------
@@ -98,6 +103,13 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     R.disparity(figure, by, figure_options, _figure_options)
     R.check_ci(func, ci, n_boot, seed, ci_method)
     R.check_int_range(func, "min_n", min_n, 1)
+    if figure == "gece":  # on Dask its row selections run on the rows: every column collected
+        out = engines.route(frame, lambda: None, dask=lambda dask: dask.collected(
+            func, frame, list(frame.columns), lambda rows: disparity(
+                rows, figure, prob, label, by=by, ci=ci, n_boot=n_boot, seed=seed, ci_method=ci_method, min_n=min_n,
+                progress=progress, **figure_options)))
+        if out is not None:
+            return out
     token = _PLANNING.set(True)
     try:
         plan = _figure_function(figure)(frame, prob=prob, label=label, by=by, ci=ci, n_boot=n_boot, seed=seed,

@@ -7,6 +7,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from .. import disparities as D
@@ -14,6 +15,7 @@ from .. import request as R
 from .._columns import Scored
 from .._lazy import pd  # pandas: imported at first use
 from ..engines import run_binned as _run_binned
+from ..engines import run_table as _run_table
 from ..engines.eager import Figure, _ce_figure, _evaluate
 
 # --------------------------------------------------------------------------- running a parsed call
@@ -47,16 +49,35 @@ def _run(req: R.Request, frame: Any, figures: dict[str, Figure] | None = None, *
 def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
                      ) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
     """Run ``plan``'s figures, keeping their draws (:class:`~calframe.disparities.Spread`), and read the disparity
-    table off the ``by=`` result. Several variables (vece) are figures side by side."""
-    result, spread, ci = _spread_run(plan, min_n)
-    return D.table(func, result, spread, ci)  # a LazyFrame's: lazy again (frames.dispatch.lazy_out)
+    table off the ``by=`` result. Several variables (vece) are figures side by side. Without ``ci`` and a row
+    selection, the figures per group come from the engine where the rows are (:func:`calframe.engines.run_table`:
+    Dask, the narwhals engine, a LazyFrame streamed)."""
+    req = plan.req
+
+    def finish(values: dict[str, np.ndarray], counts: np.ndarray, keys: pl.DataFrame | None, flavor: str) -> Any:
+        spread = _spread(plan, min_n)  # no draws: ranked on the values (no ci)
+        spread.keys, spread.flavor = keys, flavor
+        return D.table(func, {"n": counts, **dict(zip(spread.labels, values.values()))}, spread, None)
+
+    def rows(frame: Any) -> pl.DataFrame | pd.DataFrame:
+        result, spread, ci = _spread_run(replace(plan, frame=frame), min_n)
+        return D.table(func, result, spread, ci)  # a LazyFrame's: lazy again (frames.dispatch.lazy_out)
+
+    return _run_table(req, plan.frame, finish, D.schema(), rows, native=plan.prepare is None)
 
 
 def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:
     """``plan``'s ``by=`` result, the :class:`~calframe.disparities.Spread` holding its figures' bootstrap draws
     (one bootstrap for the groups' intervals and the table's) and the interval level."""
     req = replace(plan.req, several=False)
-    labels = [f"{req.name}:{v}" for v in req.variables] if req.variables else list(plan.figures)
-    spread = D.Spread(dict(zip(labels, plan.figures.values())), min_n, req.ci_method)
+    spread = _spread(plan, min_n)
     return (_evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
             spread, req.ci)
+
+
+def _spread(plan: Plan, min_n: int) -> D.Spread:
+    """The :class:`~calframe.disparities.Spread` of ``plan``'s figures: one per variable for vece
+    (``vece:<variable>``)."""
+    req = plan.req
+    labels = [f"{req.name}:{v}" for v in req.variables] if req.variables else list(plan.figures)
+    return D.Spread(dict(zip(labels, plan.figures.values())), min_n, req.ci_method)

@@ -1,0 +1,266 @@
+"""Row means in the user's engine: the companions (Brier score, log loss, accuracy) and ``summary`` on a DuckDB
+relation, PySpark DataFrame, Ibis table or pyarrow Table (the narwhals engine) and streamed on a Polars LazyFrame
+(the lazy engine), and the per-group values any figure table over groups reads (:func:`calframe.disparity`).
+
+A companion is the weighted mean of a row value per group: one pass sums, per group, the weight and the weight
+times each value, exactly (the engines' fixed-point sums: ``lazy._fixed_sum``, ``narwhals._fixed_parts``; a value
+is divided by :data:`SPAN`, a power of two, to lie in [0, 1]), in the same pass as the row checks of the CE
+family's main pass (a bad row is counted, and the engine's error path raises the eager path's first failing
+check). The row values are written once here for Polars and narwhals expressions (:func:`row_values`): Brier's
+``(p - y)^2`` (two classes; over K > 2 classes the sum of ``(g_k - y_k)^2`` in numpy's pairwise order), the log
+loss ``-ln(clip(g_y, eps, 1 - eps))`` and the accuracy, the top-1 lens's ``acc`` (:mod:`calframe.lenses`: its
+tie rule). ``summary`` adds the CE figures from the engine's bin sums (uniform bins, and the debiased figure's
+equal-mass bins). ``ci=`` needs the rows: the narwhals engine refuses it (a pyarrow Table is then run eagerly),
+and a LazyFrame is collected.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .. import figures as F
+from .. import lenses as L
+from .._columns import check_group_weights
+from .._render import flag, where
+from ..request import Request, summary_parts
+from . import _lazy_plan as LP
+from . import lazy as LZ
+from . import narwhals as NW
+from .eager import _evaluate
+from ._lazy_plan import _BIN, _EB, _LEN, _OK, _P, _W, _WT, _pairwise_sum
+
+__all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
+
+#: the requests computed here beside the CE family's (``Request.kind``)
+KINDS = ("companion", "summary")
+#: the kinds of frame (calframe.registry) whose row means are computed here: the lazy and narwhals engines'
+ON = ("lazy", *NW.KINDS)
+#: a power of two at least each companion's largest row value (Brier: 2 over K > 2 classes; log loss:
+#: -ln(eps) < 37): the value / SPAN lies in [0, 1], what the exact fixed-point sums take
+SPAN = {"accuracy": 1.0, "brier": 2.0, "log_loss": 64.0}
+#: the log loss's clip: float64's machine epsilon (scikit-learn's, and the eager engine's)
+EPS = float(np.finfo(np.float64).eps)
+#: summary's row means
+_SUMMARY_MEANS = ("accuracy", "brier", "log_loss")
+#: (figures per group, rows per group, the key table)
+Values = tuple[dict[str, np.ndarray], np.ndarray, "pl.DataFrame | None"]
+#: the result from the values and the flavor of its frame (``"polars"`` or ``"pandas"``)
+Finish = Callable[[dict[str, np.ndarray], np.ndarray, "pl.DataFrame | None", str], Any]
+
+
+def _col(name: str) -> str:
+    return f"{_P}m_{name}"
+
+
+def row_values(plan: LP._Plan, probs: Any, label: Any, acc: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """Each companion of ``names`` as a row expression (Polars or narwhals, the same operations): ``probs`` the
+    positive-class probability (binary input) or the list of the K class probabilities, ``label`` the label
+    column, ``acc`` the top-1 lens's accuracy. The eager engine's ``brier_rows`` / ``log_loss_rows``, row by row;
+    rows the checks report give any value."""
+    kind = plan.label_kind or "int"
+
+    def is_(k: int) -> Any:
+        return L.label_is(label, k, kind)
+
+    def square(d: Any) -> Any:
+        return d * d
+
+    if not isinstance(probs, list):  # binary: p the positive class's probability
+        brier, g_y = square(probs - flag(is_(1))), where(is_(1), probs, 1.0 - probs)
+    else:
+        k = len(probs)
+        brier = (square(probs[1] - flag(is_(1))) if k == 2 else
+                 _pairwise_sum([square(g - flag(is_(j))) for j, g in enumerate(probs)]))
+        g_y = probs[k - 1]
+        for j in range(k - 2, -1, -1):
+            g_y = where(is_(j), probs[j], g_y)
+    out = {"accuracy": acc, "brier": brier, "log_loss": -(g_y.clip(EPS, 1.0 - EPS).log())}
+    return {n: out[n] for n in names}
+
+
+def _means(plan: LP._Plan, res: pl.DataFrame, names: tuple[str, ...]) -> Values:
+    """The row means per group from a pass's checked cells (keys, ``_BIN``, exact float sums)."""
+    cells = LZ._kept_cells(plan, res)
+    g, keys, n_groups = LZ._group_index(plan, cells)
+    weight = cells[_W].to_numpy() if plan.weight_col is not None else cells[_LEN].to_numpy().astype(np.float64)
+    sums = np.zeros((n_groups, 1, 3))
+    np.add.at(sums[:, 0, 0], g, weight)
+    counts = np.bincount(g, weights=cells[_LEN].to_numpy().astype(np.float64), minlength=n_groups).astype(np.int64)
+    if plan.weight_col is not None:
+        check_group_weights(plan.func, plan.weight_col, sums[:, 0, 0], counts, keys)
+    values = {}
+    for name in names:
+        sums[:, 0, 1] = 0.0
+        np.add.at(sums[:, 0, 1], g, cells[_col(name)].to_numpy() * SPAN[name])  # a power of two: exact
+        values[name] = F.companion(sums)
+    return values, counts, keys
+
+
+def _row_exprs(plan: LP._Plan, ns: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """:func:`row_values` of the plan's columns in ``ns`` (Polars or narwhals: the plan's renderings), the
+    accuracy the top-1 lens's."""
+    probs = LP._binary_prob(plan, ns) if plan.binary else LP._class_probs(plan, ns)
+    acc = LP._lensed(replace(plan, lens=L.Lens("top1")), ns)[1]
+    return row_values(plan, probs, ns.col(plan.label_col), acc, names)
+
+
+# --------------------------------------------------------------------------- the narwhals engine
+
+
+def _narwhals_means(eng: NW._Engine, req: Request, names: tuple[str, ...]) -> Values:
+    """One pass in the user's engine: per (keys, bin marker[, weight bucket]) rows and the exact sums of the
+    weight and of the weighted row values (``narwhals._Run.main``'s layout: a bad row in bin -2, a dropped one
+    in bin -1)."""
+    r = NW._Run(eng, replace(req, kind="companion", lens=L.AUTO))
+    plan = r.prepared()
+    nw, weighted, wide = r.nw, plan.weight_col is not None, r.wide
+    ok, keep = NW._row_ok(plan), NW._keep(plan)
+    rows = NW._key_cols(plan, r.schema) + [nw.when(ok).then(v).alias(_col(n))
+                                          for n, v in _row_exprs(plan, nw, names).items()]
+    marker = nw.when(ok).then(nw.lit(0)).otherwise(nw.lit(-2))
+    rows.append((marker if keep is None else nw.when(keep).then(marker).otherwise(nw.lit(-1))).cast(nw.Int32)
+                .alias(_BIN))
+    if weighted:
+        w = nw.when(ok).then(r.weights())
+        rows += [w.alias(_WT), NW._bucket(w).alias(_EB)]
+    bucket = nw.col(_EB) if weighted else None
+    summed = ([_W] if weighted else []) + [_col(n) for n in names]
+    parts = NW._fixed_parts(_W, nw.col(_WT), bucket, wide) if weighted else []
+    for n in names:
+        x = nw.col(_col(n)) * (1.0 / SPAN[n])
+        parts += NW._fixed_parts(_col(n), nw.col(_WT) * x if weighted else x, bucket, wide)
+    cell = plan.keys + [_BIN] + ([_EB] if weighted else [])
+    aggs = [nw.col(c).sum().alias(c) for s in summed for c in NW._part_names(s, wide)]
+    res = NW._collect(r.base(rows).select(*[nw.col(c) for c in cell], *parts).group_by(cell).agg(
+        nw.len().alias(_LEN), *aggs))
+    res = res.with_columns(pl.col(_LEN).cast(pl.Int64),
+                           pl.when(pl.col(_BIN) == -2).then(0).otherwise(pl.col(_LEN)).cast(pl.Int64).alias(_OK))
+    return _means(plan, r.checked(NW._exact(res, summed, wide)), names)
+
+
+def _narwhals_sums(eng: NW._Engine) -> Callable[[Request], tuple]:
+    return lambda sub: NW.binned_sums(eng, sub)[:4]
+
+
+# --------------------------------------------------------------------------- the lazy engine
+
+
+def _lazy_means(lf: pl.LazyFrame, req: Request, names: tuple[str, ...]) -> Values:
+    """One streaming pass: per (keys, bin marker[, weight bucket]) rows, valid rows and the exact sums of the
+    weight and of the weighted row values (``lazy._main_query``'s layout: a dropped row in bin -1)."""
+    plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=L.AUTO)), lf)
+    weighted, keep = plan.weight_col is not None, LP._keep(plan)
+    cols = LP._key_cols(plan) + [v.alias(_col(n)) for n, v in _row_exprs(plan, pl, names).items()]
+    cols += [LP._row_ok(plan).alias(_OK),
+             (pl.lit(0, pl.Int32) if keep is None else pl.when(keep).then(0).otherwise(-1).cast(pl.Int32)).alias(_BIN)]
+    if weighted:
+        cols.append(LP._weights_expr(plan).alias(_WT))
+    q = LP._with_scales(plan, lf).select(cols)
+    bucket = None
+    if weighted:
+        q, bucket = q.with_columns(LZ._weight_bucket(pl.col(_WT)).alias(_EB)), pl.col(_EB)
+    aggs = [pl.len().alias(_LEN), pl.col(_OK).sum().alias(_OK)]
+    if weighted:
+        aggs.append(LZ._fixed_sum(pl.col(_WT), bucket).alias(_W))
+    for n in names:
+        x = pl.col(_col(n)) * (1.0 / SPAN[n])
+        aggs.append(LZ._fixed_sum(pl.col(_WT) * x if weighted else x, bucket).alias(_col(n)))
+    res = LZ._exact_floats(LZ._collect(q.group_by(plan.keys + [_BIN] + ([_EB] if weighted else [])).agg(aggs)))
+    return _means(plan, LZ.checked(plan, lf, res), names)
+
+
+def _lazy_sums(lf: pl.LazyFrame) -> Callable[[Request], tuple]:
+    return lambda sub: LZ.lazy_sums(lf, sub)
+
+
+# --------------------------------------------------------------------------- the figures
+
+
+def values(req: Request, means: Callable[[tuple[str, ...]], Values],
+           sums: Callable[[Request], tuple]) -> Values:
+    """``req``'s figures per group from the engine's ``means(names)`` (:func:`_means`) and ``sums(request)``
+    (its bin sums: sums, keys, counts, the weights' scale)."""
+    if req.kind == "companion":
+        return means((req.func,))
+    if req.kind != "summary":
+        s, keys, counts, scale = sums(req)
+        return {req.name: F.binned(req, lambda c: s, 1, scale)}, counts, keys
+    parts = summary_parts(req)
+    uniform = sums(replace(req, kind="ce"))
+    with warnings.catch_warnings():  # the first pass warned of the rows nulls='drop' dropped: once, as eager
+        warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
+        binned = {name: uniform if sub.binning == req.binning else sums(sub) for name, sub in parts.items()}
+        row, _, _ = means(_SUMMARY_MEANS)
+    out = {"accuracy": row["accuracy"]}
+    for name, sub in parts.items():
+        s, _, _, scale = binned[name]
+        out[name] = F.binned(sub, lambda c, s=s: s, 1, scale)
+    out.update(brier=row["brier"], log_loss=row["log_loss"])
+    return out, uniform[2], uniform[1]
+
+
+def names(req: Request) -> list[str]:
+    """The figures' columns of ``req``'s result."""
+    if req.kind == "summary":
+        return ["accuracy", *summary_parts(req), "brier", "log_loss"]
+    return req.figure_names
+
+
+def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
+    """A companion or summary on a frame of :data:`ON` (:func:`calframe.engines.run_binned`): the narwhals engine,
+    streamed on a LazyFrame, else (``ci=``, List probabilities) the eager engine on the collected columns."""
+    if isinstance(frame, pl.LazyFrame):
+        out = streamed(frame, req)
+        return out if out is not None else _evaluate(req, frame, figures)
+    return run(frame, req)
+
+
+def table(kind: str, frame: Any, req: Request, finish: Finish, schema: dict[str, pl.DataType], plain: bool,
+          native: bool) -> Any:
+    """:func:`calframe.engines.run_table` on a frame of :data:`ON`: ``plain`` (no ``ci``, one variable, no row
+    selection: ``native``), in the narwhals engine or streamed (None: the call needs the rows, a LazyFrame's
+    to collect); else the narwhals engine refuses it (:class:`narwhals.Unsupported`)."""
+    if kind == "lazy":
+        return streamed(frame, req, finish, schema) if plain else None
+    if not plain:
+        what = "ci=" if req.ci is not None else "several variables at once" if native else "a row selection"
+        raise NW.Unsupported(f"{req.func}: " + NW._refusal(kind, what))
+    return run(frame, req, finish)
+
+
+def run(frame: Any, req: Request, finish: Finish | None = None) -> Any:
+    """``req`` (a companion, summary, or a CE_p figure) in the narwhals engine: ``finish`` of its values (default:
+    the figures' result), in the input's type. A call it does not run raises :class:`narwhals.Unsupported`."""
+    eng = NW._Engine(frame)
+    NW.admit(eng, replace(req, kind="ce") if req.kind in KINDS else req, F.output_columns(names(req)))
+    vals, counts, keys = values(req, lambda n: _narwhals_means(eng, req, n), _narwhals_sums(eng))
+    if finish is None:
+        return NW.shaped(eng, req, vals, counts, keys)
+    return eng.out(finish(vals, counts, keys, "polars"))
+
+
+def streamed(frame: Any, req: Request, finish: Finish | None = None,
+             schema: dict[str, pl.DataType] | None = None) -> pl.LazyFrame | None:
+    """``req`` on a LazyFrame as a LazyFrame, computed by Polars' streaming engine when collected (``finish`` of
+    its values, a frame of ``schema``; default: the figures, one row without ``by``), or None when the call needs
+    the rows (``lazy.supports``)."""
+    if not LZ.supports(frame, replace(req, kind="ce") if req.kind in KINDS else req):
+        return None
+    plan = LZ.make_plan(frame, req)  # the column errors now, the data's when collected
+    F.check_by_names(req.func, req.by, F.output_columns(names(req)), frame)
+    if finish is None:
+        schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64} | {n: pl.Float64 for n in names(req)}
+
+        def finish(vals: dict, counts: np.ndarray, keys: pl.DataFrame | None, flavor: str) -> Any:
+            return F.shape(req, vals, counts, keys, flavor, scalar=False)
+
+    def compute() -> pl.DataFrame:
+        return finish(*values(req, lambda n: _lazy_means(frame, req, n), _lazy_sums(frame)), "polars")
+
+    return pl.defer(compute, schema=schema)
