@@ -24,6 +24,7 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 import polars as pl
 
+from . import _errors as E
 from ._errors import bad_param
 from ._render import Sql, flag, floor_clip, lit
 from ._lazy import LazyModule
@@ -288,6 +289,20 @@ def uniform_bin_sql(x: str, k0: str, bins: str, closed: str) -> str:
         def edge(k: Any) -> Any:
             return Sql(f"CAST({k} AS DOUBLE)") / b
     return str(uniform_nudge(Sql(x), Sql(k0), b, closed, edge))
+
+
+def check_variable(func: str, variable: str, binning: Binning, *, single: bool, numeric: bool = True,
+                   outside: int = 0) -> None:
+    """A variable's checks, in their order, from what an engine counted: a single distinct value (``single``),
+    explicit edges on a categorical variable (not ``numeric``), values outside the explicit edges (``outside``
+    rows). Every engine raises them through here."""
+    if single:
+        raise E.single_value_variable(func, variable)
+    if binning.edges is not None:
+        if not numeric:
+            raise E.edges_need_numeric_variable(func, variable)
+        if outside:
+            raise E.outside_edges(func, variable, outside, binning.edges[0], binning.edges[-1])
 
 
 def qcut_quantiles(bins: int) -> np.ndarray:

@@ -23,12 +23,11 @@ from ..request import Request
 from .. import lenses as L
 from .._columns import Scored, _select, resolve
 from .._names import key_names
-from .. import _errors as E
 from .._errors import CalframeError, ColumnTypeError
 from .._lazy import LazyModule
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
-from ..binning import Binning, Bins, make_binning, uniform_edges
+from ..binning import Binning, Bins, check_variable, make_binning, uniform_edges
 
 # internal columns of the per-partition frames; the group keys travel in them under positional names
 # (_keys_of: __cf_key0, ...), so no user column, whatever its name, meets an internal one
@@ -476,9 +475,7 @@ def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
 def _checked_edges_binner(spec: _Spec, var: str, v: np.ndarray):
     """families.variable._checked_variable_binner's edge checks, per partition (the single-value check is global, on the client)."""
     edges = spec.binning.edges
-    outside = int(((v < edges[0]) | (v > edges[-1])).sum())
-    if outside:
-        raise E.outside_edges(spec.func, var, outside, edges[0], edges[-1])
+    check_variable(spec.func, var, spec.binning, single=False, outside=int(((v < edges[0]) | (v > edges[-1])).sum()))
     return E_.variable_binner(var, spec.binning)
 
 

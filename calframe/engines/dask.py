@@ -76,7 +76,7 @@ from .._names import key_names
 from .. import _errors as E
 from .._errors import EmptyInputError, ParameterError
 from .._limits import check_cells
-from ..binning import Bins, edge_table, pack_edges, take_each, uniform_edges
+from ..binning import Bins, check_variable, edge_table, pack_edges, take_each, uniform_edges
 from ..metrics import check_weight_sums
 # the per-partition side (workers): the frames' internal columns, the shipped request, the partition functions
 from ._dask_partitions import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FIRST, GATHER_COLS, HIST_AGG, HIST_COLS,
@@ -225,8 +225,8 @@ class _Runner:
         for f in sorted({f for f, _ in sources}):
             if spec.variables:
                 sel = hist[FIG].to_numpy() == f
-                if hist.loc[sel, VMIN].min() == hist.loc[sel, VMAX].max():
-                    raise E.single_value_variable(spec.func, spec.variables[f])
+                check_variable(spec.func, spec.variables[f], spec.binning,
+                               single=bool(hist.loc[sel, VMIN].min() == hist.loc[sel, VMAX].max()))
         hist["src"] = _source_index(hist, sources) * groups.n + hist["g"].to_numpy()
         # binning's edge rule for every (source, group) segment at once: one round of histogram passes
         counts = np.bincount(hist["src"], weights=hist[CNT], minlength=len(sources) * groups.n).astype(np.int64)
@@ -495,8 +495,8 @@ def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarra
     mode = spec.modes[f]
     if mode == "cat":
         first = part.groupby(CAT, sort=False)[FIRST].min().sort_values(kind="stable")
-        if len(first) == 1 and spec.variables:
-            raise E.single_value_variable(spec.func, spec.variables[f])
+        if spec.variables:
+            check_variable(spec.func, spec.variables[f], spec.binning, single=len(first) == 1, numeric=False)
         rank = pd.Series(np.arange(len(first)), index=first.index)
         b = rank.loc[part[CAT]].to_numpy()
         bins = Bins(None, len(first), np.empty(0), None, spec.binning)
@@ -504,8 +504,8 @@ def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarra
         bins = dd_bins[(f, c if not spec.variables else 0)]
         b = part[BIN].to_numpy()
     else:
-        if spec.variables and part[VMIN].min() == part[VMAX].max():
-            raise E.single_value_variable(spec.func, spec.variables[f])
+        if spec.variables:
+            check_variable(spec.func, spec.variables[f], spec.binning, single=bool(part[VMIN].min() == part[VMAX].max()))
         edges = np.asarray(spec.binning.edges) if spec.binning.edges is not None else uniform_edges(
             spec.binning.bins, spec.binning.closed)
         bins = Bins(None, spec.binning.bins, edges, None, spec.binning)

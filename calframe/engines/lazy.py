@@ -83,7 +83,7 @@ from .._limits import check_cells
 from ..registry import Capabilities
 from .eager import _evaluate
 from ..request import Request
-from ..binning import Binning, edge_table, pack_edges, take_each
+from ..binning import Binning, check_variable, edge_table, pack_edges, take_each
 # the plan (schema only), the queries' column names and the expressions the passes are built from
 from . import _lazy_plan as P
 from ._lazy_plan import (detail_aggs, detail_row, _ACC, _BAD, _BIN, _CATV, _CNT, _CONF, _EB, _KEEP, _LEN, _MAX, _MAX_BUCKET, _MIN,
@@ -274,13 +274,8 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
         raise err["lens_class"]
     if plan.var_col is not None:
         single = (st.get("var_unique") == 1) if plan.var_kind == "categorical" else (st.get("var_min") == st.get("var_max"))
-        if single:
-            raise E.single_value_variable(func, plan.var_col)
-        if "var_edges_cat" in err:
-            raise err["var_edges_cat"]
-        if st.get("var_outside"):
-            e = plan.binning.edges
-            raise E.outside_edges(func, plan.var_col, st["var_outside"], e[0], e[-1])  # type: ignore[index]
+        check_variable(func, plan.var_col, plan.binning, single=single, numeric=plan.var_kind == "numeric",
+                       outside=int(st.get("var_outside") or 0))
 
 
 # --------------------------------------------------------------------------- public

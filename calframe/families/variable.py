@@ -25,7 +25,7 @@ from .._lazy import lazy_function, pd  # pandas: imported at first use
 
 qcut_bin_sums = lazy_function("calframe._kernels.qcut_sums", "qcut_bin_sums")
 from .._keywords import Columns
-from ..binning import Binning, Bins, qcut_order_statistics
+from ..binning import Binning, Bins, check_variable, qcut_order_statistics
 from .. import engines
 from ..engines.eager import Binner, Frame, Result, _ce_figure, _group_counts, binned_sums, variable_binner
 from ..figures import check_by_names, with_keys
@@ -82,14 +82,10 @@ def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binn
 
     def binner(scored: Scored, conf: np.ndarray) -> Bins:
         v = scored.extra[variable]
-        if (v == v[0]).all():
-            raise E.single_value_variable(func, variable)
-        if binning.edges is not None:
-            if scored.extra_kind[variable] != "numeric":
-                raise E.edges_need_numeric_variable(func, variable)
-            outside = int(((v < binning.edges[0]) | (v > binning.edges[-1])).sum())
-            if outside:
-                raise E.outside_edges(func, variable, outside, binning.edges[0], binning.edges[-1])
+        numeric = scored.extra_kind[variable] == "numeric"
+        outside = int(((v < binning.edges[0]) | (v > binning.edges[-1])).sum()) if (
+            numeric and binning.edges is not None) else 0
+        check_variable(func, variable, binning, single=bool((v == v[0]).all()), numeric=numeric, outside=outside)
         return inner(scored, conf)
 
     return binner
