@@ -206,6 +206,7 @@ def keywords(options: type, **defaults: Any) -> Callable[[F], F]:
                 return fn(**bound.arguments)
 
         call.__signature__ = full  # type: ignore[attr-defined]
+        call.__calframe_options__ = options  # type: ignore[attr-defined]  (the declaration's parameter group)
         return call  # type: ignore[return-value]
 
     return wrap

@@ -51,24 +51,26 @@ STATES = {
 
 @dataclass(frozen=True)
 class Declaration:
-    """A public function of a frame: its name and the states it is computed from (all of them needed)."""
+    """A public function of a frame: its name, the states it is computed from (all of them needed) and its
+    keyword parameters' group (the TypedDict of ``request.keywords``, None for a function without one)."""
 
     name: str
     states: tuple[str, ...]
+    params: type | None = None
 
 
 #: every public function of a frame, in definition order
 DECLARED: dict[str, Declaration] = {}
 
 
-def declare(name: str, state: str | tuple[str, ...]) -> Declaration:
+def declare(name: str, state: str | tuple[str, ...], params: type | None = None) -> Declaration:
     """Record that the public function ``name`` is computed from ``state`` (a key of :data:`STATES`, or several,
-    all needed: ``summary`` is bin sums and row means)."""
+    all needed: ``summary`` is bin sums and row means), with the keyword parameters of group ``params``."""
     states = (state,) if isinstance(state, str) else tuple(state)
     unknown = [s for s in states if s not in STATES]
     if not states or unknown:
         raise ValueError(f"{name}: unknown states {unknown or states}; one of {sorted(STATES)}")
-    DECLARED[name] = Declaration(name, states)
+    DECLARED[name] = Declaration(name, states, params)
     return DECLARED[name]
 
 

@@ -85,5 +85,5 @@ def public(fn: F | None = None, *, state: str | tuple[str, ...] | None = None) -
     if state is None:
         raise TypeError(f"{fn.__name__}: a public function of a frame declares its state: @public(state=...), one "
                         f"of {sorted(registry.STATES)}")
-    registry.declare(fn.__name__, state)
+    registry.declare(fn.__name__, state, getattr(fn, "__calframe_options__", None))
     return entry(engine_entry(lazy_out(fn)))
