@@ -123,6 +123,10 @@ __all__ = [
     "topk",
     "full",
     "grouping",
+    "LensChoice",
+    "choose_lens",
+    "lensed",
+    "lens_exprs",
     "uniform_grid",
     "adaptive",
     "accumulate",
@@ -214,9 +218,7 @@ def topk(probs: Any, labels: Any, k: int) -> Lensed:
     """
     g, y = _inputs(probs, labels)
     n, n_classes = g.shape
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n_classes:
-        raise ParameterError(f"topk: k must be an int with 1 <= k <= {n_classes} (the number of classes). Got {k!r}.")
-    k = int(k)
+    k = _check_k(k, n_classes)
     if k <= _TOPK_INSERTION_MAX:
         idx = VK.topk_indices(g, k)
     else:
@@ -236,6 +238,12 @@ def topk(probs: Any, labels: Any, k: int) -> Lensed:
         gp[:, k] = 1.0 - s
         yp[:, k] = 1.0 - hit
     return gp, yp
+
+
+def _check_k(k: Any, n_classes: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n_classes:
+        raise ParameterError(f"topk: k must be an int with 1 <= k <= {n_classes} (the number of classes). Got {k!r}.")
+    return int(k)
 
 
 def full(probs: Any, labels: Any, onehot: bool = True) -> Lensed:
@@ -310,6 +318,122 @@ def grouping(probs: Any, labels: Any, groups: Any, onehot: bool = True) -> Lense
     yp = np.zeros((n, len(class_groups)))
     yp[np.arange(n), group_of[y]] = 1.0
     return gp, yp
+
+
+@dataclass(frozen=True)
+class LensChoice:
+    """The lens a :func:`calframe.gece` call measures on its probabilities (:func:`choose_lens`): ``kind`` "top1",
+    "class" (class ``c``), "topk" (``k``), "full" or "grouping" (``groups``, checked)."""
+
+    kind: str
+    c: int = -1
+    k: int = 0
+    groups: tuple[tuple[int, ...], ...] = ()
+
+
+def choose_lens(func: str, lens: str | None, scalar_lens: Any, k: Any, groups: Any, binary: bool,
+                n_classes: int, c: int | None = None) -> LensChoice:
+    """The lens of a gece call (``lens``: a vector lens's name, or None with ``scalar_lens``: class:c or the
+    default) on probabilities of ``n_classes`` classes (``binary``: one probability column); ``c``: one class of
+    the marginal lens. A class past the classes, a bad ``k`` or bad ``groups`` raise their ParameterError."""
+    from . import lenses as L
+
+    if c is not None:
+        return LensChoice("class", c)
+    used = None if scalar_lens is None else L.resolve_lens(scalar_lens, binary)
+    if used is not None and used.kind == "class":
+        if used.c >= n_classes:
+            L.parse_lens(func, used, n_classes)
+        return LensChoice("class", used.c)
+    if lens == "top1" or used is not None:
+        return LensChoice("top1")
+    if lens == "topk":
+        return LensChoice("topk", k=_check_k(k, n_classes))
+    if lens == "full":
+        return LensChoice("full")
+    return LensChoice("grouping", groups=tuple(tuple(g) for g in _check_groups(groups, n_classes)))
+
+
+def lensed(probs: Any, labels: Any, choice: LensChoice) -> Lensed:
+    """The lensed outputs and labels of ``choice`` (:func:`choose_lens`); y' as positions for full / grouping."""
+    if choice.kind == "class":
+        return class_c(probs, labels, choice.c)
+    if choice.kind == "top1":
+        return top1(probs, labels)
+    if choice.kind == "topk":
+        return topk(probs, labels, choice.k)
+    if choice.kind == "full":
+        return full(probs, labels, onehot=False)
+    return grouping(probs, labels, [list(g) for g in choice.groups], onehot=False)
+
+
+#: :func:`lens_exprs` renders top-k for at most this many classes (K^2 comparisons a row)
+TOPK_EXPR_MAX = 16
+
+
+def lens_exprs(choice: LensChoice, probs: Any, label: Any, label_kind: str, ns: Any) -> tuple[list, list]:
+    """(g', y') of ``choice`` as lists of Float64 expressions, Polars (``ns=polars``) or narwhals (``ns=narwhals``),
+    the numbers of :func:`lensed` bit for bit: ``probs`` the list of the K class probabilities, or one expression
+    (binary input: the classes are ``[1 - p, p]``, as :func:`as_probs` reads it); ``label`` the label column of
+    ``label_kind`` ("bool", "int", "float"). The scalar lenses are :func:`calframe.lenses.lens_exprs`'.
+    Top-k ranks each class (the larger first, a tie to the lower class: :func:`topk`'s order), for up to
+    :data:`TOPK_EXPR_MAX` classes; a group's output is the sum of its classes from the first (numpy's order for
+    ``g[:, cls].sum(axis=1)``). What a row outside the checks gives is unspecified."""
+    from . import lenses as L
+
+    def f64(e: Any) -> Any:
+        return e.cast(ns.Float64)
+
+    def pair(a: Any, b: Any) -> tuple[list, list]:
+        return [a, 1.0 - a], [b, 1.0 - b]
+
+    def is_(c: int) -> Any:
+        return L.label_is(label, c, label_kind)
+
+    if choice.kind in ("top1", "class"):
+        lens = L.Lens("top1") if choice.kind == "top1" else L.Lens("class", choice.c)
+        return pair(*L.lens_exprs(lens, probs, label, label_kind=label_kind, ns=ns))
+    classes = list(probs) if isinstance(probs, (list, tuple)) else [1.0 - probs, probs]
+    K = len(classes)
+    if choice.kind == "full":
+        return list(classes), [f64(is_(j)) for j in range(K)]
+    if choice.kind == "grouping":
+        gp, yp = [], []
+        for cls in choice.groups:
+            s = classes[cls[0]]
+            for c in cls[1:]:
+                s = s + classes[c]
+            hit = is_(cls[0])
+            for c in cls[1:]:
+                hit = hit | is_(c)
+            gp.append(s)
+            yp.append(f64(hit))
+        return gp, yp
+    k = choice.k
+    # the rank of class c: the classes above it, and those of a lower index equal to it
+    rank = [sum((((classes[d] > classes[c]) if d > c else (classes[d] >= classes[c])).cast(ns.Int32)
+                 for d in range(K) if d != c), ns.lit(0, ns.Int32)) for c in range(K)]
+    gp, yp = [], []
+    for j in range(k):
+        v = classes[K - 1]
+        for c in range(K - 2, -1, -1):
+            v = ns.when(rank[c] == j).then(classes[c]).otherwise(v)
+        gp.append(v)
+        yp.append(f64(_any_of([is_(c) & (rank[c] == j) for c in range(K)])))
+    if k < K:
+        s = gp[0]
+        for v in gp[1:]:
+            s = s + v
+        gp.append(1.0 - s)
+        yp.append(1.0 - f64(_any_of([is_(c) & (rank[c] < k) for c in range(K)])))
+    return gp, yp
+
+
+def _any_of(parts: list[Any]) -> Any:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out | p
+    return out
 
 
 # --------------------------------------------------------------------------- binning

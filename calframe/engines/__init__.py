@@ -10,7 +10,8 @@
 
 :func:`run_binned` asks the registry (:mod:`calframe.registry`) for the engine of the frame's kind; each engine
 module has ``CAPABILITIES`` and ``binned(req, frame, figures)`` (and may have ``call``, its entry for a public
-function). :func:`run_grid` does the same for the smooth ECE's grid sums (``_grid_sums.py``, ``_grid_dask.py``).
+function). :func:`run_grid` does the same for the smooth ECE's grid sums (``_grid_sums.py``, ``_grid_dask.py``),
+:func:`run_vector` for GECE's cell sums (``_vector_sums.py``, Dask's ``gece``).
 The families ask here where their other calls run (:func:`route`, :func:`in_memory`, :func:`collected`,
 :func:`apply`): no family tests the kind of its frame.
 """
@@ -78,6 +79,29 @@ def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dic
         return d.binned(req, frame, None, partial(finish, flavor="pandas"))
     out = _row_means.table(kind, frame, req, finish, schema, plain, native) if kind in _row_means.ON else None
     return out if out is not None else rows(frame)
+
+
+def run_vector(req: R.Request, frame: Any, here: Callable[[], Any], selects: bool,
+               dask: Callable[[Any], Any]) -> Any:
+    """:func:`calframe.gece` (its state, ``vector_sums``: per (group, cell) sums of the lensed vectors) on any frame:
+    ``dask(engine)`` on a Dask DataFrame (``dask.gece``), the cell sums in the frame's engine on the narwhals
+    engine's frames and streamed on a LazyFrame (``_vector_sums.py``: uniform bins, no ``ci``, no row selection:
+    ``selects``), else ``here()``, the eager call (a LazyFrame's needed columns collected)."""
+    kind = registry.kind_of(frame)
+    engine = _engine_name(kind)
+    if engine == "dask":
+        return dask(registry.engine(kind))  # type: ignore[arg-type]
+    if engine == "narwhals":
+        from . import _vector_sums
+
+        return _vector_sums.run_native(frame, req, selects)
+    if engine == "lazy":
+        from . import _vector_sums
+
+        out = _vector_sums.run_lazy(frame, req, selects)
+        if out is not None:
+            return out
+    return here()
 
 
 def dask_engine() -> Any:

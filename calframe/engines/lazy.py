@@ -284,11 +284,12 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 #: what Polars' engine computes on a LazyFrame, the result a LazyFrame (calframe.registry): the bin sums streamed
 #: (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), the smooth ECE's grid sums
 #: (engines/_grid_sums.py, without ``ci``), the companions' and summary's row means and disparity's figures per
-#: group (engines/_row_means.py, without ``ci``), ``monitor``'s windows
+#: group (engines/_row_means.py, without ``ci``), GECE's cell sums (engines/_vector_sums.py: uniform bins, without
+#: ``ci`` or a row selection), ``monitor``'s windows
 #: (calframe.expr in ``group_by_dynamic``, without ``ci``) and ``apply``'s batches; the others collect the needed
 #: columns
-CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "grid_sums", "row_means", "groups", "windows", "batches"}),
-                                     collects=None, word="streamed")}
+CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "grid_sums", "row_means", "groups", "vector_sums",
+                                                "windows", "batches"}), collects=None, word="streamed")}
 
 
 def supports(frame: Any, req: Request) -> bool:

@@ -59,11 +59,11 @@ from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN,
 
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
-#: what this engine computes in the frame's own engine (calframe.registry): the bin, grid and row-mean sums
-#: everywhere (the grid sums in engines/_grid_sums.py, the row means in engines/_row_means.py), and disparity's
-#: groups of them, ``apply``'s batches on DuckDB and Spark; a pyarrow Table collects the rest (the eager engine on
-#: it as a Polars frame), the others refuse it
-_SUMS = frozenset({"bin_sums", "bin_table", "grid_sums", "row_means", "groups"})
+#: what this engine computes in the frame's own engine (calframe.registry): the bin, grid, row-mean and GECE cell
+#: sums everywhere (the grid sums in engines/_grid_sums.py, the row means in engines/_row_means.py, the cell sums in
+#: engines/_vector_sums.py), and disparity's groups of them, ``apply``'s batches on DuckDB and Spark; a pyarrow
+#: Table collects the rest (the eager engine on it as a Polars frame), the others refuse it
+_SUMS = frozenset({"bin_sums", "bin_table", "grid_sums", "row_means", "groups", "vector_sums"})
 CAPABILITIES = {"duckdb": Capabilities(_SUMS | {"batches"}), "spark": Capabilities(_SUMS | {"batches"}),
                 "ibis": Capabilities(_SUMS), "pyarrow": Capabilities(_SUMS, collects=None)}
 #: the frame types this engine takes, by the name ``native_kind`` gives them

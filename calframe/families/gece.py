@@ -202,20 +202,8 @@ def gece(
     pv, dist, binning_, scalar_lens = req.p, o.distance, o.binning, o.scalar_lens
 
     def lensed(scored: Scored, c: int | None = None):
-        if c is not None:
-            return G.class_c(scored.probs, scored.labels, c)
-        used = None if scalar_lens is None else L.resolve_lens(scalar_lens, scored.binary)
-        if used is not None and used.kind == "class":
-            if used.c >= scored.n_classes:
-                L.parse_lens(func, used, scored.n_classes)
-            return G.class_c(scored.probs, scored.labels, used.c)
-        if lens == "top1" or used is not None:
-            return G.top1(scored.probs, scored.labels)
-        if lens == "topk":
-            return G.topk(scored.probs, scored.labels, k)  # type: ignore[arg-type]
-        if lens == "full":
-            return G.full(scored.probs, scored.labels, onehot=False)
-        return G.grouping(scored.probs, scored.labels, groups, onehot=False)
+        choice = G.choose_lens(func, lens, scalar_lens, k, groups, scored.binary, scored.n_classes, c)
+        return G.lensed(scored.probs, scored.labels, choice)
 
     def figure(scored: Scored) -> np.ndarray:
         if lens == "marginal":
@@ -243,8 +231,8 @@ def gece(
         return _run(req, _where(frame, where, func), {"gece": figure}, prepare=select)
 
     selects = where is not None or labels_in is not None or output_between is not None
-    return engines.route(frame, lambda: rows(frame), dask=lambda dask: dask.gece(frame, req, {"gece": figure}, lensed,
-                                                                                    rows, selects))
+    return engines.run_vector(req, frame, lambda: rows(frame), selects,
+                              lambda dask: dask.gece(frame, req, {"gece": figure}, lensed, rows, selects))
 
 
 def _gece_module():

@@ -1,0 +1,366 @@
+"""GECE's state, ``vector_sums``, where the rows are: a LazyFrame (Polars' streaming engine) and the narwhals
+engine's frames (DuckDB relations, PySpark DataFrames, Ibis tables, pyarrow Tables).
+
+:func:`calframe.gece` with uniform bins is per (group, cell) sums of the lensed vectors: a row's lensed output
+g' and label y' (K' coordinates each: :func:`calframe.generalized.lens_exprs`, the numbers of
+:func:`calframe.generalized.lensed`) fall in the cell of the first K' - 1 coordinates of g', each in
+``uniform(bins)`` (:func:`calframe.binning.uniform_bin_expr` / ``uniform_bin_nw``, numpy.digitize's bin on every
+edge), and each (group, cell[, weight bucket]) sums the weight (or counts the rows), w g'_j and w y'_j. The sums
+are the engines' exact fixed-point ones (``lazy._fixed_sum``; narwhals ``_fixed_parts`` / ``_exact``; a sum
+may be negative: the rest coordinate of top-k, 1 - its sum, is a little below 0 on a row whose probabilities
+add up to a little above 1), so the result has the same bits on every run; the Dask engine's per (group, cell)
+sums (``_dask_partitions._gece_rows``) are finalized the same way, by
+:func:`calframe.generalized.gece_from_sums` (the marginal lens: one pass per class, combined by
+:func:`~calframe.generalized.gece_marginal`).
+
+The checks are the lazy engine's (``_light_stats``, ``_run_checks``; narwhals ``_Run.fail``: the eager path's
+errors in its order); a lens's own errors (a class past the classes, a bad ``k`` or ``groups``: the rules of
+:func:`calframe.generalized.choose_lens`) come after them, as on the eager path. Calls they do not run (adaptive
+bins, ``ci=``, row selections, top-k of more than :data:`~calframe.generalized.TOPK_EXPR_MAX` classes; on the
+narwhals engine an Array / List probability column too) are collected on a LazyFrame and a pyarrow Table and
+refused on the others (:class:`calframe.engines.narwhals.Unsupported`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+import numpy as np
+import polars as pl
+
+from .. import figures as F
+from .. import generalized as G
+from .. import lenses as L
+from .._columns import check_group_weights
+from .._errors import ParameterError
+from .._limits import check_cells
+from ..binning import uniform_bin_expr, uniform_bin_nw
+from ..request import Request
+from . import lazy as LZ
+from . import narwhals as NW
+from ._lazy_plan import (_BIN, _EB, _KEEP, _LEN, _OK, _P, _W, _WT, _Plan, _binary_prob, _class_probs, _keep,
+                         _key_cols, _row_ok, _weights_expr, _with_scales, make_plan)
+
+__all__ = ["unsupported", "run_lazy", "run_native"]
+
+#: a cell's sums: the weight (weighted; else the rows), and per coordinate j those of g'_j and y'_j
+_N = f"{_P}vn"
+_NEG = f"{_P}neg"
+
+
+def _g(j: int) -> str:
+    return f"{_P}g{j}"
+
+
+def _y(j: int) -> str:
+    return f"{_P}y{j}"
+
+
+def _digit(j: int) -> str:
+    """The cell's j-th coordinate: the first is ``_BIN`` (a dropped row's -1: ``lazy._kept_cells``)."""
+    return _BIN if j == 0 else f"{_P}d{j}"
+
+
+def unsupported(req: Request, selects: bool) -> str | None:
+    """What of a gece call the engines here do not run (None: they run it)."""
+    if req.options.binning[0] != "uniform":
+        return "binning='adaptive'"
+    if req.ci is not None:
+        return "ci="
+    if selects:
+        return "a row selection (where=, labels_in=, output_between=)"
+    return None
+
+
+def _plan_request(req: Request) -> Request:
+    """The request the lazy engine's plan reads (its checks: columns, dtypes, rows); the lens is checked after
+    them (:func:`_choices`), as on the eager path."""
+    return replace(req, lens=L.Lens("top1"))
+
+
+class _Sums:
+    """One gece call's per (group, cell) sums on one engine. An engine gives :meth:`cells` (the collected cells of
+    one lens), :meth:`checked` (the eager path's error for bad rows) and :meth:`integers` (its sums as Int128)."""
+
+    def __init__(self, plan: _Plan, req: Request) -> None:
+        self.plan, self.req = plan, req
+
+    def cells(self, choice: G.LensChoice) -> tuple[pl.DataFrame, int]:
+        """The cells of ``choice`` and its K'."""
+        raise NotImplementedError
+
+    def checked(self, res: pl.DataFrame) -> None:
+        raise NotImplementedError
+
+    def integers(self, res: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+        return res
+
+    def probs(self, ns: Any) -> Any:
+        """The class probabilities (a list), or the one binary probability."""
+        return _binary_prob(self.plan, ns) if self.plan.binary else _class_probs(self.plan, ns)
+
+    def choices(self) -> tuple[list[G.LensChoice] | None, ParameterError | None]:
+        """The lens of each pass (one a class for the marginal lens), or the lens's error (raised after the
+        checks). None: a lens not rendered here (top-k of many classes)."""
+        o, plan = self.req.options, self.plan
+        try:
+            if o.lens == "marginal":
+                return [G.LensChoice("class", c) for c in range(plan.k)], None
+            choice = G.choose_lens(plan.func, o.lens, o.scalar_lens, o.k, o.groups, plan.binary, plan.k)
+        except ParameterError as e:
+            return None, e
+        if choice.kind == "topk" and plan.k > G.TOPK_EXPR_MAX:
+            return None, None
+        return [choice], None
+
+    def run(self, choices: list[G.LensChoice] | None, error: ParameterError | None
+            ) -> tuple[dict[str, np.ndarray], np.ndarray, pl.DataFrame | None]:
+        """The checks, then the figure per group: ({name: values}, rows per group, the key table)."""
+        plan, req = self.plan, self.req
+        per = []
+        counts = keys = None
+        for i, choice in enumerate(choices or [G.LensChoice("top1")]):
+            res, m = self.cells(choice)
+            if i == 0:
+                self.checked(res)
+            cells = LZ._kept_cells(plan, res)
+            g, keys, n_groups = LZ._group_index(plan, cells)
+            if i == 0:
+                counts = np.bincount(g, weights=cells[_LEN].to_numpy().astype(np.float64), minlength=n_groups)
+            sums = self.dense(cells, g, n_groups, m)
+            if i == 0 and plan.weight_col is not None:
+                check_group_weights(plan.func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
+            if error is not None:
+                raise error
+            per.append(G.gece_from_sums(sums, req.p, req.options.distance))
+        value = G.gece_marginal(np.stack(per), req.p) if req.options.lens == "marginal" else per[0]
+        return {req.name: value}, counts.astype(np.int64), keys  # type: ignore[union-attr]
+
+    def dense(self, cells: pl.DataFrame, g: np.ndarray, n_groups: int, m: int) -> np.ndarray:
+        """The (n_groups, cells, 1 + 2 K') sums of the summed cells (``g``: each one's group): the cells of a
+        group numbered in the order of their coordinates, a cell's weight buckets added smallest weights first."""
+        weighted = self.plan.weight_col is not None
+        names = [_g(j) for j in range(m)] + ([_N] + [_y(j) for j in range(m)] if weighted else [])
+        table = self._floats(self.integers(cells.with_columns(pl.Series(f"{_P}gi", g)), names), names)
+        digits = [_digit(j) for j in range(max(m - 1, 1))]
+        table = table.sort([f"{_P}gi", *digits] + ([_EB] if weighted else []),
+                           descending=[False] * (1 + len(digits)) + ([True] if weighted else []))
+        gi = table[f"{_P}gi"].to_numpy().astype(np.int64)
+        key = np.column_stack([gi] + [table[d].to_numpy().astype(np.int64) for d in digits])
+        new = np.ones(table.height, dtype=bool)
+        new[1:] = np.any(key[1:] != key[:-1], axis=1)
+        cell = np.cumsum(new) - 1
+        first = np.searchsorted(gi[new], np.arange(n_groups), side="left")
+        b = cell - first[gi]
+        n_bins = max(int(b.max()) + 1, 1) if b.size else 1
+        check_cells(n_groups, n_bins, 1 + 2 * m, func=self.plan.func)
+        out = np.zeros((n_groups, n_bins, 1 + 2 * m))
+        n = table[_N] if weighted else table[_LEN].cast(pl.Float64)
+        np.add.at(out[..., 0], (gi, b), n.to_numpy())
+        for j in range(m):
+            np.add.at(out[..., 1 + j], (gi, b), table[_g(j)].to_numpy())
+            np.add.at(out[..., 1 + m + j], (gi, b), table[_y(j)].cast(pl.Float64).to_numpy())
+        return out
+
+    @staticmethod
+    def _floats(table: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+        """The Int128 sums ``names`` as correctly rounded floats (``lazy._exact_floats``), a negative one by its
+        magnitude."""
+        negative = [(pl.col(n) < 0).alias(n + _NEG) for n in names]
+        magnitude = [pl.when(pl.col(n) < 0).then(pl.lit(0, pl.Int128) - pl.col(n)).otherwise(pl.col(n)).alias(n)
+                     for n in names]
+        table = LZ._exact_floats(table.with_columns(negative).with_columns(magnitude))
+        return table.with_columns(pl.when(pl.col(n + _NEG)).then(-pl.col(n)).otherwise(pl.col(n)).alias(n)
+                                  for n in names)
+
+    def row_values(self, choice: G.LensChoice, ns: Any, ok: Any) -> tuple[dict[str, Any], int]:
+        """The lensed g'_j and y'_j of a row as columns (null on a row the checks report), and K'."""
+        plan = self.plan
+        gp, yp = G.lens_exprs(choice, self.probs(ns), ns.col(plan.label_col), plan.label_kind or "int", ns)
+        cols = {_g(j): ns.when(ok).then(e) for j, e in enumerate(gp)}
+        cols.update({_y(j): ns.when(ok).then(e) for j, e in enumerate(yp)})
+        return cols, len(gp)
+
+    def digits(self, m: int, bin_: Callable[[Any], Any], ns: Any) -> dict[str, Any]:
+        """The cell of a row: the bin of each of g'_0 .. g'_{K'-2} (one cell when K' is 1); a dropped row's
+        first coordinate is -1."""
+        bins = int(self.req.options.binning[1])
+        out = {_digit(j): bin_(ns.col(_g(j)), bins) for j in range(m - 1)} or {_BIN: ns.lit(0).cast(ns.Int32)}
+        if self.plan.nulls == "drop":
+            out[_BIN] = ns.when(ns.col(_KEEP)).then(out[_BIN]).otherwise(ns.lit(-1)).cast(ns.Int32)
+        return out
+
+    def summed(self, m: int) -> list[str]:
+        """The values a cell sums exactly (fixed point): g'_j, and weighted the weight and w y'_j."""
+        if self.plan.weight_col is None:
+            return [_g(j) for j in range(m)]
+        return [_N] + [_g(j) for j in range(m)] + [_y(j) for j in range(m)]
+
+    def weighted_value(self, name: str, ns: Any) -> Any:
+        """The row value summed as ``name``: w times the lensed one (the weight itself for ``_N``)."""
+        return ns.col(_WT) if name == _N else ns.col(_WT) * ns.col(name)
+
+
+# --------------------------------------------------------------------------- a LazyFrame, streamed
+
+
+def run_lazy(frame: pl.LazyFrame, req: Request, selects: bool) -> pl.LazyFrame | None:
+    """gece of a LazyFrame as a LazyFrame whose collect streams the cell sums (the plan read from the schema now:
+    a missing column raises here), or None when the call needs the rows (:func:`unsupported`, a List column of
+    probabilities, top-k of many classes): the eager engine then collects them."""
+    if unsupported(req, selects) is not None:
+        return None
+    try:
+        plan = make_plan(frame, _plan_request(req))
+    except NotImplementedError:
+        return None
+    sums = _LazySums(plan, req, frame)
+    choices, error = sums.choices()
+    if choices is None and error is None:
+        return None
+    F.check_by_names(req.func, req.by, F.result_columns(req), frame)
+    schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
+
+    def run() -> pl.DataFrame:
+        s = _LazySums(make_plan(frame, _plan_request(req)), req, frame)
+        s.start()
+        values, counts, keys = s.run(choices, error)
+        return F.shape(req, values, counts, keys, "polars", scalar=False)
+
+    return pl.defer(run, schema=schema)
+
+
+class _LazySums(_Sums):
+    """The cell sums streamed by Polars (``lazy._fixed_sum``: Int128 sums), checked as the lazy engine checks."""
+
+    def __init__(self, plan: _Plan, req: Request, lf: pl.LazyFrame) -> None:
+        super().__init__(plan, req)
+        self.lf = lf
+
+    def start(self) -> None:
+        if self.plan.schema_errors:
+            self.fail()
+        if self.plan.weight_col is not None:
+            LZ._set_weight_scale(self.plan, self.lf)
+
+    def fail(self) -> None:
+        LZ._run_checks(self.plan, LZ._detail_stats(self.plan, self.lf), self.lf)
+        raise AssertionError(f"{self.plan.func}: a bad row that no check reports")  # pragma: no cover
+
+    def checked(self, res: pl.DataFrame) -> None:
+        st = LZ._light_stats(self.plan, res)
+        if st["bad"]:
+            self.fail()
+        LZ._run_checks(self.plan, st, self.lf)
+
+    def cells(self, choice: G.LensChoice) -> tuple[pl.DataFrame, int]:
+        plan = self.plan
+        ok, keep = _row_ok(plan), _keep(plan)
+        weighted = plan.weight_col is not None
+        values, m = self.row_values(choice, pl, ok)
+        cols = _key_cols(plan) + [e.alias(n) for n, e in values.items()] + [ok.alias(_OK)]
+        if keep is not None:
+            cols.append(keep.alias(_KEEP))
+        if weighted:
+            cols.append(_weights_expr(plan).alias(_WT))
+        q = _with_scales(plan, self.lf).select(cols)
+        if weighted:
+            q = q.with_columns(LZ._weight_bucket(pl.col(_WT)).alias(_EB))
+        q = q.with_columns(**self.digits(m, lambda x, b: uniform_bin_expr(x, b, "left"), pl))
+        bucket = pl.col(_EB) if weighted else None
+        summed = self.summed(m)
+        aggs = [pl.len().alias(_LEN), pl.col(_OK).sum().alias(_OK)]
+        aggs += [LZ._fixed_sum(self.weighted_value(n, pl) if weighted else pl.col(n), bucket).alias(n)
+                 for n in summed]
+        if weighted:
+            aggs.append(pl.col(_WT).sum().alias(_W))
+        else:
+            aggs += [pl.col(_y(j)).sum().alias(_y(j)) for j in range(m)]
+        cell = plan.keys + [_digit(j) for j in range(max(m - 1, 1))] + ([_EB] if weighted else [])
+        return LZ._collect(q.group_by(cell).agg(aggs)), m
+
+
+# --------------------------------------------------------------------------- DuckDB, Spark, Ibis, pyarrow
+
+
+def run_native(frame: Any, req: Request, selects: bool) -> Any:
+    """gece of a frame of the narwhals engine, the cells summed by the frame's own engine; the result in the
+    input's type (as :func:`calframe.engines.narwhals.run`'s). A call it does not run raises
+    :class:`~calframe.engines.narwhals.Unsupported` (a pyarrow Table is then collected)."""
+    eng = NW._Engine(frame)
+    what = unsupported(req, selects)
+    if what is not None:
+        raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, what))
+    r = NW._Run(eng, _plan_request(req))
+    sums = _NativeSums(r, req)
+    choices, error = sums.choices()
+    if choices is None and error is None:
+        raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, f"lens='topk' on more than {G.TOPK_EXPR_MAX} "
+                                                                     "classes"))
+    F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else NW._Columns(eng))
+    if r.plan.schema_errors:
+        r.fail()
+    if r.plan.weight_col is not None:
+        r.set_weight_scale()
+    values, counts, keys = sums.run(choices, error)
+    out = F.shape(req, values, counts, keys, "polars", scalar=eng.kind == "pyarrow")
+    return out if isinstance(out, float) else eng.out(out)
+
+
+class _NativeSums(_Sums):
+    """The cell sums in the frame's engine (narwhals ``_fixed_parts``: two Int64 parts, or one 128-bit sum on
+    DuckDB), checked as the narwhals engine checks (``_Run.fail``)."""
+
+    def __init__(self, r: NW._Run, req: Request) -> None:
+        super().__init__(r.plan, req)
+        self.r = r
+
+    def checked(self, res: pl.DataFrame) -> None:
+        st = LZ._light_stats(self.plan, res)
+        if st["bad"]:
+            self.r.fail()
+        LZ._run_checks(self.plan, st, None)
+
+    def integers(self, res: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+        if self.r.wide:
+            return res.with_columns(pl.col(n).cast(pl.Int128).fill_null(0) for n in names)
+        big = [(pl.col(n + NW._HI).cast(pl.Int128).fill_null(0) * 2**NW.SPLIT
+                + pl.col(n + NW._LO).cast(pl.Int128).fill_null(0)).alias(n) for n in names]
+        return res.with_columns(big).drop([n + p for n in names for p in (NW._HI, NW._LO)])
+
+    def cells(self, choice: G.LensChoice) -> tuple[pl.DataFrame, int]:
+        r, plan = self.r, self.plan
+        nw = r.nw
+        ok, keep = NW._row_ok(plan), NW._keep(plan)
+        weighted = plan.weight_col is not None
+        values, m = self.row_values(choice, nw, ok)
+        rows = NW._key_cols(plan, r.schema) + [e.alias(n) for n, e in values.items()]
+        rows.append(ok.cast(nw.Int64).alias(_OK))
+        if weighted:
+            w = nw.when(ok).then(r.weights())
+            rows += [w.alias(_WT), NW._bucket(w).alias(_EB)]
+        if keep is not None:
+            rows.append(keep.alias(_KEEP))
+        q = r.base(rows).with_columns(**self.digits(m, uniform_bin_nw_left, nw))
+        bucket = nw.col(_EB) if weighted else None
+        cell = plan.keys + [_digit(j) for j in range(max(m - 1, 1))] + ([_EB] if weighted else [])
+        summed = self.summed(m)
+        sums = [c for n in summed for c in NW._fixed_parts(n, self.weighted_value(n, nw) if weighted else nw.col(n),
+                                                            bucket, r.wide)]
+        cols = [nw.col(c) for c in cell] + [nw.col(_OK), *sums]
+        aggs = [nw.len().alias(_LEN), nw.col(_OK).sum().alias(_OK)]
+        aggs += [nw.col(c).sum().alias(c) for n in summed for c in NW._part_names(n, r.wide)]
+        if weighted:
+            cols.append(nw.col(_WT))
+            aggs.append(nw.col(_WT).sum().alias(_W))
+        else:
+            cols += [nw.col(_y(j)) for j in range(m)]
+            aggs += [nw.col(_y(j)).sum().alias(_y(j)) for j in range(m)]
+        res = NW._collect(q.select(cols).group_by(cell).agg(*aggs))
+        return res.with_columns(pl.col(_LEN).cast(pl.Int64), pl.col(_OK).cast(pl.Int64)), m
+
+
+def uniform_bin_nw_left(x: Any, bins: int) -> Any:
+    """A coordinate's bin in ``uniform(bins)`` (left-closed, numpy.digitize's), in narwhals."""
+    return uniform_bin_nw(x, bins, "left")
