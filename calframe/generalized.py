@@ -101,7 +101,9 @@ A group with no rows gives NaN.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -398,17 +400,8 @@ def lens_exprs(choice: LensChoice, probs: Any, label: Any, label_kind: str, ns: 
     if choice.kind == "full":
         return list(classes), [f64(is_(j)) for j in range(K)]
     if choice.kind == "grouping":
-        gp, yp = [], []
-        for cls in choice.groups:
-            s = classes[cls[0]]
-            for c in cls[1:]:
-                s = s + classes[c]
-            hit = is_(cls[0])
-            for c in cls[1:]:
-                hit = hit | is_(c)
-            gp.append(s)
-            yp.append(f64(hit))
-        return gp, yp
+        gp = [reduce(operator.add, [classes[c] for c in cls]) for cls in choice.groups]
+        return gp, [f64(reduce(operator.or_, [is_(c) for c in cls])) for cls in choice.groups]
     k = choice.k
     # the rank of class c: the classes above it, and those of a lower index equal to it
     rank = [sum((((classes[d] > classes[c]) if d > c else (classes[d] >= classes[c])).cast(ns.Int32)
@@ -419,21 +412,11 @@ def lens_exprs(choice: LensChoice, probs: Any, label: Any, label_kind: str, ns: 
         for c in range(K - 2, -1, -1):
             v = ns.when(rank[c] == j).then(classes[c]).otherwise(v)
         gp.append(v)
-        yp.append(f64(_any_of([is_(c) & (rank[c] == j) for c in range(K)])))
+        yp.append(f64(reduce(operator.or_, [is_(c) & (rank[c] == j) for c in range(K)])))
     if k < K:
-        s = gp[0]
-        for v in gp[1:]:
-            s = s + v
-        gp.append(1.0 - s)
-        yp.append(1.0 - f64(_any_of([is_(c) & (rank[c] < k) for c in range(K)])))
+        gp.append(1.0 - reduce(operator.add, gp))
+        yp.append(1.0 - f64(reduce(operator.or_, [is_(c) & (rank[c] < k) for c in range(K)])))
     return gp, yp
-
-
-def _any_of(parts: list[Any]) -> Any:
-    out = parts[0]
-    for p in parts[1:]:
-        out = out | p
-    return out
 
 
 # --------------------------------------------------------------------------- binning

@@ -92,7 +92,8 @@ def _refusal(kind: str, what: str) -> str:
     runs = ", ".join(functions_on(kind, "native"))
     return (f"{what} is not supported on {KINDS[kind]} (its engine runs {runs} with uniform, "
             f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c), one variable and no ci; "
-            f"probabilities as one column or a list of class columns). Compute it on a Polars frame instead, e.g. "
+            f"probabilities as one column or a list of class columns; gece with uniform bins, no ci and no row "
+            f"selection). Compute it on a Polars frame instead, e.g. "
             f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
 
 

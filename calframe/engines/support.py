@@ -91,12 +91,12 @@ The states a function is computed from:
 {states}
 Native cells run the default call and the options each engine's module lists (for the narwhals engine: uniform,
 explicit-edge, quantile and equal-mass bins, a scalar lens, one variable, class probabilities as columns, no
-`ci`); a call outside them is collected on a pyarrow Table and a LazyFrame and refused on the others, with a
-message naming what runs. Bootstrap intervals (`ci=`) need the rows: they are collected on Dask, a LazyFrame and
-a pyarrow Table. The refused states need the rows themselves: several variables ranked or smoothed
-(`variables`), a kernel around every row (`local`), resampling (`simulation`), fitting (`fit`), time windows
-(`windows`, run by Polars' `group_by_dynamic`); on those frames compute them on a Polars frame of the needed
-columns, or a sample.
+`ci`; `gece`: uniform bins, every lens (top-k of at most 16 classes), no `ci`, no row selection); a call outside
+them is collected on a pyarrow Table and a LazyFrame and refused on the others, with a message naming what runs.
+Bootstrap intervals (`ci=`) need the rows: they are collected on Dask, a LazyFrame and a pyarrow Table. The refused
+states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
+(`local`), resampling (`simulation`), fitting (`fit`), time windows (`windows`, run by Polars' `group_by_dynamic`);
+on those frames compute them on a Polars frame of the needed columns, or a sample.
 
 {sum(map(len, refused.values()))} cells are refused today: their engine does not compute their state (and does not
 collect it).
