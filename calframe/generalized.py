@@ -373,13 +373,15 @@ def lensed(probs: Any, labels: Any, choice: LensChoice) -> Lensed:
 TOPK_EXPR_MAX = 16
 
 
-def lens_exprs(choice: LensChoice, probs: Any, label: Any, label_kind: str, ns: Any) -> tuple[list, list]:
+def lens_exprs(choice: LensChoice, probs: Any, label: Any, label_kind: str, ns: Any,
+               stage: Any = None) -> tuple[list, list]:
     """(g', y') of ``choice`` as lists of Float64 expressions, Polars (``ns=polars``) or narwhals (``ns=narwhals``),
     the numbers of :func:`lensed` bit for bit: ``probs`` the list of the K class probabilities, or one expression
     (binary input: the classes are ``[1 - p, p]``, as :func:`as_probs` reads it); ``label`` the label column of
     ``label_kind`` ("bool", "int", "float"). The scalar lenses are :func:`calframe.lenses.lens_exprs`'.
     Top-k ranks each class (the larger first, a tie to the lower class: :func:`topk`'s order), for up to
-    :data:`TOPK_EXPR_MAX` classes; a group's output is the sum of its classes from the first (numpy's order for
+    :data:`TOPK_EXPR_MAX` classes; ``stage(j, rank)``, when given, makes class j's rank a column of its own (the
+    expression to read it by), computed once; a group's output is the sum of its classes from the first (numpy's order for
     ``g[:, cls].sum(axis=1)``). What a row outside the checks gives is unspecified."""
     from . import lenses as L
 
@@ -406,6 +408,7 @@ def lens_exprs(choice: LensChoice, probs: Any, label: Any, label_kind: str, ns: 
     # the rank of class c: the classes above it, and those of a lower index equal to it
     rank = [sum((((classes[d] > classes[c]) if d > c else (classes[d] >= classes[c])).cast(ns.Int32)
                  for d in range(K) if d != c), ns.lit(0, ns.Int32)) for c in range(K)]
+    rank = rank if stage is None else [stage(c, r) for c, r in enumerate(rank)]
     gp, yp = [], []
     for j in range(k):
         v = classes[K - 1]

@@ -35,6 +35,7 @@ from .. import lenses as L
 from .._columns import check_group_weights
 from .._errors import ParameterError
 from .._limits import check_cells
+from .._names import fresh_prefix
 from ..binning import uniform_bin_expr, uniform_bin_nw
 from ..request import Request
 from . import lazy as LZ
@@ -174,13 +175,21 @@ class _Sums:
         return table.with_columns(pl.when(pl.col(n + _NEG)).then(-pl.col(n)).otherwise(pl.col(n)).alias(n)
                                   for n in names)
 
-    def row_values(self, choice: G.LensChoice, ns: Any, ok: Any) -> tuple[dict[str, Any], int]:
-        """The lensed g'_j and y'_j of a row as columns (null on a row the checks report), and K'."""
+    def row_values(self, choice: G.LensChoice, ns: Any, ok: Any) -> tuple[dict[str, Any], dict[str, Any], int]:
+        """The lensed g'_j and y'_j of a row as columns (null on a row the checks report), the columns they read
+        that are computed first, beside the user's (top-k's ranks), and K'."""
         plan = self.plan
-        gp, yp = G.lens_exprs(choice, self.probs(ns), ns.col(plan.label_col), plan.label_kind or "int", ns)
+        staged: dict[str, Any] = {}
+        prefix = fresh_prefix(plan.schema)
+
+        def stage(j: int, e: Any) -> Any:
+            staged[f"{prefix}rank{j}"] = e
+            return ns.col(f"{prefix}rank{j}")
+
+        gp, yp = G.lens_exprs(choice, self.probs(ns), ns.col(plan.label_col), plan.label_kind or "int", ns, stage)
         cols = {_g(j): ns.when(ok).then(e) for j, e in enumerate(gp)}
         cols.update({_y(j): ns.when(ok).then(e) for j, e in enumerate(yp)})
-        return cols, len(gp)
+        return cols, staged, len(gp)
 
     def digits(self, m: int, bin_: Callable[[Any], Any], ns: Any) -> dict[str, Any]:
         """The cell of a row: the bin of each of g'_0 .. g'_{K'-2} (one cell when K' is 1); a dropped row's
@@ -258,13 +267,14 @@ class _LazySums(_Sums):
         plan = self.plan
         ok, keep = _row_ok(plan), _keep(plan)
         weighted = plan.weight_col is not None
-        values, m = self.row_values(choice, pl, ok)
+        values, staged, m = self.row_values(choice, pl, ok)
         cols = _key_cols(plan) + [e.alias(n) for n, e in values.items()] + [ok.alias(_OK)]
         if keep is not None:
             cols.append(keep.alias(_KEEP))
         if weighted:
             cols.append(_weights_expr(plan).alias(_WT))
-        q = _with_scales(plan, self.lf).select(cols)
+        q = _with_scales(plan, self.lf)
+        q = (q.with_columns(**staged) if staged else q).select(cols)
         if weighted:
             q = q.with_columns(LZ._weight_bucket(pl.col(_WT)).alias(_EB))
         q = q.with_columns(**self.digits(m, lambda x, b: uniform_bin_expr(x, b, "left"), pl))
@@ -334,7 +344,7 @@ class _NativeSums(_Sums):
         nw = r.nw
         ok, keep = NW._row_ok(plan), NW._keep(plan)
         weighted = plan.weight_col is not None
-        values, m = self.row_values(choice, nw, ok)
+        values, staged, m = self.row_values(choice, nw, ok)
         rows = NW._key_cols(plan, r.schema) + [e.alias(n) for n, e in values.items()]
         rows.append(ok.cast(nw.Int64).alias(_OK))
         if weighted:
@@ -342,7 +352,7 @@ class _NativeSums(_Sums):
             rows += [w.alias(_WT), NW._bucket(w).alias(_EB)]
         if keep is not None:
             rows.append(keep.alias(_KEEP))
-        q = r.base(rows).with_columns(**self.digits(m, uniform_bin_nw_left, nw))
+        q = r.base(rows, staged).with_columns(**self.digits(m, uniform_bin_nw_left, nw))
         bucket = nw.col(_EB) if weighted else None
         cell = plan.keys + [_digit(j) for j in range(max(m - 1, 1))] + ([_EB] if weighted else [])
         summed = self.summed(m)

@@ -369,9 +369,10 @@ class _Run:
 
     # the rows of the main passes
 
-    def base(self, cols: list[Any]) -> Any:
-        """The user's rows with the scale factors of their group joined (when the groups' scales differ)."""
-        lf = self.eng.lf
+    def base(self, cols: list[Any], staged: dict[str, Any] | None = None) -> Any:
+        """The user's rows with the scale factors of their group joined (when the groups' scales differ);
+        ``staged``: columns computed first, beside the user's, that ``cols`` read."""
+        lf = self.eng.lf if not staged else self.eng.lf.with_columns(**staged)
         if self.scale_table is None:
             return lf.select(cols)
         plan = self.plan

@@ -182,9 +182,12 @@ def gece(
 
     Notes
     -----
-    A ``pl.LazyFrame`` is collected (its needed columns: adaptive bins and the
-    vector lenses need the rows) and the result returned as a ``pl.LazyFrame``
-    (one row, ``n`` and the figure, without ``by``).
+    With uniform bins, no ``ci`` and no row selection, the per (group, cell)
+    sums are computed where the rows are (docs/gece.md, "Where it runs"): a
+    ``pl.LazyFrame`` streamed, a DuckDB relation, PySpark DataFrame, Ibis table
+    or pyarrow Table by its own engine, a Dask DataFrame per partition. Other
+    calls collect a LazyFrame's needed columns; the result of a LazyFrame is a
+    ``pl.LazyFrame`` (one row, ``n`` and the figure, without ``by``).
 
     Examples
     --------
