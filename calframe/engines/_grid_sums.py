@@ -11,8 +11,8 @@ fixed-point ones (``lazy._fixed_sum``; narwhals ``_fixed_parts`` / ``_exact``); 
 added as integers before the one rounding to float, so the grids have the same bits on every run.
 
 The first pass sums every group's grid of the bandwidth's grid size (the 1001 nodes of the bisection, or the
-caller's ``sigma``'s) and counts what the input checks need (the lazy engine's ``_light_stats`` /
-``_run_checks``; narwhals ``_Run.fail``: the eager path's errors and messages); a finer grid the bisection asks
+caller's ``sigma``'s) and counts what the input checks need (the lazy engine's ``prepared`` / ``checked``;
+narwhals ``_Run.prepared`` / ``checked``: the eager path's errors and messages); a finer grid the bisection asks
 for is another pass, for the groups that need it (:class:`calframe.smooth.Grids`' source). Calls they do not run
 (``ci=``: the bootstrap needs the rows) are collected on a LazyFrame and a pyarrow Table and refused on the
 others (:class:`calframe.engines.narwhals.Unsupported`).
@@ -183,20 +183,10 @@ class _LazyPass(_Pass):
     def __init__(self, plan: _Plan, lf: pl.LazyFrame) -> None:
         super().__init__(plan)
         self.lf = lf
-        if plan.schema_errors:
-            self.fail()
-        if plan.weight_col is not None:
-            LZ._set_weight_scale(plan, lf)
-
-    def fail(self) -> None:
-        LZ._run_checks(self.plan, LZ._detail_stats(self.plan, self.lf), self.lf)
-        raise AssertionError(f"{self.plan.func}: a bad row that no check reports")  # pragma: no cover
+        LZ.prepared(plan, lf)
 
     def checked(self, res: pl.DataFrame) -> None:
-        st = LZ._light_stats(self.plan, res)
-        if st["bad"]:
-            self.fail()
-        LZ._run_checks(self.plan, st, self.lf)
+        LZ.checked(self.plan, self.lf, res)
 
     def cells(self, m: int, only: pl.DataFrame | None) -> pl.DataFrame:
         """Streamed; ``only``: a semi join."""
@@ -251,16 +241,10 @@ class _NativePass(_Pass):
     def __init__(self, r: NW._Run) -> None:
         super().__init__(r.plan)
         self.r = r
-        if r.plan.schema_errors:
-            r.fail()
-        if r.plan.weight_col is not None:
-            r.set_weight_scale()
+        r.prepared()
 
     def checked(self, res: pl.DataFrame) -> None:
-        st = LZ._light_stats(self.plan, res)
-        if st["bad"]:
-            self.r.fail()
-        LZ._run_checks(self.plan, st, None)
+        self.r.checked(res)
 
     def parts(self, name: str) -> list[str]:
         return NW._part_names(name, self.r.wide)

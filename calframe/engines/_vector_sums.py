@@ -13,7 +13,7 @@ sums (``_dask_partitions._gece_rows``) are finalized the same way, by
 :func:`calframe.generalized.gece_from_sums` (the marginal lens: one pass per class, combined by
 :func:`~calframe.generalized.gece_marginal`).
 
-The checks are the lazy engine's (``_light_stats``, ``_run_checks``; narwhals ``_Run.fail``: the eager path's
+The checks are the lazy engine's (``prepared``, ``checked``; narwhals ``_Run.prepared`` / ``checked``: the eager path's
 errors in its order); a lens's own errors (a class past the classes, a bad ``k`` or ``groups``: the rules of
 :func:`calframe.generalized.choose_lens`) come after them, as on the eager path. Calls they do not run (adaptive
 bins, ``ci=``, row selections, top-k of more than :data:`~calframe.generalized.TOPK_EXPR_MAX` classes; on the
@@ -232,8 +232,7 @@ def run_lazy(frame: pl.LazyFrame, req: Request, selects: bool) -> pl.LazyFrame |
     schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
 
     def run() -> pl.DataFrame:
-        s = _LazySums(make_plan(frame, _plan_request(req)), req, frame)
-        s.start()
+        s = _LazySums(LZ.prepared(make_plan(frame, _plan_request(req)), frame), req, frame)
         values, counts, keys = s.run(choices, error)
         return F.shape(req, values, counts, keys, "polars", scalar=False)
 
@@ -247,21 +246,8 @@ class _LazySums(_Sums):
         super().__init__(plan, req)
         self.lf = lf
 
-    def start(self) -> None:
-        if self.plan.schema_errors:
-            self.fail()
-        if self.plan.weight_col is not None:
-            LZ._set_weight_scale(self.plan, self.lf)
-
-    def fail(self) -> None:
-        LZ._run_checks(self.plan, LZ._detail_stats(self.plan, self.lf), self.lf)
-        raise AssertionError(f"{self.plan.func}: a bad row that no check reports")  # pragma: no cover
-
     def checked(self, res: pl.DataFrame) -> None:
-        st = LZ._light_stats(self.plan, res)
-        if st["bad"]:
-            self.fail()
-        LZ._run_checks(self.plan, st, self.lf)
+        LZ.checked(self.plan, self.lf, res)
 
     def cells(self, choice: G.LensChoice) -> tuple[pl.DataFrame, int]:
         plan = self.plan
@@ -309,10 +295,7 @@ def run_native(frame: Any, req: Request, selects: bool) -> Any:
         raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, f"lens='topk' on more than {G.TOPK_EXPR_MAX} "
                                                                      "classes"))
     F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else NW._Columns(eng))
-    if r.plan.schema_errors:
-        r.fail()
-    if r.plan.weight_col is not None:
-        r.set_weight_scale()
+    r.prepared()
     values, counts, keys = sums.run(choices, error)
     out = F.shape(req, values, counts, keys, "polars", scalar=eng.kind == "pyarrow")
     return out if isinstance(out, float) else eng.out(out)
@@ -327,10 +310,7 @@ class _NativeSums(_Sums):
         self.r = r
 
     def checked(self, res: pl.DataFrame) -> None:
-        st = LZ._light_stats(self.plan, res)
-        if st["bad"]:
-            self.r.fail()
-        LZ._run_checks(self.plan, st, None)
+        self.r.checked(res)
 
     def integers(self, res: pl.DataFrame, names: list[str]) -> pl.DataFrame:
         if self.r.wide:
