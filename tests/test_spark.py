@@ -78,8 +78,10 @@ def test_spark_reliability_and_a_numpy_reference(sdf, scores):
 def test_spark_refuses_what_its_engine_does_not_run(sdf):
     with pytest.raises(calframe.ParameterError, match="ci= is not supported on a PySpark DataFrame"):
         calframe.ece(sdf, ci=0.9)
-    with pytest.raises(calframe.ParameterError, match="calframe.brier is not supported on a PySpark DataFrame"):
-        calframe.brier(sdf)
+    with pytest.raises(calframe.ParameterError, match="calframe.lce is not supported on a PySpark DataFrame"):
+        calframe.lce(sdf)
+    with pytest.raises(calframe.ParameterError, match="binning='adaptive' is not supported on a PySpark DataFrame"):
+        calframe.gece(sdf, binning="adaptive")
 
 
 def test_spark_bad_rows_give_the_eager_message(spark):
