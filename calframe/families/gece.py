@@ -23,7 +23,7 @@ from ..engines.eager import Frame, Result
 from ..frames.dispatch import public
 from ..frames import convert
 from ..generalized import gece_marginal
-from .plan import _run
+from .plan import _PLANNING, _run
 
 # --------------------------------------------------------------------------- generalized ECE (Kirchenbauer et al.)
 
@@ -234,6 +234,10 @@ def gece(
         return _run(req, _where(frame, where, func), {"gece": figure}, prepare=select)
 
     selects = where is not None or labels_in is not None or output_between is not None
+    if _PLANNING.get():  # disparity's plan (plan._disparity_table runs it; with gece's selection step, on the rows:
+        # a narwhals frame's refused there, or collected for a pyarrow Table, whose rows `where` then reads)
+        return engines.route(frame, lambda: rows(frame),
+                             narwhals=lambda _: _run(req, frame, {"gece": figure}, prepare=select))
     return engines.run_vector(req, frame, lambda: rows(frame), selects,
                               lambda dask: dask.gece(frame, req, {"gece": figure}, lensed, rows, selects))
 
