@@ -76,7 +76,7 @@ def unsupported(req: Request, selects: bool) -> str | None:
 
 def _plan_request(req: Request) -> Request:
     """The request the lazy engine's plan reads (its checks: columns, dtypes, rows); the lens is checked after
-    them (:func:`_choices`), as on the eager path."""
+    them (:meth:`_Sums.choices`), as on the eager path."""
     return replace(req, lens=L.Lens("top1"))
 
 
@@ -102,8 +102,8 @@ class _Sums:
         return _binary_prob(self.plan, ns) if self.plan.binary else _class_probs(self.plan, ns)
 
     def choices(self) -> tuple[list[G.LensChoice] | None, ParameterError | None]:
-        """The lens of each pass (one a class for the marginal lens), or the lens's error (raised after the
-        checks). None: a lens not rendered here (top-k of many classes)."""
+        """The lens of each pass (the marginal lens: one pass per class), or the lens's error (raised after the
+        checks). Both None: a lens not rendered here (top-k of many classes)."""
         o, plan = self.req.options, self.plan
         try:
             if o.lens == "marginal":
@@ -220,15 +220,14 @@ def run_lazy(frame: pl.LazyFrame, req: Request, selects: bool) -> pl.LazyFrame |
     probabilities, top-k of many classes): the eager engine then collects them."""
     if unsupported(req, selects) is not None:
         return None
+    F.check_by_names(req.func, req.by, F.result_columns(req), frame)
     try:
         plan = make_plan(frame, _plan_request(req))
     except NotImplementedError:
         return None
-    sums = _LazySums(plan, req, frame)
-    choices, error = sums.choices()
+    choices, error = _LazySums(plan, req, frame).choices()
     if choices is None and error is None:
         return None
-    F.check_by_names(req.func, req.by, F.result_columns(req), frame)
     schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
 
     def run() -> pl.DataFrame:
@@ -288,13 +287,13 @@ def run_native(frame: Any, req: Request, selects: bool) -> Any:
     what = unsupported(req, selects)
     if what is not None:
         raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, what))
+    F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else NW._Columns(eng))
     r = NW._Run(eng, _plan_request(req))
     sums = _NativeSums(r, req)
     choices, error = sums.choices()
     if choices is None and error is None:
         raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, f"lens='topk' on more than {G.TOPK_EXPR_MAX} "
                                                                      "classes"))
-    F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else NW._Columns(eng))
     r.prepared()
     values, counts, keys = sums.run(choices, error)
     out = F.shape(req, values, counts, keys, "polars", scalar=eng.kind == "pyarrow")
