@@ -186,7 +186,12 @@ RUN_SYNTH = textwrap.dedent(
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
 
 
-@pytest.mark.parametrize("round_", range(2))
+#: rounds of the test below (one in make test, for its time; CALFRAME_CACHE_ROUNDS=5 repeats the measurement of
+#: the docstring)
+ROUNDS = int(os.environ.get("CALFRAME_CACHE_ROUNDS", "1"))
+
+
+@pytest.mark.parametrize("round_", range(ROUNDS))
 def test_rounds_of_concurrent_compiles_of_one_kernel(tmp_path: Path, round_: int) -> None:
     """Many signatures of one small kernel, compiled by 8 processes at once into a fresh cache, then read back.
     (With numba's own cache, ``from numba import njit`` in SYNTH, a round lost or swapped an entry about one

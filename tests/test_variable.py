@@ -164,7 +164,7 @@ def test_theorem_5_1_and_5_2_constructions(k):
 
 
 def test_vece_rank_with_vce_matches_vce_curve():
-    df = frame(3000, 6)
+    df = frame(1500, 6)
     rank = calframe.vece_rank(df, exclude=["g"], vce=True)
     for row in rank.iter_rows(named=True):
         if row["kind"] == "numeric":
