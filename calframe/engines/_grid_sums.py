@@ -43,7 +43,7 @@ _K, _G, _NODE = f"{_P}gk", f"{_P}gg", f"{_P}gnode"
 _W0, _W1, _R0, _R1 = f"{_P}w0", f"{_P}w1", f"{_P}r0", f"{_P}r1"
 _SPREAD = (_W0, _W1, _R0, _R1)
 #: a node's two sums (weights, residuals), the halves added
-_GW, _GR, _NEG = f"{_P}gw", f"{_P}gr", f"{_P}neg"
+_GW, _GR = f"{_P}gw", f"{_P}gr"
 
 
 def first_nodes(sigma: float | None) -> int:
@@ -87,9 +87,6 @@ class _Pass:
     def parts(self, name: str) -> list[str]:
         return [name]
 
-    def integer(self, name: str) -> pl.Expr:
-        return pl.col(name)
-
     def floats(self, table: pl.DataFrame) -> pl.DataFrame:
         return LZ._exact_floats(table)
 
@@ -121,7 +118,7 @@ class _Pass:
     def dense(self, cells: pl.DataFrame, g: np.ndarray | None, n_groups: int, m: int) -> np.ndarray:
         """The grids ``(n_groups, m, 2)`` of the summed cells (``_BIN``: the left node, ``g``: each cell's group,
         None: one group): each node's two halves (and a weight bucket's cells) added as integers, rounded once
-        to a float (a negative residual's magnitude), then the buckets added, smallest weights first."""
+        to a float (signed: ``lazy._exact_floats``), then the buckets added, smallest weights first."""
         eb = [_EB] if _EB in cells.columns else []
         g = np.zeros(cells.height, dtype=np.int64) if g is None else g
 
@@ -131,15 +128,11 @@ class _Pass:
             return cells.select(pl.Series(_G, g), (pl.col(_BIN).cast(pl.Int64) + shift).alias(_NODE), *eb, *ints)
 
         both = pl.concat([half(0, _W0, _R0), half(1, _W1, _R1)]).group_by([_G, _NODE, *eb]).agg(pl.all().sum())
-        negative = both.select(self.integer(_GR) < 0).to_series()
-        magnitude = [pl.when(negative).then(pl.lit(0, pl.Int128) - pl.col(c)).otherwise(pl.col(c)).alias(c)
-                     for c in self.parts(_GR)]
-        both = self.floats(both.with_columns(*magnitude, negative.alias(_NEG)))
-        both = both.sort([_G, _NODE, *eb], descending=[False, False] + [True] * len(eb))
+        both = self.floats(both).sort([_G, _NODE, *eb], descending=[False, False] + [True] * len(eb))
         out = np.zeros((n_groups, m, 2))
         at = (both[_G].to_numpy(), both[_NODE].to_numpy())
         np.add.at(out[..., 0], at, both[_GW].to_numpy())
-        np.add.at(out[..., 1], at, np.where(both[_NEG].to_numpy(), -1.0, 1.0) * both[_GR].to_numpy())
+        np.add.at(out[..., 1], at, both[_GR].to_numpy())
         return out
 
 
@@ -248,11 +241,6 @@ class _NativePass(_Pass):
 
     def parts(self, name: str) -> list[str]:
         return NW._part_names(name, self.r.wide)
-
-    def integer(self, name: str) -> pl.Expr:
-        if self.r.wide:
-            return pl.col(name)
-        return pl.col(name + NW._HI) * 2**NW.SPLIT + pl.col(name + NW._LO)
 
     def floats(self, table: pl.DataFrame) -> pl.DataFrame:
         return NW._exact(table, [_GW, _GR], self.r.wide)

@@ -47,7 +47,6 @@ __all__ = ["unsupported", "run_lazy", "run_native"]
 
 #: a cell's sums: the weight (weighted; else the rows), and per coordinate j those of g'_j and y'_j
 _N = f"{_P}vn"
-_NEG = f"{_P}neg"
 
 
 def _g(j: int) -> str:
@@ -143,7 +142,7 @@ class _Sums:
         group numbered in the order of their coordinates, a cell's weight buckets added smallest weights first."""
         weighted = self.plan.weight_col is not None
         names = [_g(j) for j in range(m)] + ([_N] + [_y(j) for j in range(m)] if weighted else [])
-        table = self._floats(self.integers(cells.with_columns(pl.Series(f"{_P}gi", g)), names), names)
+        table = LZ._exact_floats(self.integers(cells.with_columns(pl.Series(f"{_P}gi", g)), names))
         digits = [_digit(j) for j in range(max(m - 1, 1))]
         table = table.sort([f"{_P}gi", *digits] + ([_EB] if weighted else []),
                            descending=[False] * (1 + len(digits)) + ([True] if weighted else []))
@@ -163,17 +162,6 @@ class _Sums:
             np.add.at(out[..., 1 + j], (gi, b), table[_g(j)].to_numpy())
             np.add.at(out[..., 1 + m + j], (gi, b), table[_y(j)].cast(pl.Float64).to_numpy())
         return out
-
-    @staticmethod
-    def _floats(table: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-        """The Int128 sums ``names`` as correctly rounded floats (``lazy._exact_floats``), a negative one by its
-        magnitude."""
-        negative = [(pl.col(n) < 0).alias(n + _NEG) for n in names]
-        magnitude = [pl.when(pl.col(n) < 0).then(pl.lit(0, pl.Int128) - pl.col(n)).otherwise(pl.col(n)).alias(n)
-                     for n in names]
-        table = LZ._exact_floats(table.with_columns(negative).with_columns(magnitude))
-        return table.with_columns(pl.when(pl.col(n + _NEG)).then(-pl.col(n)).otherwise(pl.col(n)).alias(n)
-                                  for n in names)
 
     def row_values(self, choice: G.LensChoice, ns: Any, ok: Any) -> tuple[dict[str, Any], dict[str, Any], int]:
         """The lensed g'_j and y'_j of a row as columns (null on a row the checks report), the columns they read

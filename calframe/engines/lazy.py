@@ -163,18 +163,22 @@ def _sum_aggs(plan: _Plan) -> list[pl.Expr]:
 
 
 def _exact_floats(res: pl.DataFrame) -> pl.DataFrame:
-    """``res`` with its Int128 sums as float64, each correctly rounded (``fixed_to_float``). Weighted: the
-    buckets of a cell are then one row each, smallest weights first, so that adding them up
-    (``_assemble``) goes in one order."""
+    """``res`` with its Int128 sums as float64, each correctly rounded (``fixed_to_float``; a negative sum, as
+    the smooth ECE's residuals and top-k's rest coordinate give, by its magnitude). Weighted: the buckets of a
+    cell are then one row each, smallest weights first, so that adding them up (``_assemble``) goes in one
+    order."""
     ints = [c for c, dt in res.schema.items() if dt == pl.Int128]
     if _EB in res.columns:
         exp = (-WEIGHTED_BITS - BUCKET_BITS * res[_EB].fill_null(0).to_numpy()).astype(np.int64)
     else:
         exp = np.full(res.height, -FIXED_BITS, dtype=np.int64)
-    parts = res.select([pl.col(c).floordiv(_TWO64).cast(pl.Int64).alias(f"{c}hi") for c in ints]
-                       + [(pl.col(c) % _TWO64).cast(pl.UInt64).alias(f"{c}lo") for c in ints])
+    sign = {c: np.where((res[c] < 0).fill_null(False).to_numpy(), -1.0, 1.0) for c in ints}
+    mag = [pl.col(c).abs() for c in ints]
+    parts = res.select([m.floordiv(_TWO64).cast(pl.Int64).alias(f"{c}hi") for c, m in zip(ints, mag)]
+                       + [(m % _TWO64).cast(pl.UInt64).alias(f"{c}lo") for c, m in zip(ints, mag)])
     out = res.with_columns(
-        pl.Series(c, fixed_to_floats(parts[f"{c}hi"].to_numpy(), parts[f"{c}lo"].to_numpy(), exp)) for c in ints
+        pl.Series(c, sign[c] * fixed_to_floats(parts[f"{c}hi"].to_numpy(), parts[f"{c}lo"].to_numpy(), exp))
+        for c in ints
     )
     return out.sort(_EB, descending=True, maintain_order=True) if _EB in res.columns else out
 
