@@ -152,10 +152,6 @@ def non_string_hint(frame: Any) -> str:
             "(after making the names unique), and pass the names as strings.")
 
 
-#: the needed columns as an eager Polars frame (:func:`calframe.frames.convert.select`)
-_select = convert.select
-
-
 def _pick_default(names: list[str], candidates: Sequence[str], what: str, param: str, func: str) -> str:
     found = [c for c in candidates if c in names]
     if len(found) == 1:
@@ -269,7 +265,7 @@ def select_rows(
         raise ColumnNotFoundError(f"{exc}{hint}") from None
 
     needed = list(dict.fromkeys(prob_cols + [label_col] + by_cols + weight_cols + extra_cols))
-    df = _select(frame, needed, func, nan_null=[label_col])
+    df = convert.select(frame, needed, func, nan_null=[label_col])
     for c in by_cols:
         check_key_dtype(func, c, df[c].dtype)
     if df.height == 0:

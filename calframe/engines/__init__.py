@@ -49,8 +49,7 @@ def run_grid(req: R.Request, frame: Any, figures: dict[str, eager.Figure]) -> An
     the engine the registry names for the frame's kind (``_grid_sums.py``: a LazyFrame, streamed, and the narwhals
     engine's frames; ``_grid_dask.py``: Dask's partitions), else the eager engine (``figures``: its figure, which
     a bootstrap or a collected frame runs)."""
-    kind = registry.kind_of(frame)
-    engine = None if kind is None else registry.engine(kind).__name__.rsplit(".", 1)[1]
+    engine = _engine_name(registry.kind_of(frame))
     if engine == "dask":
         from . import _grid_dask
 

@@ -21,7 +21,8 @@ from . import eager as E_
 from ..families.applying import apply_rows
 from ..request import Request
 from .. import lenses as L
-from .._columns import Scored, _select, resolve
+from .._columns import Scored, resolve
+from ..frames.convert import select
 from .._names import key_names
 from .._errors import CalframeError, ColumnTypeError
 from .._lazy import LazyModule
@@ -110,7 +111,7 @@ def _scored(pdf: pd.DataFrame, spec: _Spec) -> tuple[Scored | None, pd.DataFrame
     if len(pdf) and spec.nulls == "drop":
         w = [spec.weights] if spec.weights else []
         checked = list(dict.fromkeys(spec.prob_cols + [spec.label] + w + list(spec.variables)))
-        isnull = _select(pdf, checked, spec.func, nan_null=[spec.label]).select(pl.any_horizontal(pl.all().is_null())).to_series().to_numpy()
+        isnull = select(pdf, checked, spec.func, nan_null=[spec.label]).select(pl.any_horizontal(pl.all().is_null())).to_series().to_numpy()
         if isnull.any():
             dropped = int(isnull.sum())
             pdf = pdf.iloc[np.flatnonzero(~isnull)]
@@ -495,7 +496,7 @@ def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None) -> Any:
     """The LazyFrame engine's check plan (:func:`.lazy.make_plan`) of ``spec`` on ``frame``'s columns."""
     lens = spec.lens if spec.lens is not None and spec.lens.kind != "marginal" else L.Lens("top1")
     binning = spec.binning or make_binning(spec.func, "uniform", 15, "left")
-    lf = _select(frame, list(frame.columns), spec.func, nan_null=[spec.label]).lazy()  # as resolve converts
+    lf = select(frame, list(frame.columns), spec.func, nan_null=[spec.label]).lazy()  # as resolve converts
     req = Request(spec.func, "ce", spec.func, spec.prob if isinstance(spec.prob, str) else list(spec.prob),
                   spec.label, list(spec.by) or None, spec.weights, spec.nulls, lens, binning,
                   variables=() if variable is None else (variable,))

@@ -68,9 +68,10 @@ except ImportError:  # without Dask this module only declares CAPABILITIES (calf
 from . import lazy as LZ
 from ..families.applying import apply_rows
 from .. import figures as F
+from ..frames.convert import select
 from ..registry import Capabilities, functions_on, how
 from ..request import Request
-from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, _pick_default, _select, check_group_weights, group_codes,
+from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, _pick_default, check_group_weights, group_codes,
                         resolve)
 from .._names import key_names
 from .. import _errors as E
@@ -135,7 +136,7 @@ class _Groups:
                 uniq[c] = uniq[c].where(uniq[c].notna(), None)
         # calframe's own key table, under the user's names: the same pandas -> Polars conversion as
         # resolve, then group_codes (a Categorical key, merged as strings, is a Categorical again)
-        df = _select(uniq.set_axis(list(by), axis=1), list(by))
+        df = select(uniq.set_axis(list(by), axis=1), list(by))
         df = df.with_columns(pl.col(c).cast(t) for c, t in zip(by, spec.key_types)
                              if isinstance(t, (pl.Categorical, pl.Enum)) and df.schema[c] != t)
         codes, n, keys = group_codes(df, list(by))
@@ -429,7 +430,7 @@ def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
     label = req.label if req.label is not None else _pick_default(names, LABEL_CANDIDATES, "label", "label", func)
     by_ = () if by is None else ((by,) if isinstance(by, str) else tuple(by))
     prob_ = prob if isinstance(prob, str) else tuple(prob)
-    key_types = _select(meta, list(by_), func).schema if by_ else {}
+    key_types = select(meta, list(by_), func).schema if by_ else {}
     _refuse_nested_keys(func, dict(key_types))
     return _Spec(func, prob_, label, by_, req.weights, req.nulls, variables=req.variables,
                  key_types=tuple(key_types.values()), lens=req.lens, binning=req.binning, **kw)
