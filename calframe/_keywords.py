@@ -55,6 +55,8 @@ class Nulls(TypedDict, total=False):
 
 #: the bootstrap interval methods (:func:`calframe.engines.eager._bootstrap`; docs/statistics.md)
 CI_METHODS = ("symmetric", "bias_corrected", "percentile")
+#: how the bootstrap draws: from the moments of the per (group, bin) sums, or from the rows (calframe.moments)
+BOOTSTRAPS = ("auto", "moments", "rows")
 
 
 class Interval(TypedDict, total=False):
@@ -63,6 +65,7 @@ class Interval(TypedDict, total=False):
     ci: float | None
     n_boot: int
     ci_method: Literal["symmetric", "bias_corrected", "percentile"]
+    bootstrap: Literal["auto", "moments", "rows"]
 
 
 class Seeded(TypedDict, total=False):
@@ -150,7 +153,7 @@ class SmECE(Lensed, Sample, total=False):
 
 #: the default of every keyword parameter above (a function may give its own: :func:`keywords`)
 DEFAULTS: dict[str, Any] = dict(bins=15, binning="uniform", closed="left", lens=None, nulls="raise", by=None,
-                                weights=None, ci=None, n_boot=1000, ci_method="symmetric", seed=0, p=1, distance="tvd", estimator="plugin",
+                                weights=None, ci=None, n_boot=1000, ci_method="symmetric", bootstrap="auto", seed=0, p=1, distance="tvd", estimator="plugin",
                                 squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2, sigma=None)
 DEFAULTS["progress"] = None  # calframe._progress: bars when standard error is a terminal and the work takes seconds
 

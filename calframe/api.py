@@ -37,8 +37,7 @@ lens : str, optional
 ci : float, optional
     Confidence level of bootstrap intervals for the population figure (e.g.
     0.95), adding ``<figure>_lo``, ``<figure>_hi`` and ``ci_method`` columns.
-    Rows are resampled within each group and the whole figure (bins
-    included) is recomputed per draw.
+    How the draws are made is ``bootstrap``'s choice.
 n_boot : int
     Bootstrap draws (default 1000).
 ci_method : {"symmetric", "bias_corrected", "percentile"}
@@ -52,6 +51,19 @@ ci_method : {"symmetric", "bias_corrected", "percentile"}
     bootstrap world's true value is the plug-in figure on the rows, and the
     debiased l2 CE is resampled as its squared estimate; the debiased l1
     CE's lower bound is 0 where that squared estimate's interval reaches 0.
+bootstrap : {"auto", "moments", "rows"}
+    How the draws are made (docs/statistics.md, "The bootstrap from
+    moments"). ``"moments"``: each bin's sums are drawn from their law under
+    the row bootstrap (cell counts exactly, a large cell's sum of confidences
+    from its normal law, a small cell's rows exactly), from per (group, bin)
+    sums: as fast as the figure, with the bins held fixed (a bootstrap
+    conditional on data-dependent bin edges). ``"rows"``: the rows are
+    resampled within each group and the whole figure, bins included, is
+    recomputed per draw. ``"auto"`` (default): the moments when every
+    figure of the call reads its rows through per (group, bin) sums of one
+    scalar lens (the CE family, vece, the companions, ``summary``,
+    ``disparity``), else the rows (the marginal lens, the sweep binning, the
+    smooth ECE, gece).
 seed : int
     Seed of the bootstrap and of any resampling estimator (default 0, so
     results are reproducible).

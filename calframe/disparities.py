@@ -33,6 +33,7 @@ from ._lazy import pd  # imported at first use
 import polars as pl
 
 from . import figures as F
+from .moments import sums_of, with_sums
 from ._columns import Scored
 from ._errors import InvalidValueError
 from ._errors import rows as _rows
@@ -98,7 +99,8 @@ class Spread:
                 self.keys, self.flavor = s.keys, s.flavor  # the call's rows (a draw stacks its groups: more)
             return figure(s)
 
-        return noted
+        summed = sums_of(figure)  # drawn from its sums as the figure itself is (calframe.moments)
+        return noted if summed is None else with_sums(noted, summed)
 
 
 def group_labels(keys: pl.DataFrame) -> list[str]:

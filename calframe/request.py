@@ -35,6 +35,7 @@ from ._keywords import (  # noqa: F401  (the groups and decorators, read as requ
     Grouped,
     Rows,
     Nulls,
+    BOOTSTRAPS,
     CI_METHODS,
     Interval,
     Seeded,
@@ -96,6 +97,8 @@ class Request:
     n_boot: int = 1000
     seed: int | None = 0
     ci_method: str = "symmetric"
+    #: how the bootstrap draws (:data:`calframe._keywords.BOOTSTRAPS`; :mod:`calframe.moments`)
+    bootstrap: str = "auto"
     #: a family's own settings (e.g. :class:`GeceOptions`)
     options: Any = None
 
@@ -143,14 +146,17 @@ def p_value(func: str, p: Any) -> float:
     raise E.bad_p(func, p)
 
 
-def check_ci(func: str, ci: float | None, n_boot: int, seed: Any, ci_method: Any = "symmetric") -> None:
-    """The checks of ci, n_boot, seed and ci_method (every seed is checked, used or not)."""
+def check_ci(func: str, ci: float | None, n_boot: int, seed: Any, ci_method: Any = "symmetric",
+             bootstrap: Any = "auto") -> None:
+    """The checks of ci, n_boot, seed, ci_method and bootstrap (every seed is checked, used or not)."""
     check_seed(func, seed)
     if ci is not None and not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise bad_param(func, "ci", "a confidence level in (0, 1) such as 0.95, or None", ci)
     check_int_range(func, "n_boot", n_boot, 2)
     if not isinstance(ci_method, str) or ci_method not in CI_METHODS:
         raise bad_param(func, "ci_method", f"one of {list(CI_METHODS)} (docs/statistics.md)", ci_method)
+    if not isinstance(bootstrap, str) or bootstrap not in BOOTSTRAPS:
+        raise bad_param(func, "bootstrap", f"one of {list(BOOTSTRAPS)} (docs/statistics.md)", bootstrap)
 
 
 def estimator_value(func: str, estimator: Any) -> str:
@@ -340,8 +346,9 @@ def _groups_to_compare(func: str, by: Columns, expected: str) -> None:
 
 def _checked_ci(func: str, o: dict[str, Any], req: Request) -> Request:
     """``req`` with the call's ci, n_boot, seed and ci_method, checked last (:func:`check_ci`)."""
-    check_ci(func, o["ci"], o["n_boot"], o["seed"], o["ci_method"])
-    return replace(req, ci=o["ci"], n_boot=o["n_boot"], seed=o["seed"], ci_method=o["ci_method"])
+    check_ci(func, o["ci"], o["n_boot"], o["seed"], o["ci_method"], o["bootstrap"])
+    return replace(req, ci=o["ci"], n_boot=o["n_boot"], seed=o["seed"], ci_method=o["ci_method"],
+                   bootstrap=o["bootstrap"])
 
 
 def summary_parts(req: Request) -> dict[str, Request]:

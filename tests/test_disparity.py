@@ -139,10 +139,11 @@ def test_intervals_are_percentiles_of_the_same_draws():
     frame = calframe.datasets.grouped_miscalibration(n=900, seed=3).select("prob", "label", "region")
     level, n_boot, seed, bins = 0.9, 60, 7, 6
     d = calframe.disparity(frame, "ece", by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins,
-                           ci_method="percentile", min_n=1).row(0, named=True)
+                           ci_method="percentile", min_n=1, bootstrap="rows").row(0, named=True)
     draws = hand_bootstrap(frame, "region", bins, n_boot, seed)
     q = [(1 - level) / 2, 1 - (1 - level) / 2]
-    grouped = calframe.ece(frame, by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins, ci_method="percentile")
+    grouped = calframe.ece(frame, by="region", ci=level, n_boot=n_boot, seed=seed, bins=bins, ci_method="percentile",
+                           bootstrap="rows")
     keys = grouped["region"].to_list()
     lo, hi = np.quantile(draws, q, axis=0)
     # ranked on the bounds: the worst has the highest lower bound, the best the lowest upper bound

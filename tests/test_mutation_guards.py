@@ -109,7 +109,8 @@ def test_bootstrap_interval_is_the_percentile_of_the_resampled_ece(level, by):
     while a level off by 2.5 points moves the percentiles by > 1e-3."""
     df = calframe.datasets.grouped_miscalibration(n=600, seed=3)
     seed, n_boot = 7, 300
-    res = calframe.ece(df, lens="class:1", ci=level, n_boot=n_boot, seed=seed, by=by, ci_method="percentile")
+    res = calframe.ece(df, lens="class:1", ci=level, n_boot=n_boot, seed=seed, by=by, ci_method="percentile",
+                       bootstrap="rows")
     assert res.height == (1 if by is None else 4)
     for row in res.iter_rows(named=True):
         sub = df if by is None else df.filter(pl.col("region") == row["region"])

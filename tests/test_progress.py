@@ -96,7 +96,7 @@ def test_off_without_a_terminal_by_default(bars, df, monkeypatch, slow):
 
 
 def test_off_with_progress_false_and_with_the_environment_variable(bars, df, monkeypatch, slow):
-    calframe.ece(df, ci=0.9, n_boot=20)  # on a terminal, a slow loop shows (from its first step)
+    calframe.ece(df, ci=0.9, n_boot=20, bootstrap="rows")  # on a terminal, a slow loop shows (from its first step)
     assert [(b.kw["initial"], b.n) for b in bars] == [(2, 20)]
     bars.clear()
     calframe.ece(df, ci=0.9, n_boot=20, progress=False)

@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from .. import figures as F
+from .. import moments as M
 from .. import lenses as L
 from .. import request as R
 from .._columns import Scored, Selected, check_group_weights, score, select_rows, weight_exponents
@@ -27,9 +28,10 @@ K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at fir
 KA = LazyModule("calframe._kernels.arrays")
 FK = LazyModule("calframe._kernels.fused")
 from .._kernels import codes as CODES  # noqa: E402  (no numba)
+from .._errors import ParameterError
 from .._names import fresh_name
 from .._limits import TableTooLargeError, check_cells
-from ..binning import Binning, Bins, bin_values, bin_variable, uniform_edges
+from ..binning import Binning, Bins, bin_values, bin_variable, edge_bins, uniform_edges
 from ..figures import check_by_names, output_columns
 from ..registry import EVERY_STATE, Capabilities
 
@@ -57,6 +59,7 @@ def variable_binner(variable: str, binning: Binning) -> Binner:
     def binner(scored: Scored, conf: np.ndarray) -> Bins:
         return bin_variable(scored.extra[variable], scored.extra_kind[variable], scored.groups, scored.n_groups, binning)
 
+    binner.key = ("variable", variable, binning)  # type: ignore[attr-defined]  (the moments' stream: moments.Summed)
     return binner
 
 
@@ -112,7 +115,11 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
 
             return F.binned(r, sums_of, scored.n_classes, scored.weight_scale)
 
-        return figure
+        if r.lens.kind == "marginal":  # the classes' sums move together: the rows are resampled
+            return figure
+        key = (r.lens, binning if isinstance(binning, Binning) else getattr(binning, "key", "bins"))
+        return M.with_sums(figure, M.Summed(key, lambda scored: _cells(r, binning, scored),
+                                            lambda sums, scale: F.binned(r, lambda c: sums, 1, scale)))
 
     figure = of(req)
     if req.estimator == "debiased":  # the bootstrap world's true value is the plug-in's (F.Scale)
@@ -125,6 +132,32 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
                 of(replace(req, p=2.0, squared=True)), of(replace(req, p=2.0, estimator="plugin", squared=True)))
             F.with_scale(figure, F.Scale(truth=of(replace(req, estimator="plugin")), zero=zero))
     return figure
+
+
+def _cells(req: R.Request, binning: Binning | Binner, scored: Scored) -> M.Cells:
+    """The rows of a scalar-lens figure as the moments read them: (conf, acc, bin, bins) (:class:`moments.Summed`)."""
+    conf, acc = L.scalar(scored, req.lens, req.func)
+    binner = conf_binner(binning, acc) if isinstance(binning, Binning) else binning
+    bins = binner(scored, conf)
+    ids = bins.ids if bins.ids is not None else edge_bins(conf, bins.edges[1:-1], bins.binning.closed)
+    return conf, acc, ids, bins.n_bins
+
+
+def mean_figure(func: str, rows: Callable[[Scored], np.ndarray], bounds: tuple[float, float] = (0.0, np.inf)
+                ) -> Figure:
+    """The weighted mean of ``rows`` per group (a companion), drawn by the moments as one bin split by the top-1
+    prediction's correctness (:class:`moments.Summed`)."""
+    def figure(scored: Scored) -> np.ndarray:
+        return group_means(rows(scored), scored)
+
+    def cells(scored: Scored) -> M.Cells:
+        return rows(scored), L.top1(scored)[1], np.zeros(scored.n, dtype=np.int32), 1
+
+    def finalize(sums: np.ndarray, scale: object) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return sums[:, 0, 1] / sums[:, 0, 0]
+
+    return M.with_sums(figure, M.Summed(("mean", func), cells, finalize, bounds))
 
 
 def ce_figures(req: R.Request) -> dict[str, Figure]:
@@ -349,7 +382,8 @@ def _evaluate(
             totals = np.bincount(scored.group_codes, weights=scored.weights, minlength=scored.n_groups)
             check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
     values = {name: f(scored) for name, f in figures.items()}
-    bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed, req.ci_method, values, keep) if req.ci is not None else {}
+    bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed, req.ci_method, values, keep,
+                        req.bootstrap) if req.ci is not None else {}
     out = F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
     return out.lazy() if lazy else out
 
@@ -366,15 +400,16 @@ def _zero_name(name: str) -> str:
 def _bootstrap(
     scored: Scored, figures: dict[str, Figure], level: float, n_boot: int, seed: int | None,
     method: str = "symmetric", values: dict[str, np.ndarray] | None = None, keep: dict[str, F.Draws] | None = None,
+    how: str = "auto",
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Bootstrap intervals of every figure: resample rows within each group, recompute the figures, and turn
-    the draws into bounds by ``method`` (:func:`calframe.figures.interval`; docs/statistics.md). The one
-    bootstrap of calframe: every ``ci=`` (and ``summary``, ``disparity``) comes here.
+    """Bootstrap intervals of every figure: draw the figures again under the row bootstrap (from the moments of
+    their per (group, bin) sums, :mod:`calframe.moments`, or by resampling the rows within each group:
+    :func:`_by_moments` chooses by ``how``), and turn the draws into bounds by ``method``
+    (:func:`calframe.figures.interval`; docs/statistics.md). The one bootstrap of calframe: every ``ci=`` (and
+    ``summary``, ``disparity``) comes here.
 
-    Draw r takes uniforms from its own stream ``default_rng([seed, r])``; the
-    j-th row of a group's resample is row ``floor(u_j * n_g)`` of that group.
-    A group's draws therefore do not depend on the other groups: ``by=g``
-    gives each group the intervals of its filtered frame. ``values``: the
+    A group's draws do not depend on the other groups: ``by=g`` gives each group the intervals of its filtered
+    frame. ``values``: the
     figures on ``scored`` (computed again when not given); ``keep``: filled
     with each figure's :class:`~calframe.figures.Draws` (what
     :func:`calframe.disparity` compares groups on).
@@ -385,6 +420,54 @@ def _bootstrap(
                  for name, f in figures.items()}
     if method != "percentile":  # E2 beside each figure that reads it for its lower bound (F.Scale.zero)
         resampled.update({_zero_name(name): s.zero[0] for name, s in scales.items() if s.zero is not None})
+    if _by_moments(resampled, how):
+        keys = scored.keys.rows() if scored.keys is not None else [()]
+        from .._progress import steps
+
+        draws = M.draws(scored, resampled, n_boot, seed, keys, steps(n_boot, "bootstrap", unit="draw"))
+    else:
+        draws = _row_draws(scored, resampled, n_boot, seed)
+    n_groups = scored.n_groups
+    values = values if values is not None else {}
+    out = {}
+    for name in figures:
+        d = draws[name]
+        s = scales[name] if method != "percentile" else F.Scale()  # percentile: the figure's own draws
+        if method == "percentile":
+            estimate = truth = np.full(n_groups, np.nan)  # not read
+        else:
+            estimate = s.raw(scored) if s.raw is not None else values[name] if name in values else figures[name](scored)
+            truth = s.truth(scored) if s.truth is not None else estimate
+        out[name] = F.interval(d, level, method, estimate, truth, s)
+        if method != "percentile" and s.zero is not None:
+            e2, e2_truth = s.zero
+            e2_lo, _ = F.interval(draws[_zero_name(name)], level, method, e2(scored), e2_truth(scored),
+                                  F.Scale(lower=-np.inf))
+            out[name][0][e2_lo <= 0] = s.lower
+        if keep is not None:
+            keep[name] = F.Draws(d, estimate, truth, s)
+    return out
+
+
+def _by_moments(resampled: dict[str, Figure], how: str) -> bool:
+    """Whether the draws come from the moments (:mod:`calframe.moments`): ``how="auto"`` when every figure reads
+    its rows through per (group, bin) sums; ``"moments"`` insists (else a ParameterError); ``"rows"`` never."""
+    if how == "rows":
+        return False
+    able = all(M.sums_of(f) is not None for f in resampled.values())
+    if how == "moments" and not able:
+        raise ParameterError("bootstrap='moments' draws figures of per (group, bin) sums of one scalar lens; this "
+                             "call's figures need the rows themselves (the marginal lens, the sweep binning, a "
+                             "smooth or row-selected figure). Pass bootstrap='rows' or 'auto'.", "bootstrap")
+    return able
+
+
+def _row_draws(scored: Scored, resampled: dict[str, Figure], n_boot: int, seed: int | None
+               ) -> dict[str, np.ndarray]:
+    """``(n_boot, groups)`` draws of every figure by resampling the rows within each group.
+
+    Draw r takes uniforms from its own stream ``default_rng([seed, r])``; the j-th row of a group's resample is
+    row ``floor(u_j * n_g)`` of that group."""
     n_groups = scored.n_groups
     order, starts = K.group_order(scored.group_codes, n_groups)
     counts = np.diff(starts)
@@ -418,25 +501,7 @@ def _bootstrap(
             draws[name][r0 : r0 + r] = v
         r0 += r
         bar.update(r)
-    values = values if values is not None else {}
-    out = {}
-    for name in figures:
-        d = draws[name]
-        s = scales[name] if method != "percentile" else F.Scale()  # percentile: the figure's own draws
-        if method == "percentile":
-            estimate = truth = np.full(n_groups, np.nan)  # not read
-        else:
-            estimate = s.raw(scored) if s.raw is not None else values[name] if name in values else figures[name](scored)
-            truth = s.truth(scored) if s.truth is not None else estimate
-        out[name] = F.interval(d, level, method, estimate, truth, s)
-        if method != "percentile" and s.zero is not None:
-            e2, e2_truth = s.zero
-            e2_lo, _ = F.interval(draws[_zero_name(name)], level, method, e2(scored), e2_truth(scored),
-                                  F.Scale(lower=-np.inf))
-            out[name][0][e2_lo <= 0] = s.lower
-        if keep is not None:
-            keep[name] = F.Draws(d, estimate, truth, s)
-    return out
+    return draws
 
 
 # --------------------------------------------------------------------------- the companions' rows

@@ -25,6 +25,7 @@ from ..engines.eager import (
     binned_sums,
     brier_rows,
     group_means,
+    mean_figure,
     log_loss_rows,
 )
 from ..figures import check_by_names
@@ -264,13 +265,22 @@ def _bounded(func: str, figure: Figure) -> Figure:
     return F.with_scale(figure, F.Scale(upper=1.0)) if func == "accuracy" else figure
 
 
+#: the range of a companion's row values (a bin mean drawn by the moments is kept in it: calframe.moments)
+_RANGE = {"brier": (0.0, 2.0), "log_loss": (0.0, np.inf), "accuracy": (0.0, 1.0)}
+
+
+def _correct(scored: Scored) -> np.ndarray:
+    """1.0 where the top-1 prediction is right (ties to the lowest class; binary: class 1 iff p > 0.5)."""
+    return L.top1(scored)[1].astype(np.float64)
+
+
 def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, example: str) -> Callable[..., Result]:
     """The public function ``func``: the group means of ``rows``; ``doc`` and ``example`` (its value on the
     example frame) make its docstring."""
 
     def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
         req = R.companion(func, prob, label, **options)
-        figures: dict[str, Figure] = {func: _bounded(func, lambda s: group_means(rows(s), s))}
+        figures: dict[str, Figure] = {func: _bounded(func, mean_figure(func, rows, _RANGE[func]))}
         return _run(req, frame, figures, binned=True)
 
     metric.__name__ = metric.__qualname__ = func
@@ -292,7 +302,7 @@ brier = _companion("brier", brier_rows, """Brier score: mean (p_1 - y)^2 for two
     brier_score_loss), mean over rows of sum_k (g_k - y_k)^2 for K > 2 (SPEC §7).""", "0.225")
 log_loss = _companion("log_loss", log_loss_rows, """Log loss: mean of -ln g_y, probabilities clipped to
     [eps, 1 - eps] with eps = float64 machine epsilon (scikit-learn's log_loss).""", "0.645575")
-accuracy = _companion("accuracy", lambda s: L.top1(s)[1].astype(np.float64), """Accuracy of the top-1 prediction
+accuracy = _companion("accuracy", _correct, """Accuracy of the top-1 prediction
     (ties to the lowest class; binary: class 1 iff p > 0.5).""", "0.75")
 
 
@@ -329,10 +339,10 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
     """
     req = R.summary(prob, label, lens=lens, bins=bins, disparity=disparity, **options)
     figures: dict[str, Figure] = {
-        "accuracy": _bounded("accuracy", lambda s: group_means(L.top1(s)[1].astype(np.float64), s)),
+        "accuracy": _bounded("accuracy", mean_figure("accuracy", _correct, _RANGE["accuracy"])),
         **{name: _ce_figure(sub) for name, sub in R.summary_parts(req).items()},
-        "brier": lambda s: group_means(brier_rows(s), s),
-        "log_loss": lambda s: group_means(log_loss_rows(s), s),
+        "brier": mean_figure("brier", brier_rows, _RANGE["brier"]),
+        "log_loss": mean_figure("log_loss", log_loss_rows, _RANGE["log_loss"]),
     }
     if disparity:
         return _disparity_table(Plan(req, frame, figures))

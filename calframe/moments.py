@@ -1,0 +1,214 @@
+"""The bootstrap from moments: a binned figure's draws from its per (group, bin) sums, not from its rows.
+
+A binned figure reads a group's rows only through the sums of its cells, a cell being the rows of one
+(group, bin, split) with ``split`` the row's 0/1 accuracy (the label's side of the bin). The row bootstrap
+(a group's ``n_g`` rows drawn again with replacement) moves those sums by
+
+1. the cells' row counts: ``Multinomial(n_g, n_cell / n_g)``, drawn exactly;
+2. given a cell's count ``k``, its ``[sum w, sum w * conf]``: the sum of ``k`` rows drawn with replacement from
+   the cell's own rows. For a cell of at least :data:`SMALL` rows it is drawn from its normal law, mean
+   ``k * m`` and covariance ``k * S`` with ``m``, ``S`` the mean and covariance of the cell's row vectors
+   ``(w, w * conf)`` (from the cell's first and second moments); a smaller cell's rows are drawn exactly.
+   ``sum w * acc`` is ``split * sum w``: exact.
+
+Without weights only ``sum conf`` of a large cell is approximated; the counts, and so each bin's accuracy, are
+the row bootstrap's own law. The bins stay the call's: for data-dependent bins (quantile, equal-mass, a
+variable's) this is the bootstrap conditional on the bin edges (docs/statistics.md).
+
+Group ``g`` draws from ``default_rng([seed, hash(g's key), hash(binning)])``: its draws do not depend on the
+other groups or on the row order of its cells' small rows (sorted by value), and the same call draws the same
+bits on every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: a cell with fewer rows than this is resampled exactly (its rows drawn with replacement)
+SMALL = 32
+#: the most float64 values of drawn sums held at once (groups are drawn in chunks below it)
+_CHUNK_VALUES = 4_000_000
+
+Cells = tuple[np.ndarray, np.ndarray, np.ndarray, int]
+
+
+@dataclass(frozen=True)
+class Summed:
+    """A figure as a function of per (group, bin) sums ``[sum w, sum w * value, sum w * split]``.
+
+    ``key``: figures with equal keys bin the same values the same way (their sums are drawn once, together);
+    ``cells(scored)`` -> ``(value, split, bin, n_bins)`` per row (``split`` 0/1, ``bin`` int);
+    ``finalize(sums, count_scale)`` -> one value per group of a ``(groups, bins, 3)`` table;
+    ``bounds``: the range of ``value`` (a drawn bin mean is kept in it).
+    """
+
+    key: Hashable
+    cells: Callable[[Any], Cells]
+    finalize: Callable[[np.ndarray, Any], np.ndarray]
+    bounds: tuple[float, float] = (0.0, 1.0)
+
+
+def with_sums(figure: Callable[..., np.ndarray], summed: Summed) -> Callable[..., np.ndarray]:
+    """``figure`` carrying how it reads per (group, bin) sums (read back by :func:`sums_of`)."""
+    figure.summed = summed  # type: ignore[attr-defined]
+    return figure
+
+
+def sums_of(figure: Callable[..., np.ndarray] | None) -> Summed | None:
+    """The :class:`Summed` a figure carries, or None (a figure the moments cannot draw: the rows are resampled)."""
+    return getattr(figure, "summed", None)
+
+
+def stable_hash(value: Any) -> int:
+    """A 63-bit hash of ``repr(value)``, the same in every process (Python's ``hash`` of a str is salted)."""
+    return int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(), "little") >> 1
+
+
+@dataclass(frozen=True)
+class Moments:
+    """The cells of one binning, sorted by (group, bin, split): their rows and the moments of ``(w, w * value)``.
+
+    ``start[g]:start[g + 1]`` are group g's cells; ``small_rows[small_start[c]:small_start[c + 1]]`` the
+    ``(w, w * value)`` of cell c's rows when it has fewer than :data:`SMALL` (sorted by value, then weight)."""
+
+    group: np.ndarray
+    bin: np.ndarray
+    split: np.ndarray
+    n: np.ndarray
+    mean: np.ndarray
+    chol: np.ndarray
+    start: np.ndarray
+    small_rows: np.ndarray
+    small_start: np.ndarray
+    weighted: bool
+
+
+def moments(value: np.ndarray, split: np.ndarray, bins: np.ndarray, groups: np.ndarray | None, n_groups: int,
+            n_bins: int, weights: np.ndarray | None) -> Moments:
+    """The cells' counts, first and second moments and small cells' rows, from the rows of one binning."""
+    code = np.asarray(bins, dtype=np.int64) * 2 + np.asarray(split, dtype=np.int64)
+    if groups is not None:
+        code += np.asarray(groups, dtype=np.int64) * (2 * n_bins)
+    size = n_groups * n_bins * 2
+    n = np.bincount(code, minlength=size)
+    w = np.ones_like(value) if weights is None else weights
+    wv = value if weights is None else weights * value
+    s = np.stack([n.astype(np.float64) if weights is None else np.bincount(code, w, size),
+                  np.bincount(code, wv, size)], axis=1)
+    q_vv = np.bincount(code, wv * wv, size)
+    if weights is None:
+        q = np.stack([n, s[:, 1], s[:, 1], q_vv], axis=1).astype(np.float64)
+    else:
+        q_wv = np.bincount(code, w * wv, size)
+        q = np.stack([np.bincount(code, w * w, size), q_wv, q_wv, q_vv], axis=1)
+    present = np.flatnonzero(n)
+    n_c = n[present]
+    mean = s[present] / n_c[:, None]
+    cov = q[present].reshape(-1, 2, 2) / n_c[:, None, None] - mean[:, :, None] * mean[:, None, :]
+    a = np.sqrt(np.maximum(cov[:, 0, 0], 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = np.where(a > 0, cov[:, 0, 1] / a, 0.0)
+    c = np.sqrt(np.maximum(cov[:, 1, 1] - b * b, 0.0))
+    chol = np.stack([a, b, c], axis=1)  # the lower Cholesky factor [[a, 0], [b, c]] of each cell's covariance
+    group, rest = np.divmod(present, 2 * n_bins)
+    bin_, split_ = np.divmod(rest, 2)
+    start = np.searchsorted(group, np.arange(n_groups + 1))
+    # small cells: their rows, sorted by (cell, value, weight): independent of the row order
+    cell_of = np.full(size, -1, dtype=np.int64)
+    cell_of[present] = np.arange(present.size)
+    small = n_c < SMALL
+    rows = np.flatnonzero(small[cell_of[code]])
+    order = rows[np.lexsort((w[rows], value[rows], code[rows]))]
+    small_rows = np.stack([w[order], wv[order]], axis=1)
+    counts = np.where(small, n_c, 0)
+    small_start = np.concatenate([[0], np.cumsum(counts)])
+    return Moments(group, bin_, split_.astype(np.float64), n_c, mean, chol, start, small_rows, small_start,
+                   weights is not None)
+
+
+def draw_group(m: Moments, g: int, n_boot: int, n_bins: int, rng: np.random.Generator,
+               bounds: tuple[float, float]) -> np.ndarray:
+    """``(n_boot, n_bins, 3)`` bootstrap draws of group g's per-bin sums (module docstring)."""
+    c0, c1 = int(m.start[g]), int(m.start[g + 1])
+    out = np.zeros((n_boot, n_bins, 3))
+    if c1 == c0:
+        return out
+    n_c = m.n[c0:c1]
+    n_g = int(n_c.sum())
+    counts = rng.multinomial(n_g, n_c / n_g, size=n_boot)  # (n_boot, cells): the row bootstrap's counts
+    k = counts.astype(np.float64)
+    small = n_c < SMALL
+    big = np.flatnonzero(~small)
+    sw = np.empty_like(k)
+    sv = np.empty_like(k)
+    if big.size:
+        kb, root = k[:, big], np.sqrt(k[:, big])
+        mean, ch = m.mean[c0 + big], m.chol[c0 + big]
+        if m.weighted:
+            z = rng.standard_normal((n_boot, big.size, 2))
+            sw[:, big] = kb * mean[:, 0] + root * ch[:, 0] * z[..., 0]
+            sv[:, big] = kb * mean[:, 1] + root * (ch[:, 1] * z[..., 0] + ch[:, 2] * z[..., 1])
+            sw[:, big] = np.maximum(sw[:, big], 0.0)
+        else:
+            z = rng.standard_normal((n_boot, big.size))
+            sw[:, big] = kb
+            sv[:, big] = kb * mean[:, 1] + root * ch[:, 2] * z
+        sv[:, big] = np.clip(sv[:, big], bounds[0] * sw[:, big], bounds[1] * sw[:, big])
+    few = np.flatnonzero(small)
+    if few.size:
+        kf = counts[:, few]  # (n_boot, small cells): picks per (draw, cell)
+        total = int(kf.sum())
+        seg = np.repeat(np.arange(kf.size), kf.ravel())
+        cells = few[seg % few.size]
+        lo = m.small_start[c0 + cells]
+        picked = m.small_rows[lo + np.minimum((rng.random(total) * n_c[cells]).astype(np.int64), n_c[cells] - 1)]
+        sw[:, few] = np.bincount(seg, picked[:, 0], kf.size).reshape(kf.shape)
+        sv[:, few] = np.bincount(seg, picked[:, 1], kf.size).reshape(kf.shape)
+    b = m.bin[c0:c1]
+    np.add.at(out[:, :, 0], (slice(None), b), sw)
+    np.add.at(out[:, :, 1], (slice(None), b), sv)
+    np.add.at(out[:, :, 2], (slice(None), b), sw * m.split[c0:c1])
+    return out
+
+
+def draws(scored: Any, figures: dict[str, Callable[..., np.ndarray]], n_boot: int, seed: int | None,
+          keys: list[Any], bar: Any = None) -> dict[str, np.ndarray]:
+    """``(n_boot, groups)`` draws of every figure (each carries a :class:`Summed`), figures of one binning from
+    the same drawn sums; ``keys``: each group's key (its stream); ``bar``: a progress counter of ``n_boot``
+    draws (:func:`calframe._progress.steps`), advanced as the groups are drawn."""
+    by_key: dict[Hashable, list[str]] = {}
+    for name, f in figures.items():
+        by_key.setdefault(sums_of(f).key, []).append(name)  # type: ignore[union-attr]
+    n_groups = scored.n_groups
+    key_hash = [stable_hash(k) for k in keys]
+    scale = scored.weight_scale
+    out = {name: np.empty((n_boot, n_groups)) for name in figures}
+    done, parts = 0, len(by_key) * n_groups
+    for i, (key, names) in enumerate(by_key.items()):
+        summed = sums_of(figures[names[0]])
+        value, split, bins, n_bins = summed.cells(scored)  # type: ignore[union-attr]
+        m = moments(np.asarray(value, dtype=np.float64), split, bins, scored.groups, n_groups, n_bins,
+                    scored.weights)
+        stream = stable_hash(key)
+        chunk = max(1, _CHUNK_VALUES // (n_boot * n_bins * 3))
+        for g0 in range(0, n_groups, chunk):
+            g1 = min(n_groups, g0 + chunk)
+            table = np.empty((n_boot, g1 - g0, n_bins, 3))
+            for g in range(g0, g1):
+                rng = np.random.default_rng(None if seed is None else [seed, key_hash[g], stream])
+                table[:, g - g0] = draw_group(m, g, n_boot, n_bins, rng, summed.bounds)  # type: ignore[union-attr]
+            flat = table.reshape(n_boot * (g1 - g0), n_bins, 3)
+            s = np.tile(scale[g0:g1], n_boot) if isinstance(scale, np.ndarray) else scale
+            for name in names:
+                fin = sums_of(figures[name]).finalize  # type: ignore[union-attr]
+                out[name][:, g0:g1] = np.asarray(fin(flat, s)).reshape(n_boot, g1 - g0)
+            if bar is not None:  # the draws' share of the work done so far
+                now = n_boot * (i * n_groups + g1) // parts
+                bar.update(now - done)
+                done = now
+    return out
