@@ -203,6 +203,50 @@ def interval(draws: np.ndarray, level: float, method: str, estimate: np.ndarray,
     return lo, hi
 
 
+def _zero_name(name: str) -> str:
+    """The bootstrap's name for the E2 drawn beside figure ``name`` (:attr:`Scale.zero`)."""
+    return f"{name}\0e2"
+
+
+def resampled(figures: dict[str, Callable[..., np.ndarray]], method: str
+              ) -> tuple[dict[str, Scale], dict[str, Callable[..., np.ndarray]]]:
+    """Each figure's :class:`Scale`, and the figures the bootstrap draws: the figure itself for ``"percentile"``,
+    else the scale it is estimated on (``Scale.raw``), plus E2 beside each figure that reads it for its lower
+    bound (``Scale.zero``)."""
+    scales = {name: scale_of(f) for name, f in figures.items()}
+    drawn = {name: (f if method == "percentile" or scales[name].raw is None else scales[name].raw)
+             for name, f in figures.items()}
+    if method != "percentile":
+        drawn.update({_zero_name(name): s.zero[0] for name, s in scales.items() if s.zero is not None})
+    return scales, drawn
+
+
+def bounds(figures: dict[str, Callable[..., np.ndarray]], scales: dict[str, Scale], draws: dict[str, np.ndarray],
+           value: Callable[[str, Callable[..., np.ndarray]], np.ndarray],
+           at: Callable[[Callable[..., np.ndarray]], np.ndarray], level: float, method: str,
+           keep: dict[str, Draws] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Bounds per group of every figure from its draws (:func:`resampled`'s, ``(n_boot, groups)``), however they
+    were drawn: ``value(name, figure)``, the figure's estimate; ``at(f)``, any other figure (a scale's) on the
+    data. ``keep``: filled with each figure's :class:`Draws` (what :func:`calframe.disparity` compares groups on)."""
+    out = {}
+    for name, figure in figures.items():
+        d = draws[name]
+        s = scales[name] if method != "percentile" else Scale()  # percentile: the figure's own draws
+        if method == "percentile":
+            estimate = truth = np.full(d.shape[1], np.nan)  # not read
+        else:
+            estimate = at(s.raw) if s.raw is not None else value(name, figure)
+            truth = at(s.truth) if s.truth is not None else estimate
+        out[name] = interval(d, level, method, estimate, truth, s)
+        if method != "percentile" and s.zero is not None:
+            e2, e2_truth = s.zero
+            e2_lo, _ = interval(draws[_zero_name(name)], level, method, at(e2), at(e2_truth), Scale(lower=-np.inf))
+            out[name][0][e2_lo <= 0] = s.lower
+        if keep is not None:
+            keep[name] = Draws(d, estimate, truth, s)
+    return out
+
+
 # --------------------------------------------------------------------------- shape
 
 

@@ -98,37 +98,41 @@ def moments(value: np.ndarray, split: np.ndarray, bins: np.ndarray, groups: np.n
     n = np.bincount(code, minlength=size)
     w = np.ones_like(value) if weights is None else weights
     wv = value if weights is None else weights * value
-    s = np.stack([n.astype(np.float64) if weights is None else np.bincount(code, w, size),
-                  np.bincount(code, wv, size)], axis=1)
-    q_vv = np.bincount(code, wv * wv, size)
-    if weights is None:
-        q = np.stack([n, s[:, 1], s[:, 1], q_vv], axis=1).astype(np.float64)
-    else:
-        q_wv = np.bincount(code, w * wv, size)
-        q = np.stack([np.bincount(code, w * w, size), q_wv, q_wv, q_vv], axis=1)
     present = np.flatnonzero(n)
-    n_c = n[present]
-    mean = s[present] / n_c[:, None]
-    cov = q[present].reshape(-1, 2, 2) / n_c[:, None, None] - mean[:, :, None] * mean[:, None, :]
-    a = np.sqrt(np.maximum(cov[:, 0, 0], 0.0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        b = np.where(a > 0, cov[:, 0, 1] / a, 0.0)
-    c = np.sqrt(np.maximum(cov[:, 1, 1] - b * b, 0.0))
-    chol = np.stack([a, b, c], axis=1)  # the lower Cholesky factor [[a, 0], [b, c]] of each cell's covariance
+    sums = np.stack([np.bincount(code, w, size), np.bincount(code, wv, size), np.bincount(code, w * w, size),
+                     np.bincount(code, w * wv, size), np.bincount(code, wv * wv, size)], axis=1)[present]
     group, rest = np.divmod(present, 2 * n_bins)
     bin_, split_ = np.divmod(rest, 2)
-    start = np.searchsorted(group, np.arange(n_groups + 1))
-    # small cells: their rows, sorted by (cell, value, weight): independent of the row order
     cell_of = np.full(size, -1, dtype=np.int64)
     cell_of[present] = np.arange(present.size)
-    small = n_c < SMALL
-    rows = np.flatnonzero(small[cell_of[code]])
-    order = rows[np.lexsort((w[rows], value[rows], code[rows]))]
-    small_rows = np.stack([w[order], wv[order]], axis=1)
-    counts = np.where(small, n_c, 0)
+    rows = np.flatnonzero(n[code] < SMALL)
+    small = (cell_of[code[rows]], w[rows], wv[rows])
+    return from_cells(group, bin_, split_, n[present], sums, small, n_groups, weights is not None)
+
+
+def from_cells(group: np.ndarray, bin_: np.ndarray, split: np.ndarray, n: np.ndarray, sums: np.ndarray,
+               small: tuple[np.ndarray, np.ndarray, np.ndarray], n_groups: int, weighted: bool) -> Moments:
+    """:class:`Moments` from each cell's (group, bin, split), row count and sums ``[w, w v, w^2, w^2 v, (w v)^2]``
+    (cells sorted by (group, bin, split)), and the rows of its small cells: ``(cell, w, w * value)`` per row, in
+    any order (the engines' bounded query)."""
+    n = np.asarray(n, dtype=np.int64)
+    mean = sums[:, :2] / n[:, None]
+    var_w = np.maximum(sums[:, 2] / n - mean[:, 0] ** 2, 0.0)
+    cov = sums[:, 3] / n - mean[:, 0] * mean[:, 1]
+    var_v = np.maximum(sums[:, 4] / n - mean[:, 1] ** 2, 0.0)
+    a = np.sqrt(var_w)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = np.where(a > 0, cov / a, 0.0)
+    c = np.sqrt(np.maximum(var_v - b * b, 0.0))
+    chol = np.stack([a, b, c], axis=1)  # the lower Cholesky factor [[a, 0], [b, c]] of each cell's covariance
+    start = np.searchsorted(group, np.arange(n_groups + 1))
+    cell, w, wv = small
+    order = np.lexsort((w, wv, cell))  # by (cell, value, weight): independent of the row order
+    small_rows = np.stack([w[order], wv[order]], axis=1).reshape(-1, 2)
+    counts = np.where(n < SMALL, n, 0)
     small_start = np.concatenate([[0], np.cumsum(counts)])
-    return Moments(group, bin_, split_.astype(np.float64), n_c, mean, chol, start, small_rows, small_start,
-                   weights is not None)
+    return Moments(np.asarray(group), np.asarray(bin_), np.asarray(split, dtype=np.float64), n, mean, chol, start,
+                   small_rows, small_start, weighted)
 
 
 def draw_group(m: Moments, g: int, n_boot: int, n_bins: int, rng: np.random.Generator,
@@ -176,24 +180,33 @@ def draw_group(m: Moments, g: int, n_boot: int, n_bins: int, rng: np.random.Gene
     return out
 
 
-def draws(scored: Any, figures: dict[str, Callable[..., np.ndarray]], n_boot: int, seed: int | None,
-          keys: list[Any], bar: Any = None) -> dict[str, np.ndarray]:
+def of_rows(scored: Any) -> Callable[[Summed], tuple[Moments, int]]:
+    """The moments of a figure's binning on in-memory rows (:class:`~calframe._columns.Scored`)."""
+    def get(summed: Summed) -> tuple[Moments, int]:
+        value, split, bins, n_bins = summed.cells(scored)
+        return moments(np.asarray(value, dtype=np.float64), split, bins, scored.groups, scored.n_groups, n_bins,
+                       scored.weights), n_bins
+
+    return get
+
+
+def draws(moments_of: Callable[[Summed], tuple[Moments, int]], figures: dict[str, Callable[..., np.ndarray]],
+          n_boot: int, seed: int | None, keys: list[Any], scale: Any = 1.0, bar: Any = None) -> dict[str, np.ndarray]:
     """``(n_boot, groups)`` draws of every figure (each carries a :class:`Summed`), figures of one binning from
-    the same drawn sums; ``keys``: each group's key (its stream); ``bar``: a progress counter of ``n_boot``
-    draws (:func:`calframe._progress.steps`), advanced as the groups are drawn."""
+    the same drawn sums: ``moments_of(summed)`` -> (its binning's :class:`Moments`, bins) (:func:`of_rows`, or an
+    engine's cells); ``keys``: each group's key (its stream); ``scale``: the weights' power of two (one, or one
+    per group: ``Scored.weight_scale``); ``bar``: a progress counter of ``n_boot`` draws
+    (:func:`calframe._progress.steps`), advanced as the groups are drawn."""
     by_key: dict[Hashable, list[str]] = {}
     for name, f in figures.items():
         by_key.setdefault(sums_of(f).key, []).append(name)  # type: ignore[union-attr]
-    n_groups = scored.n_groups
+    n_groups = len(keys)
     key_hash = [stable_hash(k) for k in keys]
-    scale = scored.weight_scale
     out = {name: np.empty((n_boot, n_groups)) for name in figures}
     done, parts = 0, len(by_key) * n_groups
     for i, (key, names) in enumerate(by_key.items()):
         summed = sums_of(figures[names[0]])
-        value, split, bins, n_bins = summed.cells(scored)  # type: ignore[union-attr]
-        m = moments(np.asarray(value, dtype=np.float64), split, bins, scored.groups, n_groups, n_bins,
-                    scored.weights)
+        m, n_bins = moments_of(summed)  # type: ignore[arg-type]
         stream = stable_hash(key)
         chunk = max(1, _CHUNK_VALUES // (n_boot * n_bins * 3))
         for g0 in range(0, n_groups, chunk):

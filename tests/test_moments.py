@@ -88,7 +88,7 @@ def _moment_draws(df: pl.DataFrame, n_boot: int, **kw) -> np.ndarray:
     finally:
         _PLANNING.reset(token)
     scored = resolve(df, func="ece", prob="prob", label="label")
-    return moments.draws(scored, plan.figures, n_boot, 3, [()])["ece"][:, 0]
+    return moments.draws(moments.of_rows(scored), plan.figures, n_boot, 3, [()])["ece"][:, 0]
 
 
 def test_small_cells_are_drawn_exactly():

@@ -392,11 +392,6 @@ def _evaluate(
 _BOOT_BATCH_ROWS = 4_000_000
 
 
-def _zero_name(name: str) -> str:
-    """The bootstrap's name for the E2 drawn beside figure ``name`` (:attr:`figures.Scale.zero`)."""
-    return f"{name}\0e2"
-
-
 def _bootstrap(
     scored: Scored, figures: dict[str, Figure], level: float, n_boot: int, seed: int | None,
     method: str = "symmetric", values: dict[str, np.ndarray] | None = None, keep: dict[str, F.Draws] | None = None,
@@ -414,39 +409,18 @@ def _bootstrap(
     with each figure's :class:`~calframe.figures.Draws` (what
     :func:`calframe.disparity` compares groups on).
     """
-    scales = {name: F.scale_of(f) for name, f in figures.items()}
-    # the percentile method reads the figure's own draws; the others the scale the figure is estimated on
-    resampled = {name: (f if method == "percentile" or scales[name].raw is None else scales[name].raw)
-                 for name, f in figures.items()}
-    if method != "percentile":  # E2 beside each figure that reads it for its lower bound (F.Scale.zero)
-        resampled.update({_zero_name(name): s.zero[0] for name, s in scales.items() if s.zero is not None})
+    scales, resampled = F.resampled(figures, method)
     if _by_moments(resampled, how):
         keys = scored.keys.rows() if scored.keys is not None else [()]
         from .._progress import steps
 
-        draws = M.draws(scored, resampled, n_boot, seed, keys, steps(n_boot, "bootstrap", unit="draw"))
+        draws = M.draws(M.of_rows(scored), resampled, n_boot, seed, keys, scored.weight_scale,
+                        steps(n_boot, "bootstrap", unit="draw"))
     else:
         draws = _row_draws(scored, resampled, n_boot, seed)
-    n_groups = scored.n_groups
     values = values if values is not None else {}
-    out = {}
-    for name in figures:
-        d = draws[name]
-        s = scales[name] if method != "percentile" else F.Scale()  # percentile: the figure's own draws
-        if method == "percentile":
-            estimate = truth = np.full(n_groups, np.nan)  # not read
-        else:
-            estimate = s.raw(scored) if s.raw is not None else values[name] if name in values else figures[name](scored)
-            truth = s.truth(scored) if s.truth is not None else estimate
-        out[name] = F.interval(d, level, method, estimate, truth, s)
-        if method != "percentile" and s.zero is not None:
-            e2, e2_truth = s.zero
-            e2_lo, _ = F.interval(draws[_zero_name(name)], level, method, e2(scored), e2_truth(scored),
-                                  F.Scale(lower=-np.inf))
-            out[name][0][e2_lo <= 0] = s.lower
-        if keep is not None:
-            keep[name] = F.Draws(d, estimate, truth, s)
-    return out
+    return F.bounds(figures, scales, draws, lambda name, f: values[name] if name in values else f(scored),
+                    lambda f: f(scored), level, method, keep)
 
 
 def _by_moments(resampled: dict[str, Figure], how: str) -> bool:
