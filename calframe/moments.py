@@ -51,6 +51,9 @@ class Summed:
     cells: Callable[[Any], Cells]
     finalize: Callable[[np.ndarray, Any], np.ndarray]
     bounds: tuple[float, float] = (0.0, 1.0)
+    #: what seeds the draws beside (seed, group key): the bins (default: ``key``), so that the same bins draw the
+    #: same numbers whatever lens (or its default) the call named
+    stream: Hashable = None
 
 
 def with_sums(figure: Callable[..., np.ndarray], summed: Summed) -> Callable[..., np.ndarray]:
@@ -107,11 +110,41 @@ def moments(value: np.ndarray, split: np.ndarray, bins: np.ndarray, groups: np.n
     cell_of[present] = np.arange(present.size)
     rows = np.flatnonzero(n[code] < SMALL)
     small = (cell_of[code[rows]], w[rows], wv[rows])
-    return from_cells(group, bin_, split_, n[present], sums, small, n_groups, weights is not None)
+    return from_cells(group, bin_, split_, n[present], sums, n_groups, small, weights is not None)
+
+
+
+#: no small cells' rows: (cell, w, w * value)
+NO_ROWS = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+
+
+def native_ci(req: Any) -> bool:
+    """Whether an engine draws ``req``'s interval from the moments of its bins where the rows are: the bootstrap
+    from moments on uniform or explicit-edge bins of a scalar lens's confidence."""
+    b = req.binning
+    return (req.bootstrap != "rows" and not req.variables and req.lens.kind != "marginal" and b is not None
+            and (b.scheme == "uniform" or b.edges is not None))
+
+
+def merge_cells(group: np.ndarray, bin_: np.ndarray, split: np.ndarray, bucket: np.ndarray, n: np.ndarray,
+                parts: np.ndarray, n_bins: int, n_groups: int) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """An engine's cells (one row per (group, bin, split, weight bucket), in any order; ``parts``: the five sums of
+    :func:`from_cells` per row) added up per (group, bin, split), each cell's buckets smallest weights first (one
+    order of addition). Returns (the cells as :func:`from_cells`' first arguments, the first input row of each
+    cell, the indices of the small cells)."""
+    code = (group * n_bins + bin_) * 2 + split
+    order = np.lexsort((-bucket, code))
+    code, parts = code[order], parts[order]
+    uniq, first = np.unique(code, return_index=True)
+    sums = np.add.reduceat(parts, first, axis=0) if code.size else np.zeros((0, 5))
+    counts = (np.add.reduceat(n[order], first) if code.size else np.zeros(0)).astype(np.int64)
+    g, rest = np.divmod(uniq, 2 * n_bins)
+    b, a = np.divmod(rest, 2)
+    return (g, b, a, counts, sums, n_groups), order[first], np.flatnonzero(counts < SMALL)
 
 
 def from_cells(group: np.ndarray, bin_: np.ndarray, split: np.ndarray, n: np.ndarray, sums: np.ndarray,
-               small: tuple[np.ndarray, np.ndarray, np.ndarray], n_groups: int, weighted: bool) -> Moments:
+               n_groups: int, small: tuple[np.ndarray, np.ndarray, np.ndarray], weighted: bool) -> Moments:
     """:class:`Moments` from each cell's (group, bin, split), row count and sums ``[w, w v, w^2, w^2 v, (w v)^2]``
     (cells sorted by (group, bin, split)), and the rows of its small cells: ``(cell, w, w * value)`` per row, in
     any order (the engines' bounded query)."""
@@ -207,7 +240,7 @@ def draws(moments_of: Callable[[Summed], tuple[Moments, int]], figures: dict[str
     for i, (key, names) in enumerate(by_key.items()):
         summed = sums_of(figures[names[0]])
         m, n_bins = moments_of(summed)  # type: ignore[arg-type]
-        stream = stable_hash(key)
+        stream = stable_hash(key if summed.stream is None else summed.stream)  # type: ignore[union-attr]
         chunk = max(1, _CHUNK_VALUES // (n_boot * n_bins * 3))
         for g0 in range(0, n_groups, chunk):
             g1 = min(n_groups, g0 + chunk)
@@ -225,3 +258,22 @@ def draws(moments_of: Callable[[Summed], tuple[Moments, int]], figures: dict[str
                 bar.update(now - done)
                 done = now
     return out
+
+
+def bounds_from_moments(req: Any, figures: dict[str, Callable[..., np.ndarray]], sums: np.ndarray, m: Moments,
+                        keys: Any, scale: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``req``'s intervals where the rows are: its figures (eager ones carrying :class:`Summed`, of one binning)
+    on the bin sums ``sums``, drawn from the moments ``m`` of the same bins; ``keys``: the key table (None: one
+    group)."""
+    from . import figures as F
+    from ._progress import steps
+
+    scales, drawn = F.resampled(figures, req.ci_method)
+    n_bins = sums.shape[1]
+    draws_ = draws(lambda summed: (m, n_bins), drawn, req.n_boot, req.seed,
+                   keys.rows() if keys is not None else [()], scale, steps(req.n_boot, "bootstrap", unit="draw"))
+
+    def at(f: Callable[..., np.ndarray]) -> np.ndarray:
+        return sums_of(f).finalize(sums, scale)  # type: ignore[union-attr]
+
+    return F.bounds(figures, scales, draws_, lambda name, f: at(f), at, req.ci, req.ci_method)

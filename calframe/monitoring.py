@@ -248,12 +248,13 @@ def _windows_ci(lf: pl.LazyFrame, w: R.Windows, names: list[str], prob: Any, lab
 
 
 def _window_rows(lf: pl.LazyFrame, w: R.Windows, names: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, str]:
-    """(one row per window with rows: its start, number ``win`` and rows ``n``; each window's rows, a row in
-    several overlapping windows once in each, with its window's number ``win``; ``win``'s name)."""
+    """(one row per window with rows: its start, ``win`` (the start again, the window's key) and rows ``n``; each
+    window's rows, a row in several overlapping windows once in each, with its window's ``win``; ``win``'s
+    name)."""
     row, win = fresh_name(names, "row"), fresh_name(names, "window")
     rows = lf.with_row_index(row)
     members = (_windows(rows, w).agg(pl.col(row), pl.len().cast(pl.Int64).alias("n"))
-               .with_row_index(win).with_columns(pl.col(win).cast(pl.Int64)).collect())
+               .with_columns(pl.col(w.time_col).alias(win)).collect())  # a window is its start (its draws' key)
     long = (members.lazy().select(win, pl.col(row)).explode(row)
             .join(rows, on=row, how="inner", maintain_order="left").drop(row).collect())
     return members, long, win

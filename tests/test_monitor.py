@@ -117,7 +117,7 @@ def test_ci_per_window(df):
     assert out["ece"].to_list() == plain["ece"].to_list()
     assert (out["ece_lo"] < out["ece_hi"]).all()  # (a plugin ECE's percentile interval may sit above it)
     # the windows labelled by hand, bootstrapped with by= (rows resampled within each window)
-    labelled = df.sort("ts", maintain_order=True).with_columns(day=pl.col("ts").dt.date())
+    labelled = df.sort("ts", maintain_order=True).with_columns(day=pl.col("ts").dt.truncate("1d"))
     by_hand = calframe.ece(labelled, by="day", ci=0.9, n_boot=100, seed=1).sort("day")
     np.testing.assert_array_equal(out["ece_lo"].to_numpy(), by_hand["ece_lo"].to_numpy())
     np.testing.assert_array_equal(out["ece_hi"].to_numpy(), by_hand["ece_hi"].to_numpy())

@@ -747,19 +747,24 @@ def test_grouped_reliability_weighted_gap_equals_grouped_ece(frame, binning: str
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(frame=grouped_frames(), binning=st.sampled_from(["uniform", "equal_mass"]), seed=st.integers(0, 2**32 - 1))
-def test_bootstrap_interval_of_each_group_equals_the_filtered_frames(frame, binning: str, seed: int) -> None:
-    """docs/design.md, "Bootstrap": rows are resampled within each group from a stream seeded by (seed, draw) and
-    indexed by the row's position in its group, so ``by=g`` equals filtering: each group's figure and interval
-    equal the call's on that group's rows alone (same seed), whatever the other groups hold. Equal-mass edges are
-    recomputed on each draw, on the draw's own rows."""
+@given(frame=grouped_frames(), binning=st.sampled_from(["uniform", "equal_mass"]), seed=st.integers(0, 2**32 - 1),
+       bootstrap=st.sampled_from(["moments", "rows"]))
+def test_bootstrap_interval_of_each_group_equals_the_filtered_frames(frame, binning: str, seed: int,
+                                                                     bootstrap: str) -> None:
+    """docs/design.md, "Bootstrap": each group's draws depend on the seed and its own rows only, so ``by=g`` equals
+    filtering: each group's figure and interval equal the call's on that group's rows alone (same seed), whatever
+    the other groups hold. The rows: resampled within each group from a stream seeded by (seed, draw) and indexed
+    by the row's position in its group (equal-mass edges recomputed on each draw), so the group's rows alone
+    without ``by`` give them. The moments: drawn from a stream seeded by (seed, the group's key), so the group's
+    rows alone with the same ``by`` give them (calframe.moments)."""
     df, kw, by = frame
     keys = [by] if isinstance(by, str) else by
-    options = dict(binning=binning, bins=5, ci=0.8, n_boot=12, seed=seed, **kw)
+    options = dict(binning=binning, bins=5, ci=0.8, n_boot=12, seed=seed, bootstrap=bootstrap, **kw)
     out = calframe.ece(df, by=by, **options)
     assert out.height == df.select(keys).unique().height
     for row in out.iter_rows(named=True):
-        alone = calframe.ece(df.filter(*[pl.col(k).eq_missing(row[k]) for k in keys]), **options)
+        alone = calframe.ece(df.filter(*[pl.col(k).eq_missing(row[k]) for k in keys]), **options,
+                             **({"by": by} if bootstrap == "moments" else {}))
         assert alone.height == 1 and alone["n"][0] == row["n"]
         for col in ("ece", "ece_lo", "ece_hi"):
             assert close(row[col], alone[col][0]), (col, row, alone.row(0, named=True))

@@ -75,9 +75,22 @@ def test_spark_reliability_and_a_numpy_reference(sdf, scores):
     assert to_polars(calframe.ece(sdf, bins=10))["ece"].item() == pytest.approx(ece, rel=1e-12)
 
 
+def test_spark_draws_intervals_from_the_moments_of_its_bins(sdf, scores):
+    """ci= in Spark (calframe.moments): the cells' exact sums and second moments in one pass, the same bits as
+    DuckDB's (exact fixed-point sums in both), eager Polars' to rounding; a 1-row cell's rows fetched."""
+    import duckdb
+
+    kw = dict(by="g", weights="w", ci=0.9, n_boot=100)
+    got = to_polars(calframe.ece(sdf, **kw))
+    want = calframe.ece(scores, **kw)
+    for c in ("ece", "ece_lo", "ece_hi"):
+        np.testing.assert_allclose(got[c].to_numpy(), want[c].to_numpy(), rtol=1e-12, atol=1e-15, err_msg=c)
+    assert got.equals(calframe.ece(duckdb.connect().from_arrow(scores.to_arrow()), **kw).pl())
+
+
 def test_spark_refuses_what_its_engine_does_not_run(sdf):
-    with pytest.raises(calframe.ParameterError, match="ci= is not supported on a PySpark DataFrame"):
-        calframe.ece(sdf, ci=0.9)
+    with pytest.raises(calframe.ParameterError, match="ci= with bootstrap='rows' .* is not supported on a PySpark"):
+        calframe.ece(sdf, ci=0.9, bootstrap="rows")
     with pytest.raises(calframe.ParameterError, match="calframe.lce is not supported on a PySpark DataFrame"):
         calframe.lce(sdf)
     with pytest.raises(calframe.ParameterError, match="binning='adaptive' is not supported on a PySpark DataFrame"):

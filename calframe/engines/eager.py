@@ -117,9 +117,9 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
 
         if r.lens.kind == "marginal":  # the classes' sums move together: the rows are resampled
             return figure
-        key = (r.lens, binning if isinstance(binning, Binning) else getattr(binning, "key", "bins"))
-        return M.with_sums(figure, M.Summed(key, lambda scored: _cells(r, binning, scored),
-                                            lambda sums, scale: F.binned(r, lambda c: sums, 1, scale)))
+        bins = binning if isinstance(binning, Binning) else getattr(binning, "key", "bins")
+        return M.with_sums(figure, M.Summed((r.lens, bins), lambda scored: _cells(r, binning, scored),
+                                            lambda sums, scale: F.binned(r, lambda c: sums, 1, scale), stream=bins))
 
     figure = of(req)
     if req.estimator == "debiased":  # the bootstrap world's true value is the plug-in's (F.Scale)

@@ -83,6 +83,7 @@ from .._limits import check_cells
 from ..registry import Capabilities
 from .eager import _evaluate
 from ..request import Request
+from ..moments import native_ci as moment_ci
 from ..binning import Binning, check_variable, edge_table, pack_edges, take_each
 # the plan (schema only), the queries' column names and the expressions the passes are built from
 from . import _lazy_plan as P
@@ -172,22 +173,16 @@ def _exact_floats(res: pl.DataFrame) -> pl.DataFrame:
         exp = (-WEIGHTED_BITS - BUCKET_BITS * res[_EB].fill_null(0).to_numpy()).astype(np.int64)
     else:
         exp = np.full(res.height, -FIXED_BITS, dtype=np.int64)
-    sign = {c: np.where((res[c] < 0).fill_null(False).to_numpy(), -1.0, 1.0) for c in ints}
-    mag = [pl.col(c).abs() for c in ints]
-    parts = res.select([m.floordiv(_TWO64).cast(pl.Int64).alias(f"{c}hi") for c, m in zip(ints, mag)]
-                       + [(m % _TWO64).cast(pl.UInt64).alias(f"{c}lo") for c, m in zip(ints, mag)])
-    out = res.with_columns(
-        pl.Series(c, sign[c] * fixed_to_floats(parts[f"{c}hi"].to_numpy(), parts[f"{c}lo"].to_numpy(), exp))
-        for c in ints
-    )
+    out = res.with_columns(pl.Series(c, _int128_float(res, c, exp)) for c in ints)
     return out.sort(_EB, descending=True, maintain_order=True) if _EB in res.columns else out
 
 
-def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> pl.LazyFrame:
+def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr, moments: bool = False) -> pl.LazyFrame:
     """One query: per (keys, bin) row count, sum w, sum w*conf, sum w*acc, valid rows (+ variable range).
 
     nulls='drop': the dropped rows go to bin -1 of their group (a null bin for a
-    categorical variable), so they are counted and ignored.
+    categorical variable), so they are counted and ignored. ``moments``: per (keys, bin, acc), with the second
+    moments beside (:func:`_moment_aggs`; :func:`_split_moments` adds the acc cells up again).
     """
     keep = _keep(plan)
     cols: list[pl.Expr] = _key_cols(plan)
@@ -205,16 +200,99 @@ def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr) -> p
             aggs += [pl.col(f"{_P}v").min().alias(_VMIN), pl.col(f"{_P}v").max().alias(_VMAX)]
         else:
             cols.append(pl.col(plan.var_col).alias(_CATV))
-    q = _with_scales(plan, lf).select(cols)
+    q = _binned_rows(plan, _with_scales(plan, lf).select(cols))
+    if moments:
+        cell.append(_ACC)
+        aggs += _moment_aggs(plan)
+    return q.group_by(cell).agg(aggs)
+
+
+def _binned_rows(plan: _Plan, q: pl.LazyFrame) -> pl.LazyFrame:
+    """The selected rows with their weight bucket and bin (-1: a dropped row)."""
     if plan.weight_col is not None:
         q = q.with_columns(_weight_bucket(pl.col(_WT)).alias(_EB))
-    stages = _bin_stages(plan, _CONF)
-    for stage in stages:
+    for stage in _bin_stages(plan, _CONF):
         q = q.with_columns(**stage)
-    if keep is not None:
+    if _keep(plan) is not None:
         dropped = pl.lit(None) if plan.var_kind == "categorical" else pl.lit(-1, pl.Int32)
         q = q.with_columns(pl.when(pl.col(_KEEP)).then(pl.col(_BIN)).otherwise(dropped).alias(_BIN))
-    return q.group_by(cell).agg(aggs)
+    return q
+
+
+#: the second moments of a cell's rows (calframe.moments): sum (w v)^2 unweighted (v = conf, w = 1), and
+#: sum w^2, sum w^2 v, sum (w v)^2 weighted, as exact fixed-point sums (a weight of bucket k has its square in
+#: bucket 2 k: below 2^(2 - 16 k), so 2^(60 + 16 k) times it fits an Int64)
+_Q = (f"{_P}qww", f"{_P}qwv", f"{_P}qvv")
+#: the largest bucket of a squared weight: 2^(60 + 8 * 117) is finite (a weight past bucket 58 has a square
+#: below 2^-942, which this bucket still holds in an Int64)
+Q_BUCKET_MAX = 117
+
+
+def _moment_aggs(plan: _Plan) -> list[pl.Expr]:
+    c = pl.col(_CONF)
+    if plan.weight_col is None:
+        return [_fixed_sum(c * c, None).alias(_Q[2])]
+    w, k2 = pl.col(_WT), (pl.col(_EB) * 2).clip(0, Q_BUCKET_MAX)
+    return [_fixed_sum(w * w, k2).alias(_Q[0]), _fixed_sum(w * w * c, k2).alias(_Q[1]),
+            _fixed_sum((w * c) * (w * c), k2).alias(_Q[2])]
+
+
+def _split_moments(plan: _Plan, res: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A moments pass's cells (per keys, bin, acc[, bucket]) as the main pass's (per keys, bin[, bucket]: the
+    Int128 sums added up exactly) and the kept cells themselves, for :func:`cell_moments`."""
+    cell = [c for c in res.columns if c in plan.keys or c in (_BIN, _EB)]
+    aggs = [pl.col(c).sum() for c in res.columns if c not in cell and c not in (_ACC, _VMIN, _VMAX, *_Q)]
+    aggs += [pl.col(c).min() for c in res.columns if c == _VMIN] + [pl.col(c).max() for c in res.columns if c == _VMAX]
+    return res.group_by(cell).agg(aggs), _kept_cells(plan, res)
+
+
+def cell_moments(plan: _Plan, cells: pl.DataFrame, exact: Any) -> tuple[tuple, pl.DataFrame | None]:
+    """The :func:`calframe.moments.from_cells` inputs of a moments pass's kept cells (Int128 sums; ``exact``: the
+    engine's Int128 -> float conversion of a column at an exponent per row), and the keys of the small cells,
+    whose rows are then fetched (None: no cell is small)."""
+    from .. import moments as M
+
+    g, _, n_groups = _group_index(plan, cells)
+    weighted = plan.weight_col is not None
+    eb = cells[_EB].fill_null(0).to_numpy().astype(np.int64) if weighted else np.zeros(cells.height, np.int64)
+    first = -WEIGHTED_BITS - BUCKET_BITS * eb if weighted else np.full(cells.height, -FIXED_BITS)
+    second = -WEIGHTED_BITS - BUCKET_BITS * np.minimum(2 * eb, Q_BUCKET_MAX) if weighted else first
+    n = cells[_LEN].to_numpy().astype(np.float64)
+    if weighted:
+        cols = [exact(cells, c, e) for c, e in ((_W, first), (_SC, first), (_Q[0], second), (_Q[1], second),
+                                                 (_Q[2], second))]
+    else:
+        sc = exact(cells, _SC, first)
+        cols = [n, sc, n, sc, exact(cells, _Q[2], second)]
+    merged, rows, small = M.merge_cells(g, cells[_BIN].to_numpy().astype(np.int64),
+                                        cells[_ACC].fill_null(0).to_numpy().astype(np.int64), eb, n,
+                                        np.stack(cols, axis=1), plan.binning.bins, n_groups)
+    fetch = None
+    if small.size:
+        fetch = cells.select(plan.keys + [_BIN, _ACC])[rows[small]].with_columns(pl.Series(f"{_P}cell", small))
+    return merged, fetch
+
+
+def _int128_float(res: pl.DataFrame, name: str, exp: np.ndarray) -> np.ndarray:
+    """An Int128 sum column as correctly rounded floats at exponents ``exp`` (by its magnitude and sign)."""
+    sign = np.where((res[name] < 0).fill_null(False).to_numpy(), -1.0, 1.0)
+    m = pl.col(name).abs()
+    parts = res.select(m.floordiv(_TWO64).cast(pl.Int64).alias("hi"), (m % _TWO64).cast(pl.UInt64).alias("lo"))
+    return sign * fixed_to_floats(parts["hi"].to_numpy(), parts["lo"].to_numpy(), exp.astype(np.int64))
+
+
+def _small_rows(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, fetch: pl.DataFrame) -> tuple:
+    """The small cells' rows (one bounded query: at most calframe.moments.SMALL rows per cell): (cell, w, w conf)."""
+    cols: list[pl.Expr] = _key_cols(plan) + [conf.alias(_CONF), _lensed(plan)[1].alias(_ACC)]
+    if _keep(plan) is not None:
+        cols.append(_keep(plan).alias(_KEEP))
+    if plan.weight_col is not None:
+        cols.append(_weights_expr(plan).alias(_WT))
+    rows = _binned_rows(plan, _with_scales(plan, lf).select(cols)).join(
+        fetch.lazy(), on=plan.keys + [_BIN, _ACC], how="inner", nulls_equal=True)
+    w = pl.col(_WT) if plan.weight_col is not None else pl.lit(1.0)
+    got = _collect(rows.select(pl.col(f"{_P}cell"), w.alias(_W), (w * pl.col(_CONF)).alias(_SC)))
+    return got[f"{_P}cell"].to_numpy(), got[_W].to_numpy(), got[_SC].to_numpy()
 
 
 def _detail_stats(plan: _Plan, lf: pl.LazyFrame) -> dict[str, Any]:
@@ -306,7 +384,9 @@ def supports(frame: Any, req: Request) -> bool:
     frame is collected) and at most one variable. Bad column names or values do
     not make it False: :func:`lazy_sums` raises the eager path's errors for them.
     """
-    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.ci is not None or req.sweep:
+    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.sweep:
+        return False
+    if req.ci is not None and not moment_ci(req):
         return False
     if (req.variables and req.variable is None) or req.lens.kind == "marginal":
         return False
@@ -341,17 +421,34 @@ def lazy_sums(lf: pl.LazyFrame,
     they neither overflow nor lose bits as subnormals; ``scale`` is that power of two (one per
     group with ``by``; 1.0 without weights), what ``ce_from_sums``' ``count_scale`` takes.
     """
+    sums, keys, counts, scale, _ = _sums(lf, req)
+    return sums, keys, counts, scale
+
+
+def _sums(lf: pl.LazyFrame, req: Request, moments: bool = False) -> tuple[Any, ...]:
+    """:func:`lazy_sums`, and with ``moments`` the :class:`calframe.moments.Moments` of the bins from the same
+    pass (uniform or explicit-edge bins), plus one bounded query for the small cells' rows."""
+    from .. import moments as M
+
     func = req.func
     plan = prepared(make_plan(lf, req), lf)
+    m = None
     if plan.data_binned:
         out = _data_binned_sums(plan, lf)
     else:
         conf, acc = _lensed(plan)
-        out = _assemble(plan, checked(plan, lf, _exact_floats(_collect(_main_query(plan, lf, conf, acc)))))
+        res = _collect(_main_query(plan, lf, conf, acc, moments))
+        if moments:
+            res, cells = _split_moments(plan, res)
+        out = _assemble(plan, checked(plan, lf, _exact_floats(res)))
+        if moments:
+            merged, fetch = cell_moments(plan, cells, _int128_float)
+            small = _small_rows(plan, lf, conf, fetch) if fetch is not None else M.NO_ROWS
+            m = M.from_cells(*merged, small, plan.weight_col is not None)
     sums, keys, counts = out
     if plan.weight_col is not None:
         check_group_weights(func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
-    return sums, keys, counts, _group_scales(plan, keys)
+    return sums, keys, counts, _group_scales(plan, keys), m
 
 
 def prepared(plan: _Plan, lf: pl.LazyFrame) -> _Plan:
@@ -678,9 +775,24 @@ def run(frame: Any, req: Request) -> pl.LazyFrame | None:
     plan = make_plan(frame, req)
     schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
 
+    if req.ci is not None:
+        schema |= {f"{req.name}_lo": pl.Float64, f"{req.name}_hi": pl.Float64, F.CI_METHOD: pl.String}
+
     def run() -> pl.DataFrame:
-        sums, keys, counts, scale = lazy_sums(frame, req)
-        return F.shape(req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys, "polars",
-                       scalar=False)
+        sums, keys, counts, scale, m = _sums(frame, req, moments=req.ci is not None)
+        return moment_result(req, sums, keys, counts, scale, m)
 
     return pl.defer(run, schema=schema)
+
+
+def moment_result(req: Request, sums: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, scale: Any,
+                  m: Any) -> pl.DataFrame:
+    """A CE_p result from its bin sums, with ``req.ci`` its intervals from the moments ``m`` of the same bins."""
+    from .. import moments as M
+    from .eager import ce_figures
+
+    values = {req.name: F.binned(req, lambda c: sums, 1, scale)}
+    bounds = None
+    if req.ci is not None:
+        bounds = M.bounds_from_moments(req, ce_figures(req), sums, m, keys, scale)
+    return F.shape(req, values, counts, keys, "polars", bounds, scalar=False)

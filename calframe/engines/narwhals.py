@@ -91,7 +91,8 @@ def _nw() -> Any:
 def _refusal(kind: str, what: str) -> str:
     runs = ", ".join(functions_on(kind, "native"))
     return (f"{what} is not supported on {KINDS[kind]} (its engine runs {runs} with uniform, "
-            f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c), one variable and no ci; "
+            f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c) and one variable, and "
+            f"their ci= from the moments of uniform or explicit-edge bins (bootstrap='moments'); "
             f"probabilities as one column or a list of class columns; gece with uniform bins, no ci and no row "
             f"selection). Compute it on a Polars frame instead, e.g. "
             f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
@@ -134,6 +135,8 @@ class _Engine:
         self.native = frame
         f = nw.from_native(frame)
         self.lf = f.lazy() if isinstance(f, nw.DataFrame) else f
+        #: a moments pass's :class:`calframe.moments.Moments` (:func:`binned_sums`)
+        self.moments: Any = None
 
     def table(self, df: pl.DataFrame) -> Any:
         """``df`` in the user's engine (same DuckDB connection, same Spark session), as a narwhals LazyFrame."""
@@ -287,15 +290,30 @@ def _part_names(name: str, wide: bool) -> list[str]:
 
 
 def _exact(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
+    """The collected cells with each summed value as correctly rounded floats (``lazy._exact_floats`` of
+    :func:`_int128`)."""
+    return LZ._exact_floats(_int128(res, names, wide))
+
+
+def _int128(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
     """The collected cells with each summed value as the lazy engine's Int128 (``wide``: the engine's 128-bit sum;
-    else hi * 2^31 + lo), then turned into correctly rounded floats by ``lazy._exact_floats``."""
+    else hi * 2^31 + lo)."""
     if wide:
         big = [pl.col(n).cast(pl.Int128).fill_null(0) for n in names]
     else:
         big = [(pl.col(n + _HI).cast(pl.Int128).fill_null(0) * (2**SPLIT)
                 + pl.col(n + _LO).cast(pl.Int128).fill_null(0)).alias(n) for n in names]
-    res = res.with_columns(big).drop([n + p for n in names for p in (_HI, _LO)] if not wide else [])
-    return LZ._exact_floats(res)
+    return res.with_columns(big).drop([n + p for n in names for p in (_HI, _LO)] if not wide else [])
+
+
+def _moment_columns(plan: LZ._Plan, wide: bool, conf: Any, w: Any = None, k: Any = None) -> tuple[list[Any], list[str]]:
+    """The second moments' fixed-point columns (``lazy._moment_aggs``; a bucket k weight's square in bucket 2 k)."""
+    if plan.weight_col is None:
+        return _fixed_parts(LZ._Q[2], conf * conf, None, wide), [LZ._Q[2]]
+    cols = []
+    for name, x in zip(LZ._Q, (w * w, w * w * conf, (w * conf) * (w * conf))):
+        cols += _fixed_parts(name, x, (k * 2).clip(0, LZ.Q_BUCKET_MAX), wide)
+    return cols, list(LZ._Q)
 
 
 def _sum_columns(plan: LZ._Plan, wide: bool, conf: Any, acc: Any, w: Any = None,
@@ -418,8 +436,10 @@ class _Run:
                 _V if plan.var_kind == "numeric" else _CATV))
         return cols
 
-    def main(self) -> pl.DataFrame:
-        """One query: per (keys, bin[, weight bucket]) rows, exact sums (+ variable range).
+    def main(self, moments: bool = False) -> Any:
+        """One query: per (keys, bin[, weight bucket]) rows, exact sums (+ variable range). ``moments``: per
+        (keys, bin, acc[, bucket]) with the second moments beside; then (the main pass's cells, the kept cells
+        of the moments: ``lazy._split_moments``).
 
         Two projections of the user's rows then the group-by: the row values (a bad row's, one the checks
         report, null), then the bin and the fixed-point parts of those columns. A bad row goes to bin -2 of
@@ -457,6 +477,10 @@ class _Run:
             bin_ = bin_.cast(nw.Int32)
         sums, summed = _sum_columns(plan, self.wide, nw.col(_CONF), nw.col(_ACC), nw.col(_WT), nw.col(_EB))
         cell = plan.keys + [_BIN] + ([_EB] if weighted else [])
+        if moments:
+            more, names = _moment_columns(plan, self.wide, nw.col(_CONF), nw.col(_WT), nw.col(_EB))
+            sums, summed, cell = sums + more, summed + names, cell + [_ACC]
+            self.rows_of = lambda fetch: self.small_rows(rows, bin_, fetch)
         cols = [nw.col(c) for c in cell if c != _BIN] + [bin_.alias(_BIN), *sums]
         aggs = _aggs(plan, summed, self.wide)
         if categorical:
@@ -470,7 +494,26 @@ class _Run:
         res = res.with_columns(pl.col(_LEN).cast(pl.Int64), good.cast(pl.Int64).alias(_OK))
         if not weighted:
             res = res.with_columns(pl.col(_SA).cast(pl.Float64))
+        if moments:
+            point, cells = LZ._split_moments(plan, _int128(res, summed, self.wide))
+            return LZ._exact_floats(point), cells
         return _exact(res, summed, self.wide)
+
+    def small_rows(self, rows: list[Any], bin_: Any, fetch: pl.DataFrame) -> tuple:
+        """The small cells' rows, (cell, w, w conf): one bounded query (``lazy._small_rows``)."""
+        nw, plan = self.nw, self.plan
+        w = nw.col(_WT) if plan.weight_col is not None else nw.lit(1.0)
+        exprs, names = _join_keys(plan, plan.keys)
+        picked = [nw.col(k) for k in plan.keys] + [bin_.alias(_BIN), nw.col(_ACC), w.alias(_W),
+                                                   (w * nw.col(_CONF)).alias(_SC)]
+        q = self.base(rows).select(picked).with_columns(exprs)
+        table = _polars_join_keys(fetch, plan.keys, names).drop(plan.keys).with_columns(
+            pl.col(_BIN).cast(pl.Int32), pl.col(_ACC).cast(pl.Int64))
+        q = q.with_columns(nw.col(_ACC).cast(nw.Int64)).join(self.eng.table(table), on=names + [_BIN, _ACC],
+                                                               how="inner")
+        got = _collect(q.select(nw.col(f"{_P}cell"), nw.col(_W), nw.col(_SC)))
+        return got[f"{_P}cell"].to_numpy(), got[_W].to_numpy().astype(np.float64), got[_SC].to_numpy().astype(
+            np.float64)
 
     # the error path
 
@@ -597,8 +640,8 @@ def _unsupported(req: Request) -> str | None:
     """What of ``req`` this engine does not run (None: it runs it)."""
     if req.kind not in ("ce", "reliability"):
         return f"calframe.{req.func}"
-    if req.ci is not None:
-        return "ci="
+    if req.ci is not None and not LZ.moment_ci(req):
+        return "ci= with bootstrap='rows' or on data-dependent bins"
     if req.sweep:
         return "binning='sweep'"
     if req.lens.kind == "marginal":
@@ -619,6 +662,8 @@ def run(frame: Any, req: Request) -> Any:
     the figures by :mod:`calframe.figures`, the result in the frame's type (module docstring)."""
     eng = _Engine(frame)
     admit(eng, req, F.result_columns(req))
+    if req.ci is not None:
+        return eng.out(LZ.moment_result(req, *binned_sums(eng, req, moments=True)[:4], eng.moments))
     sums, keys, counts, scale, cells = binned_sums(eng, req)
     if req.kind == "reliability":
         return eng.out(F.reliability_table(sums, *cells, keys))
@@ -633,8 +678,10 @@ def admit(eng: _Engine, req: Request, columns: list[str]) -> None:
     F.check_by_names(req.func, req.by, columns, frame=None if not req.by else _Columns(eng))
 
 
-def binned_sums(eng: _Engine, req: Request) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, Any, tuple]:
-    """(sums, keys, counts, the weights' scale, a reliability table's (cell counts, bins)) of the checked rows."""
+def binned_sums(eng: _Engine, req: Request, moments: bool = False
+                ) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, Any, tuple]:
+    """(sums, keys, counts, the weights' scale, a reliability table's (cell counts, bins)) of the checked rows.
+    ``moments``: the bins' :class:`calframe.moments.Moments` from the same pass too, left in ``eng.moments``."""
     r = _Run(eng, req)
     plan = r.prepared()
     cells: tuple = ()
@@ -642,13 +689,26 @@ def binned_sums(eng: _Engine, req: Request) -> tuple[np.ndarray, pl.DataFrame | 
         sums, keys, counts, cell_counts, bins = r.data_binned()
         cells = (cell_counts, bins)
     else:
-        res = r.checked(r.main())
-        sums, keys, counts = LZ._assemble(plan, res)
+        res = r.main(moments)
+        if moments:
+            res, moment_cells = res
+        sums, keys, counts = LZ._assemble(plan, r.checked(res))
+        if moments:
+            eng.moments = _moments(plan, moment_cells, r)
         if req.kind == "reliability":
             cells = _uniform_counts(plan, res, sums)
     if plan.weight_col is not None:
         check_group_weights(req.func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
     return sums, keys, counts, LZ._group_scales(plan, keys), cells
+
+
+def _moments(plan: LZ._Plan, cells: pl.DataFrame, r: _Run) -> Any:
+    """The :class:`calframe.moments.Moments` of a moments pass's kept cells, the small cells' rows fetched."""
+    from .. import moments as M
+
+    merged, fetch = LZ.cell_moments(plan, cells, LZ._int128_float)
+    small = r.rows_of(fetch) if fetch is not None else M.NO_ROWS
+    return M.from_cells(*merged, small, plan.weight_col is not None)
 
 
 def shaped(eng: _Engine, req: Request, values: dict[str, np.ndarray], counts: np.ndarray,

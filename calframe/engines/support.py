@@ -90,10 +90,14 @@ The states a function is computed from:
 
 {states}
 Native cells run the default call and the options each engine's module lists (for the narwhals engine: uniform,
-explicit-edge, quantile and equal-mass bins, a scalar lens, one variable, class probabilities as columns, no
-`ci`; `gece`: uniform bins, every lens (top-k of at most 16 classes), no `ci`, no row selection); a call outside
+explicit-edge, quantile and equal-mass bins, a scalar lens, one variable, class probabilities as columns;
+`gece`: uniform bins, every lens (top-k of at most 16 classes), no `ci`, no row selection); a call outside
 them is collected on a pyarrow Table and a LazyFrame and refused on the others, with a message naming what runs.
-Bootstrap intervals (`ci=`) need the rows: they are collected on Dask, a LazyFrame and a pyarrow Table. The refused
+Bootstrap intervals (`ci=`) of the CE family on uniform or explicit-edge bins of a scalar lens are drawn from the
+moments of the bins, computed where the rows are in the same pass as the figure (plus one bounded query for the
+rows of the cells of fewer than 32 rows; docs/statistics.md, "The bootstrap from moments"): native in the narwhals
+engine, streamed on a LazyFrame. Other intervals (data-dependent bins, the companions, `summary`, `disparity`,
+`bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
 (`local`), resampling (`simulation`), fitting (`fit`), time windows (`windows`, run by Polars' `group_by_dynamic`);
 on those frames compute them on a Polars frame of the needed columns, or a sample.
