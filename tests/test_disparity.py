@@ -314,7 +314,7 @@ def test_a_group_without_rows_is_an_error_not_a_nan(df):
         calframe.disparity(frame, "gece", by="high", output_between=(0.0, 0.5))
 
 
-# --------------------------------------------------------------------------- min_n and the tie-break, by hand (issue 34)
+# --------------------------------------------------------------------------- min_n and tie-breaks by hand (issue 34)
 
 
 def _hand_values(frame: pl.DataFrame, keys: list[str], bins: int = 15) -> np.ndarray:
