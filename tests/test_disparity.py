@@ -313,3 +313,57 @@ def test_a_group_without_rows_is_an_error_not_a_nan(df):
     assert np.isnan(calframe.gece(frame, by="high", output_between=(0.0, 0.5))["gece"][1])  # group high=true: 0 rows
     with pytest.raises(InvalidValueError, match=r"disparity: the gece of group high=true \(0 rows\) is nan"):
         calframe.disparity(frame, "gece", by="high", output_between=(0.0, 0.5))
+
+
+# --------------------------------------------------------------------------- min_n and tie-breaks by hand (issue 34)
+
+
+def _hand_values(frame: pl.DataFrame, keys: list[str], bins: int = 15) -> np.ndarray:
+    parts = [frame.filter(pl.col("g") == k) for k in keys]
+    return np.array([numpy_ece(f["prob"].to_numpy(), f["label"].to_numpy().astype(float), bins) for f in parts])
+
+
+def test_a_group_of_exactly_min_n_rows_is_ranked():
+    """Groups of 50 and 49 rows, min_n=50: the 50-row group is ranked, the 49-row one listed (a planted
+    ``counts > min_n`` left the 50-row group neither ranked nor listed, or ranked every group)."""
+    rng = np.random.default_rng(34)
+    parts = {}
+    for k, n, a in (("a", 50, 3.0), ("b", 49, 1.0), ("c", 200, 1.0)):  # "a" miscalibrated: the largest ECE
+        p = rng.random(n)
+        parts[k] = (p, (rng.random(n) < p ** a).astype(int))
+    values = _hand_values(_frame(parts), ["a", "b", "c"])
+    assert values[0] == values.max()
+    two = calframe.disparity(_frame({k: parts[k] for k in "ab"}), "ece", by="g", ci=None, min_n=50).row(0, named=True)
+    assert (two["n_groups"], two["n_ranked"], list(two["below_min_n"])) == (2, 1, ["g=b"])
+    assert two["worst_group"] == two["best_group"] == "g=a" and two["ranked_on"] == "value"
+    assert two["worst"] == pytest.approx(values[0], rel=1e-12)
+    three = calframe.disparity(_frame(parts), "ece", by="g", ci=None, min_n=50).row(0, named=True)
+    assert (three["n_groups"], three["n_ranked"], list(three["below_min_n"])) == (3, 2, ["g=b"])
+    assert (three["worst_group"], three["best_group"]) == ("g=a", "g=c")
+    assert [three["worst"], three["best"]] == pytest.approx([values[0], values[2]], rel=1e-12)
+
+
+def test_equal_lower_bounds_name_the_largest_value_worst():
+    """Calibrated groups whose 90% symmetric lower bounds are all 0 (from the bootstrap redone by hand) but whose
+    ECEs differ: the worst is the group with the largest ECE, the documented tie-break (a planted reversal went
+    unseen)."""
+    rng = np.random.default_rng([34, 0])
+    parts = {}
+    for k in "abc":
+        p = rng.random(200)
+        parts[k] = (p, (rng.random(200) < p).astype(int))
+    frame = _frame(parts)
+    bins, n_boot, level = 2, 100, 0.9
+    values = _hand_values(frame, ["a", "b", "c"], bins)
+    draws = hand_bootstrap(frame, "g", bins, n_boot, 0)
+    q_lo, q_hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    half = np.maximum(q_hi - values, values - q_lo)
+    lo, hi = np.maximum(values - half, 0.0), values + half
+    assert (lo == 0).all() and np.unique(values).size == 3  # every lower bound ties: the values decide
+    grouped = calframe.ece(frame, by="g", bins=bins, ci=level, n_boot=n_boot)
+    assert (grouped["ece_lo"] == 0).all()
+    d = calframe.disparity(frame, "ece", by="g", bins=bins, ci=level, n_boot=n_boot).row(0, named=True)
+    worst, best = int(np.argmax(values)), int(np.argmin(hi))
+    assert worst != int(np.argmin(values))
+    assert (d["worst_group"], d["best_group"]) == (f"g={'abc'[worst]}", f"g={'abc'[best]}")
+    assert [d["worst"], d["worst_lo"], d["worst_hi"]] == pytest.approx([values[worst], 0.0, hi[worst]], rel=1e-12)

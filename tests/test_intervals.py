@@ -180,6 +180,25 @@ def test_bounds_follow_the_documented_formula(method):
     np.testing.assert_allclose([r["ece"][0], r["ece_lo"][0], r["ece_hi"][0]], [t, *want], rtol=1e-10, atol=1e-15)
 
 
+@pytest.mark.parametrize("method", ["symmetric", "bias_corrected"])
+def test_a_lower_bound_below_0_is_clipped_at_0(method):
+    """Issue 34: a calibrated 200-row group, where estimate - max(e_hi, -e_lo) (and estimate - e_hi) is below 0
+    on the draws redone by hand: ece_lo is max(0, that), not the negative value (a planted drop of the clip
+    went unseen)."""
+    rng = np.random.default_rng([34, 2])
+    p = rng.random(200)
+    y = (rng.random(200) < p).astype(float)
+    t, draws = numpy_ece(p, y), hand_draws(p, y, 100, 0)
+    e_lo, e_hi = np.quantile(draws, [0.05, 0.95]) - t
+    raw = {"symmetric": (t - max(e_hi, -e_lo), t + max(e_hi, -e_lo)), "bias_corrected": (t - e_hi, t - e_lo)}[method]
+    assert raw[0] < 0  # the clip is what keeps the bound at 0
+    r = calframe.ece(pl.DataFrame({"prob": p, "label": y.astype(np.int8)}), ci=0.9, n_boot=100, seed=0,
+                     ci_method=method)
+    assert r["ece_lo"][0] >= 0
+    np.testing.assert_allclose([r["ece"][0], r["ece_lo"][0], r["ece_hi"][0]], [t, max(raw[0], 0.0), raw[1]],
+                               rtol=1e-10, atol=1e-15)
+
+
 def test_accuracy_bounds_stay_in_0_1():
     f = pl.DataFrame({"prob": [0.9] * 40 + [0.1], "label": [1] * 40 + [1]})
     r = calframe.accuracy(f, ci=0.95, n_boot=50)

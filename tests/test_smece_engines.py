@@ -101,6 +101,31 @@ def test_equals_eager(kind: str, case: str) -> None:
         _same(_polars(res), want)
 
 
+def _edges() -> pl.DataFrame:
+    """Two groups of 1000 rows, a tenth of them with a probability of exactly 0.0 or 1.0 (the last node of the grid:
+    its left node is m - 2, its right m - 1), some of those labelled against it; integer weights."""
+    rng = np.random.default_rng(34)
+    n = 2000
+    p = rng.random(n) ** 1.5
+    p[rng.random(n) < 0.05] = 0.0
+    p[rng.random(n) < 0.05] = 1.0
+    y = (rng.random(n) < np.clip(p * 0.9 + 0.05, 0, 1)).astype(np.int64)
+    return pl.DataFrame({"prob": p, "label": y, "g": np.repeat(["a", "b"], n // 2), "wi": rng.integers(1, 4, n)})
+
+
+EDGES = _edges()
+
+
+@pytest.mark.parametrize("kind", ["lazy", "duckdb", "pyarrow"])
+@pytest.mark.parametrize("kwargs", [{}, {"by": "g", "weights": "wi"}, {"by": "g", "sigma": 0.05}],
+                         ids=["default", "by weights", "by sigma"])
+def test_probabilities_of_exactly_0_and_1(kind: str, kwargs: dict[str, Any]) -> None:
+    """Issue 34: rows at x = 0.0 and x = 1.0 stream as eager Polars spreads them (a planted left node
+    clip(0, m - 1) put x = 1.0 on node m - 1 and its right half on node m, past the grid)."""
+    assert ((EDGES["prob"] == 0.0).sum() > 0) and ((EDGES["prob"] == 1.0).sum() > 0)
+    _same(_polars(calframe.smece(_frame_of(EDGES, kind), **kwargs)), calframe.smece(EDGES, **kwargs))
+
+
 @pytest.mark.parametrize("kind", ["lazy", "duckdb"])
 @pytest.mark.parametrize("lens", ["top1", "class:2"])
 def test_class_columns_and_lenses(kind: str, lens: str) -> None:

@@ -206,3 +206,128 @@ def test_size_at_the_boundary_with_the_gap_spread():
     table = flagged(groups({2_000: 100, 5_000: 60}, a, seed=15))
     for row in table.iter_rows(named=True):
         assert row["not_cal"] <= _allowed(row["k"]), row
+
+
+# --------------------------------------------------------------------------- each group's row, by hand (issue 34)
+#
+# The test of one group redone with numpy from the docstrings (calframe.verdicts, docs/statistics.md "The
+# verdict"): the group's 15 uniform left-closed bins (numpy.digitize), the noise e_b = Binomial(n_b, pi_b) / n_b -
+# pi_b drawn from default_rng([seed, i]) for the i-th group in key order, and the boundary model of the data.
+
+
+def hand_bins(p: np.ndarray, y: np.ndarray, bins: int = 15) -> tuple[np.ndarray, ...]:
+    """A group's non-empty bins: shares of rows, rows, mean prediction, frequency."""
+    ids = np.digitize(p, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    kept = np.unique(ids)
+    n_b = np.array([np.count_nonzero(ids == b) for b in kept], dtype=np.int64)
+    conf = np.array([p[ids == b].mean() for b in kept])
+    acc = np.array([y[ids == b].mean() for b in kept])
+    return n_b / p.size, n_b, conf, acc
+
+
+def hand_boundary_model(w, n_b, conf, acc, tolerance):
+    """The null model nearest the data with ECE = tolerance, from the docstring: the tolerance spread over the
+    bins whose debiased squared gap d^2 - 2 s^2 is positive, in proportion to it, with d's sign; a bin whose
+    frequency would leave [0, 1] held at the edge and the rest spread over the others. None: no such bin."""
+    d = acc - conf
+    pi = np.where(np.abs(conf - 0.5) <= np.abs(acc - 0.5), conf, acc)
+    weight = np.clip(d ** 2 - 2 * pi * (1 - pi) / n_b, 0.0, None)
+    if not (weight > 0).any():
+        return None
+    up = d >= 0
+    room = np.where(up, 1 - conf, conf)
+    shift = np.zeros(conf.size)
+    open_ = weight > 0
+    while open_.any():
+        remaining = tolerance - np.sum(w[~open_] * shift[~open_])
+        trial = remaining * weight / np.sum(w[open_] * weight[open_])
+        capped = open_ & (trial > room)
+        if not capped.any():
+            shift[open_] = trial[open_]
+            break
+        shift[capped] = room[capped]
+        open_ &= ~capped
+    return np.where(up, conf + shift, conf - shift)
+
+
+def hand_test(p, y, rng, *, tolerance=TOL, alpha=0.05, n_sim=2000, method="boundary") -> dict:
+    w, n_b, conf, acc = hand_bins(p, y)
+    ece = float(np.sum(w * np.abs(acc - conf)))
+    pi = np.where(np.abs(conf - 0.5) <= np.abs(acc - 0.5), conf, acc)
+    e = rng.binomial(n_b, pi, size=(n_sim, n_b.size)) / n_b - pi
+    t0, s = np.abs(e) @ w, e @ w
+    noise = float(t0.mean())
+    small = noise >= tolerance
+    p_cal = (1 + np.count_nonzero(s <= ece - tolerance)) / (n_sim + 1)
+    q = hand_boundary_model(w, n_b, conf, acc, tolerance) if method == "boundary" and not small else None
+    if q is None:  # the bound: P(T >= t) <= P(T0 >= t - tolerance)
+        p_not, test = (1 + np.count_nonzero(t0 >= ece - tolerance)) / (n_sim + 1), "bound"
+    else:  # T simulated under the boundary model
+        t = np.abs(rng.binomial(n_b, q, size=(n_sim, n_b.size)) / n_b - conf) @ w
+        p_not, test = (1 + np.count_nonzero(t >= ece)) / (n_sim + 1), "boundary"
+    verdict = "not calibrated" if p_not <= alpha else "calibrated" if p_cal <= alpha else "undecided"
+    return {"ece": ece, "verdict": verdict, "p_not_calibrated": p_not, "p_calibrated": p_cal, "noise_ece": noise,
+            "small": small, "test": test}
+
+
+def check_rows_by_hand(df: pl.DataFrame, out: pl.DataFrame, seed: int, n_sim: int, **kw) -> list[dict]:
+    """Each row of ``out`` (calibration_test(df, by="g")) against :func:`hand_test` of its group, group i (in key
+    order) drawing from default_rng([seed, i]); the hand results."""
+    names = sorted(df["g"].unique().to_list())
+    assert out["g"].to_list() == names
+    wanted = []
+    for i, (name, row) in enumerate(zip(names, out.iter_rows(named=True))):
+        part = df.filter(pl.col("g") == name)
+        want = hand_test(part["prob"].to_numpy(), part["label"].to_numpy().astype(np.float64),
+                         np.random.default_rng([seed, i]), n_sim=n_sim, **kw)
+        assert row["n"] == part.height
+        assert row["ece"] == pytest.approx(want["ece"], rel=1e-12), name
+        got = {k: row[k] for k in ("verdict", "p_not_calibrated", "p_calibrated", "small", "test")}
+        assert got == {k: want[k] for k in got}, name
+        assert row["noise_ece"] == pytest.approx(want["noise_ece"], rel=1e-12), name
+        wanted.append(want)
+    return wanted
+
+
+def test_seed_sets_each_groups_simulation():
+    """Issue 34: ``seed=`` reaches the per-group generator default_rng([seed, i]) (a planted [0, i] went unseen)."""
+    df = pl.concat([groups({3_000: 1}, 1.2, seed=40).with_columns(g=pl.lit("a")),   # a gap: the boundary model
+                    groups({3_000: 1}, 1.0, seed=41).with_columns(g=pl.lit("b")),   # calibrated
+                    groups({400: 1}, 1.6, seed=42).with_columns(g=pl.lit("c"))])    # small: the bound
+    n_sim = 300
+    one = calframe.calibration_test(df, by="g", seed=1, n_sim=n_sim)
+    zero = calframe.calibration_test(df, by="g", seed=0, n_sim=n_sim)
+    check_rows_by_hand(df, one, 1, n_sim)
+    check_rows_by_hand(df, zero, 0, n_sim)
+    assert one["test"].to_list() == ["boundary", "boundary", "bound"] and one["small"].to_list() == [False, False, True]
+    # every p-value off its floor 1 / (n_sim + 1) and its ceiling 1 moves with the seed (four of the six here)
+    inside = [(c, i) for c in ("p_not_calibrated", "p_calibrated") for i in range(3)
+              if 1 / (n_sim + 1) < one[c][i] < 1 and 1 / (n_sim + 1) < zero[c][i] < 1]
+    assert len(inside) == 4, inside
+    assert all(one[c][i] != zero[c][i] for c, i in inside), (one, zero)
+
+
+def test_small_groups_use_the_bound_even_where_a_gap_stands_out():
+    """Issue 34: in a small group (noise_ece >= tolerance) the bound decides, even where the boundary model
+    would apply (a bin's gap stands out of its noise); a planted drop of ``and noise < tolerance`` went unseen."""
+    sizes = [150, 160, 140, 150]
+    rng = np.random.default_rng(43)
+    parts = []
+    for k, n in enumerate(sizes):
+        p = rng.random(n)
+        parts.append(pl.DataFrame({"prob": p, "label": (rng.random(n) < p ** 3).astype(np.int8), "g": f"g{k}"}))
+    df = pl.concat(parts)
+    n_sim = 300
+    out = calframe.calibration_test(df, by="g", n_sim=n_sim)
+    wanted = check_rows_by_hand(df, out, 0, n_sim)
+    assert out["small"].all() and set(out["test"]) == {"bound"}
+    for name, want in zip(out["g"], wanted):
+        part = df.filter(pl.col("g") == name)
+        w, n_b, conf, acc = hand_bins(part["prob"].to_numpy(), part["label"].to_numpy().astype(np.float64))
+        assert hand_boundary_model(w, n_b, conf, acc, TOL) is not None, name  # the guard is what chose the bound
+        # the bound by hand, on the same draws: P(T0 >= ece - tolerance)
+        rng_i = np.random.default_rng([0, out["g"].to_list().index(name)])
+        pi = np.where(np.abs(conf - 0.5) <= np.abs(acc - 0.5), conf, acc)
+        t0 = np.abs(rng_i.binomial(n_b, pi, size=(n_sim, n_b.size)) / n_b - pi) @ w
+        p_bound = (1 + np.count_nonzero(t0 >= want["ece"] - TOL)) / (n_sim + 1)
+        assert out.filter(pl.col("g") == name)["p_not_calibrated"].item() == p_bound, name
