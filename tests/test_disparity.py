@@ -360,9 +360,10 @@ def test_equal_lower_bounds_name_the_largest_value_worst():
     half = np.maximum(q_hi - values, values - q_lo)
     lo, hi = np.maximum(values - half, 0.0), values + half
     assert (lo == 0).all() and np.unique(values).size == 3  # every lower bound ties: the values decide
-    grouped = calframe.ece(frame, by="g", bins=bins, ci=level, n_boot=n_boot)
+    grouped = calframe.ece(frame, by="g", bins=bins, ci=level, n_boot=n_boot, bootstrap="rows")
     assert (grouped["ece_lo"] == 0).all()
-    d = calframe.disparity(frame, "ece", by="g", bins=bins, ci=level, n_boot=n_boot).row(0, named=True)
+    d = calframe.disparity(frame, "ece", by="g", bins=bins, ci=level, n_boot=n_boot, bootstrap="rows").row(
+        0, named=True)
     worst, best = int(np.argmax(values)), int(np.argmin(hi))
     assert worst != int(np.argmin(values))
     assert (d["worst_group"], d["best_group"]) == (f"g={'abc'[worst]}", f"g={'abc'[best]}")

@@ -193,7 +193,7 @@ def test_a_lower_bound_below_0_is_clipped_at_0(method):
     raw = {"symmetric": (t - max(e_hi, -e_lo), t + max(e_hi, -e_lo)), "bias_corrected": (t - e_hi, t - e_lo)}[method]
     assert raw[0] < 0  # the clip is what keeps the bound at 0
     r = calframe.ece(pl.DataFrame({"prob": p, "label": y.astype(np.int8)}), ci=0.9, n_boot=100, seed=0,
-                     ci_method=method)
+                     ci_method=method, bootstrap="rows")
     assert r["ece_lo"][0] >= 0
     np.testing.assert_allclose([r["ece"][0], r["ece_lo"][0], r["ece_hi"][0]], [t, max(raw[0], 0.0), raw[1]],
                                rtol=1e-10, atol=1e-15)
