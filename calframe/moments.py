@@ -261,10 +261,10 @@ def draws(moments_of: Callable[[Summed], tuple[Moments, int]], figures: dict[str
 
 
 def bounds_from_moments(req: Any, figures: dict[str, Callable[..., np.ndarray]], sums: np.ndarray, m: Moments,
-                        keys: Any, scale: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                        keys: Any, scale: Any, keep: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``req``'s intervals where the rows are: its figures (eager ones carrying :class:`Summed`, of one binning)
     on the bin sums ``sums``, drawn from the moments ``m`` of the same bins; ``keys``: the key table (None: one
-    group)."""
+    group); ``keep``: filled with each figure's draws (:func:`calframe.figures.bounds`)."""
     from . import figures as F
     from ._progress import steps
 
@@ -276,4 +276,4 @@ def bounds_from_moments(req: Any, figures: dict[str, Callable[..., np.ndarray]],
     def at(f: Callable[..., np.ndarray]) -> np.ndarray:
         return sums_of(f).finalize(sums, scale)  # type: ignore[union-attr]
 
-    return F.bounds(figures, scales, draws_, lambda name, f: at(f), at, req.ci, req.ci_method)
+    return F.bounds(figures, scales, draws_, lambda name, f: at(f), at, req.ci, req.ci_method, keep)

@@ -116,3 +116,37 @@ def test_rows_and_data_dependent_bins_still_say_what_runs():
         calframe.ece(rel, ci=0.9, n_boot=20, bootstrap="rows")
     lazy = calframe.ece(DF.lazy(), ci=0.9, n_boot=20, binning="equal_mass")  # collected: still a LazyFrame
     assert isinstance(lazy, pl.LazyFrame)
+
+
+def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
+    assert got.columns == want.columns
+    for c in want.columns:
+        if want[c].dtype == pl.Float64:
+            np.testing.assert_allclose(got[c], want[c], rtol=1e-12, atol=1e-14, err_msg=c)
+        else:
+            assert got[c].to_list() == want[c].to_list(), c
+
+
+@pytest.mark.parametrize("kind", ["lazy", "duckdb", "pyarrow", "ibis"])
+def test_disparity_with_its_defaults_runs_where_the_rows_are(kind, request):
+    """disparity(frame, "ece", by=...) with its default ci=0.95: the groups' draws from the moments of their bins,
+    computed in the frame's engine, the table equal to eager Polars'."""
+    want = calframe.disparity(DF, "ece", by="g", n_boot=200, min_n=1)
+    request.getfixturevalue("no_rows")
+    got = calframe.disparity(_native(kind, DF), "ece", by="g", n_boot=200, min_n=1)
+    if kind == "lazy":
+        assert isinstance(got, pl.LazyFrame)
+    _same(_polars(got), want)
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "pyarrow", "ibis", "dask"])
+def test_calibration_test_runs_where_the_rows_are(kind):
+    """The test reads the reliability table only: summed in the frame's engine, the same verdicts and p-values."""
+    want = calframe.calibration_test(DF, by="g", n_sim=300)
+    if kind == "dask":
+        dd = pytest.importorskip("dask.dataframe")
+        got = pl.from_pandas(calframe.calibration_test(dd.from_pandas(DF.to_pandas(), npartitions=3), by="g",
+                                                       n_sim=300).compute())
+    else:
+        got = _polars(calframe.calibration_test(_native(kind, DF), by="g", n_sim=300))
+    _same(got, want)

@@ -61,6 +61,30 @@ def run_grid(req: R.Request, frame: Any, figures: dict[str, eager.Figure]) -> An
     return eager._evaluate(req, frame, figures)
 
 
+def moment_sums(req: R.Request, frame: Any) -> tuple | None:
+    """``(sums, keys, counts, scale, moments)`` of ``req``'s bins computed where the rows are, for intervals
+    drawn from the moments (:mod:`calframe.moments`): on a LazyFrame (streamed) and in the narwhals engine; None
+    where they are not (eager frames, Dask, a call whose bins or lens need the rows)."""
+    from .. import moments as M
+
+    kind = registry.kind_of(frame)
+    if req.ci is None or req.kind != "ce" or req.several or not M.native_ci(req):
+        return None
+    engine = _engine_name(kind)
+    if engine == "lazy":
+        from . import lazy
+
+        return lazy._sums(frame, req, moments=True) if lazy.supports(frame, req) else None
+    if engine == "narwhals":
+        from . import narwhals
+
+        if narwhals._unsupported(req) is not None:
+            return None
+        eng = narwhals._Engine(frame)
+        return (*narwhals.binned_sums(eng, req, moments=True)[:4], eng.moments)
+    return None
+
+
 def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dict[str, Any],
               rows: Callable[[Any], Any], native: bool = True) -> Any:
     """A table read off ``req``'s figures per group (``req.by``): ``finish(values, counts, keys, flavor)``,
@@ -71,6 +95,9 @@ def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dic
     Spark and Ibis refuse it (:class:`narwhals.Unsupported`)."""
     kind = registry.kind_of(frame)
     plain = native and req.ci is None and not req.several
+    if native and _engine_name(kind) in ("lazy", "narwhals") and req.ci is not None and req.kind == "ce" and (
+            not req.several and _moment_ready(req)):  # the intervals from the moments, where the rows are
+        return _where_the_rows_are(kind, frame, rows, schema)
     if kind == "dask":
         d = dask_engine()
         if not plain:
@@ -159,3 +186,19 @@ def apply(frame: Any, recalibrator: Any, kwargs: dict[str, Any], columns: dict[s
     return route(frame, here, dask=lambda dask: dask.apply(frame, recalibrator, kwargs),
                  lazy=lambda _: frame.map_batches(batch, schema=pl.Schema({**frame.collect_schema(), **columns}),
                                                   streamable=True))
+
+
+def _moment_ready(req: R.Request) -> bool:
+    from .. import moments as M
+
+    return M.native_ci(req)
+
+
+def _where_the_rows_are(kind: str | None, frame: Any, rows: Callable[[Any], Any], schema: dict[str, Any]) -> Any:
+    """``rows(frame)`` (its sums and moments from the frame's own engine: :func:`moment_sums`) in the frame's type:
+    a LazyFrame deferred to its collect (a frame of ``schema``), else the narwhals engine's."""
+    if _engine_name(kind) == "lazy":
+        return pl.defer(lambda: rows(frame), schema=schema)
+    from . import narwhals
+
+    return narwhals._Engine(frame).out(rows(frame))

@@ -155,6 +155,13 @@ class _Engine:
         f = nw.from_native(native)
         return f.lazy() if isinstance(f, nw.DataFrame) else f
 
+    @staticmethod
+    def back(native: Any) -> pl.DataFrame:
+        """A (small) result of :meth:`out` as a Polars frame again."""
+        nw = _nw()
+        f = nw.from_native(native)
+        return (f.collect(backend="polars") if isinstance(f, nw.LazyFrame) else f).to_polars()
+
     def out(self, df: pl.DataFrame) -> Any:
         """A (small) result in the input's type."""
         if self.kind == "pyarrow":

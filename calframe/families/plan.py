@@ -15,7 +15,10 @@ from .. import request as R
 from .._columns import Scored
 from .._lazy import pd  # pandas: imported at first use
 from ..engines import run_binned as _run_binned
+from ..engines import moment_sums as _moment_sums
 from ..engines import run_table as _run_table
+from .. import figures as F
+from .. import moments as M
 from ..engines.eager import Figure, _ce_figure, _evaluate
 
 # --------------------------------------------------------------------------- running a parsed call
@@ -63,7 +66,8 @@ def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
         result, spread, ci = _spread_run(replace(plan, frame=frame), min_n)
         return D.table(func, result, spread, ci)  # a LazyFrame's: lazy again (frames.dispatch.lazy_out)
 
-    return _run_table(req, plan.frame, finish, D.schema(), rows, native=plan.prepare is None)
+    schema = D.schema() if req.ci is None else {**D.schema(req.ci), F.CI_METHOD: pl.String}
+    return _run_table(req, plan.frame, finish, schema, rows, native=plan.prepare is None)
 
 
 def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:
@@ -71,6 +75,13 @@ def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float 
     (one bootstrap for the groups' intervals and the table's) and the interval level."""
     req = replace(plan.req, several=False)
     spread = _spread(plan, min_n)
+    native = _moment_sums(req, plan.frame) if plan.prepare is None else None
+    if native is not None:  # where the rows are: the figures and their draws from the bins' sums and moments
+        sums, keys, counts, scale, m = native
+        values = {name: M.sums_of(f).finalize(sums, scale) for name, f in spread.figures.items()}
+        bounds = M.bounds_from_moments(req, spread.figures, sums, m, keys, scale, keep=spread.draws)
+        spread.keys, spread.flavor = keys, "polars"
+        return F.shape(req, values, counts, keys, "polars", bounds, scalar=False), spread, req.ci
     return (_evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
             spread, req.ci)
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from .. import figures as F
+from .. import engines
 from .. import request as R
 from .._keywords import Columns
 from ..engines.eager import Frame, Result
@@ -16,7 +17,7 @@ from .binned import reliability
 # --------------------------------------------------------------------------- the verdict as a test
 
 
-@public(state="simulation")
+@public(state="bin_table")
 @R.checked_keywords
 def calibration_test(frame: Frame, prob: Columns = None, label: str | None = None, *, tolerance: float = 0.03,
                      alpha: float = 0.05, by: Columns = None, bins: int | Sequence[float] = 15,
@@ -49,9 +50,11 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     it holds, and its false-alarm and power table from 50 to 100,000 rows.
     ``bins``, ``binning``, ``lens``, ``weights`` and ``nulls`` are :func:`ece`'s
     (with ``weights``, a bin's noise is simulated with its row count: an
-    approximation). The result is in the caller's flavor; a LazyFrame is
-    collected (the reliability table's columns) and the result returned as a
-    LazyFrame.
+    approximation). The test reads the rows only through the reliability
+    table's per (group, bin) sums, so it runs wherever :func:`reliability`
+    does: a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow Table
+    is summed in its own engine (the result in its type), a Dask DataFrame by
+    its partitions; a LazyFrame gives a LazyFrame.
 
     Examples
     --------
@@ -80,7 +83,14 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
         options["binning"] = binning
     table = reliability(frame, prob, label, **options)
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
-    out = V.judge_groups(convert.to_polars(table), keys, tolerance=tolerance, alpha=alpha, n_sim=n_sim, seed=seed,
-                         method=method)  # type: ignore[arg-type]
-    return F.to_flavor(out, convert.flavor(table))  # type: ignore[arg-type]
+
+    def judged(t: Any) -> Any:
+        out = V.judge_groups(convert.to_polars(t), keys, tolerance=tolerance, alpha=alpha, n_sim=n_sim, seed=seed,
+                             method=method)  # type: ignore[arg-type]
+        return F.to_flavor(out, convert.flavor(t))  # type: ignore[arg-type]
+
+    # the test reads the reliability table only (per (group, bin) sums): where the table was summed, its type
+    return engines.route(frame, lambda: judged(table),
+                         narwhals=lambda e: e._Engine(frame).out(judged(e._Engine.back(table))),
+                         dask=lambda e: e.DaskResult(table._first, lambda x: judged(table._then(x)), table._what))
 
