@@ -4,15 +4,16 @@ A binned figure reads a group's rows only through the sums of its cells, a cell 
 (group, bin, split) with ``split`` the row's 0/1 accuracy (the label's side of the bin). The row bootstrap
 (a group's ``n_g`` rows drawn again with replacement) moves those sums by
 
-1. the cells' row counts: ``Multinomial(n_g, n_cell / n_g)``, drawn exactly;
+1. the cells' row counts: ``Multinomial(n_g, n_cell / n_g)``, exactly for the cells of fewer than :data:`SMALL`
+   rows, the large cells' from that law's normal approximation (same mean and covariance; :func:`_counts`);
 2. given a cell's count ``k``, its ``[sum w, sum w * conf]``: the sum of ``k`` rows drawn with replacement from
    the cell's own rows. For a cell of at least :data:`SMALL` rows it is drawn from its normal law, mean
    ``k * m`` and covariance ``k * S`` with ``m``, ``S`` the mean and covariance of the cell's row vectors
    ``(w, w * conf)`` (from the cell's first and second moments); a smaller cell's rows are drawn exactly.
    ``sum w * acc`` is ``split * sum w``: exact.
 
-Without weights only ``sum conf`` of a large cell is approximated; the counts, and so each bin's accuracy, are
-the row bootstrap's own law. The bins stay the call's: for data-dependent bins (quantile, equal-mass, a
+A small cell is drawn exactly as the row bootstrap draws it; a large cell's count and, given it, its sums from
+their normal laws (without weights its ``sum w`` is its count). The bins stay the call's: for data-dependent bins (quantile, equal-mass, a
 variable's) this is the bootstrap conditional on the bin edges (docs/statistics.md).
 
 Group ``g`` draws from ``default_rng([seed, hash(g's key), hash(binning)])``: its draws do not depend on the
@@ -168,6 +169,31 @@ def from_cells(group: np.ndarray, bin_: np.ndarray, split: np.ndarray, n: np.nda
                    small_rows, small_start, weighted)
 
 
+def _counts(n_c: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n_boot, cells)`` row counts of a group's cells under the row bootstrap (``Multinomial(n_g, n_c / n_g)``):
+    exact for the small cells (their total drawn first, Binomial(n_g, their share), then split among them), the
+    large cells' share of the rest from the normal law with the multinomial's mean and covariance
+    ``m (diag(q) - q q^T)`` (q their shares, m the rest: ``sqrt(q) z - q (sqrt(q) . z)`` has that covariance and
+    adds up to 0), so that every draw has the group's n_g rows."""
+    n_g = int(n_c.sum())
+    small = n_c < SMALL
+    few, big = np.flatnonzero(small), np.flatnonzero(~small)
+    k = np.empty((n_boot, n_c.size))
+    rest = np.full(n_boot, float(n_g))
+    if few.size:
+        share = n_c[few].sum()
+        k_small = rng.binomial(n_g, share / n_g, size=n_boot) if big.size else np.full(n_boot, n_g)
+        k[:, few] = rng.multinomial(k_small, n_c[few] / share)
+        rest = n_g - k_small.astype(np.float64)
+    if big.size:
+        q = n_c[big] / n_c[big].sum()
+        root_q = np.sqrt(q)
+        x = rng.standard_normal((n_boot, big.size)) * root_q  # sqrt(q_j) z_j
+        dev = x - q * x.sum(axis=1, keepdims=True)
+        k[:, big] = np.maximum(rest[:, None] * q + np.sqrt(rest)[:, None] * dev, 0.0)
+    return k
+
+
 def draw_group(m: Moments, g: int, n_boot: int, n_bins: int, rng: np.random.Generator,
                bounds: tuple[float, float]) -> np.ndarray:
     """``(n_boot, n_bins, 3)`` bootstrap draws of group g's per-bin sums (module docstring)."""
@@ -176,29 +202,33 @@ def draw_group(m: Moments, g: int, n_boot: int, n_bins: int, rng: np.random.Gene
     if c1 == c0:
         return out
     n_c = m.n[c0:c1]
-    n_g = int(n_c.sum())
-    counts = rng.multinomial(n_g, n_c / n_g, size=n_boot)  # (n_boot, cells): the row bootstrap's counts
-    k = counts.astype(np.float64)
+    k = _counts(n_c, n_boot, rng)
     small = n_c < SMALL
     big = np.flatnonzero(~small)
     sw = np.empty_like(k)
     sv = np.empty_like(k)
     if big.size:
-        kb, root = k[:, big], np.sqrt(k[:, big])
+        every = big.size == k.shape[1]  # (no small cell: whole arrays, not copies)
+        kb = k if every else k[:, big]
+        root = np.sqrt(kb)
         mean, ch = m.mean[c0 + big], m.chol[c0 + big]
         if m.weighted:
-            z = rng.standard_normal((n_boot, big.size, 2))
-            sw[:, big] = kb * mean[:, 0] + root * ch[:, 0] * z[..., 0]
-            sv[:, big] = kb * mean[:, 1] + root * (ch[:, 1] * z[..., 0] + ch[:, 2] * z[..., 1])
-            sw[:, big] = np.maximum(sw[:, big], 0.0)
+            z = rng.standard_normal((2, n_boot, big.size))
+            w = np.maximum(kb * mean[:, 0] + root * ch[:, 0] * z[0], 0.0)
+            v = kb * mean[:, 1] + root * (ch[:, 1] * z[0] + ch[:, 2] * z[1])
         else:
-            z = rng.standard_normal((n_boot, big.size))
-            sw[:, big] = kb
-            sv[:, big] = kb * mean[:, 1] + root * ch[:, 2] * z
-        sv[:, big] = np.clip(sv[:, big], bounds[0] * sw[:, big], bounds[1] * sw[:, big])
+            w = kb
+            v = root * rng.standard_normal((n_boot, big.size))
+            v *= ch[:, 2]
+            v += kb * mean[:, 1]
+        v = np.minimum(np.maximum(v, bounds[0] * w), bounds[1] * w)
+        if every:
+            sw, sv = w, v
+        else:
+            sw[:, big], sv[:, big] = w, v
     few = np.flatnonzero(small)
     if few.size:
-        kf = counts[:, few]  # (n_boot, small cells): picks per (draw, cell)
+        kf = k[:, few].astype(np.int64)  # (n_boot, small cells): picks per (draw, cell)
         total = int(kf.sum())
         seg = np.repeat(np.arange(kf.size), kf.ravel())
         cells = few[seg % few.size]
@@ -206,10 +236,9 @@ def draw_group(m: Moments, g: int, n_boot: int, n_bins: int, rng: np.random.Gene
         picked = m.small_rows[lo + np.minimum((rng.random(total) * n_c[cells]).astype(np.int64), n_c[cells] - 1)]
         sw[:, few] = np.bincount(seg, picked[:, 0], kf.size).reshape(kf.shape)
         sv[:, few] = np.bincount(seg, picked[:, 1], kf.size).reshape(kf.shape)
-    b = m.bin[c0:c1]
-    np.add.at(out[:, :, 0], (slice(None), b), sw)
-    np.add.at(out[:, :, 1], (slice(None), b), sv)
-    np.add.at(out[:, :, 2], (slice(None), b), sw * m.split[c0:c1])
+    into = np.zeros((c1 - c0, n_bins))  # cell -> its bin
+    into[np.arange(c1 - c0), m.bin[c0:c1]] = 1.0
+    out[:, :, 0], out[:, :, 1], out[:, :, 2] = sw @ into, sv @ into, (sw * m.split[c0:c1]) @ into
     return out
 
 
