@@ -254,8 +254,8 @@ def rule(report: "Report") -> str:
         why = f" ({o['ci_note']})" if o.get("ci_note") else ""
         brackets = f"This report has no bootstrap intervals{why}; the verdicts do not need them."
     else:
-        method = o.get("ci_method") or "percentile"
-        brackets = (f"Brackets: the {o['ci']:.0%} bootstrap interval ({method}, {o['n_boot']} draws) of each "
+        method = f"{o['ci_method']}, " if o.get("ci_method") else ""
+        brackets = (f"Brackets: the {o['ci']:.0%} bootstrap interval ({method}{o['n_boot']} draws) of each "
                     "figure; the verdict comes from the test, not from the interval.")
     return (f"How to read this: each verdict is a test at the {alpha:.0%} level against a tolerance of {tol} on "
             f"the ECE. Not calibrated: the data reject \"ECE <= {tol}\". Calibrated: they reject \"ECE >= {tol}\". "

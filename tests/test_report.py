@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import calframe
-from calframe.report import build_report
+from calframe.report import build_report, rule
 
 WIDTH = 100
 
@@ -278,3 +278,20 @@ def test_cli_report_without_matplotlib_says_so_on_stderr(scores, tmp_path, monke
     err = capsys.readouterr().err
     assert "matplotlib is not installed" in err and "pip install 'calframe[plot]'" in err, err
     assert "calframe[plot]" in out.read_text() and "<img" not in out.read_text()
+
+
+# --------------------------------------------------------------------------- issue 31: what the report says it did
+
+
+def test_the_interval_is_named_by_the_method_it_used():
+    """The rule, the page and the JSON name the bootstrap method of the intervals shown: the ``ci_method``
+    column of the summary the API returns for the same call, never a method the report did not use."""
+    df = calframe.datasets.grouped_miscalibration(n=600, seed=2)
+    rep = build_report(df, n_boot=10)
+    method = calframe.summary(df, ci=0.95, n_boot=10)["ci_method"].item()
+    assert rep.options["ci_method"] == method and rep.to_dict()["options"]["ci_method"] == method
+    assert f"bootstrap interval ({method}, 10 draws)" in rule(rep)
+    assert f"bootstrap intervals in brackets ({method}, 10 draws" in _text(rep.to_html())
+    others = {"symmetric", "bias_corrected", "percentile"} - {method}
+    assert not any(m in rule(rep) for m in others)
+    assert build_report(df, ci=None).options["ci_method"] is None  # no interval, no method
