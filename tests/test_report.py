@@ -295,3 +295,18 @@ def test_the_interval_is_named_by_the_method_it_used():
     others = {"symmetric", "bias_corrected", "percentile"} - {method}
     assert not any(m in rule(rep) for m in others)
     assert build_report(df, ci=None).options["ci_method"] is None  # no interval, no method
+
+
+def test_the_headline_words_each_groups_verdict_as_it_is():
+    """Each group the headline names is named with its own verdict (calframe.calibration_test's), whatever the
+    overall one; a small undecided group is named beside a not calibrated one, not dropped after it."""
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.1, 0.9, 830)
+    y = (rng.uniform(size=830) < np.r_[np.clip(p[:800] + 0.3, 0, 1), p[800:]]).astype(np.int8)
+    df = pl.DataFrame({"prob": p, "label": y, "segment": ["bad"] * 800 + ["tiny"] * 30})
+    tests = dict(calframe.calibration_test(df, by="segment").select("segment", "verdict").iter_rows())
+    assert sorted(tests.values()) == ["not calibrated", "undecided"]  # the fixture: one of each
+    head = build_report(df, by="segment", ci=None).headline()
+    named = dict((g, w) for w, g in re.findall(r"(not calibrated|undecided|calibrated) for segment=(\w+)", head))
+    assert named == tests, head
+    assert " not for " not in head
