@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 data error, 2 usage error, 130 interrupted)."""
     from . import _startup
 
-    interrupted = False
+    interrupted, args = False, None
     try:
         _startup.done()  # from here a Ctrl-C is a KeyboardInterrupt, handled below (before: calframe._startup)
         parser = build_parser()
@@ -502,9 +502,9 @@ def main(argv: list[str] | None = None) -> int:
             interrupted = True
             return _fail("interrupted", EXIT_INTERRUPTED)
         if isinstance(exc, (ParameterError, UsageError)):
-            return _fail(exc, EXIT_USAGE)
+            return _fail(_in_flags(str(exc), args), EXIT_USAGE)
         if isinstance(exc, CalframeError):
-            return _fail(exc, EXIT_DATA)
+            return _fail(_in_flags(str(exc), args), EXIT_DATA)
         if isinstance(exc, (pl.exceptions.PolarsError, OSError)):
             return _fail(f"{type(exc).__name__}: {_first_line(exc)}", EXIT_DATA)
         raise
@@ -524,6 +524,26 @@ def _after_interrupt(exc: BaseException) -> bool:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+def _in_flags(message: str, args: argparse.Namespace | None) -> str:
+    """A calframe error's ``message``, written for the Python API, in the command's own words: for each keyword
+    that is an option of the command that ran (``args``), ``prob=<column name>`` becomes ``--prob COLUMN``,
+    ``nulls='drop'`` becomes ``--nulls drop`` and ``given as by=`` becomes ``given as --by``.
+
+    >>> _in_flags("Pass prob=<column name>, or pass nulls='drop'.", argparse.Namespace(prob=None, nulls="raise"))
+    'Pass --prob COLUMN, or pass --nulls drop.'
+    """
+    import re
+
+    for name in vars(args) if args is not None else ():
+        if name in ("run", "command", "files") or not re.fullmatch(r"[a-z][a-z_]*", name):
+            continue
+        flag = "--" + name.replace("_", "-")
+        message = re.sub(rf"(?<![\w-]){name}=<column(?: name)?>", f"{flag} COLUMN", message)
+        message = re.sub(rf"(?<![\w-]){name}='([^'\s]*)'", rf"{flag} \1", message)
+        message = re.sub(rf"(?<![\w-]){name}=(?=\s|$)", flag, message)
+    return message
 
 
 def _fail(problem: Any, code: int) -> int:
