@@ -864,3 +864,17 @@ def test_report_says_each_file_it_wrote(work, capsys):
     assert code == 0 and "calframe: wrote figs.json" in err.splitlines(), err
     code, err = cli(capsys, "report", "x.parquet", "--no-ci", "--json", "f2.json", "--out", "r.html")
     assert code == 0 and {"calframe: wrote f2.json", "calframe: wrote r.html"} <= set(err.splitlines()), err
+
+
+def test_tolerance_help_describes_the_test_the_verdicts_use(capsys):
+    """The verdicts are calframe.calibration_test's (calframe/verdicts.py): a test of the population ECE against
+    the tolerance, not an interval's position; --tolerance's help says so."""
+    from calframe.cli import main
+
+    capsys.readouterr()
+    assert main(["report", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    help_ = text.split("--tolerance TOLERANCE ")[1].split(" --wide")[0]
+    assert "interval lies" not in help_, help_
+    assert all(part in help_ for part in ("reject 'ECE <= TOLERANCE'", "reject 'ECE >= TOLERANCE'", "5% level",
+                                          "undecided")), help_
