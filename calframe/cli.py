@@ -379,8 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--title")
     rep.add_argument("--tolerance", type=float, default=TOLERANCE,
                      help=f"the tolerance on the population ECE that the verdicts test (default {TOLERANCE:g}; "
-                     "calframe.calibration_test, at the 5%% level, overall, per --by group and per --time-col window): not "
-                     "calibrated when the data reject 'ECE <= TOLERANCE', calibrated when they reject "
+                     "calframe.calibration_test, at the 5%% level, overall, per --by group and per --time-col "
+                     "window): not calibrated when the data reject 'ECE <= TOLERANCE', calibrated when they reject "
                      "'ECE >= TOLERANCE', else undecided (more rows would decide). The test simulates the labels "
                      "bin by bin; it needs no bootstrap interval")
     rep.add_argument("--wide", action="store_true",
