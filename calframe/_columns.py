@@ -378,10 +378,7 @@ def _probabilities(df: pl.DataFrame, cols: list[str], multi_cols: bool, func: st
             k = int(lens.max())  # type: ignore[arg-type]
             bad = int((lens != k).sum())
             if bad:
-                raise E.InvalidValueError(
-                    f"{func}: column {name!r} is a List column whose rows have different lengths "
-                    f"({rows(bad)} differ from the longest, {k}); every row needs one probability per class."
-                )
+                raise E.list_lengths_differ(func, name, bad, k)
             s = s.list.to_array(k)
             dt = s.dtype
         if isinstance(dt, pl.Array):

@@ -205,6 +205,12 @@ def class_probabilities_not_numbers(func: str, column: str, inner: Any) -> Colum
     return ColumnTypeError(f"{func}: column {column!r} holds {inner}; class probabilities must be floats.")
 
 
+def list_lengths_differ(func: str, column: str, n_bad: int, k: int) -> InvalidValueError:
+    """A List probability column whose rows are not all as long as the longest (``k``): ``n_bad`` rows."""
+    return InvalidValueError(f"{func}: column {column!r} is a List column whose rows have different lengths "
+                             f"({rows(n_bad)} differ from the longest, {k}); every row needs one probability per class.")
+
+
 def too_few_classes(func: str, column: str, k: int) -> InvalidValueError:
     """An Array probability column of fewer than 2 classes."""
     return InvalidValueError(f"{func}: column {column!r} has {k} class; multiclass input needs K >= 2.")
