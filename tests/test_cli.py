@@ -118,7 +118,7 @@ def test_fit_per_group_and_lore_params(files, tmp_path):
 
 def test_fit_apply_errors(files, tmp_path):
     res = run("fit", str(files["parquet"]), "--method", "tree", "-o", str(tmp_path / "x"))
-    assert res.returncode == 2 and "needs variable" in res.stderr and "Traceback" not in res.stderr  # a usage error
+    assert res.returncode == 2 and "needs --variable COLUMN" in res.stderr and "Traceback" not in res.stderr  # usage
     res = run("fit", str(files["parquet"]), "-o", str(tmp_path / "x"))
     assert res.returncode == 2
     res = run("apply", str(tmp_path / "missing.calib"), str(files["parquet"]), "-o", str(tmp_path / "o"))
