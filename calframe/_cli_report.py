@@ -249,10 +249,11 @@ def _report(args: argparse.Namespace) -> int:
                 out.stage(Path(path)).write_text(text)
     if args.json == "-":
         print(json_text)
-    if args.out:
-        print(f"calframe: wrote {args.out}", file=sys.stderr)
-        if not can_draw():
-            print(f"calframe: {NO_FIGURES}", file=sys.stderr)
+    for path in (args.out, args.json):
+        if path and path != "-":
+            print(f"calframe: wrote {path}", file=sys.stderr)
+    if args.out and not can_draw():
+        print(f"calframe: {NO_FIGURES}", file=sys.stderr)
     lens = f"lens {lens_phrase(rep.options['lens'])}"
     if args.out or args.json:
         print(f"calframe: {lens}", file=sys.stderr)

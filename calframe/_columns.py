@@ -378,10 +378,7 @@ def _probabilities(df: pl.DataFrame, cols: list[str], multi_cols: bool, func: st
             k = int(lens.max())  # type: ignore[arg-type]
             bad = int((lens != k).sum())
             if bad:
-                raise E.InvalidValueError(
-                    f"{func}: column {name!r} is a List column whose rows have different lengths "
-                    f"({rows(bad)} differ from the longest, {k}); every row needs one probability per class."
-                )
+                raise E.list_lengths_differ(func, name, bad, k)
             s = s.list.to_array(k)
             dt = s.dtype
         if isinstance(dt, pl.Array):
@@ -571,18 +568,21 @@ def _encode_direct(s: pl.Series) -> tuple[np.ndarray, pa.Array, np.ndarray] | No
     if not s.dtype.is_integer() or s.null_count() or s.len() == 0:
         return None
     v = s.to_numpy()
+    dtype = v.dtype
     lo, hi = int(v.min()), int(v.max())
     span = hi - lo + 1
     if span > DIRECT_SPAN:
         return None
-    if v.dtype.kind == "u":
-        v = v.astype(np.int64)
+    base = lo
+    if dtype.kind == "u":  # offsets from the smallest key, taken in its own type: a UInt64 key >= 2**63 fits too
+        v, base = (v - dtype.type(lo)).astype(np.int64), 0
     nchunks = int(max(1, min(8, (1 << 23) // span, v.shape[0] // (1 << 16) + 1)))
-    hist = GK.int_histogram(v, v.dtype.type(lo), span, nchunks)
+    hist = GK.int_histogram(v, v.dtype.type(base), span, nchunks)
     present = hist > 0
     remap = (np.cumsum(present) - 1).astype(np.int32)
-    codes = GK.int_remap(v, v.dtype.type(lo), remap)
-    uniques = (np.flatnonzero(present) + lo).astype(s.to_numpy().dtype)
+    codes = GK.int_remap(v, v.dtype.type(base), remap)
+    offsets = np.flatnonzero(present)
+    uniques = offsets.astype(dtype) + dtype.type(lo) if dtype.kind == "u" else (offsets + lo).astype(dtype)
     return codes, pa.array(uniques), hist[present]
 
 

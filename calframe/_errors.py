@@ -205,9 +205,26 @@ def class_probabilities_not_numbers(func: str, column: str, inner: Any) -> Colum
     return ColumnTypeError(f"{func}: column {column!r} holds {inner}; class probabilities must be floats.")
 
 
+def list_lengths_differ(func: str, column: str, n_bad: int, k: int) -> InvalidValueError:
+    """A List probability column whose rows are not all as long as the longest (``k``): ``n_bad`` rows."""
+    return InvalidValueError(f"{func}: column {column!r} is a List column whose rows have different lengths "
+                             f"({rows(n_bad)} differ from the longest, {k}); every row needs one probability per class.")
+
+
 def too_few_classes(func: str, column: str, k: int) -> InvalidValueError:
     """An Array probability column of fewer than 2 classes."""
     return InvalidValueError(f"{func}: column {column!r} has {k} class; multiclass input needs K >= 2.")
+
+
+def _digits(v: float, lo: float, hi: float) -> str:
+    """``v`` to 6 significant digits; when it lies outside [lo, hi] and those digits do not show it, with as many
+    as it takes (its shortest repr).
+
+    >>> _digits(0.123456789, 0.0, 1.0), _digits(1.5, 0.0, 1.0), _digits(1 + 2**-52, 0.0, 1.0)
+    ('0.123457', '1.5', '1.0000000000000002')
+    """
+    short = f"{v:.6g}"
+    return repr(float(v)) if not lo <= v <= hi and lo <= float(short) <= hi else short
 
 
 def not_probabilities(func: str, column: str | list[str], nonfinite: int, outside: int, lo: float = 0.0,
@@ -218,7 +235,8 @@ def not_probabilities(func: str, column: str | list[str], nonfinite: int, outsid
     if nonfinite:
         problems.append(f"NaN or infinite probabilities in {rows(nonfinite)}")
     if outside:
-        problems.append(f"probabilities outside [0, 1] in {rows(outside)} (min {lo:.6g}, max {hi:.6g})")
+        problems.append(f"probabilities outside [0, 1] in {rows(outside)} (min {_digits(lo, 0.0, 1.0)}, "
+                        f"max {_digits(hi, 0.0, 1.0)})")
     return InvalidValueError(
         f"{func}: column {column!r} has " + " and ".join(problems) + ". "
         + ("Remove those rows first (nulls='drop' only drops nulls, not NaN). " if nonfinite else "")
@@ -230,7 +248,8 @@ def sums_not_one(func: str, column: str | list[str], n_bad: int, worst: float, t
     """Class probabilities whose row sums are off 1 by more than ``tolerance`` in ``n_bad`` rows."""
     return InvalidValueError(
         f"{func}: class probabilities in {column!r} do not sum to 1 (tolerance {tolerance}) "
-        f"in {rows(n_bad)}; the worst sums to {worst:.6g}. Normalise them (e.g. softmax)."
+        f"in {rows(n_bad)}; the worst sums to {_digits(worst, 1.0 - tolerance, 1.0 + tolerance)}. "
+        "Normalise them (e.g. softmax)."
     )
 
 

@@ -14,9 +14,13 @@ with :func:`calframe._jit.njit`:
 
 - a data file's name is derived from the whole key (signature, target, the
   function's bytecode and closure), never "the first free number";
-- a data file records its own key and source stamp, and both are checked on
-  load: an entry that holds anything else is discarded (a warning, once per
-  process), and the kernel is compiled again and saved under its own name;
+- a data file records its own key, source stamp and a checksum of its code,
+  all checked on load: an entry that holds anything else, or that cannot be
+  read or rebuilt, is discarded (a warning, once per process), and the kernel
+  is compiled again and saved under its own name;
+- an index that cannot be read (empty, truncated, foreign bytes: a full disk,
+  an interrupted copy) or that is not an index counts as empty, with the same
+  warning: its kernels are compiled again and the index written anew;
 - data and index are written to a temporary file and renamed into place;
 - the index is read, updated and written under an inter-process lock
   (``fcntl.flock`` on a ``.lock`` file beside it; where ``fcntl`` is missing the
@@ -35,6 +39,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import pickle
 import sys
 import threading
 import warnings
@@ -51,7 +56,7 @@ except ImportError:  # pragma: no cover - Windows: the key check alone guards th
     fcntl = None  # type: ignore[assignment]
 
 _PACKAGE = Path(__file__).resolve().parent
-_FORMAT = "calframe-kernel-cache-1"  # the layout of a data file's payload
+_FORMAT = "calframe-kernel-cache-2"  # the layout of a data file's payload: (format, stamp, key, sha256, code)
 
 _stamp_lock = threading.Lock()
 _package_stamp: str | None = None
@@ -119,7 +124,8 @@ def _warn_discarded(name: str, why: str, path: str) -> None:
     warnings.warn(
         f"calframe's kernel cache entry for {name} ({path}) {why}; it was discarded and the kernel is compiled "
         "again. This happens after processes compiled at once into one cache directory with an older calframe, "
-        "or when cache files were copied between installs; no wrong result was used.",
+        "when cache files were copied between installs, or when a cache file was damaged (a full disk, an "
+        "interrupted copy); no wrong result was used.",
         CalframeWarning,
         stacklevel=2,
     )
@@ -158,11 +164,27 @@ class KeyedCacheFile(IndexDataCacheFile):
 
     # ----------------------------------------------------------------- save and load
 
+    def _load_index(self) -> dict[Any, Any]:
+        """numba's index (key -> data file name); empty when there is none, when it is another numba's or
+        another source's (numba's rules), and when it cannot be read or is not an index (a warning, once): the
+        kernels are then compiled again and :meth:`save` writes the index anew."""
+        try:
+            overloads = super()._load_index()
+        except Exception as exc:  # empty, truncated or foreign bytes (EOFError, UnpicklingError, ValueError, ...)
+            _warn_discarded(self._name, f"has an index that cannot be read ({type(exc).__name__})",
+                            self._index_path)
+            return {}
+        if not isinstance(overloads, dict) or not all(isinstance(v, str) for v in overloads.values()):
+            _warn_discarded(self._name, "has an index that is not one", self._index_path)
+            return {}
+        return overloads
+
     def save(self, key: Any, data: Any) -> None:
-        """Write the data file (its own key and stamp inside, atomically), then add it to the index under the
-        lock."""
+        """Write the data file (its own key, stamp and the checksum of its code inside, atomically), then add it
+        to the index under the lock."""
         name = self.data_name(key)
-        self._save_data(name, (_FORMAT, self._source_stamp, key, data))
+        code = dumps(data)
+        self._save_data(name, (_FORMAT, self._source_stamp, key, hashlib.sha256(code).hexdigest(), code))
         with self._locked():
             overloads = self._load_index()
             if overloads.get(key) != name:
@@ -171,24 +193,36 @@ class KeyedCacheFile(IndexDataCacheFile):
 
     def load(self, key: Any) -> Any:
         """The data saved for ``key``, or None (a miss: numba compiles and saves). An entry whose data file holds
-        another key, another source stamp or anything unreadable is discarded, with a warning once."""
+        another key, another source stamp, code that does not match its checksum or anything unreadable is
+        discarded, with a warning once."""
         name = self._load_index().get(key)
         if name is None:
             return None
         try:
             payload = self._load_data(name)
-        except OSError:  # removed meanwhile
+        except FileNotFoundError:  # removed meanwhile
             return None
         except Exception:  # truncated or foreign bytes
             payload = None
-        ok = isinstance(payload, tuple) and len(payload) == 4 and payload[0] == _FORMAT
+        ok = isinstance(payload, tuple) and len(payload) == 5 and payload[0] == _FORMAT
+        why = "was not written by this version of calframe"
         if ok and payload[1] == self._source_stamp and payload[2] == key:
-            return payload[3]
-        why = "held another variant's code" if ok and payload[1] == self._source_stamp else (
-            "was written for other sources" if ok else "was not written by this version of calframe")
+            code = payload[4]
+            why = "is damaged (its code does not match its checksum)"
+            if isinstance(code, bytes) and hashlib.sha256(code).hexdigest() == payload[3]:
+                try:
+                    return pickle.loads(code)
+                except Exception as exc:
+                    why = f"cannot be read ({type(exc).__name__})"
+        elif ok:
+            why = "held another variant's code" if payload[1] == self._source_stamp else "was written for other sources"
+        self.drop(key, name, why)
+        return None
+
+    def drop(self, key: Any, name: str, why: str) -> None:
+        """Discard ``key``'s entry (data file ``name``), saying ``why`` (a warning, once)."""
         _warn_discarded(self._name, why, self._data_path(name))
         self.discard(key, name)
-        return None
 
     def discard(self, key: Any, name: str) -> None:
         """Remove ``key`` from the index if it still points at ``name`` (under the lock)."""
@@ -221,6 +255,21 @@ class KernelCache(FunctionCache):
         if got is None and self._enabled:
             announce()
         return got
+
+    def _load_overload(self, sig: Any, target_context: Any) -> Any:
+        """numba's load, with an entry that cannot be rebuilt into a function discarded (a miss) instead of
+        raised."""
+        if not self._enabled:
+            return None
+        key = self._index_key(sig, target_context.codegen())
+        data = self._cache_file.load(key)
+        if data is None:
+            return None
+        try:
+            return self._impl.rebuild(target_context, data)
+        except Exception as exc:
+            self._cache_file.drop(key, self._cache_file.data_name(key), f"cannot be loaded ({type(exc).__name__})")
+            return None
 
 
 def cache_dirs() -> list[str]:

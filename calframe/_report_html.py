@@ -339,7 +339,8 @@ def _render_html(report: Report) -> str:
     figs = _figures(report)
     o = report.options
     ci = f"no bootstrap interval{': ' + o['ci_note'] if o.get('ci_note') else ''}" if o["ci"] is None else (
-        f"{o['ci']:.0%} bootstrap intervals in brackets ({o.get('ci_method') or 'percentile'}, {o['n_boot']} draws, "
+        f"{o['ci']:.0%} bootstrap intervals in brackets ({o['ci_method'] + ', ' if o.get('ci_method') else ''}"
+        f"{o['n_boot']} draws, "
         f"seed {o['seed']})")
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",

@@ -169,34 +169,16 @@ def headline(report: "Report") -> str:
     """One paragraph that answers "is it calibrated, for whom not, along what?", from the report's figures.
 
     The verdicts are the tests' (:func:`calframe.calibration_test`, the ``verdict`` struct of each row), each
-    with what it came from; the groups' tell how many got each verdict and how many are small.
+    with what it came from. With ``by``: the worst group of each verdict the groups got, in its own words
+    ("not calibrated for ...", then "undecided for ..."), with how many more got it and how many of them are
+    small, then how many are calibrated ("calibrated in every ..." when all are).
     """
     o = report.options
     by = _by_list(o["by"])
     row = report.summary.row(0, named=True)
     parts = [f"{verdict_of(row)} overall (ECE {interval(*_bounds(row, 'ece'))}{_because(row)})"]
     if report.by_group is not None and report.by_group.height:
-        groups = _worst_first(report.by_group, "ece").rows(named=True)
-        what = by[0] if len(by) == 1 else "group"
-        words = [verdict_of(g) for g in groups]
-        best = groups[-1]["ece"]
-        best_name = _key(groups[-1][by[0]]) if len(by) == 1 else group_name(groups[-1], by)
-        for word in ("not calibrated", "undecided"):
-            hits = [g for g, w in zip(groups, words) if w == word]
-            if hits:
-                worst = hits[0]
-                ratio = worst["ece"] / best if best and worst["ece"] is not None else None
-                times = f", {ratio:.1f}\u00d7 the best {what} ({best_name})" if ratio is not None and math.isfinite(ratio) else ""
-                noun = "groups" if len(by) > 1 else f"{what} groups"  # "4 region groups": a name is not pluralised
-                more = f" and {len(hits) - 1} more of {len(groups)} {noun}" if len(hits) > 1 else ""
-                small = f" ({sum(map(_small, hits))} of these {len(hits)} small)" if len(hits) > 1 and any(map(_small, hits)) else ""
-                parts.append(f"{'not' if word == 'not calibrated' else 'undecided'} for "
-                             f"{group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{_because(worst)}"
-                             f"{times}){more}{small}")
-                break
-        else:
-            parts.append(f"calibrated in every {what} (worst {group_name(groups[0], by)}, "
-                         f"ECE {interval(*_bounds(groups[0], 'ece'))})")
+        parts += _group_phrases(_worst_first(report.by_group, "ece").rows(named=True), by)
     if report.variables is not None and report.variables["vece"].drop_nulls().len():
         top = _worst_first(report.variables, "vece").row(0, named=True)
         where = f" in {group_name(top, by)}" if by else ""
@@ -205,6 +187,37 @@ def headline(report: "Report") -> str:
         parts.append(_worst_window(report))
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:]
+
+
+def _group_phrases(groups: list[dict[str, Any]], by: list[str]) -> list[str]:
+    """The headline's phrases on the groups (``groups`` worst ECE first): one per verdict that is not
+    "calibrated", naming its worst group (with its ratio to the best group), then the calibrated ones' count."""
+    what = by[0] if len(by) == 1 else "group"
+    noun = "groups" if len(by) > 1 else f"{what} groups"  # "4 region groups": a name is not pluralised
+    words = [verdict_of(g) for g in groups]
+    best = groups[-1]
+    best_name = _key(best[by[0]]) if len(by) == 1 else group_name(best, by)
+    if all(w == "calibrated" for w in words):
+        return [f"calibrated in every {what} (worst {group_name(groups[0], by)}, "
+                f"ECE {interval(*_bounds(groups[0], 'ece'))})"]
+    parts = []
+    for word in ("not calibrated", "undecided"):
+        hits = [g for g, w in zip(groups, words) if w == word]
+        if not hits:
+            continue
+        worst = hits[0]
+        ratio = worst["ece"] / best["ece"] if best["ece"] and worst["ece"] is not None else None
+        times = (f", {ratio:.1f}\u00d7 the best {what} ({best_name})"
+                 if ratio is not None and math.isfinite(ratio) and (worst is not best or len(groups) == 1) else "")
+        more = f" and {len(hits) - 1} more of {len(groups)} {noun}" if len(hits) > 1 else ""
+        small = sum(map(_small, hits))
+        small_text = f" ({small} of these {len(hits)} small)" if len(hits) > 1 and small else ""
+        parts.append(f"{word} for {group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{_because(worst)}"
+                     f"{times}){more}{small_text}")
+    calibrated = words.count("calibrated")
+    if calibrated:
+        parts.append(f"calibrated in {calibrated} of {len(groups)} {noun}")
+    return parts
 
 
 def _because(row: dict[str, Any]) -> str:
@@ -254,8 +267,8 @@ def rule(report: "Report") -> str:
         why = f" ({o['ci_note']})" if o.get("ci_note") else ""
         brackets = f"This report has no bootstrap intervals{why}; the verdicts do not need them."
     else:
-        method = o.get("ci_method") or "percentile"
-        brackets = (f"Brackets: the {o['ci']:.0%} bootstrap interval ({method}, {o['n_boot']} draws) of each "
+        method = f"{o['ci_method']}, " if o.get("ci_method") else ""
+        brackets = (f"Brackets: the {o['ci']:.0%} bootstrap interval ({method}{o['n_boot']} draws) of each "
                     "figure; the verdict comes from the test, not from the interval.")
     return (f"How to read this: each verdict is a test at the {alpha:.0%} level against a tolerance of {tol} on "
             f"the ECE. Not calibrated: the data reject \"ECE <= {tol}\". Calibrated: they reject \"ECE >= {tol}\". "

@@ -378,8 +378,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--nulls", choices=["raise", "drop"], default="raise")
     rep.add_argument("--title")
     rep.add_argument("--tolerance", type=float, default=TOLERANCE,
-                     help=f"the ECE the headline's verdicts judge against (default {TOLERANCE:g}): calibrated when "
-                     "the whole interval lies at or below it, not calibrated when it lies above, else undecided")
+                     help=f"the tolerance on the population ECE that the verdicts test (default {TOLERANCE:g}; "
+                     "calframe.calibration_test, at the 5%% level, overall, per --by group and per --time-col "
+                     "window): not calibrated when the data reject 'ECE <= TOLERANCE', calibrated when they reject "
+                     "'ECE >= TOLERANCE', else undecided (more rows would decide). The test simulates the labels "
+                     "bin by bin; it needs no bootstrap interval")
     rep.add_argument("--wide", action="store_true",
                      help="without --out/--json: print every figure (default: the essential columns, 100 wide)")
     rep.add_argument("--out", "-o", help="write a self-contained HTML report here")
@@ -482,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 data error, 2 usage error, 130 interrupted)."""
     from . import _startup
 
-    interrupted = False
+    interrupted, args = False, None
     try:
         _startup.done()  # from here a Ctrl-C is a KeyboardInterrupt, handled below (before: calframe._startup)
         parser = build_parser()
@@ -502,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
             interrupted = True
             return _fail("interrupted", EXIT_INTERRUPTED)
         if isinstance(exc, (ParameterError, UsageError)):
-            return _fail(exc, EXIT_USAGE)
+            return _fail(_in_flags(str(exc), args), EXIT_USAGE)
         if isinstance(exc, CalframeError):
-            return _fail(exc, EXIT_DATA)
+            return _fail(_in_flags(str(exc), args), EXIT_DATA)
         if isinstance(exc, (pl.exceptions.PolarsError, OSError)):
             return _fail(f"{type(exc).__name__}: {_first_line(exc)}", EXIT_DATA)
         raise
@@ -524,6 +527,26 @@ def _after_interrupt(exc: BaseException) -> bool:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+def _in_flags(message: str, args: argparse.Namespace | None) -> str:
+    """A calframe error's ``message``, written for the Python API, in the command's own words: for each keyword
+    that is an option of the command that ran (``args``), ``prob=<column name>`` becomes ``--prob COLUMN``,
+    ``nulls='drop'`` becomes ``--nulls drop`` and ``given as by=`` becomes ``given as --by``.
+
+    >>> _in_flags("Pass prob=<column name>, or pass nulls='drop'.", argparse.Namespace(prob=None, nulls="raise"))
+    'Pass --prob COLUMN, or pass --nulls drop.'
+    """
+    import re
+
+    for name in vars(args) if args is not None else ():
+        if name in ("run", "command", "files") or not re.fullmatch(r"[a-z][a-z_]*", name):
+            continue
+        flag = "--" + name.replace("_", "-")
+        message = re.sub(rf"(?<![\w-]){name}=<column(?: name)?>", f"{flag} COLUMN", message)
+        message = re.sub(rf"(?<![\w-]){name}='([^'\s]*)'", rf"{flag} \1", message)
+        message = re.sub(rf"(?<![\w-]){name}=(?=\s|$)", flag, message)
+    return message
 
 
 def _fail(problem: Any, code: int) -> int:

@@ -177,6 +177,8 @@ def build_report(
     ``"auto"`` (default): 0.95 when the rows times ``n_boot`` are at most
     :data:`BOOT_BUDGET` (50,000 rows at 200 draws), else none, said in
     ``options["ci_note"]`` and on the page (docs/plots.md, "Time and memory").
+    ``options["ci_method"]`` is the intervals' bootstrap method (:func:`calframe.summary`'s ``ci_method``
+    column: ``"symmetric"``), None without intervals.
     The smooth reliability diagram's bootstrap band follows the same level (no
     interval, no band).
 
@@ -250,8 +252,11 @@ def build_report(
                                     n_boot=n_boot, seed=seed, **common))
         over_time = _with_verdicts(over_time, window_tests(frame, time_col, every=every, **tested), [time_col])
         bar.update()
+    # the method of the intervals shown, as the summary names it (its ``ci_method`` column); None without them
+    ci_method = summary["ci_method"].item() if ci is not None and "ci_method" in summary.columns else None
     return Report(title, {"prob": prob, "label": label, "by": by, "variables": list(variables), "bins": bins,
-                          "lens": lens, "ci": ci, "ci_note": ci_note, "n_boot": n_boot, "seed": seed,
+                          "lens": lens, "ci": ci, "ci_method": ci_method, "ci_note": ci_note, "n_boot": n_boot,
+                          "seed": seed,
                           "tolerance": tolerance, "alpha": alpha, "time_col": time_col, "every": every if time_col else None,
                           "baseline": baseline, "disparity_note": disparity_note},
                   summary, by_group, _pl(reliability), variables_df, curves, over_time, disparity, smooth)

@@ -204,6 +204,26 @@ def test_binary_probability_above_one(flavour: str, metric: str) -> None:
     check_raises(InvalidValueError, df, lambda f: METRICS[metric](f), col("prob"), re.escape("outside [0, 1]"), nrows(2))
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("value", [1 + 2**-52, 1 + 1e-9])
+def test_an_extreme_just_outside_is_shown_outside(flavour: str, value: float) -> None:
+    """1 + 2**-52 is not shown as "max 1" (issue 31): the offending extreme has the digits that show it is outside
+    (its shortest repr); the in-range one keeps 6."""
+    df = as_flavour(binary([0.25, value, 0.5]), flavour)
+    shown = f"min 0.25, max {value!r}"  # 1.0000000000000002, 1.000000001: 6 digits would read 1
+    check_raises(InvalidValueError, df, lambda f: calframe.ece(f), col("prob"), re.escape(shown), nrows(1))
+
+
+def test_a_row_sum_just_outside_the_tolerance_is_shown_outside() -> None:
+    """The worst row sum of class probabilities, off 1 by just more than the tolerance, with the digits that show it
+    (1.0001000001, not 1.0001)."""
+    from calframe._columns import SUM_TOLERANCE
+
+    worst = 0.5 + SUM_TOLERANCE * 1.00001 + 0.25 + 0.25
+    df = multiclass_cols([[0.2, 0.3, 0.5], [0.5 + SUM_TOLERANCE * 1.00001, 0.25, 0.25], [0.6, 0.3, 0.1]])
+    check_raises(InvalidValueError, df, lambda f: calframe.ece(f, prob=P3), "sum to 1", re.escape(f"sums to {worst!r}"))
+
+
 def test_integer_logits_are_rejected_as_out_of_range() -> None:
     df = binary([3, -2, 1, 0, 7])  # integer scores, not probabilities
     check_raises(InvalidValueError, df, lambda f: calframe.ece(f), col("prob"), re.escape("outside [0, 1]"), nrows(3))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,7 +118,7 @@ def test_fit_per_group_and_lore_params(files, tmp_path):
 
 def test_fit_apply_errors(files, tmp_path):
     res = run("fit", str(files["parquet"]), "--method", "tree", "-o", str(tmp_path / "x"))
-    assert res.returncode == 2 and "needs variable" in res.stderr and "Traceback" not in res.stderr  # a usage error
+    assert res.returncode == 2 and "needs --variable COLUMN" in res.stderr and "Traceback" not in res.stderr  # usage
     res = run("fit", str(files["parquet"]), "-o", str(tmp_path / "x"))
     assert res.returncode == 2
     res = run("apply", str(tmp_path / "missing.calib"), str(files["parquet"]), "-o", str(tmp_path / "o"))
@@ -836,3 +837,44 @@ def test_time_format_without_a_text_time_column_is_a_usage_error(work, capsys, a
     code, err = cli(capsys, "report", "t.parquet", "--no-ci", *argv)
     line = one_line(err)
     assert code == 2 and "--time-format" in line, line
+
+
+# --------------------------------------------------------------------------- issue 31: the CLI speaks in flags
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["report", "p.parquet", "--no-ci"], "--prob COLUMN"),  # no conventional name for the probability column
+    (["report", "p.parquet", "--prob", "p", "--by", "nosuch", "--no-ci"], "given as --by"),
+    (["report", "nulls.parquet", "--no-ci"], "--nulls drop"),
+    (["fit", "p.parquet", "--method", "platt", "-o", "r.parquet"], "--prob COLUMN"),
+])
+def test_errors_name_the_commands_flags_not_keywords(work, capsys, argv, flag):
+    df = pl.read_parquet(work / "x.parquet")
+    df.rename({"prob": "p"}).write_parquet(work / "p.parquet")
+    df.with_columns(label=pl.when(pl.int_range(pl.len()) < 3).then(None).otherwise("label")).write_parquet(
+        work / "nulls.parquet")
+    code, err = cli(capsys, *argv)
+    line = one_line(err)
+    assert code in (1, 2) and flag in line, line
+    assert not re.search(r"\b(prob|label|by|nulls)=", line), line
+
+
+def test_report_says_each_file_it_wrote(work, capsys):
+    code, err = cli(capsys, "report", "x.parquet", "--no-ci", "--json", "figs.json")
+    assert code == 0 and "calframe: wrote figs.json" in err.splitlines(), err
+    code, err = cli(capsys, "report", "x.parquet", "--no-ci", "--json", "f2.json", "--out", "r.html")
+    assert code == 0 and {"calframe: wrote f2.json", "calframe: wrote r.html"} <= set(err.splitlines()), err
+
+
+def test_tolerance_help_describes_the_test_the_verdicts_use(capsys):
+    """The verdicts are calframe.calibration_test's (calframe/verdicts.py): a test of the population ECE against
+    the tolerance, not an interval's position; --tolerance's help says so."""
+    from calframe.cli import main
+
+    capsys.readouterr()
+    assert main(["report", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    help_ = text.split("--tolerance TOLERANCE ")[1].split(" --wide")[0]
+    assert "interval lies" not in help_, help_
+    assert all(part in help_ for part in ("reject 'ECE <= TOLERANCE'", "reject 'ECE >= TOLERANCE'", "5% level",
+                                          "undecided")), help_

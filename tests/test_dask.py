@@ -285,6 +285,35 @@ def test_bad_probability_raises_calframe_error(data):
         _ddf(bad).calib.vece("age").compute()
 
 
+def _list_frame(probs: list, labels: list) -> pd.DataFrame:
+    import pyarrow as pa
+
+    return pd.DataFrame({"probs": pd.Series(probs, dtype=pd.ArrowDtype(pa.list_(pa.float64()))),
+                         "label": pd.array(labels, dtype="Int64")})
+
+
+@pytest.mark.parametrize("func", ["ece", "brier", "log_loss", "accuracy", "summary"])
+@pytest.mark.parametrize("case", ["null labels", "lengths differ"])
+def test_list_probability_errors_are_the_eager_ones(func, case):
+    """Class probabilities in one List column: a null label (one per partition), or rows shorter than the longest
+    (in the first partition; the longest rows also in the second), raise the eager Polars error with the counts
+    over all partitions (issue 31: NotImplementedError "List probability columns are not streamed")."""
+    if case == "null labels":
+        pdf = _list_frame([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5], [0.1, 0.9], [0.3, 0.7], [0.9, 0.1]],
+                          [1, None, 0, 1, None, 0])
+    else:
+        pdf = _list_frame([[0.2, 0.8], [0.1, 0.2, 0.7], [0.5, 0.5], [0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.8, 0.1, 0.1]],
+                          [1, 1, 0, 2, 0, 0])
+    with pytest.raises(calframe.InvalidValueError) as eager:
+        getattr(calframe, func)(pl.from_pandas(pdf), prob="probs")
+    ddf = dd.from_pandas(pdf, npartitions=2)
+    with dask.config.set(scheduler="sync"):  # in this process: the same partition passes, without the round trips
+        assert ddf.map_partitions(len).compute().tolist() == [3, 3]
+        with pytest.raises(calframe.InvalidValueError) as got:
+            getattr(calframe, func)(ddf, prob="probs").compute()
+    assert str(got.value) == str(eager.value) and "'label': 2 rows" in str(got.value) or "(2 rows differ" in str(got.value)
+
+
 def test_eager_errors(data):
     df, ddf = data
     with pytest.raises(calframe.ColumnNotFoundError):

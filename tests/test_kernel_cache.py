@@ -213,6 +213,70 @@ def test_rounds_of_concurrent_compiles_of_one_kernel(tmp_path: Path, round_: int
     assert len(index[3]) == len(DTYPES) and len(set(index[3].values())) == len(DTYPES)
 
 
+def _synth(src: Path, name: str):
+    """SYNTH's kernel from ``src``/synth_kernels.py, imported as a new module ``name``: a fresh dispatcher (nothing
+    compiled in memory) on the cache beside the file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, src / "synth_kernels.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.tag
+
+
+def _not_an_index(path: Path) -> None:
+    """A readable index whose entries are not a mapping of keys to data files."""
+    ((_, version, stamp, overloads),) = _indexes(path.parent)
+    _write_index(path, version, stamp, list(overloads.items()))
+
+
+#: damage an index may take (issue 31: an empty or truncated one raised EOFError / UnpicklingError in every call)
+DAMAGE = {"empty": lambda p: p.write_bytes(b""),
+          "truncated": lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
+          "foreign": lambda p: p.write_bytes(b"not a pickle at all"),
+          "not an index": _not_an_index}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_index_is_discarded_and_the_kernel_compiled_again(tmp_path: Path, monkeypatch, damage: str) -> None:
+    """calframe's cache (every calframe kernel's, :class:`calframe._kernel_cache.KernelCache`) on a small kernel:
+    an index that cannot be read is an empty one (a warning), the kernel is compiled again, and the index written
+    anew serves the next process (here: a fresh dispatcher) without compiling."""
+    from calframe import _kernel_cache
+
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    x = np.arange(1, 8, dtype=np.int64)
+    want = float(x.sum()) * 1000.0 + x.itemsize  # what the kernel computes, by numpy
+    assert _synth(tmp_path, "synth_first")(x) == want
+    (index,) = tmp_path.rglob("*.nbi")
+    DAMAGE[damage](index)
+    monkeypatch.setattr(_kernel_cache, "_warned", False)
+    with pytest.warns(calframe.CalframeWarning, match="index"):
+        assert _synth(tmp_path, "synth_damaged")(x) == want
+    again = _synth(tmp_path, "synth_again")
+    assert again(x) == want and sum(again.stats.cache_hits.values()) == 1, again.stats
+
+
+def test_a_data_file_whose_code_does_not_match_its_checksum_is_compiled_again(tmp_path: Path, monkeypatch) -> None:
+    """A byte of a saved kernel's code changed (its file still unpickles): the checksum finds it, the entry is
+    discarded (a warning) and the kernel compiled again."""
+    from calframe import _kernel_cache
+
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    x = np.arange(1, 8, dtype=np.float64)
+    want = float(x.sum()) * 1000.0 + x.itemsize
+    assert _synth(tmp_path, "synth_first")(x) == want
+    (data,) = tmp_path.rglob("*.nbc")
+    payload = list(pickle.loads(data.read_bytes()))
+    code = bytearray(payload[-1])
+    code[len(code) // 2] ^= 0xFF
+    payload[-1] = bytes(code)
+    data.write_bytes(pickle.dumps(tuple(payload)))
+    monkeypatch.setattr(_kernel_cache, "_warned", False)
+    with pytest.warns(calframe.CalframeWarning, match="checksum"):
+        assert _synth(tmp_path, "synth_damaged")(x) == want
+
+
 THREADS = textwrap.dedent(
     """
     import json

@@ -442,3 +442,19 @@ def test_pandas_nan_label_on_dask_is_dropped_too() -> None:
         warnings.simplefilter("ignore", calframe.CalframeWarning)
         got = dd.from_pandas(df, npartitions=3).calib.ece(lens="class:1", nulls="drop").compute()
     assert float(got) == pytest.approx(ece_hand(df["prob"].to_numpy()[ok], df["label"].to_numpy()[ok]), rel=1e-12)
+
+
+@pytest.mark.parametrize("keys", [[2**63, 2**63 + 1, 2**63, 2**63 + 5, 2**63 + 5, 2**63 + 1],  # a small span
+                                  [2**63, 2**64 - 1, 2**63, 2**64 - 1, 2**63, 2**64 - 1]])   # the issue's keys
+def test_uint64_keys_above_int64_group_as_on_a_lazyframe(keys) -> None:
+    """UInt64 keys >= 2**63 (issue 31: OverflowError on the eager path): the eager result equals the
+    LazyFrame engine's, and each group's ECE the one computed by hand on its rows."""
+    prob = np.array([0.2, 0.7, 0.4, 0.9, 0.35, 0.6])
+    label = np.array([0, 1, 1, 1, 0, 0])
+    df = pl.DataFrame({"prob": prob, "label": label, "g": pl.Series(keys, dtype=pl.UInt64)})
+    eager = calframe.ece(df, by="g")
+    assert eager.equals(calframe.ece(df.lazy(), by="g").collect()), eager
+    assert eager["g"].dtype == pl.UInt64 and eager["g"].to_list() == sorted(set(keys))
+    for k, e in zip(eager["g"], eager["ece"]):
+        rows = np.array(keys, dtype=np.uint64) == np.uint64(k)
+        assert e == pytest.approx(ece_hand(prob[rows], label[rows]), abs=1e-12)

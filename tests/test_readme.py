@@ -410,4 +410,13 @@ def check_spark_recipe(ns: dict) -> None:
     np.testing.assert_allclose(got["ece"], want["ece"], rtol=1e-12)
 
 
-AFTER = {"scaling-out-dask.md": check_spark_recipe}
+def check_plots_headline(ns: dict) -> None:
+    """The headline quoted in plots.md's "Headline" item is what the page's own report prints (issue 31: it
+    showed an interval of an older rule)."""
+    text = (ROOT / "docs" / "plots.md").read_text()
+    quoted = re.search(r'\*\*Headline\*\*:.*?e\.g\.[^"]*"(.*?)"', text, re.S)
+    assert quoted is not None, "plots.md: no quoted headline in the Headline item"
+    assert " ".join(quoted.group(1).split()) == ns["rep"].headline()
+
+
+AFTER = {"scaling-out-dask.md": check_spark_recipe, "plots.md": check_plots_headline}

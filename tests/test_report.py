@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import calframe
-from calframe.report import build_report
+from calframe.report import build_report, rule
 
 WIDTH = 100
 
@@ -278,3 +278,35 @@ def test_cli_report_without_matplotlib_says_so_on_stderr(scores, tmp_path, monke
     err = capsys.readouterr().err
     assert "matplotlib is not installed" in err and "pip install 'calframe[plot]'" in err, err
     assert "calframe[plot]" in out.read_text() and "<img" not in out.read_text()
+
+
+# --------------------------------------------------------------------------- issue 31: what the report says it did
+
+
+def test_the_interval_is_named_by_the_method_it_used():
+    """The rule, the page and the JSON name the bootstrap method of the intervals shown: the ``ci_method``
+    column of the summary the API returns for the same call, never a method the report did not use."""
+    df = calframe.datasets.grouped_miscalibration(n=600, seed=2)
+    rep = build_report(df, n_boot=10)
+    method = calframe.summary(df, ci=0.95, n_boot=10)["ci_method"].item()
+    assert rep.options["ci_method"] == method and rep.to_dict()["options"]["ci_method"] == method
+    assert f"bootstrap interval ({method}, 10 draws)" in rule(rep)
+    assert f"bootstrap intervals in brackets ({method}, 10 draws" in _text(rep.to_html())
+    others = {"symmetric", "bias_corrected", "percentile"} - {method}
+    assert not any(m in rule(rep) for m in others)
+    assert build_report(df, ci=None).options["ci_method"] is None  # no interval, no method
+
+
+def test_the_headline_words_each_groups_verdict_as_it_is():
+    """Each group the headline names is named with its own verdict (calframe.calibration_test's), whatever the
+    overall one; a small undecided group is named beside a not calibrated one, not dropped after it."""
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.1, 0.9, 830)
+    y = (rng.uniform(size=830) < np.r_[np.clip(p[:800] + 0.3, 0, 1), p[800:]]).astype(np.int8)
+    df = pl.DataFrame({"prob": p, "label": y, "segment": ["bad"] * 800 + ["tiny"] * 30})
+    tests = dict(calframe.calibration_test(df, by="segment").select("segment", "verdict").iter_rows())
+    assert sorted(tests.values()) == ["not calibrated", "undecided"]  # the fixture: one of each
+    head = build_report(df, by="segment", ci=None).headline()
+    named = dict((g, w) for w, g in re.findall(r"(not calibrated|undecided|calibrated) for segment=(\w+)", head))
+    assert named == tests, head
+    assert " not for " not in head

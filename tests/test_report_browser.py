@@ -113,17 +113,25 @@ def test_headline_equals_the_api(chromium, report, tmp_path):
     per = calframe.summary(df, by="region", **boot).sort("ece", descending=True).rows(named=True)
     test = {r["region"]: r for r in calframe.calibration_test(df, by="region").iter_rows(named=True)}  # seed 0
     whole = calframe.calibration_test(df).row(0, named=True)
-    bad = [r for r in per if test[r["region"]]["verdict"] == "not calibrated"]
-    assert bad, "the fixture is miscalibrated in some region"
+    assert any(test[r["region"]]["verdict"] == "not calibrated" for r in per), "the fixture is miscalibrated in some region"
     ranks = calframe.vece(df, "age", by="region").sort("vece", descending=True).row(0, named=True)
-    more = f" and {len(bad) - 1} more of {len(per)} region groups" if len(bad) > 1 else ""
-    small = sum(test[r["region"]]["small"] for r in bad)
-    small = f" ({small} of these {len(bad)} small)" if len(bad) > 1 and small else ""
-    expected = (f"{whole['verdict']} overall (ECE {_iv(overall, 'ece')}{_why(whole)}); "
-                f"not for region={bad[0]['region']} (ECE {_iv(bad[0], 'ece')}{_why(test[bad[0]['region']])}, "
-                f"{bad[0]['ece'] / per[-1]['ece']:.1f}\u00d7 the best region ({per[-1]['region']})){more}{small}; "
+    groups = []  # docs/plots.md: the worst group of each verdict, in its own words; then the calibrated count
+    for word in ("not calibrated", "undecided"):
+        hits = [r for r in per if test[r["region"]]["verdict"] == word]
+        if not hits:
+            continue
+        more = f" and {len(hits) - 1} more of {len(per)} region groups" if len(hits) > 1 else ""
+        small = sum(test[r["region"]]["small"] for r in hits)
+        small = f" ({small} of these {len(hits)} small)" if len(hits) > 1 and small else ""
+        times = (f", {hits[0]['ece'] / per[-1]['ece']:.1f}\u00d7 the best region ({per[-1]['region']})"
+                 if hits[0] is not per[-1] else "")
+        groups.append(f"{word} for region={hits[0]['region']} (ECE {_iv(hits[0], 'ece')}"
+                      f"{_why(test[hits[0]['region']])}{times}){more}{small}; ")
+    calibrated = sum(test[r["region"]]["verdict"] == "calibrated" for r in per)
+    groups += [f"calibrated in {calibrated} of {len(per)} region groups; "] if calibrated else []
+    expected = (f"{whole['verdict']} overall (ECE {_iv(overall, 'ece')}{_why(whole)}); {''.join(groups)}"
                 f"most miscalibrated along age (VECE {ranks['vece']:.4f} in region={ranks['region']}).")
-    assert shown == expected[0].upper() + expected[1:]
+    assert shown == expected[0].upper() + expected[1:], (shown, expected)
 
 
 def test_tables_show_the_api_figures_worst_first(chromium, report, tmp_path):

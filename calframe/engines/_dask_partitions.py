@@ -24,7 +24,7 @@ from .. import lenses as L
 from .._columns import Scored, resolve
 from ..frames.convert import select
 from .._names import key_names
-from .._errors import CalframeError, ColumnTypeError
+from .._errors import CalframeError, ColumnTypeError, list_lengths_differ
 from .._lazy import LazyModule
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
@@ -492,26 +492,55 @@ def _apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFra
 # --------------------------------------------------------------------------- input errors, counted per partition
 
 
-def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None) -> Any:
-    """The LazyFrame engine's check plan (:func:`.lazy.make_plan`) of ``spec`` on ``frame``'s columns."""
+def _list_lengths(spec: _Spec, df: pl.DataFrame) -> dict[int, int] | None:
+    """Rows per length of a List probability column (None for another column): over the rows whose checked
+    columns hold no null, those the eager path measures (a null is raised, or dropped, first)."""
+    name = spec.prob if isinstance(spec.prob, str) else None
+    if name is None or not isinstance(df.schema.get(name), pl.List):
+        return None
+    w = [spec.weights] if spec.weights else []
+    checked = [c for c in dict.fromkeys(spec.prob_cols + [spec.label] + w + list(spec.variables)) if c in df.columns]
+    lengths = df.filter(~pl.any_horizontal(pl.col(checked).is_null())).get_column(name).list.len()
+    return {int(n): int(k) for n, k in lengths.value_counts().iter_rows()}
+
+
+def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None,
+                lengths: dict[int, int] | None = None) -> tuple[Any, pl.LazyFrame, dict[int, int] | None]:
+    """The LazyFrame engine's check plan (:func:`.lazy.make_plan`) of ``spec`` on ``frame``'s columns, and the
+    rows per length of a List probability column (:func:`_list_lengths`; ``lengths``: those over every
+    partition, on the client). The LazyFrame engine streams no List column: it is checked as the Array of its
+    longest rows' length, and rows of another length are the eager path's error, in the place of a dtype error
+    (after the nulls)."""
     lens = spec.lens if spec.lens is not None and spec.lens.kind != "marginal" else L.Lens("top1")
     binning = spec.binning or make_binning(spec.func, "uniform", 15, "left")
-    lf = select(frame, list(frame.columns), spec.func, nan_null=[spec.label]).lazy()  # as resolve converts
+    df = select(frame, list(frame.columns), spec.func, nan_null=[spec.label])  # as resolve converts
+    own = _list_lengths(spec, df)
+    lengths = own if lengths is None else lengths
+    k = max(lengths or (), default=2)
+    if own is not None:  # every row k long (a shorter one padded with nulls: its rows are an error anyway)
+        df = df.with_columns(pl.col(spec.prob).list.gather(list(range(k)), null_on_oob=True).list.to_array(k))
+    lf = df.lazy()
     req = Request(spec.func, "ce", spec.func, spec.prob if isinstance(spec.prob, str) else list(spec.prob),
                   spec.label, list(spec.by) or None, spec.weights, spec.nulls, lens, binning,
                   variables=() if variable is None else (variable,))
     plan = LZ.make_plan(lf, req)
     plan.variables = list(spec.variables) or None
-    return plan, lf
+    bad = sum(n for length, n in (lengths or {}).items() if length != k)
+    if bad:
+        plan.schema_errors["prob_dtype"] = list_lengths_differ(spec.func, spec.prob, bad, k)
+    return plan, lf, lengths
 
 
 def _partition_stats(pdf: pd.DataFrame, spec: _Spec) -> list[dict[str, Any]]:
-    """Per variable (one entry without variables): the counts calframe's ordered checks read, on one partition."""
+    """Per variable (one entry without variables): the counts calframe's ordered checks read, on one partition
+    (with the rows per length of a List probability column, ``list_lengths``)."""
     out = []
     for v in spec.variables or (None,):
-        plan, lf = _check_plan(spec, pdf, v)
+        plan, lf, lengths = _check_plan(spec, pdf, v)
         st = LZ._detail_stats(plan, lf)
         st["outside_labels"] = LZ._outside_labels(plan, lf) if st.get("label_outside") else []
+        if lengths is not None:
+            st["list_lengths"] = lengths
         out.append(st)
     return out
 
@@ -522,9 +551,9 @@ def _merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"nulls": {}, "outside_labels": []}
     for st in parts:
         for k, v in st.items():
-            if k == "nulls":
+            if k in ("nulls", "list_lengths"):  # per column / per length: added
                 for c, n in v.items():
-                    out["nulls"][c] = out["nulls"].get(c, 0) + n
+                    out.setdefault(k, {})[c] = out.get(k, {}).get(c, 0) + n
             elif k == "outside_labels":
                 out[k] = sorted(set(out[k]) | set(v))[:5]
             elif k == "var_unique" or v is None:

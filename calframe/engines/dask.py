@@ -336,16 +336,16 @@ class _Runner:
 def _raise_totals(ddf: Any, spec: _Spec) -> None:
     """Raise calframe's first input error for the whole Dask frame, with counts over every partition.
 
-    A partition's own check only sees its rows; this pass gathers every
-    partition's counts (a small dict each) and runs the eager path's checks, in
-    its order and with its messages, on the totals. Returns if they all pass.
+    A partition's own check only sees its rows; this pass gathers every partition's counts (a small dict each)
+    and runs the eager path's checks, in its order and with its messages, on the totals. Returns if they all pass.
     """
     import dask
 
     parts = _compute_now(*[dask.delayed(_partition_stats)(p, spec) for p in ddf.to_delayed()])
     for i, v in enumerate(spec.variables or (None,)):
-        plan, lf = _check_plan(spec, ddf._meta, v)
-        LZ._run_checks(plan, _merge_stats([p[i] for p in parts]), lf)
+        st = _merge_stats([p[i] for p in parts])  # with a List column's rows per length, over every partition
+        plan, lf, _ = _check_plan(spec, ddf._meta, v, st.get("list_lengths"))
+        LZ._run_checks(plan, st, lf)
 
 
 def _source_index(frame: pd.DataFrame, sources: list[tuple[int, int]]) -> np.ndarray:
