@@ -142,8 +142,8 @@ resampling, Bröcker & Smith 2007), with the bin frequencies of a model whose po
   law does not depend on the signs: P(T <= t) <= P(S <= t - tolerance) for every model with ECE >= tolerance.
 
 T-Cal (Lee, Huang, Hassani & Dobriban 2022) tests the null "calibrated" (ECE = 0) with the debiased l2 ECE;
-the verdict's null is a tolerance, hence the boundary model. The percentile bootstrap intervals in the report
-describe the figure's spread; the verdict does not come from them.
+the verdict's null is a tolerance, hence the boundary model. The bootstrap intervals in the report (symmetric,
+as `options.ci_method` in its JSON says) describe the figure's spread; the verdict does not come from them.
 
 ### False alarms and power
 
