@@ -61,6 +61,15 @@ def no_rows(monkeypatch):
     monkeypatch.setattr(eager, "_evaluate", refuse)
 
 
+def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
+    assert got.columns == want.columns
+    for c in want.columns:
+        if want[c].dtype == pl.Float64:
+            np.testing.assert_allclose(got[c], want[c], rtol=1e-12, atol=1e-14, err_msg=c)
+        else:
+            assert got[c].to_list() == want[c].to_list(), c
+
+
 CALLS = {
     "ece": (calframe.ece, {}),
     "ece by weighted": (calframe.ece, {"by": "g", "weights": "w"}),
@@ -80,13 +89,7 @@ def test_intervals_equal_eager_without_collecting(kind, call, request):
     got = fn(_native(kind, DF), ci=0.9, n_boot=150, **kw)
     if kind == "lazy":
         assert isinstance(got, pl.LazyFrame)
-    got = _polars(got)
-    assert got.columns == want.columns
-    for c in want.columns:
-        if want[c].dtype == pl.Float64:
-            np.testing.assert_allclose(got[c], want[c], rtol=1e-12, atol=1e-14, err_msg=c)
-        else:
-            assert got[c].to_list() == want[c].to_list(), c
+    _same(_polars(got), want)
 
 
 def test_the_engines_give_the_same_bits():
@@ -116,15 +119,6 @@ def test_rows_and_data_dependent_bins_still_say_what_runs():
         calframe.ece(rel, ci=0.9, n_boot=20, bootstrap="rows")
     lazy = calframe.ece(DF.lazy(), ci=0.9, n_boot=20, binning="equal_mass")  # collected: still a LazyFrame
     assert isinstance(lazy, pl.LazyFrame)
-
-
-def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
-    assert got.columns == want.columns
-    for c in want.columns:
-        if want[c].dtype == pl.Float64:
-            np.testing.assert_allclose(got[c], want[c], rtol=1e-12, atol=1e-14, err_msg=c)
-        else:
-            assert got[c].to_list() == want[c].to_list(), c
 
 
 @pytest.mark.parametrize("kind", ["lazy", "duckdb", "pyarrow", "ibis"])
