@@ -150,10 +150,11 @@ def ce_from_sums(
     if count_scale.ndim:
         count_scale = count_scale[:, None]  # one per group, broadcast over the bins
     n, conf, acc, total = bin_means(sums)
+    conf, acc = np.nan_to_num(conf, copy=False), np.nan_to_num(acc, copy=False)  # (bin_means' own arrays)
     nonempty = n > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         w = n / total[:, None]
-    d = np.where(nonempty, distance(np.nan_to_num(conf), np.nan_to_num(acc)), 0.0)
+    d = np.where(nonempty, distance(conf, acc), 0.0)
     empty_group = total <= 0
     if estimator == "plugin" or np.isinf(p):
         with np.errstate(invalid="ignore", divide="ignore"):

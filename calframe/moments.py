@@ -33,7 +33,7 @@ import numpy as np
 #: a cell with fewer rows than this is resampled exactly (its rows drawn with replacement)
 SMALL = 32
 #: the most float64 values of drawn sums held at once (groups are drawn in chunks below it)
-_CHUNK_VALUES = 4_000_000
+_CHUNK_VALUES = 1_000_000
 
 Cells = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
