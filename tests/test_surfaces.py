@@ -225,7 +225,7 @@ MATRIX_CALLS = {
     "log_loss": ((), {}),
     "accuracy": ((), {"by": "device"}),
     "summary": ((), {"by": "region"}),
-    "disparity": (("ece",), {"by": "region", "ci": None}),
+    "disparity": (("ece",), {"by": "region", "n_boot": 200}),  # its default ci=0.95
     "smece": ((), {"by": "region"}),
     "gece": ((), {"lens": "top1", "bins": 10}),
     "vece": (("age",), {"by": "device"}),
