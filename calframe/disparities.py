@@ -7,8 +7,14 @@ and values), ``difference``: how much worse the worst is (worst - best; best -
 worst for accuracy) and ``ratio`` = min / max of the two. With ``ci`` the
 groups are ranked on their interval bounds, not on their values: the worst is the group whose lower bound is highest (the error it
 surely has), the best the one whose upper bound is lowest (the error it
-surely stays under; for accuracy, the other way round), so that a small
-group's noise cannot name it worst or best. Every bound comes from the eager
+surely stays under; for accuracy, the other way round). A small group's noise
+widens its interval, so it is seldom named best; but its lower bound keeps
+part of the upward bias of a calibration error on few rows per bin, so a small
+calibrated group can be named worst over larger groups whose figure is below
+that bias (:func:`calframe.disparity`, "What the intervals do for small
+groups", gives the measured rates). A group of one row has no interval
+(:data:`calframe.figures.MIN_ROWS`: NaN bounds) and is never ranked with
+``ci``. Every bound comes from the eager
 engine's bootstrap (:func:`calframe.engines.eager._bootstrap`), from the same
 draws as the groups' own intervals: the worst and best groups' bounds are
 those groups' intervals (the ``<figure>_lo`` / ``<figure>_hi`` of the ``by=``
@@ -47,8 +53,8 @@ HIGHER_IS_BETTER = frozenset({"accuracy"})
 VALUES = ("worst", "best", "difference", "ratio")
 #: the table's columns before the bounds
 COLUMNS = ("figure", "n_groups", "n_ranked", "worst_group", "worst", "best_group", "best", "difference", "ratio")
-#: the table's columns after the bounds: what the ranking read, the groups below ``min_n`` (not ranked) and the
-#: groups whose difference to the best excludes 0 (None without ``ci``)
+#: the table's columns after the bounds: what the ranking read, the groups not ranked (below ``min_n`` and, with
+#: ``ci``, of one row: no interval) and the groups whose difference to the best excludes 0 (None without ``ci``)
 AFTER = ("ranked_on", "below_min_n", "distinguishable_from_best")
 #: disparity's default ``min_n``: groups with fewer rows are listed, not ranked
 MIN_N = 50
@@ -132,7 +138,9 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
     """The disparity table from the ``by=`` result of ``spread_.figures`` (one row per group, any flavor) and
     their draws: one row per figure of ``spread_.labels``, in the caller's flavor.
 
-    Ranked groups have at least ``spread_.min_n`` rows (all groups when none has). Without ``ci`` the worst is
+    Ranked groups have at least ``spread_.min_n`` rows (all groups when none has), and with ``ci`` at least
+    :data:`calframe.figures.MIN_ROWS` (a group of one row has no interval; it is listed in ``below_min_n`` and
+    named in ``ranked_on``; when no group has that many, an InvalidValueError). Without ``ci`` the worst is
     the largest value (the smallest for :data:`HIGHER_IS_BETTER` figures) and the best the other end; with
     ``ci`` the worst has the highest lower bound and the best the lowest upper bound (the other way round for
     :data:`HIGHER_IS_BETTER`), ties broken by the value and then by the result's order (group keys sorted,
@@ -145,6 +153,17 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
     everyone = ranked.size == 0
     if everyone:
         ranked = np.arange(counts.size)
+    # with ci, a group of one row has no interval (figures.MIN_ROWS): never ranked, whatever min_n
+    unresampled = [] if ci is None else [names[g] for g in np.flatnonzero(counts < F.MIN_ROWS)]
+    if unresampled:
+        ranked = ranked[counts[ranked] >= F.MIN_ROWS]
+        if ranked.size == 0:
+            raise InvalidValueError(
+                f"{func}: no group has {F.MIN_ROWS} rows, so none has a bootstrap interval to rank on (every "
+                f"resample of one row is that row). Rank on the values with ci=None, or group more rows together."
+            )
+    not_ranked = sorted(set(np.flatnonzero(counts < spread_.min_n).tolist() if not everyone else [])
+                        | set(np.flatnonzero(counts < F.MIN_ROWS).tolist() if unresampled else []))
     rows: dict[str, list[Any]] = {c: [] for c in COLUMNS + tuple(bound_columns(ci)) + AFTER}
     for label in spread_.labels:
         v = np.asarray(result[label], dtype=np.float64)
@@ -179,8 +198,12 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
         _, ratio = spread(v[[worst, best]][None, :])
         rows["difference"].append(float(sign * (v[worst] - v[best])))
         rows["ratio"].append(float(ratio[0]))
-        rows["ranked_on"].append(on + (f" (no group has {spread_.min_n} rows: all ranked)" if everyone else ""))
-        rows["below_min_n"].append([] if everyone else [names[g] for g in np.flatnonzero(counts < spread_.min_n)])
+        if everyone:
+            on += f" (no group has {spread_.min_n} rows: all ranked" + (" that have an interval)" if unresampled else ")")
+        if unresampled:
+            on += f"; no interval (1 row), not ranked: {', '.join(unresampled)}"
+        rows["ranked_on"].append(on)
+        rows["below_min_n"].append([names[g] for g in not_ranked])
         if ci is None:
             rows["distinguishable_from_best"].append(None)
             continue

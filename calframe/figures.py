@@ -30,6 +30,9 @@ from .request import SWEEP_COUNT, Columns, Request
 CI_METHOD = "ci_method"
 #: the columns of a reliability table beside the group keys
 RELIABILITY_COLUMNS = ("bin", "lower", "upper", "n", "weight", "conf", "acc", "gap")
+#: the fewest rows a group needs for a bootstrap interval: every resample of a single row is that row, so its draws
+#: are its value and its interval would be [value, value]. A group with fewer gets NaN bounds (:func:`bounds`).
+MIN_ROWS = 2
 
 
 # --------------------------------------------------------------------------- figures from sums
@@ -224,11 +227,14 @@ def resampled(figures: dict[str, Callable[..., np.ndarray]], method: str
 def bounds(figures: dict[str, Callable[..., np.ndarray]], scales: dict[str, Scale], draws: dict[str, np.ndarray],
            value: Callable[[str, Callable[..., np.ndarray]], np.ndarray],
            at: Callable[[Callable[..., np.ndarray]], np.ndarray], level: float, method: str,
-           keep: dict[str, Draws] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+           keep: dict[str, Draws] | None = None, counts: np.ndarray | None = None
+           ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Bounds per group of every figure from its draws (:func:`resampled`'s, ``(n_boot, groups)``), however they
     were drawn: ``value(name, figure)``, the figure's estimate; ``at(f)``, any other figure (a scale's) on the
-    data. ``keep``: filled with each figure's :class:`Draws` (what :func:`calframe.disparity` compares groups on)."""
+    data. ``keep``: filled with each figure's :class:`Draws` (what :func:`calframe.disparity` compares groups on).
+    ``counts``: the groups' rows; a group with fewer than :data:`MIN_ROWS` gets NaN bounds (no interval)."""
     out = {}
+    tiny = None if counts is None else np.asarray(counts) < MIN_ROWS
     for name, figure in figures.items():
         d = draws[name]
         s = scales[name] if method != "percentile" else Scale()  # percentile: the figure's own draws
@@ -242,6 +248,8 @@ def bounds(figures: dict[str, Callable[..., np.ndarray]], scales: dict[str, Scal
             e2, e2_truth = s.zero
             e2_lo, _ = interval(draws[_zero_name(name)], level, method, at(e2), at(e2_truth), Scale(lower=-np.inf))
             out[name][0][e2_lo <= 0] = s.lower
+        if tiny is not None and tiny.any():
+            out[name][0][tiny] = out[name][1][tiny] = np.nan
         if keep is not None:
             keep[name] = Draws(d, estimate, truth, s)
     return out

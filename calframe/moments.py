@@ -305,4 +305,5 @@ def bounds_from_moments(req: Any, figures: dict[str, Callable[..., np.ndarray]],
     def at(f: Callable[..., np.ndarray]) -> np.ndarray:
         return sums_of(f).finalize(sums, scale)  # type: ignore[union-attr]
 
-    return F.bounds(figures, scales, draws_, lambda name, f: at(f), at, req.ci, req.ci_method, keep)
+    counts = np.bincount(m.group, weights=m.n, minlength=sums.shape[0])  # the groups' rows
+    return F.bounds(figures, scales, draws_, lambda name, f: at(f), at, req.ci, req.ci_method, keep, counts)

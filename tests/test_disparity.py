@@ -370,3 +370,55 @@ def test_equal_lower_bounds_name_the_largest_value_worst():
     assert worst != int(np.argmin(values))
     assert (d["worst_group"], d["best_group"]) == (f"g={'abc'[worst]}", f"g={'abc'[best]}")
     assert [d["worst"], d["worst_lo"], d["worst_hi"]] == pytest.approx([values[worst], 0.0, hi[worst]], rel=1e-12)
+
+
+# --------------------------------------------------------------------------- a group of one row (issue 31)
+
+
+def _one_row_and_two_small(seed: int = 31) -> pl.DataFrame:
+    """A group of one row (p = 0.9, y = 1: ECE 0.1) beside two calibrated groups of 20 rows: none has min_n rows."""
+    rng = np.random.default_rng(seed)
+    parts = {"one": (np.array([0.9]), np.array([1]))}
+    for k in ("a", "b"):
+        p = rng.random(20)
+        parts[k] = (p, (rng.random(20) < p).astype(int))
+    return _frame(parts)
+
+
+@pytest.mark.parametrize("bootstrap", ["moments", "rows"])
+def test_a_group_of_one_row_has_no_interval(bootstrap):
+    """Issue 31: every resample of one row is that row, so its interval was [v, v]: NaN bounds instead."""
+    frame = _one_row_and_two_small()
+    r = calframe.ece(frame, by="g", ci=0.95, n_boot=100, bootstrap=bootstrap).sort("g")
+    assert r["g"].to_list() == ["a", "b", "one"] and r["n"].to_list() == [20, 20, 1]
+    assert r["ece"][2] == pytest.approx(0.1, abs=1e-12)  # |1 - 0.9|, the row's value stays
+    assert np.isnan(r["ece_lo"][2]) and np.isnan(r["ece_hi"][2])
+    assert np.isfinite(r["ece_lo"].to_numpy()[:2]).all() and (r["ece_lo"] < r["ece_hi"]).to_list()[:2] == [True, True]
+
+
+@pytest.mark.parametrize("min_n", [50, 1])
+def test_a_group_of_one_row_is_never_ranked(min_n):
+    """Issue 31: with no group of min_n rows every group was ranked, and the one-row group's [0.1, 0.1] made it the
+    best (its upper bound the lowest); with min_n=1 too. Now it is listed, with the reason in ranked_on."""
+    frame = _one_row_and_two_small()
+    d = calframe.disparity(frame, "ece", by="g", n_boot=100, min_n=min_n).row(0, named=True)
+    assert d["best_group"] != "g=one" and d["worst_group"] != "g=one"
+    assert (d["n_groups"], d["n_ranked"], d["below_min_n"]) == (3, 2, ["g=one"])
+    assert d["ranked_on"].endswith("; no interval (1 row), not ranked: g=one")
+    assert ("all ranked that have an interval" in d["ranked_on"]) == (min_n == 50)
+    assert "g=one" not in d["distinguishable_from_best"]
+    # the ranked groups' bounds are their own intervals, as before
+    r = calframe.ece(frame, by="g", ci=0.95, n_boot=100).sort("g")
+    best = ["g=a", "g=b"].index(d["best_group"])
+    assert (d["best_lo"], d["best_hi"]) == (r["ece_lo"][best], r["ece_hi"][best])
+    # without ci the values are ranked as given (min_n alone decides): the row's 0.1 is a value like any other
+    values = calframe.disparity(frame, "ece", by="g", ci=None, min_n=min_n).row(0, named=True)
+    assert values["n_ranked"] == 3 and values["below_min_n"] == []
+
+
+def test_no_group_of_two_rows_is_an_error_with_ci():
+    frame = _frame({"a": (np.array([0.2]), np.array([0])), "b": (np.array([0.7]), np.array([1]))})
+    with pytest.raises(InvalidValueError, match="disparity: no group has 2 rows, so none has a bootstrap interval"):
+        calframe.disparity(frame, "ece", by="g", n_boot=50)
+    d = calframe.disparity(frame, "ece", by="g", ci=None).row(0, named=True)
+    assert (d["worst_group"], d["best_group"]) == ("g=b", "g=a")  # ECE 0.3 and 0.2 on the values

@@ -199,16 +199,18 @@ def test_gece_where_keeps_the_same_rows_on_a_lazyframe(surface):
 @pytest.mark.parametrize("surface", ["polars", "lazy", "pandas"])
 def test_bootstrap_of_a_group_emptied_by_labels_in_is_nan_without_a_warning(surface):
     """Group b holds no label 0: labels_in=[0] empties it, so its figure and bounds are NaN with n = 0 (spec
-    section 8); group a keeps one row (p .2, y 0), so every draw and both bounds are |.2 - 0| = .2."""
+    section 8); group a keeps one row (p .2, y 0): its figure is |.2 - 0| = .2, and it has no interval (NaN bounds,
+    issue 31: every resample of one row is that row, which made the interval [.2, .2])."""
     df = _frame().with_columns(label=pl.Series([0, 1, 1, 1, 1, 1]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = collected(calframe.gece(as_flavour(df, surface), by="g", labels_in=[0], ci=0.9, n_boot=3))
     out = out if isinstance(out, pl.DataFrame) else pl.from_pandas(out)
     assert out["g"].to_list() == ["a", "b"] and out["n"].to_list() == [1, 0]
-    for col in ("gece", "gece_lo", "gece_hi"):
-        value = out[col].to_numpy()
-        assert value[0] == pytest.approx(0.2, rel=1e-12) and np.isnan(value[1]), (col, value)
+    value = out["gece"].to_numpy()
+    assert value[0] == pytest.approx(0.2, rel=1e-12) and np.isnan(value[1]), value
+    for col in ("gece_lo", "gece_hi"):  # pandas' NaN read back by pl.from_pandas as null
+        assert out[col].cast(pl.Float64).fill_null(float("nan")).is_nan().all(), (col, out[col])
 
 
 # --------------------------------------------------------------------------- 6. one-class fits name the label column
