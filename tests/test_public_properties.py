@@ -53,6 +53,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import calframe
+from calframe.figures import MIN_ROWS
 from calframe._errors import CalframeError
 
 try:  # the ddf.calib accessor is optional (calframe[dask]); its absence is reported by test_dask_is_exercised
@@ -782,6 +783,8 @@ def result_problems(got: Any, want: Any, flavour: str, input_columns: set[str], 
                 bad_rows &= ~empty  # gece: a group the selection emptied is NaN with n = 0 (documented)
             if "leak" in want.columns:  # vece_rank: a variable that leaks the label is listed, not measured (null)
                 bad_rows &= want["leak"].is_null().to_numpy()
+            if c.endswith(("_lo", "_hi")) and "n" in want.columns:  # a group of one row has no interval (NaN,
+                bad_rows &= want["n"].to_numpy() >= MIN_ROWS  # documented: calframe.figures.MIN_ROWS)
             if bad_rows.any():
                 problems.append(f"column {c!r} has non-finite values {v[bad_rows][:3].tolist()} in "
                                 f"{int(bad_rows.sum())} rows")
