@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from .. import moments as M
 from .. import registry
 from .. import request as R
 from . import _grid_sums
@@ -65,8 +66,6 @@ def moment_sums(req: R.Request, frame: Any) -> tuple | None:
     """``(sums, keys, counts, scale, moments)`` of ``req``'s bins computed where the rows are, for intervals
     drawn from the moments (:mod:`calframe.moments`): on a LazyFrame (streamed) and in the narwhals engine; None
     where they are not (eager frames, Dask, a call whose bins or lens need the rows)."""
-    from .. import moments as M
-
     kind = registry.kind_of(frame)
     if req.ci is None or req.kind != "ce" or req.several or not M.native_ci(req):
         return None
@@ -96,7 +95,7 @@ def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dic
     kind = registry.kind_of(frame)
     plain = native and req.ci is None and not req.several
     if native and _engine_name(kind) in ("lazy", "narwhals") and req.ci is not None and req.kind == "ce" and (
-            not req.several and _moment_ready(req)):  # the intervals from the moments, where the rows are
+            not req.several and M.native_ci(req)):  # the intervals from the moments, where the rows are
         return _where_the_rows_are(kind, frame, rows, schema)
     if kind == "dask":
         d = dask_engine()
@@ -186,12 +185,6 @@ def apply(frame: Any, recalibrator: Any, kwargs: dict[str, Any], columns: dict[s
     return route(frame, here, dask=lambda dask: dask.apply(frame, recalibrator, kwargs),
                  lazy=lambda _: frame.map_batches(batch, schema=pl.Schema({**frame.collect_schema(), **columns}),
                                                   streamable=True))
-
-
-def _moment_ready(req: R.Request) -> bool:
-    from .. import moments as M
-
-    return M.native_ci(req)
 
 
 def _where_the_rows_are(kind: str | None, frame: Any, rows: Callable[[Any], Any], schema: dict[str, Any]) -> Any:
