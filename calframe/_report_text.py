@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Iterator, Mapping
 from typing import Any, Sequence
 
 import polars as pl
 
+from . import registry
 from .frames import convert
 
 #: what these functions read: a calframe.report.Report (not imported: report.py imports this module)
@@ -17,11 +19,34 @@ Report = Any
 
 # --------------------------------------------------------------------------- words and numbers
 
-#: Column headers of the figures (summary, VECE ranking and VCE summary columns).
-LABELS = {"n": "rows", "accuracy": "accuracy (top label)", "ece": "ECE", "mce": "MCE", "rmsce": "RMSCE",
-          "ce_debiased": "debiased CE", "smece": "smooth ECE", "brier": "Brier", "log_loss": "log loss", "vece": "VECE", "vmce": "VMCE",
-          "v_star": "v*", "vce": "VCE(v*)", "variable": "variable", "kind": "kind", "v_star_lo": "v* low",
-          "v_star_hi": "v* high", "v_star_edge": "v* at the grid's end"}
+class _FromTable(Mapping[str, str]):
+    """A figure column's header (``attr="label"``) or meaning (``attr="meaning"``) as the figure table declares it
+    (:func:`calframe.registry.column`), else ``others``' (the columns that are not figures: ``n``, v*, ...)."""
+
+    def __init__(self, attr: str, others: dict[str, str]) -> None:
+        self.attr, self.others = attr, others
+
+    def __getitem__(self, name: str) -> str:
+        col = registry.column(name)
+        if col is not None:
+            return getattr(col, self.attr)
+        return self.others[name]
+
+    def __iter__(self) -> Iterator[str]:
+        cols = [c.name for f in registry.figures() for c in registry.figure_of(f).columns]
+        return iter(dict.fromkeys([*cols, *self.others]))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (registry.column(name) is not None or name in self.others)
+
+
+#: Column headers: the figures' from the figure table; the summary of VCE and the VECE ranking's own here.
+LABELS: Mapping[str, str] = _FromTable("label", {
+    "n": "rows", "v_star": "v*", "vce": "VCE(v*)", "variable": "variable", "kind": "kind", "v_star_lo": "v* low",
+    "v_star_hi": "v* high", "v_star_edge": "v* at the grid's end"})
 
 #: vce_curve's summary columns the report renames
 VCE_SUMMARY_LABELS = ("n", "v_star", "vce", "v_star_lo", "v_star_hi", "v_star_edge")
@@ -33,18 +58,8 @@ FIGURES = ("ece", "ce_debiased", "smece", "mce", "rmsce", "brier", "log_loss", "
 GROUP_FIGURES = tuple(f for f in FIGURES if f != "smece")
 ESSENTIAL = ("ece", "ce_debiased", "mce", "brier")
 
-#: What each summary figure is and what a good value looks like (the Overall table's last column).
-MEANINGS = {
-    "ece": "average gap between prediction and outcome, over bins of the prediction; 0 is perfect",
-    "ce_debiased": "the same gap (l2), with the upward bias of few rows per bin removed; 0 is perfect",
-    "smece": "the same gap on a kernel-smoothed curve instead of bins, so no bin count moves it; 0 is perfect "
-             "(no interval)",
-    "mce": "largest gap of any bin; noisy where bins hold few rows",
-    "rmsce": "root mean square gap over the bins; weighs large gaps more than ECE",
-    "brier": "mean squared error of the probability; lower is better (rewards sharp predictions too)",
-    "log_loss": "mean negative log-likelihood; lower is better (compare between models)",
-    "accuracy": "share of rows whose predicted class is right (always the top label)",
-}
+#: What each figure is and what a good value looks like (the Overall table's last column): the figure table's.
+MEANINGS: Mapping[str, str] = _FromTable("meaning", {})
 
 
 def num(v: Any) -> str:

@@ -72,6 +72,7 @@ seed : int
 from __future__ import annotations
 
 from .families.binned import accuracy, ace, brier, ce, ece, log_loss, mce, reliability, rmsce, smece, summary
+from .families.decomposition import brier_decomposition, ece_split, oe
 from .families.disparity import disparity
 from .families.gece import gece
 from .families.local import lce, mlce, mlce_curve
@@ -80,7 +81,7 @@ from .families.variable import VCECurve, vce_curve, vece, vece_rank, vmce
 from .families.verdict import calibration_test
 
 __all__ = [
-    "accuracy", "ace", "apply", "brier", "calibration_test", "ce", "disparity", "ece", "fit", "gece", "lce", "load",
-    "log_loss", "mce", "mlce", "mlce_curve", "reliability", "rmsce", "smece", "summary", "VCECurve", "vce_curve",
-    "vece", "vece_rank", "vmce",
+    "accuracy", "ace", "apply", "brier", "brier_decomposition", "calibration_test", "ce", "disparity", "ece",
+    "ece_split", "fit", "gece", "lce", "load", "log_loss", "mce", "mlce", "mlce_curve", "oe", "reliability", "rmsce",
+    "smece", "summary", "VCECurve", "vce_curve", "vece", "vece_rank", "vmce",
 ]

@@ -39,6 +39,7 @@ from ._lazy import pd  # imported at first use
 import polars as pl
 
 from . import figures as F
+from . import registry
 from .moments import sums_of, with_sums
 from ._columns import Scored
 from ._errors import InvalidValueError
@@ -47,8 +48,6 @@ from .frames.convert import collect
 
 Figure = Callable[[Scored], np.ndarray]
 
-#: figures where a higher value is better (every other figure is an error: higher is worse)
-HIGHER_IS_BETTER = frozenset({"accuracy"})
 #: the value columns of the table, each with ``_lo`` / ``_hi`` bounds with ``ci``
 VALUES = ("worst", "best", "difference", "ratio")
 #: the table's columns before the bounds
@@ -134,6 +133,13 @@ def own_columns(columns: list[str]) -> list[str]:
     return [c for c in columns if _DIFFERENCE not in c and _RATIO not in c]
 
 
+def _higher_is_better(label: str) -> bool:
+    """Whether the figure of a table row (``vece:<variable>`` for a variable's) is better when higher (accuracy):
+    its column's direction in the figure table."""
+    col = registry.column(label.split(":", 1)[0])
+    return col is not None and col.better == "higher"
+
+
 def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataFrame | pd.DataFrame:
     """The disparity table from the ``by=`` result of ``spread_.figures`` (one row per group, any flavor) and
     their draws: one row per figure of ``spread_.labels``, in the caller's flavor.
@@ -141,9 +147,9 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
     Ranked groups have at least ``spread_.min_n`` rows (all groups when none has), and with ``ci`` at least
     :data:`calframe.figures.MIN_ROWS` (a group of one row has no interval; it is listed in ``below_min_n`` and
     named in ``ranked_on``; when no group has that many, an InvalidValueError). Without ``ci`` the worst is
-    the largest value (the smallest for :data:`HIGHER_IS_BETTER` figures) and the best the other end; with
+    the largest value (the smallest for figures better when higher (the figure table: ``Column.better``)) and the best the other end; with
     ``ci`` the worst has the highest lower bound and the best the lowest upper bound (the other way round for
-    :data:`HIGHER_IS_BETTER`), ties broken by the value and then by the result's order (group keys sorted,
+    those), ties broken by the value and then by the result's order (group keys sorted,
     nulls last).
     """
     result = collect(result)
@@ -175,7 +181,7 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
                 "be compared on defined, non-negative figures. Keep rows in every group (gece's labels_in= or "
                 "output_between= can empty one), or drop that group from the frame first."
             )
-        higher = label in HIGHER_IS_BETTER
+        higher = _higher_is_better(label)
         sign = -1.0 if higher else 1.0  # on sign * value, higher is worse
         if ci is None:
             worst_key = best_key = sign * v

@@ -49,6 +49,7 @@ import numpy as np
 import polars as pl
 
 from . import api
+from . import registry
 from . import request as R
 from ._errors import EmptyInputError, InvalidValueError, bad_param
 from ._names import fresh_name
@@ -144,22 +145,27 @@ def _check_params(fn: Callable[..., Any], roles: list[str], params: dict[str, An
 
 def _figure(func: str, prob: Any, label: Any, weights: Any = None, variable: Any = None, **params: Any) -> pl.Expr:
     """The expression of the eager figure ``calframe.<func>``: its inputs imploded per group, one elementwise call
-    for all the groups."""
+    for all the groups. A figure of several columns (the figure table's, e.g. ``brier_decomposition``) gives a
+    Struct of them."""
     fn = getattr(api, func)
     inputs = _roles(func, prob, label, weights, variable)
     roles = [r for r, _ in inputs]
     _check_params(fn, roles, params)
+    columns = registry.figure_of(func).names
+    dtype = pl.Float64 if len(columns) == 1 else pl.Struct({c: pl.Float64 for c in columns})
 
     def per_group(series: Sequence[pl.Series]) -> pl.Series:
-        return _per_group(func, fn, roles, params, series)
+        return _per_group(func, fn, roles, params, series, columns)
 
-    return pl.map_batches([e.implode() for _, e in inputs], per_group, return_dtype=pl.Float64,
+    return pl.map_batches([e.implode() for _, e in inputs], per_group, return_dtype=dtype,
                           is_elementwise=True).alias(func)
 
 
 def _per_group(func: str, fn: Callable[..., Any], roles: list[str], params: dict[str, Any],
-               series: Sequence[pl.Series]) -> pl.Series:
-    """One value per row of the List inputs (a row holds one group's values): the eager figure with ``by=``."""
+               series: Sequence[pl.Series], columns: Sequence[str] = ()) -> pl.Series:
+    """One value per row of the List inputs (a row holds one group's values): the eager figure with ``by=``
+    (a Struct of ``columns`` for a figure of several)."""
+    columns = list(columns) or [func]
     n_groups = series[0].len()
     lengths = series[0].list.len().fill_null(0)
     for role, s in zip(roles[1:], series[1:]):
@@ -170,7 +176,7 @@ def _per_group(func: str, fn: Callable[..., Any], roles: list[str], params: dict
                 f"{differ} group(s) (of {n_groups}). Filter or transform every input of the figure alike."
             )
     present = (lengths > 0).to_numpy()
-    out = np.zeros(n_groups)
+    out = {c: np.zeros(n_groups) for c in columns}
     if present.any():
         names, args = _columns(roles, [s.name for s in series])
         group = "group_index" if "group_index" not in names else fresh_name(names, "group_index")
@@ -180,10 +186,14 @@ def _per_group(func: str, fn: Callable[..., Any], roles: list[str], params: dict
         res = fn(pl.DataFrame(cols), **args, by=group, **params)
         idx = np.flatnonzero(present)
         got = res[group].to_numpy()  # groups emptied by nulls="drop" are absent
-        out[idx[got]] = res[func].to_numpy()
+        for c in columns:
+            out[c][idx[got]] = res[c if len(columns) > 1 else func].to_numpy()
         present[:] = False
         present[idx[got]] = True
-    return pl.Series(func, out).scatter(np.flatnonzero(~present), None)
+    missing = np.flatnonzero(~present)
+    if len(columns) == 1:
+        return pl.Series(func, out[columns[0]]).scatter(missing, None)
+    return pl.DataFrame({c: pl.Series(c, v).scatter(missing, None) for c, v in out.items()}).to_struct(func)
 
 
 # --------------------------------------------------------------------------- the figures
@@ -363,6 +373,28 @@ def smece(prob: Probs, label: IntoExpr, **options: Unpack[SmECE]) -> pl.Expr:
     True
     """
     return _figure("smece", prob, label, **options)
+
+
+def _declared(func: str) -> Callable[..., pl.Expr]:
+    """The expression of a figure of the figure table declared on "expr" without a function written here: its
+    options are those of ``calframe.<func>`` (the row weights a column or an expression)."""
+
+    def figure(prob: Probs, label: IntoExpr, **options: Any) -> pl.Expr:
+        return _figure(func, prob, label, **options)
+
+    names = registry.figure_of(func).names
+    what = f'named ``"{func}"``' if len(names) == 1 else f"``{func}``, a Struct of {', '.join(names)}"
+    figure.__name__ = figure.__qualname__ = func
+    figure.__doc__ = (f"``calframe.{func}`` per group, as an expression {what} (:func:`calframe.{func}`).\n\n"
+                      f"    Columns as :func:`ece`; every other parameter is :func:`calframe.{func}`'s.\n")
+    return figure
+
+
+#: the figures of the figure table on "expr" that have no function above (a new figure is here by its declaration)
+for _name in registry.figures("expr"):
+    if _name not in __all__:
+        globals()[_name] = _declared(_name)
+        __all__.insert(-1, _name)
 
 
 # --------------------------------------------------------------------------- pl.col("p").calib

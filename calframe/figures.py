@@ -57,15 +57,29 @@ def ce(req: Request, sums_of: Callable[[int], np.ndarray], n_classes: int,
     return combine_marginal(per_class, req.p, req.estimator, np.full(n_classes, 1.0 / n_classes))
 
 
-#: the figures computed from per (group, bin) sums, by Request.kind: ``(request, sums_of, n_classes, count_scale)``
-#: -> one value per group (``sums_of(c)``: the sums of class c's lens for the marginal lens, else of the lens)
-BINNED: dict[str, Callable[..., np.ndarray]] = {"ce": ce}
+#: the finalizes of per (group, bin) sums, by ``Request.figure``: ``(request, sums_of, n_classes, count_scale)``
+#: -> one value per group, or ``{column: values}`` for a figure of several columns (``Request.parts``)
+#: (``sums_of(c)``: the sums of class c's lens for the marginal lens, else of the lens; :func:`finalize` adds one)
+BINNED: dict[str, Callable[..., np.ndarray | dict[str, np.ndarray]]] = {"ce": ce}
 
 
-def binned(req: Request, sums_of: Callable[[int], np.ndarray], n_classes: int,
-           count_scale: float | np.ndarray = 1.0) -> np.ndarray:
-    """The request's figure from its per (group, bin) sums: what every engine calls once its sums are in."""
-    return BINNED[req.kind](req, sums_of, n_classes, count_scale)
+def finalize(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a finalize of the bin sums as ``name`` (a figure's ``Request.figure``): the one place a figure
+    of bin sums adds code beside its public function (docs/design.md, "Recipe: add a figure")."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        BINNED[name] = fn
+        return fn
+
+    return register
+
+
+def binned_values(req: Request, sums_of: Callable[[int], np.ndarray], n_classes: int,
+                  count_scale: float | np.ndarray = 1.0) -> dict[str, np.ndarray]:
+    """The request's figures from its per (group, bin) sums, by column: what every engine calls once its sums are
+    in (one column, ``req.name``, or the figure's ``parts``)."""
+    out = BINNED[req.figure](req, sums_of, n_classes, count_scale)
+    return dict(out) if isinstance(out, dict) else {req.name: out}
 
 
 def companion(sums: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any, Union
 from ._lazy import pd  # pandas: imported at first use
 import polars as pl
 
-from . import api, expr
+from . import api, expr, registry
 from . import _errors as E
 from . import request as R
 from ._columns import columns_of, resolve_names
@@ -129,6 +129,8 @@ def monitor(
     if w.ci is None:
         exprs = [getattr(expr, f)(prob_arg, label_col, **figure_args[f]) for f in w.figures]
         windows = _windows(lf, w).agg(pl.len().cast(pl.Int64).alias("n"), *exprs)
+        several = [f for f in w.figures if len(_columns(f)) > 1]  # a figure of several columns: a Struct
+        windows = windows.unnest(several) if several else windows
     else:
         windows = _windows_ci(lf, w, names, prob_arg, label_col, figure_args)
     out = _every_window(windows, w, dtype)
@@ -243,7 +245,8 @@ def _windows_ci(lf: pl.LazyFrame, w: R.Windows, names: list[str], prob: Any, lab
         fn = getattr(api, f)
         res = fn(long, prob, label, by=win, ci=w.ci, n_boot=w.n_boot, ci_method=w.ci_method,
                  **{**figure_args[f], "seed": w.seed})
-        out = out.join(res.select(win, f, f"{f}_lo", f"{f}_hi"), on=win, how="left", maintain_order="left")
+        cols = [f"{c}{end}" for c in _columns(f) for end in ("", "_lo", "_hi")]
+        out = out.join(res.select(win, *cols), on=win, how="left", maintain_order="left")
     return out.drop(win)
 
 
@@ -336,12 +339,21 @@ def _against_baseline(out: pl.LazyFrame, lf: pl.LazyFrame, w: R.Windows, dtype: 
                                   "with rows.")
 
     rows = lf.filter(pl.col(w.time_col).is_between(lo, hi, closed=closed))
-    base = rows.select(_checked(getattr(expr, f)(prob, label, **figure_args[f]), some).alias(f"{f}_baseline")
+    base = rows.select(_checked(getattr(expr, f)(prob, label, **figure_args[f]), some).alias(f)
                        for f in w.figures)
+    several = [f for f in w.figures if len(_columns(f)) > 1]
+    base = (base.unnest(several) if several else base).select(
+        pl.col(c).alias(f"{c}_baseline") for f in w.figures for c in _columns(f))
+    cols = [c for f in w.figures for c in _columns(f)]
     return (out.join(base, how="cross", maintain_order="left")
-            .with_columns((pl.col(f) - pl.col(f"{f}_baseline")).alias(f"{f}_diff") for f in w.figures))
+            .with_columns((pl.col(c) - pl.col(f"{c}_baseline")).alias(f"{c}_diff") for c in cols))
+
+
+def _columns(f: str) -> tuple[str, ...]:
+    """The columns of figure ``f`` (the figure table's: one, or several for e.g. ``brier_decomposition``)."""
+    return registry.figure_of(f).names
 
 
 def _figure_columns(f: str, w: R.Windows) -> list[str]:
-    return [f, *([f"{f}_lo", f"{f}_hi"] if w.ci is not None else []),
-            *([f"{f}_baseline", f"{f}_diff"] if w.baseline is not None else [])]
+    return [x for c in _columns(f) for x in (c, *([f"{c}_lo", f"{c}_hi"] if w.ci is not None else []),
+                                               *([f"{c}_baseline", f"{c}_diff"] if w.baseline is not None else []))]

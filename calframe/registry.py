@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["STATES", "Declaration", "DECLARED", "declare", "functions", "Capabilities", "EVERY_STATE", "Engine",
+__all__ = ["STATES", "SURFACES", "Column", "Figure", "Declaration", "figures", "figure_of", "column", "DECLARED", "declare", "functions", "Capabilities", "EVERY_STATE", "Engine",
            "ENGINES", "KINDS", "instance", "kind_of", "engine", "how", "functions_on"]
 
 #: the states a public function is computed from; an engine that computes one natively runs every function of it
@@ -49,34 +49,111 @@ STATES = {
 }
 
 
+#: the surfaces that list figures: each shows every declared figure that names it in :attr:`Figure.on`
+SURFACES = ("disparity", "monitor", "expr", "sklearn", "sql", "report")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a figure's result: its name, the report's header for it, what a good value looks like and
+    the direction in which it is better (``"lower"``: an error; ``"higher"``: accuracy). A column another
+    figure owns (``summary``'s ``ece``) is named only: ``Column("ece")``; :func:`column` finds its owner's."""
+
+    name: str
+    label: str = ""
+    meaning: str = ""
+    better: str = "lower"
+
+    def __post_init__(self) -> None:
+        if self.better not in ("lower", "higher"):
+            raise ValueError(f"{self.name}: better is 'lower' or 'higher', not {self.better!r}")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """The figure table's row of a public function whose result is figures per group (docs/design.md, "The
+    figure table"): its output ``columns`` (beside the keys and ``n``), whether it is measured under a ``lens``
+    (the plots name it), the surfaces of :data:`SURFACES` it appears on (``on``) and, for a figure of the bin
+    sums on "sql", its finalize in SQL (``sql``): one aggregate per column over the rows of a group's bins, whose
+    columns are ``n`` (the bin's rows), ``conf`` and ``acc`` (its mean confidence and mean outcome)
+    (:func:`calframe.sql.figure_query`). Every surface reads this table: no list of figures anywhere else."""
+
+    columns: tuple[Column, ...]
+    lensed: bool = False
+    on: frozenset[str] = frozenset(SURFACES)
+    sql: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.columns or not set(self.on) <= set(SURFACES):
+            raise ValueError(f"a figure: its columns, and surfaces among {SURFACES}: {self}")
+        if ("sql" in self.on) != (self.sql is not None) or len(self.sql or self.columns) != len(self.columns):
+            raise ValueError(f"a figure on 'sql' has its finalize in SQL, one aggregate per column: {self}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The output columns' names."""
+        return tuple(c.name for c in self.columns)
+
+
 @dataclass(frozen=True)
 class Declaration:
-    """A public function of a frame: its name, the states it is computed from (all of them needed) and its
-    keyword parameters' group (the TypedDict of ``request.keywords``, None for a function without one)."""
+    """A public function of a frame: its name, the states it is computed from (all of them needed), its keyword
+    parameters' group (the TypedDict of ``request.keywords``, None for a function without one), its row of the
+    figure table (None: its result is not figures per group, e.g. ``fit``) and the function itself."""
 
     name: str
     states: tuple[str, ...]
     params: type | None = None
+    figure: Figure | None = None
+    fn: Any = None
 
 
 #: every public function of a frame, in definition order
 DECLARED: dict[str, Declaration] = {}
 
 
-def declare(name: str, state: str | tuple[str, ...], params: type | None = None) -> Declaration:
-    """Record that the public function ``name`` is computed from ``state`` (a key of :data:`STATES`, or several,
-    all needed: ``summary`` is bin sums and row means), with the keyword parameters of group ``params``."""
+def declare(name: str, state: str | tuple[str, ...], params: type | None = None, figure: Figure | None = None,
+            fn: Any = None) -> Declaration:
+    """Record that the public function ``name`` (``fn``) is computed from ``state`` (a key of :data:`STATES`, or
+    several, all needed: ``summary`` is bin sums and row means), with the keyword parameters of group ``params``
+    and, when its result is figures per group, its row of the figure table (``figure``)."""
     states = (state,) if isinstance(state, str) else tuple(state)
     unknown = [s for s in states if s not in STATES]
     if not states or unknown:
         raise ValueError(f"{name}: unknown states {unknown or states}; one of {sorted(STATES)}")
-    DECLARED[name] = Declaration(name, states, params)
+    DECLARED[name] = Declaration(name, states, params, figure, fn)
     return DECLARED[name]
 
 
 def functions() -> tuple[str, ...]:
     """The declared public functions, in definition order (importing :mod:`calframe` declares them all)."""
     return tuple(DECLARED)
+
+
+def figures(on: str | None = None) -> tuple[str, ...]:
+    """The public functions whose results are figures per group (the figure table), in definition order; with
+    ``on`` (one of :data:`SURFACES`), those that appear on that surface."""
+    if on is not None and on not in SURFACES:
+        raise KeyError(on)
+    return tuple(n for n, d in DECLARED.items() if d.figure is not None and (on is None or on in d.figure.on))
+
+
+def column(name: str) -> Column | None:
+    """The figure table's column ``name`` as its owner declares it (the first with a label), None for a column no
+    figure has (``n``, a group key)."""
+    for d in DECLARED.values():
+        for c in d.figure.columns if d.figure is not None else ():
+            if c.name == name and c.label:
+                return c
+    return None
+
+
+def figure_of(name: str) -> Figure:
+    """The figure table's row of the public function ``name`` (KeyError when it has none)."""
+    d = DECLARED.get(name)
+    if d is None or d.figure is None:
+        raise KeyError(name)
+    return d.figure
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import lenses as L
+from . import registry
 from . import _errors as E
 from ._errors import ParameterError, bad_param
 from ._columns import as_names
@@ -101,6 +102,10 @@ class Request:
     bootstrap: str = "auto"
     #: a family's own settings (e.g. :class:`GeceOptions`)
     options: Any = None
+    #: the finalize of the bin sums (``kind="ce"``): a key of :data:`calframe.figures.BINNED`
+    figure: str = "ce"
+    #: the columns of a figure of several (e.g. ``brier_decomposition``), in output order; () for one (``name``)
+    parts: tuple[str, ...] = ()
 
     @property
     def variable(self) -> str | None:
@@ -114,7 +119,10 @@ class Request:
 
     @property
     def figure_names(self) -> list[str]:
-        """The figures computed, in output order (a long result: one per variable)."""
+        """The figures computed, in output order (a long result: one per variable; a figure of several columns:
+        its ``parts``)."""
+        if self.parts:
+            return list(self.parts)
         return list(self.variables) if self.several else [self.name]
 
     @property
@@ -313,8 +321,6 @@ def summary(prob: Columns = None, label: str | None = None, *, disparity: Any = 
                                         lens_, uniform))
 
 
-#: the public functions :func:`calframe.disparity` compares groups on (one value per group for each figure)
-DISPARITY_FIGURES = ("ece", "mce", "rmsce", "ce", "vece", "vmce", "gece", "brier", "log_loss", "accuracy", "summary")
 
 
 def disparity(figure: Any, by: Columns, options: dict[str, Any], accepted: Callable[[str], Sequence[str]]) -> str:
@@ -322,9 +328,10 @@ def disparity(figure: Any, by: Columns, options: dict[str, Any], accepted: Calla
     ``accepted(figure)`` lists; the debiased E2, which can be negative, refused: a ratio needs non-negative
     figures). The figure's function checks their values, and ci / n_boot / seed, when it parses its call."""
     func = "disparity"
-    if not isinstance(figure, str) or figure not in DISPARITY_FIGURES:
+    compared = registry.figures("disparity")
+    if not isinstance(figure, str) or figure not in compared:
         raise bad_param(func, "figure", f"the name of a figure with one value per group, one of "
-                        f"{list(DISPARITY_FIGURES)}", figure)
+                        f"{list(compared)}", figure)
     _groups_to_compare(func, by, "a group column or a list of group columns (disparity compares the groups)")
     names = accepted(figure)
     unknown = [k for k in options if k not in names]
@@ -590,8 +597,6 @@ def smece(prob: Columns = None, label: str | None = None, **call: Any) -> Reques
 
 # --------------------------------------------------------------------------- monitoring over time (monitor)
 
-#: the figures :func:`calframe.monitor` computes per window: the scalar figures of :mod:`calframe.expr`
-MONITOR_FIGURES = ("ece", "mce", "rmsce", "ce", "brier", "log_loss", "accuracy")
 _DURATION = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
 
 
@@ -652,8 +657,9 @@ def monitor(time_col: Any, *, every: Any, period: Any, offset: Any, window_close
     if window_closed not in ("left", "right", "both", "none"):
         raise bad_param(func, "window_closed", "'left', 'right', 'both' or 'none'", window_closed)
     names = (figures,) if isinstance(figures, str) else tuple(figures) if isinstance(figures, (list, tuple)) else ()
-    if not names or any(f not in MONITOR_FIGURES for f in names) or len(set(names)) != len(names):
-        raise bad_param(func, "figures", f"a figure name or a list of distinct ones among {list(MONITOR_FIGURES)}",
+    monitored = registry.figures("monitor")
+    if not names or any(f not in monitored for f in names) or len(set(names)) != len(names):
+        raise bad_param(func, "figures", f"a figure name or a list of distinct ones among {list(monitored)}",
                         figures)
     if baseline is not None:
         pair = isinstance(baseline, (tuple, list))

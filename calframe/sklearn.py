@@ -53,6 +53,7 @@ Examples
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -60,6 +61,7 @@ import numpy as np
 import polars as pl
 
 from . import api
+from . import registry
 from ._errors import InvalidValueError, ParameterError, bad_param
 from ._errors import rows as _rows
 
@@ -80,10 +82,14 @@ __all__ = [
     "to_frame",
 ]
 
-#: the calframe functions offered on arrays, by name; a scorer may use those that return one number
-METRICS = ("ce", "ece", "mce", "rmsce", "brier", "log_loss", "accuracy", "gece", "reliability", "summary")
-#: figures for which a lower value is better (the others, accuracy, higher)
-LOWER_IS_BETTER = frozenset(METRICS) - {"accuracy"}
+#: the calframe functions offered on arrays, by name: the figure table's figures on "sklearn"
+#: (``calframe.registry.figures("sklearn")``) and ``reliability``. A scorer may use those with one column.
+METRICS = (*registry.figures("sklearn"), "reliability")
+
+
+def _scorable() -> list[str]:
+    """The figures a scorer may use: those of :data:`METRICS` with one column (one number without ``by``)."""
+    return [m for m in METRICS if m != "reliability" and len(registry.figure_of(m).columns) == 1]
 
 
 def to_frame(y_true: Any, y_prob: Any, sample_weight: Any = None, *, func: str = "to_frame") -> pl.DataFrame:
@@ -179,7 +185,7 @@ class CalframeScorer:
 
     def __call__(self, estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> float:
         labels, proba = predictions(estimator, X, y, f"calframe.sklearn.make_scorer({self.metric!r})")
-        value = globals()[self.metric](labels, proba, sample_weight=sample_weight, **self.options)
+        value = getattr(sys.modules[__name__], self.metric)(labels, proba, sample_weight=sample_weight, **self.options)
         return self.sign * float(value)
 
     def __repr__(self) -> str:
@@ -210,14 +216,14 @@ def make_scorer(metric: str, *, greater_is_better: bool | None = None, **options
     >>> bool((scores <= 0).all())
     True
     """
-    scalar = set(METRICS) - {"reliability", "summary"}
+    scalar = _scorable()
     if metric not in scalar:
         raise bad_param("calframe.sklearn.make_scorer", "metric", f"one of {sorted(scalar)}", metric)
     for key in ("ci", "by"):
         if options.get(key) is not None:
             raise bad_param("calframe.sklearn.make_scorer", key, "None (a score is one number)", options[key])
     if greater_is_better is None:
-        greater_is_better = metric not in LOWER_IS_BETTER
+        greater_is_better = registry.figure_of(metric).columns[0].better == "higher"
     return CalframeScorer(metric, 1 if greater_is_better else -1, options)
 
 
@@ -292,10 +298,14 @@ def _columns(X: Any, func: str) -> np.ndarray:
 
 
 def __getattr__(name: str) -> Any:
-    """The estimator classes, built on first use so that importing this module does not import scikit-learn."""
+    """The estimator classes, built on first use so that importing this module does not import scikit-learn; every
+    other figure of :data:`METRICS` on arrays (a figure declared on "sklearn" is here without an edit here)."""
     if name in ("CalframeCalibrator", "CalibratedClassifier"):
         globals().update(_estimators())
         return globals()[name]
+    if name in METRICS:
+        globals()[name] = fn = _array_metric(name)
+        return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

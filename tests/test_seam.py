@@ -52,9 +52,9 @@ def overconfidence_by_hand(df: pl.DataFrame, bins: int) -> dict[int, float]:
 
 @pytest.mark.parametrize("flavour", ["polars", "pandas", "lazy", "dask"])
 def test_a_new_bin_sum_metric_reaches_every_engine_by_the_recipe(flavour, monkeypatch) -> None:
-    """docs/design.md, "Add a metric": a figure registered in figures.BINNED plus a public function that parses
-    with request.py and hands the request to engines.run_binned is computed by every engine (eager, LazyFrame
-    streaming, Dask), with no engine code."""
+    """docs/design.md, "Add a metric": a finalize registered in figures.BINNED plus a public function that parses
+    with request.py and hands the request (its ``figure``: the finalize's name) to engines.run_binned is computed
+    by every engine (eager, LazyFrame streaming, Dask), with no engine code."""
 
     def overconfidence_figure(req, sums_of, n_classes, count_scale):
         sums = sums_of(0)
@@ -65,7 +65,7 @@ def test_a_new_bin_sum_metric_reaches_every_engine_by_the_recipe(flavour, monkey
 
     def overconfidence(frame, prob=None, label=None, *, bins=15, by=None):
         req = replace(R.ce("overconfidence", "overconfidence", prob=prob, label=label, by=by, bins=bins),
-                      kind="overconfidence")
+                      figure="overconfidence")
         return run_binned(req, frame)
 
     rng = np.random.default_rng(3)

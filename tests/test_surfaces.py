@@ -285,10 +285,75 @@ def _same(got: object, expected: object) -> None:
             assert [str(v) for v in got[col].to_list()] == [str(v) for v in expected[col].to_list()], col
 
 
+class RowSpy:
+    """What an engine hands to Python: every materialization (a LazyFrame's or a narwhals frame's collect, a
+    pyarrow Table made a Polars frame, ``dask.compute``) that brings ``limit`` rows or more into this process,
+    while the call runs and while its result (lazy, or a Dask result) is computed. A figure's result has a row
+    per group: far fewer."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+        self.limit, self.big = limit, []
+        # exact order statistics gather the values of the cells that hold the wanted ranks once those number at
+        # most COLLECT_BUDGET (4e6: all of them, in this small data): a small budget here, so that the spy sees
+        # the refinement an engine does at scale
+        from calframe.engines import lazy
+
+        monkeypatch.setattr(lazy, "COLLECT_BUDGET", limit // 10)
+        nw = pytest.importorskip("narwhals")
+        self._wrap(monkeypatch, pl.LazyFrame, "collect")
+        self._wrap(monkeypatch, pl, "from_arrow")
+        self._wrap(monkeypatch, nw.LazyFrame, "collect")
+        dask = __import__("sys").modules.get("dask")
+        if dask is not None:
+            self._wrap(monkeypatch, dask, "compute")
+            # a Dask result's graph hands its value to calframe's continuation (engines/dask.py: _then): a
+            # collected call's value is the rows
+            from calframe.engines import dask as engine
+
+            then, spy = engine._then, self
+
+            def handed(results: object, finish, args, cont):  # type: ignore[no-untyped-def]
+                def measured(*a: object) -> object:
+                    value = finish(*a)
+                    if spy.rows(value) >= spy.limit:
+                        spy.big.append(f"a Dask result's graph handed {spy.rows(value)} rows to calframe")
+                    return value
+
+                return then(results, measured, args, cont)
+
+            monkeypatch.setattr(engine, "_then", handed)
+
+    @staticmethod
+    def rows(out: object) -> int:
+        if isinstance(out, tuple):
+            return max((RowSpy.rows(o) for o in out), default=0)
+        for attr in ("height", "num_rows"):
+            if isinstance(getattr(out, attr, None), int):
+                return getattr(out, attr)
+        try:
+            return len(out)  # type: ignore[arg-type]
+        except TypeError:
+            return 0
+
+    def _wrap(self, monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> None:
+        original, spy = getattr(owner, name), self
+
+        def wrapper(*args: object, **kwargs: object) -> object:
+            out = original(*args, **kwargs)
+            n = spy.rows(out)
+            if n >= spy.limit:
+                spy.big.append(f"{getattr(owner, '__name__', owner)}.{name} brought {n} rows into Python")
+            return out
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+
 @pytest.mark.parametrize("fn, kind", CELLS)
-def test_support_matrix_cell(data, surf_frame, fn, kind):
+def test_support_matrix_cell(data, surf_frame, fn, kind, monkeypatch):
     """Every cell of docs/engines.md: a refused cell raises an error saying what runs; any other gives eager
-    Polars' numbers (to 1e-12), and a LazyFrame's result is a LazyFrame where the matrix says so."""
+    Polars' numbers (to 1e-12), and a LazyFrame's result is a LazyFrame where the matrix says so. A "streamed" or
+    "native" cell brings no rows into Python (:class:`RowSpy`: nothing of half the rows or more), computing or
+    collecting its result."""
     how = S.cell(fn, kind)
     args, kwargs = MATRIX_CALLS.get(fn, ((), {"by": "region"}))
     if fn == "apply":
@@ -299,7 +364,12 @@ def test_support_matrix_cell(data, surf_frame, fn, kind):
             getattr(calframe, fn)(frame, *args, **kwargs)
         return
     expected = _comparable(getattr(calframe, fn)(data["df"], *args, **kwargs), fn, data)
+    spy = RowSpy(monkeypatch, data["df"].height // 2) if how in ("streamed", "native") and fn != "apply" else None
     res = getattr(calframe, fn)(frame, *args, **kwargs)
     if kind == "lazy" and fn not in ("vce_curve", "fit"):
         assert isinstance(res, pl.LazyFrame), type(res)  # lazy in, lazy out
-    _same(_comparable(res, fn, data), expected)
+    got = _comparable(res, fn, data)
+    if spy is not None:
+        monkeypatch.undo()
+        assert not spy.big, f"docs/engines.md says {how}, but: {spy.big}"
+    _same(got, expected)

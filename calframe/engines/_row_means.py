@@ -190,7 +190,7 @@ def values(req: Request, means: Callable[[tuple[str, ...]], Values],
         return means((req.func,))
     if req.kind != "summary":
         s, keys, counts, scale = sums(req)
-        return {req.name: F.binned(req, lambda c: s, 1, scale)}, counts, keys
+        return F.binned_values(req, lambda c: s, 1, scale), counts, keys
     parts = summary_parts(req)
     uniform = sums(replace(req, kind="ce"))
     with warnings.catch_warnings():  # the first pass warned of the rows nulls='drop' dropped: once, as eager
@@ -200,7 +200,7 @@ def values(req: Request, means: Callable[[tuple[str, ...]], Values],
     out = {"accuracy": row["accuracy"]}
     for name, sub in parts.items():
         s, _, _, scale = binned[name]
-        out[name] = F.binned(sub, lambda c, s=s: s, 1, scale)
+        out[name] = F.binned_values(sub, lambda c, s=s: s, 1, scale)[sub.name]
     out.update(brier=row["brier"], log_loss=row["log_loss"])
     return out, uniform[2], uniform[1]
 

@@ -88,8 +88,6 @@ from ._dask_partitions import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FI
 
 __all__ = ["CAPABILITIES", "DaskResult", "apply", "call", "collected", "result", "run", "supported"]
 
-Columns = str | Sequence[str] | None
-
 #: a target cell with at most this many values is gathered; a larger one is refined by the next level
 GATHER_CELL = 1 << 18
 
@@ -389,8 +387,9 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 #: what this engine computes (calframe.registry): every partition's sums, added (grids: _grid_dask.py); fits and
 #: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
+#: "groups" (disparity) is collected: its default ci= has no moments pass on Dask yet (ci=None runs on partitions)
 CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
-                                                "groups", "batches"}), collects=frozenset({"variables", "fit"}))}
+                                                "batches"}), collects=frozenset({"variables", "fit", "groups"}))}
 
 
 def supported() -> tuple[str, ...]:
@@ -516,8 +515,7 @@ def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarra
 
 
 def _modes(ddf: Any, req: Request) -> tuple[str, ...]:
-    """Per figure: "fixed" (uniform bins or explicit edges), "cat" (a categorical variable), "dd" (quantile /
-    equal-mass edges)."""
+    """Per figure: "fixed" (uniform or explicit edges), "cat" (a categorical variable), "dd" (data-dependent)."""
     if not req.variables:
         return ("fixed" if req.binning.scheme == "uniform" else "dd",)
     meta = ddf._meta
@@ -701,15 +699,17 @@ def _reliability_result(m: _Merged) -> pd.DataFrame:
     return F.to_flavor(F.reliability_table(sums, counts, bins_, m.groups.keys), "pandas")
 
 
-def _ce_value(req: Request, m: _Merged, f: int = 0) -> np.ndarray:
-    """The CE_p figure of ``req`` on figure ``f``'s merged sums (a variable's, for several variables)."""
+def _ce_value(req: Request, m: _Merged, f: int = 0) -> dict[str, np.ndarray]:
+    """The figure of ``req`` (its columns) on figure ``f``'s merged sums (a variable's, for several variables)."""
     n_classes = int(m.frame[CLS].max()) + 1
-    return F.binned(req, lambda c: m.figure_sums(f, c)[0], n_classes, m.weight_scale)
+    return F.binned_values(req, lambda c: m.figure_sums(f, c)[0], n_classes, m.weight_scale)
 
 
 def _ce_values(req: Request, m: _Merged) -> dict[str, np.ndarray]:
-    """The CE_p figures of ``req`` (one per variable for several) from the merged sums."""
-    return {name: _ce_value(req, m, f) for f, name in enumerate(req.figure_names)}
+    """The figures of ``req`` (one per variable for several; a figure's columns) from the merged sums."""
+    if req.several:
+        return {name: _ce_value(req, m, f)[req.name] for f, name in enumerate(req.figure_names)}
+    return _ce_value(req, m)
 
 
 def summary(ddf: Any, req: Request, figures: dict, finish: Callable[..., Any] | None = None) -> DaskResult:
@@ -734,7 +734,7 @@ def summary(ddf: Any, req: Request, figures: dict, finish: Callable[..., Any] | 
         ms = dict(zip(companions, rest[-3:]))
         values = {"accuracy": _companion_figure(ms["accuracy"])}
         for name, sub in parts.items():
-            values[name] = _ce_value(sub, rest[0] if name == "ce_debiased" and len(rest) == 4 else uniform)
+            values[name] = _ce_value(sub, rest[0] if name == "ce_debiased" and len(rest) == 4 else uniform)[sub.name]
         values.update(brier=_companion_figure(ms["brier"]), log_loss=_companion_figure(ms["log_loss"]))
         return (finish or partial(F.shape, req, flavor="pandas", scalar=False))(values, *_by(uniform))
 

@@ -102,10 +102,12 @@ def group_means(values: np.ndarray, scored: Scored) -> np.ndarray:
         return sums[:, 0, 1] / sums[:, 0, 0]
 
 
-def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
-    """The eager engine's CE_p: the request's lens (each class's for the marginal lens), binned by ``binner``
-    (default: the request's binning of the lensed output), summed, then :func:`figures.ce`."""
+def _ce_figure(req: R.Request, binner: Binner | None = None, part: str | None = None) -> Figure:
+    """The eager engine's figure of bin sums: the request's lens (each class's for the marginal lens), binned by
+    ``binner`` (default: the request's binning of the lensed output), summed, then its finalize
+    (:data:`figures.BINNED`, ``req.figure``: CE_p by default); ``part``: the column of a figure of several."""
     binning = binner if binner is not None else req.binning
+    column = part or req.name
 
     def of(r: R.Request) -> Figure:
         def figure(scored: Scored) -> np.ndarray:
@@ -113,13 +115,14 @@ def _ce_figure(req: R.Request, binner: Binner | None = None) -> Figure:
                 lensed = L.class_lens(scored, c) if r.lens.kind == "marginal" else L.scalar(scored, r.lens, r.func)
                 return binned_sums(*lensed, scored, binning)[0]
 
-            return F.binned(r, sums_of, scored.n_classes, scored.weight_scale)
+            return F.binned_values(r, sums_of, scored.n_classes, scored.weight_scale)[column]
 
         if r.lens.kind == "marginal":  # the classes' sums move together: the rows are resampled
             return figure
         bins = binning if isinstance(binning, Binning) else getattr(binning, "key", "bins")
         return M.with_sums(figure, M.Summed((r.lens, bins), lambda scored: _cells(r, binning, scored),
-                                            lambda sums, scale: F.binned(r, lambda c: sums, 1, scale), stream=bins))
+                                            lambda sums, scale: F.binned_values(r, lambda c: sums, 1, scale)[column],
+                                            stream=bins))
 
     figure = of(req)
     if req.estimator == "debiased":  # the bootstrap world's true value is the plug-in's (F.Scale)
@@ -160,6 +163,12 @@ def mean_figure(func: str, rows: Callable[[Scored], np.ndarray], bounds: tuple[f
     return M.with_sums(figure, M.Summed(("mean", func), cells, finalize, bounds))
 
 
+def part_figures(req: R.Request) -> dict[str, Figure]:
+    """The eager figures of a request of bin sums, by column: its one figure, or each column of a figure of
+    several (``req.parts``)."""
+    return {p: _ce_figure(req, part=p) for p in req.parts} if req.parts else {req.name: _ce_figure(req)}
+
+
 def ce_figures(req: R.Request) -> dict[str, Figure]:
     """The eager figures of a CE_p request on the confidence: the figure, and with ``binning="sweep"`` the bin
     count each group's sweep chose (:data:`request.SWEEP_COUNT`).
@@ -168,7 +177,7 @@ def ce_figures(req: R.Request) -> dict[str, Figure]:
     are kept with the frame they belong to until the next one (sweep takes a scalar lens only, so one set of
     bins serves the figure)."""
     if not req.sweep:
-        return {req.name: _ce_figure(req)}
+        return part_figures(req)
     last: dict[str, object] = {}
 
     def sweep_bins(scored: Scored) -> Bins:
@@ -369,10 +378,10 @@ def _evaluate(
     sel = select_rows(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
                       nulls=req.nulls, extra=list(req.variables))
     lazy = isinstance(frame, pl.LazyFrame)  # collected for these figures: the result is a LazyFrame again
-    fused = fused_sums(req, sel) if own and len(figures) == 1 else None
+    fused = fused_sums(req, sel) if own else None
     if fused is not None:
         sums, counts, keys, scale = fused
-        out = F.shape(req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys, sel.flavor,
+        out = F.shape(req, F.binned_values(req, lambda c: sums, 1, scale), counts, keys, sel.flavor,
                       scalar=scalar and not lazy)
         return out.lazy() if lazy else out
     scored = score(sel)

@@ -767,16 +767,16 @@ def run(frame: Any, req: Request) -> pl.LazyFrame | None:
     The plan is read from the schema now (a missing column raises here, as the parameters already have); when
     the result is collected, Polars' streaming engine computes the per (group, bin) sums (this module:
     uniform, explicit-edge, quantile and equal-mass bins, scalar lenses, one variable, no bootstrap; bad data
-    raises the eager path's errors there) and :func:`figures.binned` finalizes them. The result has the group
+    raises the eager path's errors there) and :func:`figures.binned_values` finalizes them. The result has the group
     columns (with ``by``), ``n`` and the figure: one row without ``by``.
     """
     if not supports(frame, req):
         return None
     plan = make_plan(frame, req)
-    schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64, req.name: pl.Float64}
-
-    if req.ci is not None:
-        schema |= {f"{req.name}_lo": pl.Float64, f"{req.name}_hi": pl.Float64, F.CI_METHOD: pl.String}
+    ends = ("", "_lo", "_hi") if req.ci is not None else ("",)
+    schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64}
+    schema |= {f"{f}{end}": pl.Float64 for f in req.figure_names for end in ends}
+    schema |= {F.CI_METHOD: pl.String} if req.ci is not None else {}
 
     def run() -> pl.DataFrame:
         sums, keys, counts, scale, m = _sums(frame, req, moments=req.ci is not None)
@@ -791,7 +791,7 @@ def moment_result(req: Request, sums: np.ndarray, keys: pl.DataFrame | None, cou
     from .. import moments as M
     from .eager import ce_figures
 
-    values = {req.name: F.binned(req, lambda c: sums, 1, scale)}
+    values = F.binned_values(req, lambda c: sums, 1, scale)
     bounds = None
     if req.ci is not None:
         bounds = M.bounds_from_moments(req, ce_figures(req), sums, m, keys, scale)

@@ -674,7 +674,7 @@ def run(frame: Any, req: Request) -> Any:
     sums, keys, counts, scale, cells = binned_sums(eng, req)
     if req.kind == "reliability":
         return eng.out(F.reliability_table(sums, *cells, keys))
-    return shaped(eng, req, {req.name: F.binned(req, lambda c: sums, 1, scale)}, counts, keys)
+    return shaped(eng, req, F.binned_values(req, lambda c: sums, 1, scale), counts, keys)
 
 
 def admit(eng: _Engine, req: Request, columns: list[str]) -> None:

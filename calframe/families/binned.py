@@ -30,12 +30,17 @@ from ..engines.eager import (
 )
 from ..figures import check_by_names
 from ..frames.dispatch import public
+from ..registry import Column, Figure
 from .plan import Plan, _disparity_table, _run
 
 # --------------------------------------------------------------------------- CE family
 
+#: the surfaces of a figure the report's summary tables already show (its own row of the table would repeat them)
+_BUT_REPORT = frozenset({"disparity", "monitor", "expr", "sklearn", "sql"})
 
-@public(state="bin_sums")
+
+@public(state="bin_sums", figure=Figure((Column("ce", "CE_p", "the bin-weighted p-mean of the gaps; 0 is perfect"),),
+                                        lensed=True, on=_BUT_REPORT - {"sql"}))
 @R.keywords(R.CE)
 def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: str | None = None,
        **options: Unpack[R.CE]) -> Result:
@@ -102,7 +107,9 @@ def _ce(frame: Frame, prob: Columns, label: str | None, func: str, name: str, op
     return _run(R.ce(func, name, prob, label, **options), frame, binned=True)
 
 
-@public(state="bin_sums")
+@public(state="bin_sums", figure=Figure((Column(
+    "ece", "ECE", "average gap between prediction and outcome, over bins of the prediction; 0 is perfect"),),
+    lensed=True, on=_BUT_REPORT, sql=("SUM(n * ABS(conf - acc)) / SUM(n)",)))
 @R.keywords(R.ECE)
 def ece(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Expected calibration error: bin-weighted mean of |mean confidence - accuracy| (CE_1, plugin).
@@ -131,7 +138,9 @@ def ece(frame: Frame, prob: Columns = None, label: str | None = None, **options:
     return _ce(frame, prob, label, "ece", "ece", {**options, "p": 1})
 
 
-@public(state="bin_sums")
+@public(state="bin_sums", figure=Figure((Column(
+    "ace", "ACE", "average gap over equal-mass bins of the prediction; 0 is perfect"),), lensed=True,
+    on=frozenset({"disparity", "monitor", "expr", "sklearn"})))
 @R.keywords(R.ECE, binning="equal_mass")
 def ace(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Adaptive calibration error (Nixon et al. 2019): the ECE over equal-mass bins (CE_1, plugin).
@@ -152,7 +161,9 @@ def ace(frame: Frame, prob: Columns = None, label: str | None = None, **options:
     return _ce(frame, prob, label, "ace", "ace", {**options, "p": 1})
 
 
-@public(state="bin_sums")
+@public(state="bin_sums", figure=Figure((Column(
+    "mce", "MCE", "largest gap of any bin; noisy where bins hold few rows"),), lensed=True, on=_BUT_REPORT,
+    sql=("MAX(ABS(conf - acc))",)))
 @R.keywords(R.ECE)
 def mce(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
     """Maximum calibration error: the largest |mean confidence - accuracy| over non-empty bins (CE_inf).
@@ -171,7 +182,9 @@ def mce(frame: Frame, prob: Columns = None, label: str | None = None, **options:
     return _ce(frame, prob, label, "mce", "mce", {**options, "p": "inf"})
 
 
-@public(state="bin_sums")
+@public(state="bin_sums", figure=Figure((Column(
+    "rmsce", "RMSCE", "root mean square gap over the bins; weighs large gaps more than ECE"),), lensed=True,
+    on=_BUT_REPORT, sql=("SQRT(SUM(n * ((conf - acc) * (conf - acc))) / SUM(n))",)))
 @R.keywords(R.RMSCE)
 def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.RMSCE]) -> Result:
     """Root-mean-square calibration error (Kumar et al.'s l2 CE, CE_2).
@@ -195,7 +208,9 @@ def rmsce(frame: Frame, prob: Columns = None, label: str | None = None, **option
 # --------------------------------------------------------------------------- smooth ECE
 
 
-@public(state="grid_sums")
+@public(state="grid_sums", figure=Figure((Column(
+    "smece", "smooth ECE", "the same gap on a kernel-smoothed curve instead of bins, so no bin count moves it; 0 is "
+    "perfect (no interval)"),), lensed=True, on=frozenset({"expr"})))
 @R.keywords(R.SmECE)
 def smece(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.SmECE]) -> Result:
     """Smooth ECE (Błasiok & Nakkiran 2023): the calibration error of a kernel-smoothed reliability curve, no bins.
@@ -274,7 +289,8 @@ def _correct(scored: Scored) -> np.ndarray:
     return L.top1(scored)[1].astype(np.float64)
 
 
-def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, example: str) -> Callable[..., Result]:
+def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, example: str, column: Column,
+               ) -> Callable[..., Result]:
     """The public function ``func``: the group means of ``rows``; ``doc`` and ``example`` (its value on the
     example frame) make its docstring."""
 
@@ -295,18 +311,29 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
     >>> round(calframe.{func}(df), 6)
     {example}
     """
-    return public(R.keywords(R.Sample)(metric), state="row_means")
+    figure = Figure((column,), on=_BUT_REPORT - {"sql"})
+    return public(R.keywords(R.Sample)(metric), state="row_means", figure=figure)
 
 
 brier = _companion("brier", brier_rows, """Brier score: mean (p_1 - y)^2 for two classes (scikit-learn's
-    brier_score_loss), mean over rows of sum_k (g_k - y_k)^2 for K > 2 (SPEC §7).""", "0.225")
+    brier_score_loss), mean over rows of sum_k (g_k - y_k)^2 for K > 2 (SPEC §7).""", "0.225", Column(
+    "brier", "Brier", "mean squared error of the probability; lower is better (rewards sharp predictions too)"))
 log_loss = _companion("log_loss", log_loss_rows, """Log loss: mean of -ln g_y, probabilities clipped to
-    [eps, 1 - eps] with eps = float64 machine epsilon (scikit-learn's log_loss).""", "0.645575")
+    [eps, 1 - eps] with eps = float64 machine epsilon (scikit-learn's log_loss).""", "0.645575", Column(
+    "log_loss", "log loss", "mean negative log-likelihood; lower is better (compare between models)"))
 accuracy = _companion("accuracy", _correct, """Accuracy of the top-1 prediction
-    (ties to the lowest class; binary: class 1 iff p > 0.5).""", "0.75")
+    (ties to the lowest class; binary: class 1 iff p > 0.5).""", "0.75", Column(
+    "accuracy", "accuracy (top label)", "share of rows whose predicted class is right (always the top label)",
+    "higher"))
 
 
-@public(state=("bin_sums", "row_means"))
+#: summary's columns: the figures' of their own functions, and the debiased CE's
+_SUMMARY = Figure((Column("accuracy"), Column("ece"), Column("mce"), Column("rmsce"), Column(
+    "ce_debiased", "debiased CE", "the same gap (l2), with the upward bias of few rows per bin removed; 0 is perfect"),
+    Column("brier"), Column("log_loss")), lensed=True, on=frozenset({"disparity", "sklearn"}))
+
+
+@public(state=("bin_sums", "row_means"), figure=_SUMMARY)
 @R.keywords(R.Sample)
 def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, lens: str | None = None,
             bins: int = 15, disparity: bool = False, **options: Unpack[R.Sample]) -> pl.DataFrame | pd.DataFrame:

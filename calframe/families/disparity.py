@@ -16,7 +16,8 @@ from .._lazy import pd  # pandas: imported at first use
 from .. import engines
 from ..engines.eager import Frame
 from ..frames.dispatch import public
-from . import binned, gece, variable
+from .. import registry
+from . import binned, gece, variable  # noqa: F401  (their figures are declared before a call)
 from .plan import _PLANNING, _disparity_table
 
 # --------------------------------------------------------------------------- disparity between groups
@@ -141,5 +142,5 @@ def _figure_options(figure: str) -> list[str]:
 
 
 def _figure_function(figure: str) -> Callable[..., Any]:
-    """The function of a figure :func:`disparity` compares (one of :data:`calframe.request.DISPARITY_FIGURES`)."""
-    return getattr(binned, figure, None) or getattr(variable, figure, None) or getattr(gece, figure)
+    """The function of a figure :func:`disparity` compares (one of ``registry.figures("disparity")``)."""
+    return registry.DECLARED[figure].fn

@@ -21,6 +21,7 @@ from .._names import fresh_name
 from .. import engines
 from ..engines.eager import Frame, Result
 from ..frames.dispatch import public
+from ..registry import Column, Figure
 from ..frames import convert
 from ..generalized import gece_marginal
 from .plan import _PLANNING, _run
@@ -128,7 +129,8 @@ def _select_rows(scored: Scored, func: str, labels_in: Sequence[int] | None, out
     return scored.subset(mask)
 
 
-@public(state="vector_sums")
+@public(state="vector_sums", figure=Figure((Column(
+    "gece", "GECE", "the generalized ECE of a lens and distance; 0 is perfect"),), on=frozenset({"disparity", "sklearn"})))
 @R.keywords(R.Sample)
 def gece(
     frame: Frame,

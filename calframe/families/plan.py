@@ -19,7 +19,7 @@ from ..engines import moment_sums as _moment_sums
 from ..engines import run_table as _run_table
 from .. import figures as F
 from .. import moments as M
-from ..engines.eager import Figure, _ce_figure, _evaluate
+from ..engines.eager import Figure, _evaluate, part_figures
 
 # --------------------------------------------------------------------------- running a parsed call
 
@@ -43,7 +43,7 @@ def _run(req: R.Request, frame: Any, figures: dict[str, Figure] | None = None, *
     """Run a parsed call: on any engine (``binned``: the figure comes from bin sums), else eagerly. While
     :data:`_PLANNING`, its :class:`Plan` instead (eager figures)."""
     if _PLANNING.get():
-        return Plan(req, frame, figures or {req.name: _ce_figure(req)}, prepare)
+        return Plan(req, frame, figures or part_figures(req), prepare)
     if binned:
         return _run_binned(req, frame, figures)
     return _evaluate(req, frame, figures or {}, scalar=scalar, prepare=prepare)

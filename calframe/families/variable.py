@@ -30,6 +30,7 @@ from .. import engines
 from ..engines.eager import Binner, Frame, Result, _ce_figure, _group_counts, binned_sums, variable_binner
 from ..figures import check_by_names, with_keys
 from ..frames.dispatch import public
+from ..registry import Column, Figure
 from ..frames import convert
 from ..metrics import ce_from_sums
 from .plan import _run
@@ -37,7 +38,9 @@ from .plan import _run
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
 
 
-@public(state="bin_sums")
+@public(state="bin_sums", figure=Figure((Column(
+    "vece", "VECE", "average gap between confidence and accuracy over bins of a variable; 0 is perfect"),),
+    on=frozenset({"disparity", "expr"})))
 @R.keywords(R.VECE, bins=10, binning="quantile")
 def vece(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
          name: str = "vece", **options: Unpack[R.VECE]) -> Result:
@@ -91,7 +94,9 @@ def _checked_variable_binner(func: str, variable: str, binning: Binning) -> Binn
     return binner
 
 
-@public(state="bin_sums")
+@public(state="bin_sums", figure=Figure((Column(
+    "vmce", "VMCE", "largest gap between confidence and accuracy over bins of a variable"),),
+    on=frozenset({"disparity", "expr"})))
 @R.keywords(R.VMCE, bins=10, binning="quantile")
 def vmce(frame: Frame, variable: str | Sequence[str], prob: Columns = None, label: str | None = None, *,
          name: str = "vmce", **options: Unpack[R.VMCE]) -> Result:

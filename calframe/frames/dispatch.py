@@ -64,7 +64,8 @@ def lazy_out(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def public(fn: F | None = None, *, state: str | tuple[str, ...] | None = None) -> Any:
+def public(fn: F | None = None, *, state: str | tuple[str, ...] | None = None,
+           figure: registry.Figure | None = None) -> Any:
     """A public function of calframe: the fork check (:func:`calframe._runtime.entry`) around the engine's entry
     (:func:`engine_entry`) and :func:`lazy_out`, for a function whose first parameter is ``frame``, which
     declares the ``state`` it is computed from (:func:`calframe.registry.declare`). Every function of
@@ -79,11 +80,12 @@ def public(fn: F | None = None, *, state: str | tuple[str, ...] | None = None) -
     >>> _ = registry.DECLARED.pop("mean_prob")
     """
     if fn is None:
-        return functools.partial(public, state=state)
+        return functools.partial(public, state=state, figure=figure)
     if not takes_frame(fn):
         return entry(fn)
     if state is None:
         raise TypeError(f"{fn.__name__}: a public function of a frame declares its state: @public(state=...), one "
                         f"of {sorted(registry.STATES)}")
-    registry.declare(fn.__name__, state, getattr(fn, "__calframe_options__", None))
-    return entry(engine_entry(lazy_out(fn)))
+    wrapped = entry(engine_entry(lazy_out(fn)))
+    registry.declare(fn.__name__, state, getattr(fn, "__calframe_options__", None), figure, wrapped)
+    return wrapped

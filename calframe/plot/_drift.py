@@ -16,8 +16,13 @@ from ._common import (
 # --------------------------------------------------------------------------- drift over time
 
 
-#: figures measured under a lens (the others read every class probability)
-_LENSED_FIGURES = ("ece", "mce", "rmsce", "ce")
+def _lensed(figure: str) -> bool:
+    """Whether ``figure`` is measured under a lens (the figure table's ``lensed``; the others read every class
+    probability)."""
+    from .. import registry
+
+    return figure in registry.DECLARED and registry.DECLARED[figure].figure is not None and (
+        registry.figure_of(figure).lensed)
 
 
 class DriftDisplay:
@@ -109,7 +114,7 @@ class DriftDisplay:
         spans = (t[ends] - t[self.time_col]) if ends in t.columns else None
         x = (t[self.time_col] + spans / 2 if spans is not None else t[self.time_col]).to_list()  # mid-window
         y = t[self.figure].cast(pl.Float64).fill_null(np.nan).to_numpy()
-        label = self.figure.upper() if self.figure in _LENSED_FIGURES else self.figure.replace("_", " ")
+        label = self.figure.upper() if _lensed(self.figure) else self.figure.replace("_", " ")
         self.line_ = main.plot(x, y, **{"color": ACC_COLOR, "marker": "o", "markersize": 4, "linewidth": 1.8,
                                         "label": label, **kwargs})[0]
         lo, hi = f"{self.figure}_lo", f"{self.figure}_hi"
@@ -126,7 +131,7 @@ class DriftDisplay:
         main.grid(True, color="0.9", linewidth=0.6)
         main.set_axisbelow(True)
         head = f"{label} per window"
-        if self.lens is not None and self.figure in _LENSED_FIGURES:
+        if self.lens is not None and _lensed(self.figure):
             xl, yl = lens_labels(self.lens)
             head += f" (lens {self.lens}: {_lens_phrase(xl, yl)})"
         main.set_title(head if self.name is None else f"{self.name}: {head}", fontsize=10)
@@ -163,9 +168,9 @@ class DriftDisplay:
         from ..lenses import lens_used
         from ..monitoring import monitor
 
-        options = {**kwargs, **({"lens": lens} if figure in _LENSED_FIGURES else {})}
+        options = {**kwargs, **({"lens": lens} if _lensed(figure) else {})}
         table = monitor(frame, time_col, every=every, figures=(figure,), prob=prob, **options)
-        used = lens_used(frame, prob, lens, func="monitor") if figure in _LENSED_FIGURES else None
+        used = lens_used(frame, prob, lens, func="monitor") if _lensed(figure) else None
         return cls(table, figure=figure, time_col=time_col, lens=used, name=name).plot(ax=ax, **(plot_kws or {}))
 
 

@@ -94,8 +94,8 @@ DuckDB table macros doing the same work are installed by
 from __future__ import annotations
 
 from .macros import DUCKDB_MACROS, ce_list_macro, install_duckdb_macros
-from .queries import (ce_query, ece_query, mce_query, quantile_edges_query, quote_ident, rmsce_query, sums_query,
-                      vece_query)
+from .queries import (ce_query, ece_query, figure_query, mce_query, quantile_edges_query, quote_ident, rmsce_query,
+                      sums_query, vece_query)
 
 __all__ = [
     "quote_ident",
@@ -105,6 +105,7 @@ __all__ = [
     "mce_query",
     "rmsce_query",
     "vece_query",
+    "figure_query",
     "quantile_edges_query",
     "install_duckdb_macros",
     "ce_list_macro",

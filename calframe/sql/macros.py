@@ -9,6 +9,7 @@ from .._errors import bad_param
 from .._render import Sql
 from ..binning import (uniform_bin_sql, uniform_k0)
 from ..lenses import lens_sql, parse_lens
+from .. import registry
 from ..request import checked_keywords
 
 from .queries import _DEFAULT_LENS, _LENSES, _PREFIX, Edges, _finalize, _request, _sums_parts, quote_ident
@@ -112,21 +113,17 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
         f"{create} {prefix}sums({args}) AS TABLE\n"
         f"SELECT * EXCLUDE (__cf_all) FROM {raw}({call}) ORDER BY ALL NULLS LAST"
     )
-    figures = {
-        "ece": 'SUM(n * __cf_d) / SUM(n)',
-        "mce": "MAX(__cf_d)",
-        "rmsce": "SQRT(SUM(n * (__cf_d * __cf_d)) / SUM(n))",
-    }
-    for fig, expr in figures.items():
-        for vname, vfig, a, c, r in (("", fig, args, call, raw), ("v", "v" + fig, vargs, vcall, raw_v)):
-            if vname and fig == "rmsce":
-                continue
-            out[f"{prefix}{vfig}"] = (
-                f"{create} {prefix}{vfig}({a}) AS TABLE\n"
-                f"SELECT * EXCLUDE (__cf_all) FROM (SELECT {keys}, CAST(SUM(n) AS BIGINT) AS n, {expr} AS {vfig} FROM "
-                f"(SELECT *, ABS(sum_conf / n - sum_acc / n) AS __cf_d FROM {r}({c})) GROUP BY ALL) "
-                "ORDER BY ALL NULLS LAST"
-            )
+    # a table macro per figure of the figure table on "sql" (its finalize, Figure.sql), and vece / vmce
+    figures = [(name, registry.figure_of(name), args, call, raw) for name in registry.figures("sql")]
+    figures += [(v, registry.figure_of(f), vargs, vcall, raw_v) for v, f in (("vece", "ece"), ("vmce", "mce"))]
+    for name, fig, a, c, r in figures:
+        cols = ", ".join(f"{text} AS {col if len(fig.names) > 1 else name}" for col, text in zip(fig.names, fig.sql))
+        out[f"{prefix}{name}"] = (
+            f"{create} {prefix}{name}({a}) AS TABLE\n"
+            f"SELECT * EXCLUDE (__cf_all) FROM (SELECT {keys}, CAST(SUM(n) AS BIGINT) AS n, {cols} FROM "
+            f"(SELECT *, sum_conf / n AS conf, sum_acc / n AS acc FROM {r}({c})) GROUP BY ALL) "
+            "ORDER BY ALL NULLS LAST"
+        )
     return out
 
 

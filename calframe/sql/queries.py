@@ -12,6 +12,7 @@ import numpy as np
 from .._errors import ColumnNotFoundError, ColumnTypeError, ParameterError, bad_param
 from .._names import PREFIX, fresh_prefix
 from .. import _render as R
+from .. import registry
 from .._render import Sql
 from ..binning import (edge_bins_sql, lerp, linear_quantile, qcut_quantiles, uniform_edges)
 from ..lenses import AUTO, lens_sql, resolve_lens
@@ -368,6 +369,47 @@ def _finalize(req: Request, ctes: list[tuple[str, str]], keys: list[str], final:
     out = (f'SELECT {k}CAST(SUM("n") AS BIGINT) AS "n", {fig} AS {quote_ident(req.name)} FROM __cf_gap'
            f"{group}{_order(keys)}")
     return _with([*ctes, ("__cf_sums", final), ("__cf_gap", gap)], out)
+
+
+@checked_keywords
+def figure_query(
+    figure: str,
+    table: Table,
+    *,
+    prob: str,
+    label: str,
+    by: Columns = None,
+    bins: Edges = 15,
+    closed: Literal["left", "right"] = "left",
+    lens: str | None = None,
+    schema: Any = None,
+) -> str:
+    """SQL for any figure of the figure table on "sql" (``calframe.registry.figures("sql")``: ``ece``, ``mce``,
+    ``rmsce``, ``oe``, ``ece_split``, ``brier_decomposition``, ...) per group: columns ``*by, n`` and the
+    figure's columns. The per (group, bin) sums are :func:`sums_query`'s; the finalize is the SQL the figure
+    declares (its ``Figure.sql``). Matches ``calframe.<figure>(frame, prob, label, by=..., bins=...)`` to
+    rounding; ``lens`` and ``schema`` as :func:`sums_query`.
+
+    >>> from calframe import sql
+    >>> q = sql.figure_query("ece_split", "scores", prob="prob", label="label", by="model")
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"model": ["a", "a", "b", "b"], "prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
+    >>> pl.SQLContext(frames={"scores": df}).execute(q, eager=True).select(pl.all().round(6)).rows()
+    [('a', 2, 0.4, 0.05), ('b', 2, 0.15, 0.2)]
+    """
+    func = "figure_query"
+    offered = registry.figures("sql")
+    if not isinstance(figure, str) or figure not in offered:
+        raise bad_param(func, "figure", f"one of {list(offered)} (the figures with a SQL finalize)", figure)
+    fig = registry.figure_of(figure)
+    req = _request(func, figure, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens, schema=schema)
+    ctes, keys, final = _sums_parts(req, table, ("n", "conf", "acc", *fig.names))
+    k = "".join(f"{c}, " for c in keys)
+    per_bin = f'SELECT {k}"n" AS n, "sum_conf" / "n" AS conf, "sum_acc" / "n" AS acc FROM __cf_sums'
+    cols = "".join(f", {text} AS {quote_ident(name)}" for name, text in zip(fig.names, fig.sql or ()))
+    group = f" GROUP BY {', '.join(keys)}" if keys else ""
+    out = f'SELECT {k}CAST(SUM(n) AS BIGINT) AS "n"{cols} FROM __cf_bins{group}{_order(keys)}'
+    return _with([*ctes, ("__cf_sums", final), ("__cf_bins", per_bin)], out)
 
 
 @checked_keywords
