@@ -14,6 +14,8 @@ from ._cli_files import (
     EXIT_BREACH, EXIT_OK, DataError, UsageError, check_outputs, expand, reading, scan_all, staged_outputs, _prob,
     _split,
 )
+from . import registry
+from ._report_text import all_figures
 from .frames.convert import collect
 
 
@@ -89,9 +91,10 @@ def time_column(frame: pl.LazyFrame, column: str | None, fmt: str | None) -> pl.
 
 # --------------------------------------------------------------------------- gating (report --fail-above)
 
-#: Figures ``--fail-above`` judges: the report's summary columns (overall and per ``--by`` group), and the
-#: variable figures, written ``vece:VARIABLE`` / ``vmce:VARIABLE``.
-GATED_FIGURES = ("ece", "mce", "rmsce", "ce_debiased", "brier", "log_loss")
+#: Figures ``--fail-above`` judges: the report's summary columns and those of the figure table's figures on
+#: "report" (overall and per ``--by`` group) that are better lower, and the variable figures, written
+#: ``vece:VARIABLE`` / ``vmce:VARIABLE``.
+GATED_FIGURES = tuple(c for c in all_figures() if c != "smece" and registry.column(c).better == "lower")
 VARIABLE_FIGURES = ("vece", "vmce")
 
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from . import disparities as D
 from ._report_text import (
-    ESSENTIAL, FIGURES, GROUP_FIGURES, LABELS, MEANINGS, VCE_SUMMARY_LABELS, VERDICTS, evidence, figure_table,
+    ESSENTIAL, FIGURES, GROUP_FIGURES, LABELS, MEANINGS, all_figures, VCE_SUMMARY_LABELS, VERDICTS, evidence, figure_table,
     findings, headline, interval, num, rule, verdict_of, window_table, _bounds, _by_list, _key, _pl, _worst_first,
 )
 
@@ -164,10 +164,11 @@ def _overall(report: Report, figs: dict[str, str]) -> Section:
     o = report.options
     pred, obs = _words(o["lens"])
     row = report.summary.row(0, named=True)
-    table = pl.DataFrame({"figure": [LABELS[f] for f in FIGURES] + ["verdict"],
+    shown = [f for f in all_figures() if f in row]
+    table = pl.DataFrame({"figure": [LABELS[f] for f in shown] + ["verdict"],
                           "value" if o["ci"] is None else f"value [{o['ci']:.0%} interval]":
-                              [interval(*_bounds(row, f)) for f in FIGURES] + [verdict_of(row)],
-                          "what it is": [MEANINGS[f] for f in FIGURES] + [
+                              [interval(*_bounds(row, f)) for f in shown] + [verdict_of(row)],
+                          "what it is": [MEANINGS[f] for f in shown] + [
                               f"the test's result against the tolerance {o['tolerance']:g}: {evidence(row)}"]})
     note = (f"ECE is the average gap between {pred} and {obs}, over {o['bins']} bins of the prediction, weighted by "
             f"rows ({row['n']} rows here): 0 is perfect, and 0.03 means predictions are off by 3 points on "

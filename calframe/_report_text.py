@@ -58,6 +58,18 @@ FIGURES = ("ece", "ce_debiased", "smece", "mce", "rmsce", "brier", "log_loss", "
 GROUP_FIGURES = tuple(f for f in FIGURES if f != "smece")
 ESSENTIAL = ("ece", "ce_debiased", "mce", "brier")
 
+
+def report_figures() -> tuple[str, ...]:
+    """The figure table's figures on "report" (``registry.figures("report")``): the report adds their columns to
+    the summary and to each group's row (:func:`calframe.report.build_report`)."""
+    return registry.figures("report")
+
+
+def all_figures() -> tuple[str, ...]:
+    """The columns of the overall table: the summary's (:data:`FIGURES`), then those of :func:`report_figures`."""
+    extra = [c for f in report_figures() for c in registry.figure_of(f).names]
+    return FIGURES + tuple(c for c in dict.fromkeys(extra) if c not in FIGURES)
+
 #: What each figure is and what a good value looks like (the Overall table's last column): the figure table's.
 MEANINGS: Mapping[str, str] = _FromTable("meaning", {})
 
@@ -328,7 +340,7 @@ def _render_text(report: "Report", wide: bool, width: int) -> str:
     config = dict(tbl_hide_column_data_types=True, tbl_hide_dataframe_shape=True, fmt_str_lengths=100,
                   tbl_rows=-1, tbl_cols=-1, float_precision=4, tbl_width_chars=10 * width if wide else width)
     with pl.Config(**config):  # type: ignore[arg-type]
-        out += ["Overall", str(figure_table(report.summary, (), FIGURES if wide else CONSOLE_OVERALL)), ""]
+        out += ["Overall", str(figure_table(report.summary, (), all_figures() if wide else CONSOLE_OVERALL)), ""]
         if report.by_group is not None:
             df = _worst_first(report.by_group, "ece")
             out += [f"By {', '.join(by)}, worst ECE first",

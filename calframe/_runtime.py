@@ -81,7 +81,6 @@ def load_kernels() -> None:
 
     for mod in pkgutil.iter_modules(_kernels.__path__):
         importlib.import_module(f"{_kernels.__name__}.{mod.name}")
-    importlib.import_module("calframe.recalibrate._tree_kernel")
 
 
 # --------------------------------------------------------------------------- fork

@@ -19,6 +19,7 @@ import polars as pl
 from . import api
 from . import disparities as D
 from . import lenses as L
+from . import registry
 from ._errors import CalframeError
 from .frames import convert
 from ._progress import honours
@@ -29,7 +30,8 @@ from ._report_html import (  # noqa: F401
 )
 from ._report_text import (  # noqa: F401
     CONSOLE_GROUPS, CONSOLE_OVERALL, ESSENTIAL, FIGURES, GROUP_FIGURES, LABELS, MEANINGS, VCE_SUMMARY_LABELS,
-    VERDICTS, evidence, figure_table, findings, group_name, headline, interval, num, rule, verdict_of,
+    VERDICTS, all_figures, evidence, figure_table, findings, group_name, headline, interval, num, report_figures,
+    rule, verdict_of,
     window_table, _by_list, _pl, _render_text,
 )
 
@@ -219,6 +221,8 @@ def build_report(
     smooth = _smooth_display(frame, ci, n_boot, seed, **common)
     bar.update()
     summary = _pl(summary).with_columns(smece=pl.lit(None if smooth is None else smooth.smece, pl.Float64))
+    figured = dict(bins=bins, ci=ci, n_boot=n_boot, seed=seed, **common)
+    summary = _with_report_figures(summary, frame, figured, [])
     tested = dict(bins=bins, tolerance=tolerance, alpha=alpha, seed=seed, **common)
     summary = _with_verdicts(summary, api.calibration_test(frame, **tested), [])  # type: ignore[arg-type]
     by_group = disparity = disparity_note = None
@@ -227,6 +231,7 @@ def build_report(
         if smooth is not None:
             per = _pl(api.smece(frame, by=by, **common)).select(*_by_list(by), "smece")  # type: ignore[arg-type]
             by_group = by_group.join(per, on=_by_list(by), how="left", nulls_equal=True, maintain_order="left")
+        by_group = _with_report_figures(by_group, frame, {**figured, "by": by}, _by_list(by))
         by_group = _with_verdicts(by_group, api.calibration_test(frame, by=by, **tested), _by_list(by))  # type: ignore[arg-type]
         bar.update()
     reliability = api.reliability(frame, bins=bins, by=by, **common)  # type: ignore[arg-type]
@@ -260,6 +265,19 @@ def build_report(
                           "tolerance": tolerance, "alpha": alpha, "time_col": time_col, "every": every if time_col else None,
                           "baseline": baseline, "disparity_note": disparity_note},
                   summary, by_group, _pl(reliability), variables_df, curves, over_time, disparity, smooth)
+
+
+def _with_report_figures(df: pl.DataFrame, frame: Any, options: dict[str, Any], keys: list[str]) -> pl.DataFrame:
+    """``df`` with the columns (and bounds) of the figure table's figures on "report" (``report_figures``), joined on
+    ``keys`` (the groups; none: the one overall row)."""
+    for name in report_figures():
+        res = registry.DECLARED[name].fn(frame, **options)
+        if isinstance(res, float):
+            res = pl.DataFrame({registry.figure_of(name).names[0]: [res]})
+        res = _pl(res).drop("n", "ci_method", strict=False)
+        df = df.join(res, on=keys, how="left", nulls_equal=True, maintain_order="left") if keys else pl.concat(
+            [df, res], how="horizontal")
+    return df
 
 
 def _with_verdicts(df: pl.DataFrame, tests: Any, keys: list[str]) -> pl.DataFrame:

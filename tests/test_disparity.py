@@ -247,8 +247,8 @@ def test_flavours_and_handles_agree(df):
     assert df.calib.summary(by="region", disparity=True).equals(calframe.summary(df, by="region", disparity=True))
 
 
-def test_dask_frames_run_it():  # natively without ci, collected with it (tests/test_row_means.py)
-    assert registry.how("disparity", "dask") == "native"
+def test_dask_frames_run_it():  # natively without ci, collected with it (tests/test_row_means.py): the matrix's
+    assert registry.how("disparity", "dask") == "collected"  # cell is the default call, ci=0.95
     with pytest.raises(ColumnTypeError, match=r"lce: Dask DataFrames are not supported.*compute\(\)"):
         dask_call("lce", calframe.lce, (None,), {})
 

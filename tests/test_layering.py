@@ -3,7 +3,8 @@
 frame-type tests outside ``engines/`` and ``frames/`` (a list of the allowed ones, which may only shrink).
 
 Every ``import`` / ``from ... import`` statement counts, at module level or inside a function: a function-level
-import is still a dependency, and a cycle through one is a layer that calls back up. ``from pkg import name``
+import is still a dependency, and a cycle through one is a layer that calls back up. So does an import by name:
+``importlib.import_module("calframe.x")``, ``LazyModule("calframe.x")`` and ``lazy_function("calframe.x", ...)``. ``from pkg import name``
 depends on the submodule ``pkg.name`` when there is one, else on ``pkg``."""
 
 from __future__ import annotations
@@ -47,8 +48,24 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             deps |= subs
             if len(subs) < len(node.names) and prefix in known:
                 deps.add(prefix)
+        elif isinstance(node, ast.Call) and _dynamic(node) in known:  # importlib.import_module("calframe.x"), ...
+            deps.add(_dynamic(node))
     deps.discard(name)
     return deps
+
+
+#: calls that import the module named by their first argument: importlib's, and calframe._lazy's stand-ins
+DYNAMIC = {"import_module", "LazyModule", "lazy_function"}
+
+
+def _dynamic(node: ast.Call) -> str | None:
+    """The module a call imports by name (a string literal first argument of a :data:`DYNAMIC` call)."""
+    fn = node.func
+    called = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
+    if called in DYNAMIC and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
+            node.args[0].value, str):
+        return node.args[0].value
+    return None
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -139,7 +139,11 @@ def test_disparity_comes_from_the_groups_bootstrap(grouped):
     rep = build_report(grouped, by="region", n_boot=30, seed=4)
     boot = dict(by="region", ci=0.95, n_boot=30, seed=4)
     assert rep.disparity.equals(calframe.disparity(grouped, "summary", **boot))
-    assert rep.by_group.drop("smece", "verdict").equals(calframe.summary(grouped, **boot))
+    summary = calframe.summary(grouped, **boot)  # then each figure on the report (the figure table's), joined
+    assert rep.by_group.select(summary.columns).equals(summary)
+    for name in calframe.report.report_figures():
+        own = getattr(calframe, name)(grouped, **boot).drop("n", "ci_method")
+        assert rep.by_group.select(own.columns).equals(own), name
     # by hand: the ECE per region (numpy), its max - min and min / max; the bounds are the worst group's own
     p, y, g = grouped["prob"].to_numpy(), grouped["label"].to_numpy(), grouped["region"].to_numpy()
     per = {k: numpy_ece(p[g == k], y[g == k]) for k in np.unique(g)}

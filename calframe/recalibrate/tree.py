@@ -12,8 +12,8 @@ from .._params import check_choice, check_int_range, is_int, is_real
 from ._inputs import Probs, as_labels, as_probs, as_variable, min_leaf_count
 from .._lazy import lazy_function
 
-leaf_of = lazy_function("calframe.recalibrate._tree_kernel", "leaf_of")  # numba: imported at first use
-tree_thresholds = lazy_function("calframe.recalibrate._tree_kernel", "tree_thresholds")
+leaf_of = lazy_function("calframe._kernels.tree", "leaf_of")  # numba: imported at first use
+tree_thresholds = lazy_function("calframe._kernels.tree", "tree_thresholds")
 from .base import REGISTRY, Recalibrator, Schema, register
 
 #: methods usable as the per-leaf calibrator
@@ -46,7 +46,7 @@ class Tree(Recalibrator):
        rows, rounded up as scikit-learn does; an int is a row count).  Its
        leaves are intervals of V, stored as the sorted split thresholds
        t_0 < ... < t_m: leaf j = (t_{j-1}, t_j] (v <= t goes left, as
-       scikit-learn).  The split search is ``_tree_kernel`` (numba); for V
+       scikit-learn).  The split search is ``calframe._kernels.tree`` (numba); for V
        exact in float32 the thresholds and leaves are scikit-learn's
        ``DecisionTreeClassifier(criterion="gini", max_depth, min_samples_leaf)``.
     2. A calibrator of method ``leaf`` (``"beta"`` for binary input,
