@@ -27,7 +27,7 @@ from ._errors import (
 from .api import *  # noqa: F401,F403  (the public functions, api.__all__)
 from .monitoring import monitor
 from .frames import pandas as _pandas_accessor
-from . import _lazy
+from . import _imports
 from .frames import polars as _polars_namespace  # noqa: F401  (registers df.calib)
 from . import expr  # noqa: E402  (calframe.expr.ece(...) -> pl.Expr; registers pl.col(...).calib)
 from .frames.namespace import Calib, calib
@@ -57,11 +57,11 @@ __all__ = [
 ]
 
 # df.calib on pandas: registered when pandas is imported (now, or later: `import calframe` does not import it).
-_lazy.when_imported("pandas", _pandas_accessor.register)
+_imports.when_imported("pandas", _pandas_accessor.register)
 
 # ddf.calib on Dask: registered when dask.dataframe is imported (calframe.frames.dask).
 def _dask_accessor(_: object) -> None:
     from .frames import dask  # noqa: F401  (registers ddf.calib)
 
 
-_lazy.when_imported("dask.dataframe", _dask_accessor)
+_imports.when_imported("dask.dataframe", _dask_accessor)

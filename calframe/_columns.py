@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Sequence
 
 import numpy as np
-from ._lazy import pd  # pandas: imported at first use
+from ._imports import pd  # pandas: imported at first use
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._lazy import LazyModule
+from ._imports import LazyModule
 
 GK = LazyModule("calframe._kernels.groups")  # numba kernels: imported at first use
 V = LazyModule("calframe._kernels.validate")

@@ -27,7 +27,7 @@ import polars as pl
 from . import _errors as E
 from ._errors import bad_param
 from ._render import Sql, flag, floor_clip, lit
-from ._lazy import LazyModule
+from ._imports import LazyModule
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
 S = LazyModule("calframe._kernels.sweep")

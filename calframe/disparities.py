@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from ._lazy import pd  # imported at first use
+from ._imports import pd  # imported at first use
 import polars as pl
 
 from . import figures as F

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from ._lazy import pd  # imported at first use
+from ._imports import pd  # imported at first use
 import polars as pl
 
 from ._columns import columns_of

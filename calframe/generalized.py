@@ -110,7 +110,7 @@ import numpy as np
 
 from ._errors import ParameterError
 from ._limits import check_cells
-from ._lazy import LazyModule, lazy_function
+from ._imports import LazyModule, lazy_function
 
 AK = LazyModule("calframe._kernels.adaptive")  # numba kernels: imported at first use
 VV = LazyModule("calframe._kernels.validate")

@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from ._lazy import pd  # pandas: imported at first use
+from ._imports import pd  # pandas: imported at first use
 import polars as pl
 
 from . import api, expr, registry

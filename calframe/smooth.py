@@ -43,9 +43,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from ._lazy import sfft  # imported at first use
+from ._imports import sfft  # imported at first use
 
-from ._lazy import LazyModule
+from ._imports import LazyModule
 
 AK = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
 SK = LazyModule("calframe._kernels.smooth")

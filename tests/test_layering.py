@@ -54,7 +54,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return deps
 
 
-#: calls that import the module named by their first argument: importlib's, and calframe._lazy's stand-ins
+#: calls that import the module named by their first argument: importlib's, and calframe._imports's stand-ins
 DYNAMIC = {"import_module", "LazyModule", "lazy_function"}
 
 

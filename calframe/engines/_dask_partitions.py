@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from .._lazy import pd  # imported at first use
+from .._imports import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 
@@ -25,7 +25,7 @@ from .._columns import Scored, resolve
 from ..frames.convert import select
 from .._names import key_names
 from .._errors import CalframeError, ColumnTypeError, list_lengths_differ
-from .._lazy import LazyModule
+from .._imports import LazyModule
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
 from ..binning import Binning, Bins, check_variable, make_binning, uniform_edges

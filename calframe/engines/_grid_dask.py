@@ -15,7 +15,7 @@ import numpy as np
 from .. import figures as F
 from .. import lenses as L
 from .. import smooth as S
-from .._lazy import pd  # imported at first use
+from .._imports import pd  # imported at first use
 from ..request import Request
 from . import dask as D
 from ._dask_partitions import (BIN, EXP, FIG, N, ROWS, SC, SUMS_AGG, SUMS_COLS, _Spec, _finish, _frame, _guarded,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .._lazy import pd  # imported at first use
+from .._imports import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 

@@ -57,7 +57,7 @@ from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
-from .._lazy import pd  # imported at first use
+from .._imports import pd  # imported at first use
 import polars as pl
 
 try:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Union
 
 import numpy as np
-from .._lazy import pd  # imported at first use
+from .._imports import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 
@@ -22,7 +22,7 @@ from .. import moments as M
 from .. import lenses as L
 from .. import request as R
 from .._columns import Scored, Selected, check_group_weights, score, select_rows, weight_exponents
-from .._lazy import LazyModule
+from .._imports import LazyModule
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
 KA = LazyModule("calframe._kernels.arrays")

@@ -76,7 +76,7 @@ import polars as pl
 from .. import figures as F
 from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights
 from .. import _errors as E
-from .._lazy import lazy_function
+from .._imports import lazy_function
 
 fixed_to_floats = lazy_function("calframe._kernels.accumulate", "fixed_to_floats")
 from .._limits import check_cells

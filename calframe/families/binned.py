@@ -15,7 +15,7 @@ from .. import lenses as L
 from .. import request as R
 from .._columns import Scored, resolve
 from .._keywords import Columns
-from .._lazy import pd  # pandas: imported at first use
+from .._imports import pd  # pandas: imported at first use
 from .. import engines
 from ..engines.eager import (
     Figure,

@@ -12,7 +12,7 @@ import polars as pl
 from .. import disparities as D
 from .. import request as R
 from .._keywords import Columns
-from .._lazy import pd  # pandas: imported at first use
+from .._imports import pd  # pandas: imported at first use
 from .. import engines
 from ..engines.eager import Frame
 from ..frames.dispatch import public

@@ -16,7 +16,7 @@ from .._errors import (
     bad_param,
 )
 from .._keywords import Columns
-from .._lazy import pd  # pandas: imported at first use
+from .._imports import pd  # pandas: imported at first use
 from ..engines.eager import Frame, Result, _group_counts, binned_sums
 from ..figures import check_by_names, with_keys
 from ..frames import convert

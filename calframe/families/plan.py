@@ -13,7 +13,7 @@ import polars as pl
 from .. import disparities as D
 from .. import request as R
 from .._columns import Scored
-from .._lazy import pd  # pandas: imported at first use
+from .._imports import pd  # pandas: imported at first use
 from ..engines import run_binned as _run_binned
 from ..engines import moment_sums as _moment_sums
 from ..engines import run_table as _run_table

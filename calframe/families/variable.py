@@ -21,7 +21,7 @@ from .._errors import (
     ParameterError,
     bad_param,
 )
-from .._lazy import lazy_function, pd  # pandas: imported at first use
+from .._imports import lazy_function, pd  # pandas: imported at first use
 
 qcut_bin_sums = lazy_function("calframe._kernels.qcut_sums", "qcut_bin_sums")
 from .._keywords import Columns

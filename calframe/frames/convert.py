@@ -2,7 +2,7 @@
 measured and converted, whatever their kind: the one place outside the engines that asks what kind of
 in-memory frame it holds (issue 24). :mod:`calframe.frames.kinds` says what kind a frame is; this module acts
 on it. It sits at the bottom of the layers (docs/design.md, "Layers"): it imports Polars, numpy,
-:mod:`calframe._lazy`, :mod:`calframe._errors` and :mod:`.kinds` only.
+:mod:`calframe._imports`, :mod:`calframe._errors` and :mod:`.kinds` only.
 
 >>> import polars as pl
 >>> from calframe.frames import convert
@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from .._errors import ColumnTypeError
-from .._lazy import pd  # pandas: imported at first use
+from .._imports import pd  # pandas: imported at first use
 from .kinds import is_pandas_frame
 
 __all__ = ["flavor", "gives_floats", "columns", "schema", "height", "collect", "to_polars", "in_flavor_of",

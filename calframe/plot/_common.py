@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
-from .._lazy import pd  # pandas: imported at first use
+from .._imports import pd  # pandas: imported at first use
 import polars as pl
 
 from .._errors import ParameterError

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _errors as E
 from .._errors import InvalidValueError, rows
-from .._lazy import LazyModule
+from .._imports import LazyModule
 
 LK = LazyModule("calframe._kernels.logistic")  # numba kernels: imported at first use
 

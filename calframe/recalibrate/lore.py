@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 
 from .._errors import InvalidValueError, ParameterError, rows
-from .._lazy import lazy_function
+from .._imports import lazy_function
 
 lore_apply = lazy_function("calframe._kernels.local", "lore_apply")
 from .._limits import check_cells

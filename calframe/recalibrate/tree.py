@@ -10,7 +10,7 @@ import numpy as np
 from .._errors import ParameterError, bad_param
 from .._params import check_choice, check_int_range, is_int, is_real
 from ._inputs import Probs, as_labels, as_probs, as_variable, min_leaf_count
-from .._lazy import lazy_function
+from .._imports import lazy_function
 
 leaf_of = lazy_function("calframe._kernels.tree", "leaf_of")  # numba: imported at first use
 tree_thresholds = lazy_function("calframe._kernels.tree", "tree_thresholds")

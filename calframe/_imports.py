@@ -1,7 +1,7 @@
 """Heavy optional modules, imported on first use: ``import calframe`` loads Polars, pyarrow and numpy only.
 
 pandas (0.3-0.4 s), scipy, scikit-learn, matplotlib, Dask, DuckDB and PySpark are imported when a call
-needs them. Modules write ``from ._lazy import pd`` and use ``pd.<name>`` as before; a frame-type test
+needs them. Modules write ``from ._imports import pd`` and use ``pd.<name>`` as before; a frame-type test
 that must not import pandas asks :func:`calframe.frames.kinds.is_pandas_frame` (an object cannot be a pandas
 frame while pandas is not imported). ``df.calib`` on pandas is registered when pandas is imported, before or
 after calframe (:func:`when_imported`).
