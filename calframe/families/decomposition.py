@@ -109,7 +109,7 @@ def _figure(frame: Frame, prob: Columns, label: str | None, func: str, options: 
 
 
 @public(state="bin_sums", figure=Figure((Column(
-    "oe", "OE", "overconfidence: the confidence-weighted gap where predictions exceed outcomes; 0 is perfect"),),
+    "oe", "OE", "the gap where predictions exceed outcomes, weighted by the prediction; 0 is perfect"),),
     lensed=True, sql=("SUM(n * conf * GREATEST(conf - acc, 0)) / SUM(n)",)))
 @R.keywords(R.ECE)
 def oe(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.ECE]) -> Result:
@@ -130,8 +130,8 @@ def oe(frame: Frame, prob: Columns = None, label: str | None = None, **options: 
 
 
 @public(state="bin_sums", figure=Figure((
-    Column("ece_over", "ECE over", "the ECE's part from bins whose confidence exceeds their accuracy; 0 is perfect"),
-    Column("ece_under", "ECE under", "the ECE's part from bins whose accuracy exceeds their confidence; 0 is "
+    Column("ece_over", "ECE over", "the ECE's part from bins whose predictions exceed their outcomes; 0 is perfect"),
+    Column("ece_under", "ECE under", "the ECE's part from bins whose outcomes exceed their predictions; 0 is "
            "perfect")), lensed=True, sql=("SUM(n * GREATEST(conf - acc, 0)) / SUM(n)",
                                           "SUM(n * GREATEST(acc - conf, 0)) / SUM(n)")))
 @R.keywords(R.ECE)
@@ -179,7 +179,7 @@ def brier_decomposition(frame: Frame, prob: Columns = None, label: str | None = 
     >>> d = calframe.brier_decomposition(df).select(pl.all().round(6))
     >>> d.row(0)  # n, reliability, resolution, uncertainty
     (4, 0.225, 0.25, 0.25)
-    >>> round(d["reliability"][0] - d["resolution"][0] + d["uncertainty"][0], 6), calframe.brier(df)  # one row a bin
+    >>> round(d["reliability"][0] - d["resolution"][0] + d["uncertainty"][0], 6), round(calframe.brier(df), 6)
     (0.225, 0.225)
     """
     return _figure(frame, prob, label, "brier_decomposition", options, ("reliability", "resolution", "uncertainty"))

@@ -394,7 +394,7 @@ def figure_query(
     >>> q = sql.figure_query("ece_split", "scores", prob="prob", label="label", by="model")
     >>> import polars as pl
     >>> df = pl.DataFrame({"model": ["a", "a", "b", "b"], "prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
-    >>> pl.SQLContext(frames={"scores": df}).execute(q, eager=True).select(pl.all().round(6)).rows()
+    >>> pl.SQLContext(frames={"scores": df}).execute(q, eager=True).with_columns(pl.selectors.float().round(6)).rows()
     [('a', 2, 0.4, 0.05), ('b', 2, 0.15, 0.2)]
     """
     func = "figure_query"
