@@ -312,6 +312,22 @@ def zero_weights(func: str, column: str, groups: list[str] | None = None, n_grou
     )
 
 
+def unseen_groups(func: str, by: list[str], n_rows: int, n_groups: int, examples: list[tuple[Any, ...]],
+                  part: str | None = None) -> InvalidValueError:
+    """Rows of groups (key columns ``by``) a per-group recalibrator was not fitted on: ``n_rows`` rows in
+    ``n_groups`` groups, the first few ``examples``. ``part``: what the count covers when an engine recalibrates
+    the frame piece by piece and each piece raises alone ("batch", "partition"); None: the whole frame."""
+    counted = "" if part is None else (
+        f" in one {part} (the frame is recalibrated {part} by {part}: the count is that {part}'s, and the whole "
+        "frame may hold more)")
+    groups = "1 group" if n_groups == 1 else f"{n_groups} groups"
+    return InvalidValueError(
+        f"{func}: {rows(n_rows)}{counted} belong to groups the recalibrator was not fitted on ({groups} of key "
+        f"column(s) {by}, e.g. {examples}). Pass unknown='keep' to leave their probabilities unchanged, or fit the "
+        "recalibrator on data that has these groups."
+    )
+
+
 def weights_need_uniform_bins(func: str) -> ParameterError:
     """``weights=`` with data-dependent (quantile / equal-mass) bins."""
     return ParameterError(

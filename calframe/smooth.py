@@ -18,7 +18,9 @@ How calframe computes it:
 
 - The grids: one pass over the rows sums every group's 1001-node grid (the grid of every bandwidth >= 0.01, so
   of every trial of the bisection from 11/1024 up); a trial on a finer grid (s < 0.01, or a caller's ``sigma``)
-  gets a pass on that grid for the groups that need it.
+  gets a pass on that grid for the groups that need it. More than :data:`GROUP_CHUNK` groups are taken in chunks
+  of that many, one after the other (each group's bisection is its own), so the grids held at once are bounded
+  whatever the number of groups (1e6 one-row groups held 1e6 x 1001 x 2 floats, 16 GB, at once).
 - The smoothing: the reflected grid is the even periodic extension of the grid (period ``P = 2 (m - 1)``) and
   the kernel reaches less than a period, so the convolution is circular: the grid's real spectrum is its
   DCT-I (computed once per group), the kernel's is the FFT of its samples wrapped on the period (once per
@@ -78,6 +80,10 @@ def grid_nodes(sigma: float) -> int:
 
 #: the grid of every bandwidth >= 0.01 (all the bisection's trials from 11/1024 up)
 COARSE_NODES = grid_nodes(1.0)
+#: the groups whose grids are held at once (:meth:`Grids.smece` takes more in chunks of this many): their
+#: 1001-node grids and spectra, about 200 MB. As many as one pass of the 1001-node grid holds (:func:`by_budget`),
+#: so a chunk's first pass is the pass its groups had with all the others.
+GROUP_CHUNK = GRID_BUDGET // (2 * COARSE_NODES)
 
 
 def eval_points(sigma: float) -> int:
@@ -279,16 +285,31 @@ def bisect(value: Callable[[np.ndarray, float], np.ndarray], bounds: Callable[[n
     return out, start
 
 
+def budget_parts(sel: np.ndarray, m: int) -> list[np.ndarray]:
+    """The groups ``sel`` in parts whose ``m``-node grids hold at most :data:`GRID_BUDGET` values each."""
+    batch = max(1, GRID_BUDGET // (2 * m))
+    return [sel[b : b + batch] for b in range(0, sel.shape[0], batch)] or [sel]
+
+
 def by_budget(source: Callable[[np.ndarray, int], np.ndarray], sel: np.ndarray, m: int) -> np.ndarray:
     """The ``m``-node grids ``(len(sel), m, 2)`` of groups ``sel`` from ``source(part, m)``, called on parts of at
-    most :data:`GRID_BUDGET` values each (one pass over the rows each)."""
-    batch = max(1, GRID_BUDGET // (2 * m))
-    if sel.shape[0] <= batch:
+    most :data:`GRID_BUDGET` values each (:func:`budget_parts`: one pass over the rows each)."""
+    parts = budget_parts(sel, m)
+    if len(parts) == 1:
         return source(sel, m)
     out = np.empty((sel.shape[0], m, 2))
-    for b in range(0, sel.shape[0], batch):
-        out[b : b + batch] = source(sel[b : b + batch], m)
+    b = 0
+    for part in parts:
+        out[b : b + part.shape[0]] = source(part, m)
+        b += part.shape[0]
     return out
+
+
+def places(sel: np.ndarray, n_groups: int) -> np.ndarray:
+    """Each of ``n_groups`` groups' place in ``sel`` (-1: not in it)."""
+    place = np.full(n_groups, -1, dtype=np.int64)
+    place[sel] = np.arange(sel.shape[0])
+    return place
 
 
 def node_grids(conf: np.ndarray, acc: np.ndarray, weights: np.ndarray | None, groups: np.ndarray | None,
@@ -324,15 +345,17 @@ def density_eps(scale: float | np.ndarray = 1.0) -> float | np.ndarray:
 class Grids:
     """smooth_ece of groups at any bandwidth, from their node grids: ``source(sel, m)`` gives the ``m``-node grids
     ``(len(sel), m, 2)`` (weights, residuals) of groups ``sel`` (an engine's pass over the rows, for those groups
-    only), ``known`` the grids of every group already summed (grid size -> ``(n_groups, m, 2)``).
+    only), ``known`` the grids already summed (grid size -> a function giving the ``(len(sel), m, 2)`` grids of
+    groups ``sel`` from the engine's sums, without a pass).
 
     Weights are divided by ``scale`` (the caller's weights are ``weights * scale``, ``scale`` one or one per
     group: ``Scored.weight_scale``); the density's ``1e-4`` is absolute in the caller's units (integer weights
     are repeated rows): :func:`density_eps`. Every group's 1001-node grid (every bandwidth >= 0.01) is summed at
-    its first use."""
+    its first use; more than :data:`GROUP_CHUNK` groups are taken in chunks (:meth:`smece`)."""
 
     def __init__(self, source: Callable[[np.ndarray, int], np.ndarray], n_groups: int,
-                 scale: float | np.ndarray = 1.0, known: dict[int, np.ndarray] | None = None) -> None:
+                 scale: float | np.ndarray = 1.0,
+                 known: dict[int, Callable[[np.ndarray], np.ndarray]] | None = None) -> None:
         self.source, self.n_groups = source, n_groups
         self.known = dict(known or {})
         self.eps = density_eps(scale)
@@ -350,8 +373,7 @@ class Grids:
     def node_grids(self, sel: np.ndarray, m: int) -> np.ndarray:
         """The ``m``-node grids of groups ``sel``: known, or from the source."""
         if m in self.known:
-            every = sel.shape[0] == self.n_groups  # (sel: ascending groups)
-            return self.known[m] if every else self.known[m][sel]
+            return self.known[m](sel)
         return self.source(sel, m)
 
     def eps_of(self, sel: np.ndarray) -> float | np.ndarray:
@@ -375,11 +397,40 @@ class Grids:
         return sm.bounds(self.grids, self.spectra, sel, self.eps_of(sel))
 
     def smece(self, sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(smECE, bandwidth) per group: at ``sigma``, or the bisection's."""
+        """(smECE, bandwidth) per group: at ``sigma``, or the bisection's; in chunks of :data:`GROUP_CHUNK` groups
+        (:meth:`chunk`), each group's bisection being its own, so the grids and spectra held at once are those of
+        one chunk."""
+        if self.n_groups <= GROUP_CHUNK:
+            return self.chunk_smece(sigma)
+        value, width = np.empty(self.n_groups), np.empty(self.n_groups)
+        for lo in range(0, self.n_groups, GROUP_CHUNK):
+            sel = np.arange(lo, min(lo + GROUP_CHUNK, self.n_groups))
+            value[sel], width[sel] = self.chunk(sel).chunk_smece(sigma)
+        return value, width
+
+    def chunk(self, sel: np.ndarray) -> Grids:
+        """Groups ``sel`` as :class:`Grids` of their own (its group i is group ``sel[i]``), their grids from this
+        one's source and known sums."""
+
+        def source(part: np.ndarray, m: int) -> np.ndarray:
+            return self.source(sel[part], m)
+
+        known = {m: functools.partial(_known_part, got, sel) for m, got in self.known.items()}
+        out = Grids(source, sel.shape[0], known=known)
+        out.eps = self.eps_of(sel)
+        return out
+
+    def chunk_smece(self, sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(smECE, bandwidth) per group, all the groups at once."""
         if sigma is None:
             return bisect(self.value, self.bounds, self.n_groups)
         everyone = np.arange(self.n_groups)
         return self.value(everyone, float(sigma)), np.full(self.n_groups, float(sigma))
+
+
+def _known_part(got: Callable[[np.ndarray], np.ndarray], sel: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """The known grids of groups ``sel[part]`` (:meth:`Grids.chunk`)."""
+    return got(sel[part])
 
 
 class Rows(Grids):

@@ -389,6 +389,44 @@ def test_nulls_raise_in_array_column() -> None:
     check_raises(InvalidValueError, df, lambda f: calframe.ece(f), "null", col("probs"), nrows(2))
 
 
+def _sliced_fixed_size_list(kind: str, rows_: slice) -> Any:
+    """Rows ``rows_`` of 10 three-class rows in an Arrow fixed_size_list column with nulls at rows 6 and 8 (a
+    slice: an offset, or fewer rows than its values), as Arrow-backed pandas (``df.iloc[rows_]``) or a pyarrow
+    Table (``table.slice``)."""
+    import pyarrow as pa
+
+    probs: list[Any] = [GOOD3[i % 6] for i in range(10)]
+    probs[6] = probs[8] = None
+    arr = pa.array(probs, type=pa.list_(pa.float64(), 3))
+    labels = [i % 3 for i in range(10)]
+    if kind == "pandas":
+        return pd.DataFrame({"probs": pd.arrays.ArrowExtensionArray(arr), "label": labels}).iloc[rows_]
+    return pa.table({"probs": arr, "label": labels}).slice(rows_.start, rows_.stop - rows_.start)
+
+
+@pytest.mark.parametrize(("kind", "rows_"), [("pandas", slice(3, 10)), ("pandas", slice(0, 9)),
+                                             ("pyarrow", slice(3, 10))], ids=["pandas tail", "pandas head", "pyarrow"])
+def test_nulls_raise_in_a_sliced_arrow_array_column(kind: str, rows_: slice, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31, 7: a slice of an Arrow fixed-size list column holding nulls (``df.iloc[3:]``; every Dask
+    partition of an Arrow-backed frame is one) raises the null error naming the column, as the whole column does:
+    Polars misreads such a slice's validity ("validity mask length ..."), which calframe reported as a column it
+    cannot read (pandas) or let through (a pyarrow Table); the slice is copied first. With nulls="drop", the other
+    rows' figure."""
+    frame = _sliced_fixed_size_list(kind, rows_)
+    if kind == "pandas":
+        check_raises(InvalidValueError, frame, lambda f: calframe.ece(f, prob="probs"), "null", col("probs"),
+                     nrows(2))
+    else:
+        with pytest.raises(InvalidValueError, match=_all_parts("null", col("probs"), nrows(2))):
+            calframe.ece(frame, prob="probs")
+    monkeypatch.undo()  # this part computes: let the kernels run
+    rest = [i for i in range(rows_.start, rows_.stop) if i not in (6, 8)]
+    kept = pl.DataFrame({"probs": [GOOD3[i % 6] for i in rest], "label": [i % 3 for i in rest]},
+                        schema={"probs": pl.Array(pl.Float64, 3), "label": pl.Int64})
+    with pytest.warns(CalframeWarning):
+        assert calframe.ece(frame, prob="probs", nulls="drop") == calframe.ece(kept, prob="probs")
+
+
 def _drop_case() -> tuple[pl.DataFrame, pl.DataFrame]:
     rng = np.random.default_rng(3)
     n = 200

@@ -314,6 +314,23 @@ def test_list_probability_errors_are_the_eager_ones(func, case):
     assert str(got.value) == str(eager.value) and "'label': 2 rows" in str(got.value) or "(2 rows differ" in str(got.value)
 
 
+def test_nulls_in_a_fixed_size_list_column_raise_the_eager_error():
+    """Issue 31, 7: every partition of an Arrow-backed frame is a slice, whose fixed_size_list column with a null
+    Polars misread ("validity mask length ...", reported as a column calframe cannot read): the null error of the
+    eager call, with the count over both partitions."""
+    import pyarrow as pa
+
+    probs = [[0.2, 0.8], None, [0.5, 0.5], [0.1, 0.9], None, [0.9, 0.1]]
+    pdf = pd.DataFrame({"probs": pd.arrays.ArrowExtensionArray(pa.array(probs, type=pa.list_(pa.float64(), 2))),
+                        "label": [1, 0, 0, 1, 1, 0]})
+    with pytest.raises(calframe.InvalidValueError) as eager:
+        calframe.ece(pdf, prob="probs")
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(calframe.InvalidValueError) as got:
+            calframe.ece(dd.from_pandas(pdf, npartitions=2), prob="probs").compute()
+    assert str(got.value) == str(eager.value) and "'probs': 2 rows" in str(got.value)
+
+
 def test_eager_errors(data):
     df, ddf = data
     with pytest.raises(calframe.ColumnNotFoundError):

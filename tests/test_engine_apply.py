@@ -135,9 +135,9 @@ def test_spark_apply_errors(spark, fitted):
     out = calframe.apply(bad, recs["platt"])  # lazy: the data is read when the plan runs
     with pytest.raises(Exception, match=r"InvalidValueError.*prob"):
         out.collect()
-    unseen = calframe.apply(spark.createDataFrame(small.to_arrow()), recs["per_group_unseen_kept"])
-    with pytest.raises(Exception, match="groups the recalibrator was not fitted on"):
-        unseen.collect()
+    n = int((small["device"] == "tablet").sum())  # counted by Spark at the call: calframe's error, the eager count
+    with pytest.raises(calframe.InvalidValueError, match=f"{n} rows belong to groups the recalibrator was not "):
+        calframe.apply(spark.createDataFrame(small.to_arrow()), recs["per_group_unseen_kept"])
 
 
 # --------------------------------------------------------------------------- DuckDB
@@ -172,3 +172,36 @@ def test_duckdb_apply_errors(duck, fitted):
                          recs["platt"])
     with pytest.raises(Exception, match="prob"):
         out.fetchall()
+
+
+def test_unseen_groups_raise_one_calframe_error(duck, fitted):
+    """Issue 31, 6: rows of a group a per-group recalibrator was not fitted on raise calframe's InvalidValueError,
+    with the eager call's count, on DuckDB at the call (the engine counts each group's rows; raised in a batch, the
+    error reached the caller at fetch inside DuckDB's own exception, counting that batch's rows), and on a relation
+    of DuckDB's default connection too (the output's types were refused there). A LazyFrame and a Dask DataFrame
+    raise it from one batch or partition: the message says that the count is that batch's."""
+    import re
+
+    df, recs = fitted
+    rec = recs["per_group_unseen_kept"]  # fitted without the tablet rows
+    n = int((df["device"] == "tablet").sum())
+    with pytest.raises(calframe.InvalidValueError) as eager:
+        calframe.apply(df, rec)
+    msg = str(eager.value)
+    assert f"apply: {n} rows belong to groups the recalibrator was not fitted on" in msg
+    assert "1 group of key column(s) ['device']" in msg and "unknown='keep'" in msg
+    duckdb = pytest.importorskip("duckdb")
+    arrow = df.to_arrow()
+    for rel in (duck.table("t"), duckdb.from_arrow(arrow)):
+        with pytest.raises(calframe.InvalidValueError) as got:
+            calframe.apply(rel, rec)  # at the call, before anything is fetched
+        assert str(got.value) == msg
+        kept = calframe.apply(rel, rec, unknown="keep").pl().sort("id")
+        assert kept["p_isotonic"].to_list() == calframe.apply(df, rec, unknown="keep")["p_isotonic"].to_list()
+    with pytest.raises(calframe.InvalidValueError, match=r"in one batch \(.*the count is that batch's") as lazy:
+        calframe.apply(df.lazy(), rec).collect()
+    assert 0 < int(re.match(r"apply: (\d+) rows", str(lazy.value)).group(1)) <= n
+    dd = pytest.importorskip("dask.dataframe")
+    ddf = dd.from_pandas(df.select("id", "prob", "label", "device").to_pandas(), npartitions=3)
+    with pytest.raises(calframe.InvalidValueError, match=r"in one partition \(.*the count is that partition's"):
+        calframe.apply(ddf, rec).compute()

@@ -183,6 +183,35 @@ def test_finer_grids_on_dask_are_passes_for_the_groups_that_need_them(monkeypatc
     _same(out, calframe.smece(DATA, by="g"))
 
 
+@pytest.mark.parametrize("kind", ["polars", "lazy", "duckdb", "dask"])
+def test_many_groups_are_taken_in_chunks(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31, 2: the grids held at once are those of ``GROUP_CHUNK`` groups (every group's 1001-node grid was
+    held at once: 1e6 one-row groups took 16 GB), a Dask partition's those of one pass (``GRID_BUDGET``), and the
+    figures are those of all the groups at once, bit for bit, finer grids included (group ("a", h))."""
+    kwargs = {"by": ["g", "h"], "weights": "w"}
+    want = _polars(calframe.smece(_frame_of(DATA, kind), **kwargs))
+    assert want.height == 8
+    held: list[int] = []
+    spectra, node_grids = S.spectra, S.node_grids
+
+    def spectra_spy(values: np.ndarray) -> np.ndarray:
+        held.append(values.shape[0])
+        return spectra(values)
+
+    def node_grids_spy(*args: Any) -> np.ndarray:
+        out = node_grids(*args)
+        held.append(out.shape[0])
+        return out
+
+    monkeypatch.setattr(S, "GROUP_CHUNK", 3)
+    monkeypatch.setattr(S, "GRID_BUDGET", 2 * 2 * S.COARSE_NODES)
+    monkeypatch.setattr(S, "spectra", spectra_spy)
+    monkeypatch.setattr(S, "node_grids", node_grids_spy)
+    got = _polars(calframe.smece(_frame_of(DATA, kind), **kwargs))
+    assert held and max(held) <= 3, held
+    assert got.equals(want)
+
+
 @pytest.mark.parametrize("kind", ["lazy", "duckdb"])
 def test_same_bits_on_every_run(kind: str) -> None:
     frame = _frame_of(DATA, kind)

@@ -486,7 +486,7 @@ def _apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFra
         for c in meta.columns[len(pdf.columns):]:
             out[c] = pd.Series([], dtype=meta.dtypes[c], index=pdf.index)
         return out
-    return apply_rows(pdf, rec, **kwargs, progress=False)  # a partition's task: no bar (calframe._progress)
+    return apply_rows(pdf, rec, **kwargs, progress=False, part="partition")  # a task: no bar (calframe._progress)
 
 
 # --------------------------------------------------------------------------- input errors, counted per partition

@@ -45,12 +45,12 @@ def run(ddf: Any, req: Request, figures: dict) -> D.DaskResult:
             wanted = {t for g in sel.tolist() for t in tuples[g]}
             again = D._merged(spec, runner.merged(runner._compute(runner._lazy(_grid_partition, SUMS_COLS, SUMS_AGG,
                                                                               m, wanted))), merged.groups, {})
-            place = np.full(merged.groups.n, -1, dtype=np.int64)
-            place[sel] = np.arange(sel.shape[0])
-            return _grids(again, place, sel.shape[0], m)
+            return _grids(again, S.places(sel, merged.groups.n), sel.shape[0], m)
 
-        everyone = np.arange(merged.groups.n)
-        grids = S.Grids(more, merged.groups.n, merged.weight_scale, {m: _grids(merged, everyone, merged.groups.n, m)})
+        def known(sel: np.ndarray) -> np.ndarray:  # dense for some groups at a time (Grids' chunks)
+            return _grids(merged, S.places(sel, merged.groups.n), sel.shape[0], m)
+
+        grids = S.Grids(more, merged.groups.n, merged.weight_scale, {m: known})
         return F.shape(req, {req.name: grids.smece(req.options.sigma)[0]}, merged.counts, merged.groups.keys,
                        "pandas")
 
@@ -96,8 +96,9 @@ def _grid_rows(pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, m: int, wante
         [g for g, t in enumerate(tuples) if t in wanted], dtype=np.int64)
     if sel.size:
         conf, acc = L.scalar(scored, spec.lens, spec.func)
-        grids = S.node_grids(conf, acc, scored.weights, scored.groups, n_groups, sel, m)
-        g, node = np.nonzero((grids[..., 0] != 0) | (grids[..., 1] != 0))
-        out.append(_frame(meta, keys, sel[g], {FIG: _NODE, BIN: node, N: grids[g, node, 0],
-                                                 SC: grids[g, node, 1], EXP: exps[sel[g]]}))
+        for part in S.budget_parts(sel, m):  # the grids of one pass at a time: bounded, whatever the groups
+            grids = S.node_grids(conf, acc, scored.weights, scored.groups, n_groups, part, m)
+            g, node = np.nonzero((grids[..., 0] != 0) | (grids[..., 1] != 0))
+            out.append(_frame(meta, keys, part[g], {FIG: _NODE, BIN: node, N: grids[g, node, 0],
+                                                      SC: grids[g, node, 1], EXP: exps[part[g]]}))
     return _finish(out, meta)

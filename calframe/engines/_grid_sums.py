@@ -20,6 +20,8 @@ others (:class:`calframe.engines.narwhals.Unsupported`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -98,27 +100,30 @@ class _Pass:
         cells = LZ._kept_cells(plan, res)
         g, keys, n_groups = LZ._group_index(plan, cells)
         counts = np.bincount(g, weights=cells[_LEN].to_numpy().astype(np.float64), minlength=n_groups)
-        grids = self.dense(cells, g, n_groups, m)
+        sums = self.node_sums(cells, g)
         if plan.weight_col is not None:
-            check_group_weights(plan.func, plan.weight_col, grids[..., 0].sum(axis=1), counts, keys)
+            totals = np.bincount(sums.groups, sums.weights, minlength=n_groups)
+            check_group_weights(plan.func, plan.weight_col, totals, counts, keys)
         if keys is not None:
             self.table = keys.rename(dict(zip(plan.by_cols, plan.keys))).with_columns(
                 pl.Series(_G, np.arange(n_groups)))
-        return S.Grids(self.more, n_groups, _group_scales(plan, keys), {m: grids}), counts.astype(np.int64), keys
+        known = {m: partial(_some, sums, n_groups, m)}  # dense for some groups at a time (Grids' chunks)
+        return S.Grids(self.more, n_groups, _group_scales(plan, keys), known), counts.astype(np.int64), keys
 
     def more(self, sel: np.ndarray, m: int) -> np.ndarray:
         """The ``m``-node grids of groups ``sel`` (a pass of their own)."""
         if self.table is None:
-            return self.dense(LZ._kept_cells(self.plan, self.cells(m, None)), None, 1, m)
+            return self.node_sums(LZ._kept_cells(self.plan, self.cells(m, None)), None).dense(None, 1, m)
         table = self.table[sel].with_columns(pl.Series(_G, np.arange(sel.shape[0])))
         cells = LZ._kept_cells(self.plan, self.cells(m, table)).join(table, on=self.plan.keys, how="inner",
                                                                       nulls_equal=True)
-        return self.dense(cells, cells[_G].to_numpy().astype(np.int64), sel.shape[0], m)
+        return self.node_sums(cells, cells[_G].to_numpy().astype(np.int64)).dense(None, sel.shape[0], m)
 
-    def dense(self, cells: pl.DataFrame, g: np.ndarray | None, n_groups: int, m: int) -> np.ndarray:
-        """The grids ``(n_groups, m, 2)`` of the summed cells (``_BIN``: the left node, ``g``: each cell's group,
-        None: one group): each node's two halves (and a weight bucket's cells) added as integers, rounded once
-        to a float (signed: ``lazy._exact_floats``), then the buckets added, smallest weights first."""
+    def node_sums(self, cells: pl.DataFrame, g: np.ndarray | None) -> _NodeSums:
+        """The node sums of the summed cells (``_BIN``: the left node, ``g``: each cell's group, None: one group):
+        each node's two halves (and a weight bucket's cells) added as integers, rounded once to a float (signed:
+        ``lazy._exact_floats``), in the order :meth:`_NodeSums.dense` adds them (the buckets smallest weights
+        first). As many as the cells, whatever the number of groups."""
         eb = [_EB] if _EB in cells.columns else []
         g = np.zeros(cells.height, dtype=np.int64) if g is None else g
 
@@ -129,11 +134,36 @@ class _Pass:
 
         both = pl.concat([half(0, _W0, _R0), half(1, _W1, _R1)]).group_by([_G, _NODE, *eb]).agg(pl.all().sum())
         both = self.floats(both).sort([_G, _NODE, *eb], descending=[False, False] + [True] * len(eb))
-        out = np.zeros((n_groups, m, 2))
-        at = (both[_G].to_numpy(), both[_NODE].to_numpy())
-        np.add.at(out[..., 0], at, both[_GW].to_numpy())
-        np.add.at(out[..., 1], at, both[_GR].to_numpy())
+        return _NodeSums(both[_G].to_numpy(), both[_NODE].to_numpy(), both[_GW].to_numpy(), both[_GR].to_numpy())
+
+
+@dataclass(frozen=True)
+class _NodeSums:
+    """Per (group, node[, weight bucket]): the group, the node, its weight and residual sums (:meth:`_Pass.node_sums`),
+    in the order they are added."""
+
+    groups: np.ndarray
+    nodes: np.ndarray
+    weights: np.ndarray
+    residuals: np.ndarray
+
+    def dense(self, place: np.ndarray | None, n: int, m: int) -> np.ndarray:
+        """The grids ``(n, m, 2)``: group g's at ``place[g]`` (-1: not wanted; None: at g), the sums added in
+        their order."""
+        rows = slice(None) if place is None else np.flatnonzero(place[self.groups] >= 0)
+        at = (self.groups[rows] if place is None else place[self.groups[rows]], self.nodes[rows])
+        out = np.zeros((n, m, 2))
+        np.add.at(out[..., 0], at, self.weights[rows])
+        np.add.at(out[..., 1], at, self.residuals[rows])
         return out
+
+
+def _some(sums: _NodeSums, n_groups: int, m: int, sel: np.ndarray) -> np.ndarray:
+    """The ``m``-node grids of groups ``sel`` of ``n_groups`` from their node sums (:class:`calframe.smooth.Grids`'
+    known grids)."""
+    if sel.shape[0] == n_groups:  # (sel: ascending groups)
+        return sums.dense(None, n_groups, m)
+    return sums.dense(S.places(sel, n_groups), sel.shape[0], m)
 
 
 def _value(req: Request, grids: S.Grids) -> dict[str, np.ndarray]:

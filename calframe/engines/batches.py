@@ -9,10 +9,15 @@ input's type and stays lazy: a PySpark DataFrame or a DuckDB relation with the
 recalibrated column(s) added (a column of the same name is replaced in place)
 and every other column as it was. Nothing is collected to the client.
 
-Missing columns are reported by the call; errors in the data (a probability
-outside [0, 1], a row of a group the recalibrator was not fitted on) are
-raised when the engine runs the plan, with calframe's message (Spark wraps it
-in its ``PythonException``).
+Missing columns are reported by the call, and so are rows of groups a
+per-group recalibrator was not fitted on (``unknown="raise"``): the engine
+counts the rows of each group at the call (one aggregate over the key columns,
+:func:`_check_groups`), so the error is calframe's, with the eager call's count
+(raised in a batch, it would reach the caller inside the engine's exception,
+counting that batch's rows). Other errors in the data (a probability outside
+[0, 1]) are raised when the engine runs the plan, with calframe's message
+(Spark wraps it in its ``PythonException``, DuckDB in its
+``InvalidInputException``).
 
 Neither engine is imported here: a frame can only be a PySpark DataFrame or a
 DuckDB relation once its package has been imported.
@@ -27,7 +32,8 @@ from .._imports import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 
-from ..families.applying import apply_columns, apply_rows
+from .._names import fresh_name
+from ..families.applying import apply_columns, apply_rows, group_index
 from ..frames.kinds import is_duckdb_relation, is_spark_frame
 from .._errors import EmptyInputError
 
@@ -56,6 +62,29 @@ def _check(empty: Any, recalibrator: Any, kwargs: dict[str, Any]) -> None:
         pass
 
 
+def _check_groups(frame: Any, recalibrator: Any, kwargs: dict[str, Any]) -> None:
+    """A per-group recalibrator with ``unknown="raise"``: the rows of each group counted now by the engine (one
+    aggregate over the key columns; nothing else is read), and those of groups it was not fitted on raise the
+    eager call's error (:func:`calframe.families.applying.group_index`)."""
+    if recalibrator.method != "per_group" or kwargs["unknown"] != "raise":
+        return
+    by = list(recalibrator.meta.get("by") or [])
+    rows = fresh_name(by, "rows")
+    if is_spark_frame(frame):
+        from pyspark.sql import functions as SF
+
+        counts = pl.from_arrow(frame.groupBy(*by).agg(SF.count(SF.lit(1)).alias(rows)).toArrow())
+    else:
+        cols = ", ".join(_quoted(c) for c in by)
+        counts = frame.aggregate(f"{cols}, count(*) AS {_quoted(rows)}", cols).pl()
+    group_index(recalibrator, counts, "raise", counts[rows].to_numpy())
+
+
+def _quoted(name: str) -> str:
+    """A DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 # --------------------------------------------------------------------------- PySpark
 
 
@@ -65,6 +94,7 @@ def _spark(sdf: Any, recalibrator: Any, kwargs: dict[str, Any], new: dict[str, p
 
     zone = sdf.sparkSession.conf.get("spark.sql.session.timeZone")  # a timestamp column's Arrow type needs it
     _check(pl.from_arrow(to_arrow_schema(sdf.schema, timezone=zone).empty_table()), recalibrator, kwargs)
+    _check_groups(sdf, recalibrator, kwargs)
     fields = {f.name: f for f in sdf.schema.fields}
     arrow: dict[str, pa.DataType] = {}
     for c, dtype in new.items():
@@ -82,7 +112,7 @@ def _spark(sdf: Any, recalibrator: Any, kwargs: dict[str, Any], new: dict[str, p
 def _recalibrated(batch: pa.RecordBatch, recalibrator: Any, kwargs: dict[str, Any],
                   arrow: dict[str, pa.DataType]) -> pa.RecordBatch:
     """``batch`` with the recalibrated columns (of the Arrow types ``arrow``) set or appended."""
-    out = apply_rows(pl.from_arrow(batch), recalibrator, **kwargs) if batch.num_rows else None
+    out = apply_rows(pl.from_arrow(batch), recalibrator, **kwargs, part="batch") if batch.num_rows else None
     for c, dtype in arrow.items():
         values = out[c].to_arrow().cast(dtype) if out is not None else pa.array([], type=dtype)
         i = batch.schema.get_field_index(c)
@@ -94,15 +124,19 @@ def _recalibrated(batch: pa.RecordBatch, recalibrator: Any, kwargs: dict[str, An
 
 
 def _duckdb(rel: Any, recalibrator: Any, kwargs: dict[str, Any], new: dict[str, pl.DataType]) -> Any:
+    import duckdb  # a relation exists: imported
+
     empty = rel.limit(0).df()
     _check(empty, recalibrator, kwargs)
-    schema = dict(zip(rel.columns, map(str, rel.types)))
+    _check_groups(rel, recalibrator, kwargs)
+    # the types themselves: a type's name is refused for a relation of the default connection (duckdb 2.0)
+    schema = dict(zip(rel.columns, rel.types))
     for c, dtype in new.items():
-        schema[c] = f"DOUBLE[{dtype.size}]" if isinstance(dtype, pl.Array) else "DOUBLE"
+        schema[c] = duckdb.sqltype(f"DOUBLE[{dtype.size}]" if isinstance(dtype, pl.Array) else "DOUBLE")
 
     def chunk(df: pd.DataFrame) -> pd.DataFrame:
         if len(df):
-            return apply_rows(df, recalibrator, **kwargs)
+            return apply_rows(df, recalibrator, **kwargs, part="batch")
         return df.assign(**{c: pd.Series([], dtype=object if isinstance(t, pl.Array) else "float64")
                             for c, t in new.items()})
 

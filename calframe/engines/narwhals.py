@@ -49,6 +49,7 @@ from .. import figures as F
 from .._columns import check_group_weights
 from .._errors import ParameterError
 from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
+from ..frames import convert
 from ..frames.kinds import native_kind
 from ..registry import Capabilities, functions_on, how
 from ..request import Request
@@ -115,7 +116,7 @@ def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
                 raise
     elif kind != "pyarrow":
         raise ParameterError(f"{name}: " + _refusal(kind, f"calframe.{name}"))
-    polars = pl.from_arrow(frame)
+    polars = convert.from_arrow(frame)
     args, kwargs = ((polars, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": polars})
     out = fn(*args, **kwargs)
     return out.to_arrow() if isinstance(out, pl.DataFrame) else out

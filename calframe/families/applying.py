@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from .. import _errors as E
 from .. import lenses as L
 from .._columns import Scored, columns_of, non_string_hint, normalised_keys, resolve
 from .._errors import (
@@ -43,7 +44,9 @@ def apply_columns(recalibrator: Any, name: str) -> dict[str, pl.DataType]:
     return {name: pl.Float64}
 
 
-def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
+def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R, part=None):
+    """``part``: what the frame is of the caller's (``"batch"``, ``"partition"``: :func:`group_index`), None the
+    whole frame."""
     func = "apply"
     prob = prob if prob is not None else meta.get("prob")
     variable = variable if variable is not None else meta.get("variable")
@@ -72,12 +75,7 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
     if feat_cols:
         kw["features"] = _feature_matrix(scored, feat_cols, func)
     if rec.method == "per_group":
-        keys = normalised_keys(data, by)
-        idx = rec.key_index([tuple(_json_key(v) for v in r) for r in keys.iter_rows()])
-        if (idx < 0).any() and unknown == "raise":
-            unseen = sorted({tuple(r) for r, i in zip(keys.iter_rows(), idx) if i < 0}, key=str)[:5]
-            raise InvalidValueError(f"apply: {int((idx < 0).sum())} rows belong to groups the recalibrator was not "
-                                    f"fitted on, e.g. {unseen}. Pass unknown='keep' to leave them unchanged.")
+        idx = group_index(rec, data, unknown, part=part)
         fallback = _fallback(scored, rec.output)
         pred = rec.predict(scored.probs, group_index=idx, fallback=fallback, **kw)
     else:
@@ -89,6 +87,24 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R):
         pred = 1.0 - pred
     cols = _output_columns(name, pred, scored)
     return convert.with_columns(frame, cols)
+
+
+def group_index(rec: Any, keys: pl.DataFrame, unknown: str, counts: np.ndarray | None = None,
+                part: str | None = None) -> np.ndarray:
+    """The child of a per-group recalibrator ``rec`` for each row of ``keys`` (its key columns, and maybe
+    others; -1: a group it was not fitted on), which raise :func:`calframe._errors.unseen_groups` when ``unknown``
+    is "raise". ``counts``: the rows each row of ``keys`` stands for (an engine's per-group counts; None: one
+    each); ``part``: what the rows are of the caller's frame (a "batch", a "partition": the count is said to be
+    its), None the whole frame."""
+    by = list(rec.meta.get("by") or [])
+    keys = normalised_keys(keys, by)
+    idx = rec.key_index([tuple(_json_key(v) for v in r) for r in keys.iter_rows()])
+    bad = idx < 0
+    if bad.any() and unknown == "raise":
+        n_rows = int(bad.sum()) if counts is None else int(np.asarray(counts)[bad].sum())
+        unseen = sorted({tuple(r) for r, b in zip(keys.iter_rows(), bad) if b}, key=str)
+        raise E.unseen_groups("apply", by, n_rows, len(unseen), unseen[:5], part)
+    return idx
 
 
 def _fallback(scored: Scored, output: str) -> np.ndarray:
@@ -110,11 +126,13 @@ def _output_columns(name: str, pred: np.ndarray, scored: Scored) -> list[pl.Seri
 
 
 def apply_rows(frame: Any, recalibrator: Any, *, name: str, prob: Any = None, variable: str | None = None,
-               features: Any = None, unknown: str = "raise", progress: bool | None = None) -> Any:
+               features: Any = None, unknown: str = "raise", progress: bool | None = None,
+               part: str | None = None) -> Any:
     """:func:`calframe.apply` on an eager Polars or pandas frame whose call was checked (the recalibrator, the
-    output's name): what the engines run per batch or partition, and ``apply`` itself on such a frame."""
+    output's name): what the engines run per batch or partition (``part``: "batch", "partition", which an error
+    counting rows says it counts), and ``apply`` itself on such a frame."""
     from .._progress import setting
 
     with setting("apply", progress):
         return _apply_eager(frame, recalibrator, recalibrator.meta, name, prob, variable, features, unknown,
-                            _rec_module())
+                            _rec_module(), part)

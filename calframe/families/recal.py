@@ -23,7 +23,7 @@ from .. import engines
 from ..engines.eager import Frame, _group_counts
 from ..frames.dispatch import public
 from ..request import Request
-from .applying import _apply_eager, _json_key, _rec_module, apply_columns
+from .applying import _apply_eager, _json_key, _rec_module, apply_columns, apply_rows
 from .features import _feature_matrix, _features
 
 # --------------------------------------------------------------------------- recalibration columns
@@ -183,7 +183,9 @@ def apply(
     (recalibrated batch by batch inside the engine: :mod:`calframe.engines.batches`).
     With a per-group recalibrator, rows of a group it
     has not seen raise an error, or keep their probability with
-    ``unknown="keep"``. ``progress``: the bar of a LoRe recalibrator's kernel
+    ``unknown="keep"`` (on DuckDB and Spark the engine counts each group's
+    rows at the call, so the error comes there, with the eager count; a
+    LazyFrame and Dask raise it from a batch or partition, and say so). ``progress``: the bar of a LoRe recalibrator's kernel
     sums when they take seconds (spec section 8, "Progress bars").
 
     Examples
@@ -206,8 +208,8 @@ def apply(
     name = name or f"p_{method}"
     kwargs = {"name": name, "prob": prob, "variable": variable, "features": features, "unknown": unknown}
 
-    def batch(df: pl.DataFrame) -> pl.DataFrame:
-        return apply(df, recalibrator, **kwargs)
+    def batch(df: pl.DataFrame) -> pl.DataFrame:  # a LazyFrame's batch, as Polars streams them
+        return apply_rows(df, recalibrator, **kwargs, part="batch")
 
     return engines.apply(frame, recalibrator, kwargs, apply_columns(recalibrator, name), batch, lambda: _apply_eager(
         frame, recalibrator, meta, name, prob, variable, features, unknown, R))

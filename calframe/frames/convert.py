@@ -1,7 +1,7 @@
 """The frames calframe reads in this process (a Polars DataFrame or LazyFrame, a pandas DataFrame) read,
 measured and converted, whatever their kind: the one place outside the engines that asks what kind of
 in-memory frame it holds (issue 24). :mod:`calframe.frames.kinds` says what kind a frame is; this module acts
-on it. It sits at the bottom of the layers (docs/design.md, "Layers"): it imports Polars, numpy,
+on it. It sits at the bottom of the layers (docs/design.md, "Layers"): it imports Polars, pyarrow, numpy,
 :mod:`calframe._imports`, :mod:`calframe._errors` and :mod:`.kinds` only.
 
 >>> import polars as pl
@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from .._errors import ColumnTypeError
 from .._imports import pd  # pandas: imported at first use
 from .kinds import is_pandas_frame
 
 __all__ = ["flavor", "gives_floats", "columns", "schema", "height", "collect", "to_polars", "in_flavor_of",
-           "select", "from_pandas", "as_polars", "lazy_select", "rows_where", "drop_nulls", "with_columns"]
+           "select", "from_pandas", "from_arrow", "as_polars", "lazy_select", "rows_where", "drop_nulls", "with_columns"]
 
 
 def flavor(frame: Any) -> str | None:
@@ -97,13 +98,44 @@ def _pandas_order_key(s: pd.Series) -> pd.Series | None:
     return cat.cat.rename_categories([str(c) for c in cat.cat.categories])
 
 
+def _sliced_with_nulls(chunk: pa.FixedSizeListArray) -> bool:
+    """Whether a fixed-size list array holding nulls is a slice of its values (an offset, or fewer rows than
+    its values hold), which Polars misreads: it measures the validity against all the values ("validity mask
+    length must be equal to the number of values divided by size")."""
+    whole = chunk.offset == 0 and len(chunk.values) == len(chunk) * chunk.type.list_size
+    return chunk.null_count > 0 and not whole
+
+
+def _rebased(arr: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """A fixed-size list column with chunks that are slices holding nulls (:func:`_sliced_with_nulls`), those
+    chunks copied (their own values, from offset 0); None for any other column (read as it is). Every Dask
+    partition of an Arrow-backed pandas frame is such a slice, and so are ``df.iloc[3:]`` and ``table.slice(3)``."""
+    if not pa.types.is_fixed_size_list(arr.type) or not any(map(_sliced_with_nulls, arr.chunks)):
+        return None
+    return pa.chunked_array([pa.concat_arrays([c]) if _sliced_with_nulls(c) else c for c in arr.chunks],
+                            type=arr.type)
+
+
+def from_arrow(table: pa.Table) -> pl.DataFrame:
+    """A pyarrow Table as Polars, its sliced fixed-size list columns with nulls copied first (:func:`_rebased`)."""
+    for i, arr in enumerate(table.columns):
+        copied = _rebased(arr)
+        if copied is not None:
+            table = table.set_column(i, table.field(i), copied)
+    return pl.from_arrow(table)
+
+
 def from_pandas(frame: pd.DataFrame, cols: list[str], func: str) -> pl.DataFrame:
-    """pandas columns -> Polars (NaN kept as NaN), Period / Interval columns as Enum of their strings in order."""
+    """pandas columns -> Polars (NaN kept as NaN), Period / Interval columns as Enum of their strings in order, the
+    sliced fixed-size list columns with nulls of Arrow-backed ones copied first (:func:`_rebased`)."""
     sub = frame.loc[:, cols]
     special = {c: _pandas_order_key(sub[c]) for c in cols}
     special = {c: v for c, v in special.items() if v is not None}
-    if special:
-        sub = sub.assign(**special)
+    copied = {c: _rebased(sub[c].array.__arrow_array__()) for c in cols if isinstance(sub[c].dtype, pd.ArrowDtype)}
+    copied = {c: pd.Series(pd.arrays.ArrowExtensionArray(v), index=sub.index) for c, v in copied.items()
+              if v is not None}
+    if special or copied:
+        sub = sub.assign(**special, **copied)
     try:
         out = pl.from_pandas(sub, nan_to_null=False)
     except Exception:
