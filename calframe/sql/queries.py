@@ -372,18 +372,8 @@ def _finalize(req: Request, ctes: list[tuple[str, str]], keys: list[str], final:
 
 
 @checked_keywords
-def figure_query(
-    figure: str,
-    table: Table,
-    *,
-    prob: str,
-    label: str,
-    by: Columns = None,
-    bins: Edges = 15,
-    closed: Literal["left", "right"] = "left",
-    lens: str | None = None,
-    schema: Any = None,
-) -> str:
+def figure_query(figure: str, table: Table, *, prob: str, label: str, by: Columns = None, bins: Edges = 15,
+                 closed: Literal["left", "right"] = "left", lens: str | None = None, schema: Any = None) -> str:
     """SQL for any figure of the figure table on "sql" (``calframe.registry.figures("sql")``: ``ece``, ``mce``,
     ``rmsce``, ``oe``, ``ece_split``, ``brier_decomposition``, ...) per group: columns ``*by, n`` and the
     figure's columns. The per (group, bin) sums are :func:`sums_query`'s; the finalize is the SQL the figure
