@@ -145,6 +145,11 @@ class CE(ECE, Resampled, total=False):
     """ce: all of them."""
 
 
+class Scalar(Lensed, Sample, total=False):
+    """A figure of one lensed output over the rows (the KS and Kuiper calibration errors): a scalar lens, the rows
+    and an interval."""
+
+
 class SmECE(Lensed, Sample, total=False):
     """smece: a scalar lens, the rows and an interval, and a fixed bandwidth ``sigma`` (None: the automatic one)."""
 

@@ -56,6 +56,7 @@ from ._keywords import (  # noqa: F401  (the groups and decorators, read as requ
     VECE,
     CE,
     SmECE,
+    Scalar,
     DEFAULTS,
     group_defaults,
     keywords,
@@ -593,6 +594,13 @@ def smece(prob: Columns = None, label: str | None = None, **call: Any) -> Reques
     sigma = check_positive_float(func, "sigma", o["sigma"], allow_none=True)
     return _checked_ci(func, o, Request(func, "smece", func, prob, label, o["by"], o["weights"], o["nulls"], lens_,
                                         options=SmoothOptions(sigma)))
+
+
+def scalar_rows(func: str, prob: Columns = None, label: str | None = None, **call: Any) -> Request:
+    """A figure of one lensed output over the rows (``kind="rows"``): a scalar lens, then ci / n_boot / seed."""
+    o = _options(call)
+    lens_ = scalar_lens(func, o["lens"])
+    return _checked_ci(func, o, Request(func, "rows", func, prob, label, o["by"], o["weights"], o["nulls"], lens_))
 
 
 # --------------------------------------------------------------------------- monitoring over time (monitor)
