@@ -196,8 +196,9 @@ class CalframeScorer:
 def make_scorer(metric: str, *, greater_is_better: bool | None = None, **options: Any) -> CalframeScorer:
     """A scorer for ``cross_val_score``, ``GridSearchCV`` and any ``scoring=`` parameter.
 
-    ``metric`` is one of ``ce``, ``ece``, ``mce``, ``rmsce``, ``brier``,
-    ``log_loss``, ``accuracy``, ``gece``; ``options`` go to it (``bins``,
+    ``metric`` is a figure of one column on "sklearn" in the figure table
+    (``ce``, ``ece``, ``ace``, ``mce``, ``rmsce``, ``oe``, ``brier``, ``log_loss``,
+    ``accuracy``, ``gece``, ...: ``calframe.registry.figures("sklearn")``); ``options`` go to it (``bins``,
     ``lens``, ``binning``, ...; not ``ci`` or ``by``: a score is one number).
     The scorer calls ``predict_proba``; for two classes it scores the
     probability of ``estimator.classes_[1]`` (lens ``class:1`` by default),

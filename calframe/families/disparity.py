@@ -37,9 +37,13 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     """How far apart the groups of ``by`` are on a figure: fairlearn's ``MetricFrame`` group_max / group_min /
     difference / ratio.
 
-    ``figure`` is the name of a function with one value per group: ``ece``,
-    ``mce``, ``rmsce``, ``ce``, ``vece``, ``vmce``, ``gece``, ``brier``,
-    ``log_loss``, ``accuracy``, or ``summary`` (each of its columns).
+    ``figure`` is the name of a function with values per group, any figure of
+    the figure table on "disparity" (``calframe.registry.figures("disparity")``):
+    ``ece``, ``mce``, ``rmsce``, ``ce``, ``ace``, ``oe``, ``vece``, ``vmce``,
+    ``gece``, ``brier``, ``log_loss``, ``accuracy``, ... A figure of several
+    columns (``summary``, ``ece_split``, ``brier_decomposition``) gives a row
+    per column; a column better when higher (accuracy, resolution) is ranked
+    the other way round.
     ``figure_options`` go to that function (``bins=``, ``lens=``,
     ``variable=`` for ``vece``, ...), which computes the values exactly as
     ``calframe.<figure>(frame, by=by, ...)`` does.
