@@ -81,10 +81,13 @@ class Figure:
 
     columns: tuple[Column, ...]
     lensed: bool = False
-    on: frozenset[str] = frozenset(SURFACES)
+    #: None: every surface, "sql" only with a ``sql`` finalize
+    on: frozenset[str] | None = None
     sql: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.on is None:
+            object.__setattr__(self, "on", frozenset(SURFACES) - (frozenset() if self.sql else {"sql"}))
         if not self.columns or not set(self.on) <= set(SURFACES):
             raise ValueError(f"a figure: its columns, and surfaces among {SURFACES}: {self}")
         if ("sql" in self.on) != (self.sql is not None) or len(self.sql or self.columns) != len(self.columns):

@@ -156,3 +156,17 @@ def test_figure_query_refuses_a_figure_without_sql():
 
     with pytest.raises(calframe.ParameterError, match="'figure' parameter of figure_query"):
         sql.figure_query("brier", "scores", prob="prob", label="label")
+
+
+def test_a_figure_row_is_on_every_surface_it_can_be():
+    """registry.Figure: by default on every surface, "sql" only with a SQL finalize; "sql" without one, no
+    columns, or an unknown surface or direction is refused where the figure is declared."""
+    from calframe.registry import SURFACES, Column, Figure
+
+    assert Figure((Column("x", "X"),)).on == frozenset(SURFACES) - {"sql"}
+    assert Figure((Column("x", "X"),), sql=("SUM(n)",)).on == frozenset(SURFACES)
+    for bad in (lambda: Figure((Column("x", "X"),), on=frozenset({"sql"})), lambda: Figure(()),
+                lambda: Figure((Column("x", "X"),), on=frozenset({"nowhere"})),
+                lambda: Column("x", "X", better="sideways")):
+        with pytest.raises(ValueError):
+            bad()
