@@ -265,19 +265,18 @@ def select_rows(
         raise ColumnNotFoundError(f"{exc}{hint}") from None
 
     needed = list(dict.fromkeys(prob_cols + [label_col] + by_cols + weight_cols + extra_cols))
-    # pandas' missing value in a numpy-backed float column is NaN: there it is a null (docs/spec.md, "Nulls and NaN")
-    checked = prob_cols + [label_col] + weight_cols + extra_cols
-    df = convert.select(frame, needed, func, nan_null=checked)
+    df = convert.select(frame, needed, func, nan_null=[label_col])
     for c in by_cols:
         check_key_dtype(func, c, df[c].dtype)
     if df.height == 0:
         raise E.no_rows(func)
 
     # Nulls: in probability, label, weight and variable columns (a null or NaN group key is its own group).
+    checked = prob_cols + [label_col] + weight_cols + extra_cols
     null_counts = {c: df[c].null_count() for c in dict.fromkeys(checked)}
     if any(null_counts.values()):
         if nulls == "raise":
-            raise E.null_values(func, null_counts, pandas_nan=convert.nan_columns(frame, checked))
+            raise E.null_values(func, null_counts)
         before = df.height
         df = df.drop_nulls(subset=list(null_counts))
         E.warn_nulls_dropped(func, before - df.height, df.height)

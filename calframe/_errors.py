@@ -9,7 +9,6 @@ rows are affected, and what to do.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 
@@ -168,14 +167,10 @@ def no_rows(func: str) -> EmptyInputError:
     return EmptyInputError(f"{func}: the frame has no rows; there is nothing to evaluate.")
 
 
-def null_values(func: str, counts: dict[str, int], pandas_nan: Sequence[str] = ()) -> InvalidValueError:
-    """Null values (``counts``: column -> rows holding a null) under ``nulls='raise'``; ``pandas_nan``: the columns
-    that are numpy-backed pandas float columns, whose NaN is pandas' missing value (counted as a null)."""
+def null_values(func: str, counts: dict[str, int]) -> InvalidValueError:
+    """Null values (``counts``: column -> rows holding a null) under ``nulls='raise'``."""
     detail = ", ".join(f"{c!r}: {rows(k)}" for c, k in counts.items() if k)
-    nan = [c for c in pandas_nan if counts.get(c)]
-    note = " (NaN: pandas' missing value in a float column)" if nan else ""
-    return InvalidValueError(f"{func}: null values in {detail}{note}. Clean them, or pass nulls='drop' to drop those "
-                             "rows.")
+    return InvalidValueError(f"{func}: null values in {detail}. Clean them, or pass nulls='drop' to drop those rows.")
 
 
 def warn_nulls_dropped(func: str, dropped: int, remaining: int) -> None:

@@ -39,8 +39,8 @@ NAN = float("nan")
 INF = float("inf")
 
 FLAVOURS = ["polars", "lazy", "pandas", "pandas[pyarrow]"]
-#: flavours that can hold a null distinct from NaN (numpy-backed pandas cannot: its NaN is a null, see
-#: test_pandas_numpy_nan_is_a_null)
+#: flavours that can hold a null distinct from NaN (numpy-backed pandas cannot: see
+#: test_pandas_numpy_nan_is_not_a_null)
 NULL_FLAVOURS = ["polars", "lazy", "pandas[pyarrow]", "pandas[nullable]"]
 
 
@@ -255,10 +255,6 @@ def test_multiclass_columns_nan(flavour: str) -> None:
     rows_[3] = [0.5, 0.5, NAN]
     rows_[5] = [NAN, NAN, NAN]
     df = as_flavour(multiclass_cols(rows_), flavour)
-    if flavour == "pandas":  # NaN is pandas' missing value there: a null, counted per column
-        check_raises(InvalidValueError, df, lambda f: calframe.ece(f, prob=P3), "null values", "NaN",
-                     re.escape("'p0': 2 rows, 'p1': 1 row, 'p2': 2 rows"), "nulls='drop'")
-        return
     check_raises(InvalidValueError, df, lambda f: calframe.ece(f, prob=P3), "p0", "p2", "NaN", nrows(3))
 
 
@@ -494,31 +490,13 @@ def test_nulls_drop_warns_and_equals_dropping_by_hand(
         pd.testing.assert_frame_equal(got, expected)
 
 
-def test_pandas_numpy_nan_is_a_null() -> None:
-    """In a numpy-backed pandas float column NaN is pandas' missing value (issue 31, 5): calframe reads it as a null
-    in the probability, label and weight columns, so nulls='drop' drops those rows (the same figure as the frame
-    without them), and nulls='raise' names NaN and offers nulls='drop'."""
-    df = pd.DataFrame({"prob": [0.2, np.nan, 0.5, 0.7, 0.1, 0.9], "label": [0, 1, 1, np.nan, 0, 1],
-                       "w": [1.0, 1.0, 2.0, 1.0, np.nan, 1.0]})
-    exc = check_raises(InvalidValueError, df, lambda f: calframe.ece(f), col("prob"), "NaN", nrows(1), "nulls='drop'")
-    assert "'label': 1 row" in str(exc.value)
-    with pytest.warns(CalframeWarning, match="dropped 2 rows"):
-        got = calframe.ece(df, nulls="drop")
-    assert got == calframe.ece(df.iloc[[0, 2, 4, 5]])
-    with pytest.warns(CalframeWarning, match="dropped 3 rows"):
-        got = calframe.ece(df, weights="w", nulls="drop")
-    assert got == calframe.ece(df.iloc[[0, 2, 5]], weights="w")
-    with pytest.warns(CalframeWarning, match="dropped 2 rows"):
-        got = calframe.ece(df.assign(g=["a", "b"] * 3), by="g", nulls="drop")
-    pd.testing.assert_frame_equal(got, calframe.ece(df.assign(g=["a", "b"] * 3).iloc[[0, 2, 4, 5]], by="g"))
-
-
-@pytest.mark.parametrize("flavour", ["polars", "pandas[pyarrow]"])
-def test_nan_is_a_value_outside_numpy_backed_pandas(flavour: str) -> None:
-    """In Polars and in Arrow-backed pandas NaN is a value (null is missing): a NaN probability stays a bad value
-    that nulls='drop' does not drop (the message says so)."""
-    df = as_flavour(binary([0.2, NAN, 0.5, 0.7]), flavour)
-    exc = check_raises(InvalidValueError, df, lambda f: calframe.ece(f, nulls="drop"), col("prob"), "NaN", nrows(1))
+def test_pandas_numpy_nan_is_not_a_null() -> None:
+    # calframe reads pandas with nan_to_null=False: a NaN in a numpy-backed float column is a bad
+    # value, not a null, so nulls="drop" does not drop it (the message says so).
+    df = pd.DataFrame({"prob": [0.2, np.nan, 0.5, 0.7], "label": [0, 1, 1, 1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CalframeWarning)
+        exc = check_raises(InvalidValueError, df, lambda f: calframe.ece(f, nulls="drop"), col("prob"), "NaN", nrows(1))
     assert "nulls='drop' only drops nulls" in str(exc.value)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -273,22 +272,6 @@ def test_nulls_drop(data):
         want = calframe.ece(df, by="s", nulls="drop")
     pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=0, atol=TOL)
     with pytest.raises(calframe.InvalidValueError, match="null"):
-        ddf.calib.ece(by="s").compute()
-
-
-def test_numpy_nan_is_a_null_in_each_partition(data):
-    """In a numpy-backed pandas float column NaN is pandas' missing value (issue 31, 5): each partition reads it as
-    a null, so nulls="drop" gives the figures of the frame without those rows, and nulls="raise" the null error."""
-    df, _ = data
-    df = df.copy()
-    df.loc[df.index[[3, 500, 1499]], "prob"] = np.nan
-    ddf = _ddf(df)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", calframe.CalframeWarning)
-        got = ddf.calib.ece(by="s", nulls="drop").compute()
-    want = calframe.ece(df.dropna(subset=["prob"]), by="s")
-    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=0, atol=TOL)
-    with pytest.raises(calframe.InvalidValueError, match="null values in 'prob'.*NaN.*nulls='drop'"):
         ddf.calib.ece(by="s").compute()
 
 

@@ -34,15 +34,14 @@ def _binary(prob: list[Any], label: list[Any] | None = None, **extra: list[Any])
 
 
 def _frame(df: pl.DataFrame, flavour: str) -> Any:
-    """``df`` as ``flavour``; pandas and Dask through Arrow-backed columns when ``df`` holds nulls or NaN (a
-    numpy-backed pandas float column holds NaN, not nulls, and its NaN is pandas' missing value: read as a null)."""
+    """``df`` as ``flavour``; pandas and Dask through Arrow-backed columns when ``df`` holds nulls (a numpy-backed
+    pandas float column holds NaN, not nulls)."""
     if flavour == "pyarrow":
         return df.to_arrow()
     if flavour == "duckdb":
         duckdb = pytest.importorskip("duckdb")
         return duckdb.from_arrow(df.to_arrow())
-    nan = any(df[c].dtype.is_float() and df[c].is_nan().any() for c in df.columns)
-    if not (nan or any(df[c].null_count() for c in df.columns)) or flavour in ("polars", "lazy"):
+    if not any(df[c].null_count() for c in df.columns) or flavour in ("polars", "lazy"):
         return as_flavour(df, flavour)
     pdf = as_flavour(df, "pandas[pyarrow]")
     if flavour == "pandas":

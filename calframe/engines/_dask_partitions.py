@@ -22,7 +22,7 @@ from ..families.applying import apply_rows
 from ..request import Request
 from .. import lenses as L
 from .._columns import Scored, resolve
-from ..frames.convert import nan_columns, select
+from ..frames.convert import select
 from .._names import key_names
 from .._errors import CalframeError, ColumnTypeError, list_lengths_differ
 from .._imports import LazyModule
@@ -111,7 +111,7 @@ def _scored(pdf: pd.DataFrame, spec: _Spec) -> tuple[Scored | None, pd.DataFrame
     if len(pdf) and spec.nulls == "drop":
         w = [spec.weights] if spec.weights else []
         checked = list(dict.fromkeys(spec.prob_cols + [spec.label] + w + list(spec.variables)))
-        isnull = select(pdf, checked, spec.func, nan_null=checked).select(pl.any_horizontal(pl.all().is_null())).to_series().to_numpy()
+        isnull = select(pdf, checked, spec.func, nan_null=[spec.label]).select(pl.any_horizontal(pl.all().is_null())).to_series().to_numpy()
         if isnull.any():
             dropped = int(isnull.sum())
             pdf = pdf.iloc[np.flatnonzero(~isnull)]
@@ -513,9 +513,7 @@ def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None,
     (after the nulls)."""
     lens = spec.lens if spec.lens is not None and spec.lens.kind != "marginal" else L.Lens("top1")
     binning = spec.binning or make_binning(spec.func, "uniform", 15, "left")
-    w = [spec.weights] if spec.weights else []
-    nan_null = list(dict.fromkeys(spec.prob_cols + [spec.label] + w + list(spec.variables)))
-    df = select(frame, list(frame.columns), spec.func, nan_null=nan_null)  # as resolve converts
+    df = select(frame, list(frame.columns), spec.func, nan_null=[spec.label])  # as resolve converts
     own = _list_lengths(spec, df)
     lengths = own if lengths is None else lengths
     k = max(lengths or (), default=2)
@@ -527,7 +525,6 @@ def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None,
                   variables=() if variable is None else (variable,))
     plan = LZ.make_plan(lf, req)
     plan.variables = list(spec.variables) or None
-    plan.nan_nulls = tuple(nan_columns(frame, nan_null))
     bad = sum(n for length, n in (lengths or {}).items() if length != k)
     if bad:
         plan.schema_errors["prob_dtype"] = list_lengths_differ(spec.func, spec.prob, bad, k)

@@ -69,9 +69,6 @@ class _Plan:
     schema_errors: dict[str, CalframeError] = field(default_factory=dict)
     #: every variable of the call, when there are several (their nulls are checked together)
     variables: list[str] | None = None
-    #: the checked columns that are numpy-backed pandas float columns (a Dask frame's), whose NaN is counted as a
-    #: null (pandas' missing value): the null error says so
-    nan_nulls: tuple[str, ...] = ()
 
     @property
     def binary(self) -> bool:

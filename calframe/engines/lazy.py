@@ -319,7 +319,7 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
     null_counts = st.get("nulls") or {}
     if plan.nulls == "raise":
         if any(null_counts.values()):
-            raise E.null_values(func, null_counts, pandas_nan=plan.nan_nulls)
+            raise E.null_values(func, null_counts)
     else:
         E.warn_nulls_dropped(func, int(st["n_total"]) - int(st["n_kept"]), int(st["n_kept"]))
         if int(st["n_kept"]) == 0:

@@ -168,16 +168,8 @@ def select(frame: Any, cols: list[str], func: str = "calframe", nan_null: Sequen
     if isinstance(frame, pl.DataFrame):
         return frame.select(cols)
     out = from_pandas(frame, cols, func)
-    nan = nan_columns(frame, nan_null)
+    nan = [c for c in dict.fromkeys(nan_null) if isinstance(frame[c].dtype, np.dtype) and frame[c].dtype.kind == "f"]
     return out.with_columns(pl.col(nan).fill_nan(None)) if nan else out
-
-
-def nan_columns(frame: Any, cols: Sequence[str]) -> list[str]:
-    """The columns of ``cols`` that are numpy-backed float columns of a pandas frame, where NaN is pandas' missing
-    value (read as null); none for any other frame (in Polars and Arrow NaN is a value, null is missing)."""
-    if not is_pandas_frame(frame):
-        return []
-    return [c for c in dict.fromkeys(cols) if isinstance(frame[c].dtype, np.dtype) and frame[c].dtype.kind == "f"]
 
 
 def as_polars(frame: Any, cols: list[str], func: str = "calframe",
