@@ -128,9 +128,7 @@ def monitor(
 
     if w.ci is None:
         exprs = [getattr(expr, f)(prob_arg, label_col, **figure_args[f]) for f in w.figures]
-        windows = _windows(lf, w).agg(pl.len().cast(pl.Int64).alias("n"), *exprs)
-        several = [f for f in w.figures if len(_columns(f)) > 1]  # a figure of several columns: a Struct
-        windows = windows.unnest(several) if several else windows
+        windows = _unnested(_windows(lf, w).agg(pl.len().cast(pl.Int64).alias("n"), *exprs), w.figures)
     else:
         windows = _windows_ci(lf, w, names, prob_arg, label_col, figure_args)
     out = _every_window(windows, w, dtype)
@@ -341,12 +339,17 @@ def _against_baseline(out: pl.LazyFrame, lf: pl.LazyFrame, w: R.Windows, dtype: 
     rows = lf.filter(pl.col(w.time_col).is_between(lo, hi, closed=closed))
     base = rows.select(_checked(getattr(expr, f)(prob, label, **figure_args[f]), some).alias(f)
                        for f in w.figures)
-    several = [f for f in w.figures if len(_columns(f)) > 1]
-    base = (base.unnest(several) if several else base).select(
-        pl.col(c).alias(f"{c}_baseline") for f in w.figures for c in _columns(f))
+    base = _unnested(base, w.figures).select(pl.col(c).alias(f"{c}_baseline") for f in w.figures for c in _columns(f))
     cols = [c for f in w.figures for c in _columns(f)]
     return (out.join(base, how="cross", maintain_order="left")
             .with_columns((pl.col(c) - pl.col(f"{c}_baseline")).alias(f"{c}_diff") for c in cols))
+
+
+def _unnested(frame: Any, figures: Sequence[str]) -> Any:
+    """``frame`` with the Struct of each figure of several columns (its expression's, :mod:`calframe.expr`) as
+    those columns."""
+    several = [f for f in figures if len(_columns(f)) > 1]
+    return frame.unnest(several) if several else frame
 
 
 def _columns(f: str) -> tuple[str, ...]:

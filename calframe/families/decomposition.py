@@ -26,7 +26,6 @@ classes' squared errors).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Unpack
 
 import numpy as np
@@ -38,7 +37,7 @@ from .._keywords import Columns
 from ..engines.eager import Frame, Result
 from ..frames.dispatch import public
 from ..registry import Column, Figure
-from .plan import _run
+from .plan import run_finalize
 
 
 def _bins(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -101,11 +100,9 @@ def _brier_decomposition(req: R.Request, sums_of: Any, n_classes: int,
     return _per_class(req, sums_of, n_classes, one, "sum")
 
 
-def _figure(frame: Frame, prob: Columns, label: str | None, func: str, options: dict[str, Any],
-            parts: tuple[str, ...] = ()) -> Result:
+def _figure(frame: Frame, prob: Columns, label: str | None, func: str, options: dict[str, Any]) -> Result:
     _check(func, options)
-    req = R.ce(func, func, prob, label, **{**options, "p": 1})
-    return _run(replace(req, figure=func, parts=parts), frame, binned=True)
+    return run_finalize(func, frame, prob, label, options)
 
 
 @public(state="bin_sums", figure=Figure((Column(
@@ -149,7 +146,7 @@ def ece_split(frame: Frame, prob: Columns = None, label: str | None = None, **op
     >>> calframe.ece_split(df).select(pl.all().round(6)).row(0)  # (n, over, under): 0.275 + 0.125 = ECE 0.4
     (4, 0.275, 0.125)
     """
-    return _figure(frame, prob, label, "ece_split", options, ("ece_over", "ece_under"))
+    return _figure(frame, prob, label, "ece_split", options)
 
 
 @public(state="bin_sums", figure=Figure((
@@ -182,4 +179,4 @@ def brier_decomposition(frame: Frame, prob: Columns = None, label: str | None = 
     >>> round(d["reliability"][0] - d["resolution"][0] + d["uncertainty"][0], 6), round(calframe.brier(df), 6)
     (0.225, 0.225)
     """
-    return _figure(frame, prob, label, "brier_decomposition", options, ("reliability", "resolution", "uncertainty"))
+    return _figure(frame, prob, label, "brier_decomposition", options)

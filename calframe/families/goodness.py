@@ -19,7 +19,6 @@ it rejects models whose miscalibration does not matter.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Unpack
 
 import numpy as np
@@ -30,7 +29,7 @@ from .._keywords import Columns
 from ..engines.eager import Frame, Result
 from ..frames.dispatch import public
 from ..registry import Column, Figure
-from .plan import _run
+from .plan import run_finalize
 
 
 @F.finalize("hosmer_lemeshow")
@@ -83,5 +82,4 @@ def hosmer_lemeshow(frame: Frame, prob: Columns = None, label: str | None = None
     >>> bool(calframe.hosmer_lemeshow(df.with_columns(prob=pl.col("prob") ** 1.5))["hl_p_value"][0] < 1e-6)
     True
     """
-    req = R.ce("hosmer_lemeshow", "hosmer_lemeshow", prob, label, **{**options, "p": 1})
-    return _run(replace(req, figure="hosmer_lemeshow", parts=("hl", "hl_p_value")), frame, binned=True)
+    return run_finalize("hosmer_lemeshow", frame, prob, label, options)

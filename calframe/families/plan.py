@@ -19,6 +19,7 @@ from ..engines import moment_sums as _moment_sums
 from ..engines import run_table as _run_table
 from .. import figures as F
 from .. import moments as M
+from .. import registry
 from ..engines.eager import Figure, _evaluate, part_figures
 
 # --------------------------------------------------------------------------- running a parsed call
@@ -47,6 +48,15 @@ def _run(req: R.Request, frame: Any, figures: dict[str, Figure] | None = None, *
     if binned:
         return _run_binned(req, frame, figures)
     return _evaluate(req, frame, figures or {}, scalar=scalar, prepare=prepare)
+
+
+def run_finalize(func: str, frame: Any, prob: Any, label: str | None, options: dict[str, Any]) -> Any:
+    """The figure ``func`` of the figure table from its finalize of the bin sums (``figures.BINNED[func]``): parsed
+    as the ECE (p = 1, the ECE's options), its columns (``Request.parts``, for a figure of several) read from its
+    row of the figure table."""
+    names = registry.figure_of(func).names
+    req = R.ce(func, func, prob, label, **{**options, "p": 1})
+    return _run(replace(req, figure=func, parts=names if len(names) > 1 else ()), frame, binned=True)
 
 
 def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
