@@ -172,3 +172,64 @@ def test_the_frame_type_rule_finds_the_tests():
         assert FRAME_TYPE_TEST.search(line), line
     for line in ("isinstance(dtype, pl.Date)", "convert.collect(out)", "isinstance(x, TableTooLargeError)"):
         assert not FRAME_TYPE_TEST.search(line), line
+
+
+# --------------------------------------------------------------------------- private names stay in their module
+
+#: the most private names (a leading underscore) one calframe module may take from another (issue 29: 209 once).
+#: A package-private *module* (``calframe._errors``, ``engines._lazy_plan``) is imported freely inside calframe: its
+#: underscore says "not for users", not "not for the next module".
+MAX_PRIVATE_IMPORTS = 20
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(source: str, name: str, is_pkg: bool, known: dict[str, Path]) -> set[tuple[str, str]]:
+    """(module, name) of each private name module ``name`` (source ``source``) takes from another calframe module:
+    ``from m import _x`` (``_x`` not a submodule) and ``alias._x`` with ``alias`` an imported calframe module."""
+    tree = ast.parse(source)
+    aliases: dict[str, str] = {}
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            for a in node.names:
+                full = f"{prefix}.{a.name}"
+                if full in known:
+                    aliases[a.asname or a.name] = full
+                elif prefix in known and prefix != name and _private(a.name):
+                    found.add((prefix, a.name))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in known and a.asname:
+                    aliases[a.asname] = a.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and _private(node.attr) and aliases[node.value.id] != name
+                and f"{aliases[node.value.id]}.{node.attr}" not in known):
+            found.add((aliases[node.value.id], node.attr))
+    return found
+
+
+def test_private_names_stay_in_their_module():
+    known = modules()
+    found = {(user, *pair) for user, path in known.items()
+             for pair in private_imports(path.read_text(encoding="utf-8"), user, path.name == "__init__.py", known)}
+    assert len(found) <= MAX_PRIVATE_IMPORTS, (
+        f"{len(found)} private names are used outside their module (at most {MAX_PRIVATE_IMPORTS}): make a name "
+        f"another module needs public in its own module (no leading underscore): {sorted(found)[:30]}")
+
+
+def test_the_private_name_rule_finds_them():
+    known = {"calframe.engines.lazy": Path("x"), "calframe.engines.eager": Path("x"), "calframe.engines": Path("x")}
+    src = ("from .lazy import _collect, run\nfrom . import eager as E\nE._evaluate(1)\nE.evaluate(2)\n"
+           "from ._lazy_plan import _P\n")
+    got = private_imports(src, "calframe.engines.narwhals", False, known)
+    assert got == {("calframe.engines.lazy", "_collect"), ("calframe.engines.eager", "_evaluate")}, got
