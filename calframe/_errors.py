@@ -227,6 +227,19 @@ def _digits(v: float, lo: float, hi: float) -> str:
     return repr(float(v)) if not lo <= v <= hi and lo <= float(short) <= hi else short
 
 
+def _drop_nan_hint(column: str | list[str]) -> str:
+    """How to remove rows with a NaN probability in each flavor: NaN is a bad value on every flavor (pandas' and
+    Polars' results agree), and ``nulls='drop'`` drops nulls only (docs/api.md, "Missing values").
+
+    >>> _drop_nan_hint("prob")
+    "Remove those rows first: frame.dropna(subset=['prob']) in pandas, frame.filter(pl.col('prob').is_finite()) in Polars (nulls='drop' drops nulls, not NaN). "
+    """
+    if isinstance(column, str):
+        return (f"Remove those rows first: frame.dropna(subset=[{column!r}]) in pandas, "
+                f"frame.filter(pl.col({column!r}).is_finite()) in Polars (nulls='drop' drops nulls, not NaN). ")
+    return "Remove the rows with a NaN class probability first (nulls='drop' drops nulls, not NaN). "
+
+
 def not_probabilities(func: str, column: str | list[str], nonfinite: int, outside: int, lo: float = 0.0,
                       hi: float = 1.0) -> InvalidValueError:
     """Rows with NaN / infinite probabilities (``nonfinite``) or finite ones outside [0, 1] (``outside``; ``lo``,
@@ -239,7 +252,7 @@ def not_probabilities(func: str, column: str | list[str], nonfinite: int, outsid
                         f"max {_digits(hi, 0.0, 1.0)})")
     return InvalidValueError(
         f"{func}: column {column!r} has " + " and ".join(problems) + ". "
-        + ("Remove those rows first (nulls='drop' only drops nulls, not NaN). " if nonfinite else "")
+        + (_drop_nan_hint(column) if nonfinite else "")
         + ("Pass probabilities, not logits or scores." if outside else "")
     )
 

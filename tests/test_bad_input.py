@@ -497,7 +497,12 @@ def test_pandas_numpy_nan_is_not_a_null() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", CalframeWarning)
         exc = check_raises(InvalidValueError, df, lambda f: calframe.ece(f, nulls="drop"), col("prob"), "NaN", nrows(1))
-    assert "nulls='drop' only drops nulls" in str(exc.value)
+    msg = str(exc.value)
+    assert "nulls='drop' drops nulls, not NaN" in msg and "dropna(subset=['prob'])" in msg, msg
+    # the remedies the message names work, and give the figure of the rows without the NaN (issue 31, section 5)
+    want = calframe.ece(pl.DataFrame({"prob": [0.2, 0.5, 0.7], "label": [0, 1, 1]}))
+    assert calframe.ece(df.dropna(subset=["prob"])) == want
+    assert calframe.ece(pl.from_pandas(df, nan_to_null=False).filter(pl.col("prob").is_finite())) == want
 
 
 # --------------------------------------------------------------------------- empty input
