@@ -95,7 +95,8 @@ def _bias(means: dict[str, np.ndarray], weight: np.ndarray, counts: np.ndarray) 
     from scipy.special import stdtr
 
     mean = means["bias_over"] - means["bias_under"]
-    var = np.maximum(means["bias_sq"] - mean * mean, 0.0)  # sum w (b - mean)^2 / W
+    var = means["bias_sq"] - mean * mean  # sum w (b - mean)^2 / W; rounding's size (a constant bias) is 0
+    var = np.where(var > 8.0 * np.finfo(np.float64).eps * means["bias_sq"], var, 0.0)
     n = np.asarray(counts, dtype=np.float64)
     se = np.sqrt(var / np.maximum(n - 1.0, 1.0))
     with np.errstate(divide="ignore", invalid="ignore"):
