@@ -33,7 +33,7 @@ from .._keywords import Columns
 from ..engines.eager import Figure as Computed, Frame, Result
 from ..frames.dispatch import public
 from ..registry import Column, Figure
-from .plan import _run, run_finalize
+from .plan import run_plan, run_finalize
 
 
 @F.finalize("hosmer_lemeshow")
@@ -100,7 +100,7 @@ def _row_sums(func: str, values: tuple[str, ...], frame: Frame, prob: Columns, l
 
     spec = RS.RowSums(func, values, figure_of(func).names, RS.check_p_adjust(func, p_adjust))
     req = R.row_sums(func, spec, prob, label, **options)
-    return _run(req, frame, _eager(req, spec), binned=True)
+    return run_plan(req, frame, _eager(req, spec), binned=True)
 
 
 def _eager(req: R.Request, spec: RS.RowSums) -> dict[str, Computed]:
