@@ -150,6 +150,11 @@ class Scalar(Lensed, Sample, total=False):
     and an interval."""
 
 
+class Tested(Lensed, Rows, Nulls, total=False):
+    """A test of exact calibration from per-group row sums (bias, spiegelhalter): a scalar lens and the rows; no
+    interval (the figure carries its own standard error and p-value)."""
+
+
 class SmECE(Lensed, Sample, total=False):
     """smece: a scalar lens, the rows and an interval, and a fixed bandwidth ``sigma`` (None: the automatic one)."""
 

@@ -57,6 +57,7 @@ from ._keywords import (  # noqa: F401  (the groups and decorators, read as requ
     CE,
     SmECE,
     Scalar,
+    Tested,
     DEFAULTS,
     group_defaults,
     keywords,
@@ -601,6 +602,15 @@ def scalar_rows(func: str, prob: Columns = None, label: str | None = None, **cal
     o = _options(call)
     lens_ = scalar_lens(func, o["lens"])
     return _checked_ci(func, o, Request(func, "rows", func, prob, label, o["by"], o["weights"], o["nulls"], lens_))
+
+
+def row_sums(func: str, spec: Any, prob: Columns = None, label: str | None = None, **call: Any) -> Request:
+    """A figure of several row values' per-group sums (``kind="row_sums"``; ``spec`` a
+    :class:`calframe.row_sums.RowSums`): a scalar lens, the rows."""
+    o = _options(call)
+    lens_ = scalar_lens(func, o["lens"])
+    return Request(func, "row_sums", func, prob, label, o["by"], o["weights"], o["nulls"], lens_, options=spec,
+                   parts=spec.columns)
 
 
 # --------------------------------------------------------------------------- monitoring over time (monitor)

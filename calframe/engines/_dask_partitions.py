@@ -21,6 +21,7 @@ from . import eager as E_
 from ..families.applying import apply_rows
 from ..request import Request
 from .. import lenses as L
+from .. import row_sums as RS
 from .._columns import Scored, resolve
 from ..frames.convert import select
 from .._names import key_names
@@ -361,7 +362,9 @@ def _dd_bins(values: np.ndarray, scored: Scored, tuples: list[tuple], spec: Spec
     return Bins(ids, max(width - 1, 1) if qcut else width, edges, offsets, spec.binning)
 
 
-def _companion_values(name: str, scored: Scored) -> np.ndarray:
+def _companion_values(name: str, scored: Scored, lens: Any = None, func: str = "calframe") -> np.ndarray:
+    if name in RS.VALUES:  # a row value of the row sums (bias, spiegelhalter): of the request's lens
+        return RS.VALUES[name](*L.scalar(scored, lens or L.AUTO, func))
     if name == "brier":
         return E_.brier_rows(scored)
     if name == "log_loss":
@@ -388,7 +391,7 @@ def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
     # every partition's sums to the group's own scale (_rescale)
     exps = np.broadcast_to(np.frexp(scored.weight_scale)[1] - 1, (scored.n_groups,)).astype(np.int64)
     if spec.companion is not None:
-        values = np.ascontiguousarray(_companion_values(spec.companion, scored), dtype=np.float64)
+        values = np.ascontiguousarray(_companion_values(spec.companion, scored, spec.lens, spec.func), dtype=np.float64)
         # as eager.group_means: a one-bin accumulate of the row values
         s = K.accumulate(scored.groups, None, values, values, scored.weights, np.array([0.0, 1.0]), False,
                          scored.n_groups, 1)

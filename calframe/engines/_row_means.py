@@ -26,6 +26,7 @@ import polars as pl
 
 from .. import figures as F
 from .. import lenses as L
+from .. import row_sums as RS
 from .._columns import check_group_weights
 from .._render import flag, where
 from ..request import Request, summary_parts
@@ -37,8 +38,9 @@ from ._lazy_plan import BIN, EB, LEN, OK, COL_PREFIX, W, WT, pairwise_sum
 
 __all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
 
-#: the requests computed here beside the CE family's (``Request.kind``)
-KINDS = ("companion", "summary")
+#: the requests computed here beside the CE family's (``Request.kind``): ``row_sums`` are the figures of several
+#: row values' sums (bias, spiegelhalter: calframe.row_sums), each value a function of the request's lens
+KINDS = ("companion", "summary", "row_sums")
 #: the kinds of frame (calframe.registry) whose row means are computed here: the lazy and narwhals engines'
 ON = ("lazy", *NW.KINDS)
 #: a power of two at least each companion's largest row value (Brier: 2 over K > 2 classes; log loss:
@@ -56,6 +58,22 @@ Finish = Callable[[dict[str, np.ndarray], np.ndarray, "pl.DataFrame | None", str
 
 def _col(name: str) -> str:
     return f"{COL_PREFIX}m_{name}"
+
+
+def _span(name: str) -> float:
+    """The power of two at least the row value ``name``'s largest (the row sums' values lie in [0, 1])."""
+    return SPAN.get(name, 1.0)
+
+
+def _summed(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The row values of ``names`` a pass sums (not the weights' total, :data:`calframe.row_sums.WEIGHT`)."""
+    return tuple(n for n in names if n != RS.WEIGHT)
+
+
+def _lens_of(req: Request) -> L.Lens:
+    """The lens a row-means pass is planned with: the request's for the row sums, else the default (the
+    companions' row values read the classes themselves)."""
+    return req.lens if req.kind == "row_sums" else L.AUTO
 
 
 def row_values(plan: LP.EnginePlan, probs: Any, label: Any, acc: Any, names: tuple[str, ...]) -> dict[str, Any]:
@@ -95,19 +113,30 @@ def _means(plan: LP.EnginePlan, res: pl.DataFrame, names: tuple[str, ...]) -> Va
     if plan.weight_col is not None:
         check_group_weights(plan.func, plan.weight_col, sums[:, 0, 0], counts, keys)
     values = {}
-    for name in names:
+    for name in _summed(names):
         sums[:, 0, 1] = 0.0
-        np.add.at(sums[:, 0, 1], g, cells[_col(name)].to_numpy() * SPAN[name])  # a power of two: exact
+        np.add.at(sums[:, 0, 1], g, cells[_col(name)].to_numpy() * _span(name))  # a power of two: exact
         values[name] = F.companion(sums)
+    if RS.WEIGHT in names:  # the weights' total in the caller's units
+        values[RS.WEIGHT] = sums[:, 0, 0] * (LP.group_scales(plan, keys) if plan.weight_col is not None else 1.0)
     return values, counts, keys
 
 
 def _row_exprs(plan: LP.EnginePlan, ns: Any, names: tuple[str, ...]) -> dict[str, Any]:
     """:func:`row_values` of the plan's columns in ``ns`` (Polars or narwhals: the plan's renderings), the
-    accuracy the top-1 lens's."""
-    probs = LP.binary_prob(plan, ns) if plan.binary else LP.class_probs(plan, ns)
-    acc = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), ns)[1]
-    return row_values(plan, probs, ns.col(plan.label_col), acc, names)
+    accuracy the top-1 lens's; the row sums' values (:data:`calframe.row_sums.VALUES`) of the plan's lens."""
+    names = _summed(names)
+    lensed = [n for n in names if n in RS.VALUES]
+    out = {}
+    if lensed:
+        conf, acc = LP.lensed_exprs(plan, ns)
+        out = {n: RS.VALUES[n](conf, acc) for n in lensed}
+    rest = tuple(n for n in names if n not in RS.VALUES)
+    if rest:
+        probs = LP.binary_prob(plan, ns) if plan.binary else LP.class_probs(plan, ns)
+        acc = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), ns)[1]
+        out.update(row_values(plan, probs, ns.col(plan.label_col), acc, rest))
+    return {n: out[n] for n in names}
 
 
 # --------------------------------------------------------------------------- the narwhals engine
@@ -117,7 +146,7 @@ def _narwhals_means(eng: NW.Engine, req: Request, names: tuple[str, ...]) -> Val
     """One pass in the user's engine: per (keys, bin marker[, weight bucket]) rows and the exact sums of the
     weight and of the weighted row values (``narwhals.Run.main``'s layout: a bad row in bin -2, a dropped one
     in bin -1)."""
-    r = NW.Run(eng, replace(req, kind="companion", lens=L.AUTO))
+    r = NW.Run(eng, replace(req, kind="companion", lens=_lens_of(req)))
     plan = r.prepared()
     nw, weighted, wide = r.nw, plan.weight_col is not None, r.wide
     ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
@@ -130,10 +159,10 @@ def _narwhals_means(eng: NW.Engine, req: Request, names: tuple[str, ...]) -> Val
         w = nw.when(ok).then(r.weights())
         rows += [w.alias(WT), NW.bucket_expr(w).alias(EB)]
     bucket = nw.col(EB) if weighted else None
-    summed = ([W] if weighted else []) + [_col(n) for n in names]
+    summed = ([W] if weighted else []) + [_col(n) for n in _summed(names)]
     parts = NW.fixed_parts(W, nw.col(WT), bucket, wide) if weighted else []
-    for n in names:
-        x = nw.col(_col(n)) * (1.0 / SPAN[n])
+    for n in _summed(names):
+        x = nw.col(_col(n)) * (1.0 / _span(n))
         parts += NW.fixed_parts(_col(n), nw.col(WT) * x if weighted else x, bucket, wide)
     cell = plan.keys + [BIN] + ([EB] if weighted else [])
     aggs = [nw.col(c).sum().alias(c) for s in summed for c in NW.part_names(s, wide)]
@@ -154,7 +183,7 @@ def _narwhals_sums(eng: NW.Engine) -> Callable[[Request], tuple]:
 def _lazy_means(lf: pl.LazyFrame, req: Request, names: tuple[str, ...]) -> Values:
     """One streaming pass: per (keys, bin marker[, weight bucket]) rows, valid rows and the exact sums of the
     weight and of the weighted row values (``lazy._main_query``'s layout: a dropped row in bin -1)."""
-    plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=L.AUTO)), lf)
+    plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=_lens_of(req))), lf)
     weighted, keep = plan.weight_col is not None, LP.keep_expr(plan)
     cols = LP.key_cols(plan) + [v.alias(_col(n)) for n, v in _row_exprs(plan, pl, names).items()]
     cols += [LP.row_ok(plan).alias(OK),
@@ -168,8 +197,8 @@ def _lazy_means(lf: pl.LazyFrame, req: Request, names: tuple[str, ...]) -> Value
     aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK)]
     if weighted:
         aggs.append(LZ.fixed_sum(pl.col(WT), bucket).alias(W))
-    for n in names:
-        x = pl.col(_col(n)) * (1.0 / SPAN[n])
+    for n in _summed(names):
+        x = pl.col(_col(n)) * (1.0 / _span(n))
         aggs.append(LZ.fixed_sum(pl.col(WT) * x if weighted else x, bucket).alias(_col(n)))
     res = LZ.exact_floats(LZ.collect_frame(q.group_by(plan.keys + [BIN] + ([EB] if weighted else [])).agg(aggs)))
     return _means(plan, LZ.checked(plan, lf, res), names)
@@ -188,6 +217,9 @@ def values(req: Request, means: Callable[[tuple[str, ...]], Values],
     (its bin sums: sums, keys, counts, the weights' scale)."""
     if req.kind == "companion":
         return means((req.func,))
+    if req.kind == "row_sums":
+        m, counts, keys = means((*req.options.values, RS.WEIGHT))
+        return RS.finalize(req.options, m, counts), counts, keys
     if req.kind != "summary":
         s, keys, counts, scale = sums(req)
         return F.binned_values(req, lambda c: s, 1, scale), counts, keys

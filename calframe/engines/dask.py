@@ -11,38 +11,29 @@ imports Dask. Then::
 
 What runs where
 ---------------
-Each partition is a pandas frame; a worker runs calframe's own pipeline on it
-(``resolve`` -> lens -> bin -> ``binned_sums``, the numba accumulate pass) and
-returns a small pandas frame of per (group key, bin) sums
-``[*by, fig, cls, bin, rows, n, sum_conf, sum_acc]`` (group keys as values: codes
-differ per partition). Dask adds them with ``groupby(...).agg(..., split_out=1)``
-and the client finalizes with :func:`calframe.metrics.ce_from_sums`, returning
-what calframe returns for a pandas frame (a float without ``by``, else a pandas
-frame with the group columns sorted by key, nulls last, ``n`` and the figure).
-Input errors are found per partition by calframe's own ``resolve``; the client
-then gathers every partition's counts and raises the eager path's first
-failing check with its message and the counts over all partitions.
-The top-level functions send a Dask DataFrame here (:func:`call`).
+Each partition is a pandas frame; a worker runs calframe's own pipeline on it (``resolve`` -> lens -> bin ->
+``binned_sums``, the numba accumulate pass) and returns a small pandas frame of per (group key, bin) sums ``[*by,
+fig, cls, bin, rows, n, sum_conf, sum_acc]`` (group keys as values: codes differ per partition). Dask adds them with
+``groupby(...).agg(..., split_out=1)`` and the client finalizes with :func:`calframe.metrics.ce_from_sums`,
+returning what calframe returns for a pandas frame (a float without ``by``, else a pandas frame with the group
+columns sorted by key, nulls last, ``n`` and the figure). Input errors are found per partition by calframe's own
+``resolve``; the client then gathers every partition's counts and raises the eager path's first failing check with
+its message and the counts over all partitions. The top-level functions send a Dask DataFrame here (:func:`call`).
 
-Data-dependent bins (``quantile``, ``equal_mass``) need each group's exact
-order statistics. They come from mergeable passes (see :meth:`Runner.order_stats`):
-a histogram of the values on a fixed grid (the top 20 bits of an order-preserving
-integer image of the float64, so any range works), the cells holding the target
-ranks found from cumulative counts, and the values of only those cells gathered
-(a cell holding a single distinct value needs no gathering; a crowded cell is
-refined with the next 20 bits first). calframe's one edge rule
-(:func:`calframe.binning.edge_table`: every source and group in one call of its
-``take``, then ``pack_edges``) builds the edges from the gathered order
-statistics, and a last pass bins with those edges (``assign_bins``) and
-accumulates. Results equal calframe's in-memory results up to float summation
-order (< 1e-12).
+Data-dependent bins (``quantile``, ``equal_mass``) need each group's exact order statistics. They come from
+mergeable passes (see :meth:`Runner.order_stats`): a histogram of the values on a fixed grid (the top 20 bits of an
+order-preserving integer image of the float64, so any range works), the cells holding the target ranks found from
+cumulative counts, and the values of only those cells gathered (a cell holding a single distinct value needs no
+gathering; a crowded cell is refined with the next 20 bits first). calframe's one edge rule
+(:func:`calframe.binning.edge_table`: every source and group in one call of its ``take``, then ``pack_edges``)
+builds the edges from the gathered order statistics, and a last pass bins with those edges (``assign_bins``) and
+accumulates. Results equal calframe's in-memory results up to float summation order (< 1e-12).
 
-Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the
-finalize (and the later passes of exact edges) runs where Dask finalizes. ``summary``, uniform-bin
-``gece`` and ``smece`` (its grids: _grid_dask.py) come from sums too; ``ci=``, ``vce_curve``, ``fit``,
-``vece_rank`` and ``gece`` on the rows (adaptive bins, selections) collect the needed
-columns and run the eager function (:func:`collected`). Not on Dask: local calibration
-(``lce``, ``mlce``, ``mlce_curve``).
+Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the finalize (and the later passes of
+exact edges) runs where Dask finalizes. ``summary``, uniform-bin ``gece`` and ``smece`` (its grids: _grid_dask.py)
+come from sums too; ``ci=``, ``vce_curve``, ``fit``, ``vece_rank`` and ``gece`` on the rows (adaptive bins,
+selections) collect the needed columns and run the eager function (:func:`collected`). Not on Dask: local
+calibration (``lce``, ``mlce``, ``mlce_curve``).
 """
 
 from __future__ import annotations
@@ -68,6 +59,7 @@ except ImportError:  # without Dask this module only declares CAPABILITIES (calf
 from . import lazy as LZ
 from ..families.applying import apply_rows
 from .. import figures as F
+from .. import row_sums as RS
 from ..frames.convert import select
 from ..registry import Capabilities, functions_on, how
 from ..request import Request
@@ -676,18 +668,26 @@ def run(ddf: Any, req: Request, figures: dict | None = None, finish: Callable[..
             "group's rows and tries bin counts one by one); there: 'uniform', 'quantile', 'equal_mass' or explicit "
             f"edges. Sweep on the collected frame (calframe.{req.func}(ddf.compute(), binning='sweep')) or on a "
             "sample.", "binning")
-    if req.kind == "companion":
-        spec = dask_spec(ddf, req, companion=req.func)
-        return result(req.func, [_pass(ddf, spec)], lambda m: finish({req.name: _companion_figure(m)}, *_by(m)))
+    if req.kind in ("companion", "row_sums"):  # one pass per row value: their weighted means per group
+        names = req.options.values if req.kind == "row_sums" else (req.func,)
+        return result(req.func, [_pass(ddf, dask_spec(ddf, req, companion=c)) for c in names],
+                      lambda *ms: finish(_row_figures(req, names, ms), *_by(ms[0])))
     spec = dask_spec(ddf, req, modes=_modes(ddf, req))
     if req.kind == "reliability":
         return result(req.func, [_pass(ddf, spec)], _reliability_result)
     return result(req.func, [_pass(ddf, spec)], lambda m: finish(_ce_values(req, m), *_by(m)))
 
 
-def _companion_figure(m: Merged) -> np.ndarray:
+def _companion_figure(m: Merged, total: bool = False) -> np.ndarray:
     sums, _ = _sums_array(m.frame, m.g, m.groups.n, 1, np.zeros(len(m.frame), dtype=np.int64))
-    return F.companion(sums)
+    return sums[:, 0, 0] * m.weight_scale if total else F.companion(sums)  # the weights' total, caller's units
+
+
+def _row_figures(req: Request, names: tuple[str, ...], ms: tuple[Merged, ...]) -> dict[str, np.ndarray]:
+    """A companion, or the figure of several row values' means (calframe.row_sums), from one pass per value."""
+    means = {name: _companion_figure(m) for name, m in zip(names, ms)}
+    means[RS.WEIGHT] = _companion_figure(ms[0], total=True)
+    return RS.finalize(req.options, means, ms[0].counts) if req.kind == "row_sums" else {req.name: means[req.func]}
 
 
 def _by(m: Merged) -> tuple[np.ndarray, pl.DataFrame | None]:

@@ -1,4 +1,5 @@
-"""Tests of exact calibration from the bin sums: the Hosmer-Lemeshow statistic and its p-value.
+"""Tests of exact calibration: the Hosmer-Lemeshow statistic and its p-value (from the bin sums), Spiegelhalter's
+z-test and the mean bias with its t-test (from per-group row sums, :mod:`calframe.row_sums`).
 
 They answer another question than :func:`calframe.calibration_test`: that test asks whether a model is
 calibrated *enough* (its ECE below a tolerance); these ask whether it is *exactly* calibrated, which large data
@@ -24,12 +25,15 @@ from typing import Any, Unpack
 import numpy as np
 
 from .. import figures as F
+from .. import lenses as L
 from .. import request as R
+from .. import row_sums as RS
+from .._columns import Scored
 from .._keywords import Columns
-from ..engines.eager import Frame, Result
+from ..engines.eager import Figure as Computed, Frame, Result
 from ..frames.dispatch import public
 from ..registry import Column, Figure
-from .plan import run_finalize
+from .plan import run_plan, run_finalize
 
 
 @F.finalize("hosmer_lemeshow")
@@ -83,3 +87,100 @@ def hosmer_lemeshow(frame: Frame, prob: Columns = None, label: str | None = None
     True
     """
     return run_finalize("hosmer_lemeshow", frame, prob, label, options)
+
+
+# --------------------------------------------------------------------------- from per-group row sums
+
+
+def _row_sums(func: str, values: tuple[str, ...], frame: Frame, prob: Columns, label: str | None,
+              p_adjust: str | None, options: dict[str, Any]) -> Result:
+    """The figure ``func`` of per-group row sums (:mod:`calframe.row_sums`), its columns read from its row of the
+    figure table, on any engine that computes the row means."""
+    from ..registry import figure_of
+
+    spec = RS.RowSums(func, values, figure_of(func).names, RS.check_p_adjust(func, p_adjust))
+    req = R.row_sums(func, spec, prob, label, **options)
+    return run_plan(req, frame, _eager(req, spec), binned=True)
+
+
+def _eager(req: R.Request, spec: RS.RowSums) -> dict[str, Computed]:
+    """The eager engine's figures: every column from one set of sums per scored frame."""
+    last: dict[str, Any] = {}
+
+    def columns(scored: Scored) -> dict[str, np.ndarray]:
+        if last.get("scored") is not scored:  # the frame itself is kept, so its identity is not reused
+            conf, acc = L.scalar(scored, req.lens, req.func)
+            means = RS.eager_sums(spec, conf, acc, scored.weights, scored.weight_scale, scored.groups,
+                                  scored.n_groups)
+            counts = np.bincount(scored.group_codes, minlength=scored.n_groups)
+            last.update(scored=scored, out=RS.finalize(spec, means, counts))
+        return last["out"]
+
+    return {c: (lambda scored, c=c: columns(scored)[c]) for c in spec.columns}
+
+
+@public(state="row_means", figure=Figure((
+    Column("bias", "mean bias", "mean of prediction minus outcome (positive: over-predicts); 0 is calibrated in the "
+           "large", "lower"),
+    Column("bias_se", "bias SE", "standard error of the mean bias (model-diagnostics' weighted form)"),
+    Column("bias_p_value", "bias p-value", "two-sided t-test of a mean bias of 0; small values say the bias is "
+           "real, which large data say of any bias", "higher"),
+    Column("bias_weights", "sum of weights", "the group's sum of weights (its rows without weights)", "higher")),
+    lensed=True, on=frozenset({"monitor", "expr", "sklearn"})))
+@R.keywords(R.Tested)
+def bias(frame: Frame, prob: Columns = None, label: str | None = None, *, p_adjust: str | None = None,
+         **options: Unpack[R.Tested]) -> Result:
+    """The mean bias per group, with its standard error and a t-test: model-diagnostics' ``compute_bias``.
+
+    Columns ``n``, ``bias`` (the weighted mean of prediction minus outcome, ``conf - acc`` of the lens:
+    model-diagnostics' sign, positive when the model over-predicts), ``bias_se`` (``sqrt(sum w (b - bias)^2 / W /
+    (n - 1))``, model-diagnostics' weighted form, W the sum of weights: with frequency weights it is conservative,
+    as it counts rows, not weights), ``bias_p_value`` (two-sided t-test of ``bias = 0`` with ``n - 1`` degrees of
+    freedom; NaN for a group of one row) and ``bias_weights`` (W). ``p_adjust="holm"`` or ``"bonferroni"`` adjusts
+    the p-values over the groups of the call (``by``). Along a variable: ``by=`` a binned column
+    (``pl.col("age").qcut(10)``; docs/binned-metrics.md). The lens: ``class:1`` (the positive class) for one
+    probability column, ``top1`` for class probabilities.
+
+    Examples
+    --------
+    >>> import polars as pl, calframe
+    >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1], "g": ["a", "a", "b", "b"]})
+    >>> calframe.bias(df).select(pl.all().round(6)).row(0)  # model_diagnostics.calibration.compute_bias: the same
+    (4, 0.15, 0.259808, 0.604181, 4.0)
+    >>> calframe.bias(df, by="g")["bias"].round(6).to_list()
+    [0.35, -0.05]
+    """
+    return _row_sums("bias", RS.BIAS, frame, prob, label, p_adjust, options)
+
+
+@public(state="row_means", figure=Figure((
+    Column("spiegelhalter_z", "Spiegelhalter z", "Spiegelhalter's (1986) standardised Brier score; near 0 when the "
+           "model is exactly calibrated (positive: outcomes further from the predictions than chance)"),
+    Column("spiegelhalter_p_value", "Spiegelhalter p-value", "the chance of a z this far from 0 if the model were "
+           "exactly calibrated; small values reject exact calibration, which large data always do", "higher")),
+    lensed=True, on=frozenset({"monitor", "expr", "sklearn"})))
+@R.keywords(R.Tested)
+def spiegelhalter(frame: Frame, prob: Columns = None, label: str | None = None, *, p_adjust: str | None = None,
+                  **options: Unpack[R.Tested]) -> Result:
+    """Spiegelhalter's (1986) z-test of exact calibration, per group.
+
+    ``spiegelhalter_z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p))`` over the lens's prediction
+    ``p`` and outcome ``y`` (``class:1``, the positive class, for one probability column; ``top1`` for class
+    probabilities; on binary input both give the same z), and ``spiegelhalter_p_value = 2 P(N(0, 1) > |z|)``.
+    Weights are frequency weights (a row of weight k counts as k rows, as :func:`hosmer_lemeshow`): z grows with
+    the square root of the weights' scale, so importance weights should sum to the rows they stand for. A group
+    whose predictions are all 0, 1/2 or 1 has no variance: z is NaN (or infinite when the outcomes contradict
+    predictions of 0 or 1). ``p_adjust="holm"`` or ``"bonferroni"`` adjusts the p-values over the groups.
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl, calframe
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=5000)
+    >>> df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=5000) < p).astype(int)})
+    >>> bool(calframe.spiegelhalter(df)["spiegelhalter_p_value"][0] > 0.05)  # calibrated: not rejected
+    True
+    >>> bool(calframe.spiegelhalter(df.with_columns(prob=pl.col("prob") ** 2))["spiegelhalter_p_value"][0] < 1e-6)
+    True
+    """
+    return _row_sums("spiegelhalter", RS.SPIEGELHALTER, frame, prob, label, p_adjust, options)
