@@ -76,8 +76,8 @@ def test_issue_example_brier_by_group_is_exactly_tied() -> None:
 
 
 def _bucket(w: float) -> int:
-    """Polars' weight bucket (calframe.engines.lazy._weight_bucket), evaluated by Polars."""
-    return int(pl.DataFrame({"w": [w]}).select(LZ._weight_bucket(pl.col("w")))["w"][0])
+    """Polars' weight bucket (calframe.engines.lazy.weight_bucket), evaluated by Polars."""
+    return int(pl.DataFrame({"w": [w]}).select(LZ.weight_bucket(pl.col("w")))["w"][0])
 
 
 def _python_sums(groups: np.ndarray, values: np.ndarray, weights: np.ndarray | None, n_groups: int,
@@ -118,7 +118,7 @@ def test_weight_bucket_is_polars_near_every_power_of_two() -> None:
             p = math.ldexp(1.0, e)
             ws += [p, math.nextafter(p, 0.0), math.nextafter(p, 1.0), p * (1 + 2.0**-31), p * (1 - 2.0**-32)]
     w = np.array(ws)
-    want = pl.DataFrame({"w": w}).select(LZ._weight_bucket(pl.col("w")))["w"].to_numpy()
+    want = pl.DataFrame({"w": w}).select(LZ.weight_bucket(pl.col("w")))["w"].to_numpy()
     buckets = np.empty(w.shape[0], dtype=np.uint8)
     X._buckets(w, buckets, 1)
     assert buckets.tolist() == want.tolist()

@@ -4,12 +4,12 @@ The LazyFrame and narwhals engines sum a companion's row values (Brier, log loss
 value x (divided by a power of two ``span`` into [0, 1]) counts as trunc(x * 2^62) without weights; with
 weights w (each group's divided by its power of two: ``calframe._columns.scale_weights``), the row's weight
 bucket k = floor(-log2(w) / 8) (in [0, 134]) scales w and w * x by 2^(60 + 8 k) before the truncation, and each
-(group, bucket) is summed on its own (``calframe.engines.lazy._fixed_sum`` / ``_weight_bucket``,
-``calframe.engines.narwhals._fixed_parts``). Integer sums do not depend on the order of the rows, so
+(group, bucket) is summed on its own (``calframe.engines.lazy.fixed_sum`` / ``_weight_bucket``,
+``calframe.engines.narwhals.fixed_parts``). Integer sums do not depend on the order of the rows, so
 :func:`group_sums` gives each group's sums with the same bits for any row order and thread count, and the
 same bits as those engines: each (group, bucket) integer is rounded once to float64
 (:func:`calframe._kernels.accumulate.fixed_to_float`), and a group's buckets are added smallest weights first
-(``lazy._exact_floats``'s order).
+(``lazy.exact_floats``'s order).
 
 The integers are 128 bits, two uint64 limbs (two's complement, the high limb's sign the sum's): each row adds
 an int64, with a carry from the low limb; 2^63 rows fit.
@@ -68,7 +68,7 @@ def group_sums(groups, values, weights, n_groups, span):
 
 @njit(inline="always")
 def weight_bucket(w, bits):
-    """floor(-log2(w) / 8) clipped to [0, 134], as Polars computes it (``lazy._weight_bucket``:
+    """floor(-log2(w) / 8) clipped to [0, 134], as Polars computes it (``lazy.weight_bucket``:
     -(ln(w) / ln(2)) / 8), for w >= 0 with the float64 ``bits`` of w. Where w = m 2^e (m in [1/2, 1)) is a normal
     number not within 2^-30 of a power of two, -log2(w) lies in (-e, 1 - e), an interval with no multiple of 8
     inside, which the computed log's error (a few ulps) cannot leave: the bucket is floor(-e / 8), read off the
