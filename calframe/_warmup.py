@@ -59,6 +59,10 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
         ("bootstrap intervals", lambda: (cf.ece(df, ci=0.95, n_boot=20), cf.summary(df, by="region", ci=0.95, n_boot=20))),
         ("reliability", lambda: cf.reliability(df, by="region", bins=10)),
         ("companions", lambda: (cf.brier(df), cf.log_loss(df), cf.accuracy(df, by="region"))),
+        # weighted: the weight buckets, and (groups of two rows, each with its own bucket) their per-group layout
+        ("companions weighted", lambda: (cf.brier(df, weights="w", by="region"), cf.log_loss(
+            df.head(12).with_columns(g_pair=pl.int_range(12) // 2, w=pl.Series(
+                [1.0 if i % 2 == 0 else 2.0 ** (-8 * (i // 2 + 1)) for i in range(12)])), weights="w", by="g_pair"))),
         ("smooth ECE", lambda: (cf.smece(df), cf.smece(df, by="region"), cf.smece(df, weights="w"))),
         ("disparity", lambda: cf.disparity(df, "ece", by="region")),
         ("vece", lambda: (cf.vece(df, "age"), cf.vmce(df, "age"), cf.vece(df, "age", by="region"))),

@@ -202,7 +202,7 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
         rows["worst"].append(float(v[worst]))
         rows["best"].append(float(v[best]))
         _, ratio = spread(v[[worst, best]][None, :])
-        rows["difference"].append(float(sign * (v[worst] - v[best])))
+        rows["difference"].append(float(sign * (v[worst] - v[best])) + 0.0)  # + 0.0: a tie is 0.0, not -0.0
         rows["ratio"].append(float(ratio[0]))
         if everyone:
             on += f" (no group has {spread_.min_n} rows: all ranked" + (" that have an interval)" if unresampled else ")")

@@ -18,6 +18,7 @@ from .._errors import CalframeError, bad_param
 from .._names import PREFIX, key_names
 from ..request import Request
 from ..binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
+from .._kernels.codes import BUCKET_BITS, FIXED_BITS, MAX_BUCKET, WEIGHTED_BITS  # no numba
 
 
 # The queries' own columns start with COL_PREFIX. The group keys enter them renamed to positional names
@@ -25,8 +26,9 @@ from ..binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
 # user column can never meet an internal one, whatever its name (docs/spec.md section 8).
 COL_PREFIX = PREFIX
 #: exact sums (``lazy.fixed_sum``): a row's value x counts as the integer trunc(x * 2^FIXED_BITS) without weights, and
-#: trunc(x * 2^(WEIGHTED_BITS + BUCKET_BITS * k)) with them, k its weight's bucket; 2^64 splits an Int128 in two
-FIXED_BITS, WEIGHTED_BITS, BUCKET_BITS, MAX_BUCKET, TWO64 = 62, 60, 8, 134, 2**64
+#: trunc(x * 2^(WEIGHTED_BITS + BUCKET_BITS * k)) with them, k its weight's bucket (one definition, shared with the
+#: eager engine's kernel: calframe._kernels.codes); 2^64 splits an Int128 in two
+MAX_BUCKET, TWO64 = MAX_BUCKET, 2**64
 BIN, LEN, W, SC, SA, BAD, VMIN, VMAX = (
     f"{COL_PREFIX}bin", f"{COL_PREFIX}len", f"{COL_PREFIX}w", f"{COL_PREFIX}sc", f"{COL_PREFIX}sa", f"{COL_PREFIX}bad", f"{COL_PREFIX}vmin", f"{COL_PREFIX}vmax"
 )

@@ -33,7 +33,7 @@ from ..request import Request, summary_parts
 from . import _lazy_plan as LP
 from . import lazy as LZ
 from . import narwhals as NW
-from .eager import evaluate
+from .eager import SPAN, evaluate
 from ._lazy_plan import BIN, EB, LEN, OK, COL_PREFIX, W, WT, pairwise_sum
 
 __all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
@@ -43,9 +43,8 @@ __all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
 KINDS = ("companion", "summary", "row_sums")
 #: the kinds of frame (calframe.registry) whose row means are computed here: the lazy and narwhals engines'
 ON = ("lazy", *NW.KINDS)
-#: a power of two at least each companion's largest row value (Brier: 2 over K > 2 classes; log loss:
-#: -ln(eps) < 37): the value / SPAN lies in [0, 1], what the exact fixed-point sums take
-SPAN = {"accuracy": 1.0, "brier": 2.0, "log_loss": 64.0}
+# SPAN (eager.SPAN, one definition): a power of two at least each companion's largest row value; the value / SPAN
+# lies in [0, 1], what the exact fixed-point sums take, here and in the eager engine's sums
 #: the log loss's clip: float64's machine epsilon (scikit-learn's, and the eager engine's)
 EPS = float(np.finfo(np.float64).eps)
 #: summary's row means

@@ -26,6 +26,7 @@ from .._imports import LazyModule
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
 KA = LazyModule("calframe._kernels.arrays")
+XK = LazyModule("calframe._kernels.exact")
 FK = LazyModule("calframe._kernels.fused")
 from .._kernels import codes as CODES  # noqa: E402  (no numba)
 from .._errors import ParameterError
@@ -84,22 +85,14 @@ def binned_sums(
     return sums, bins
 
 
-def group_means(values: np.ndarray, scored: Scored) -> np.ndarray:
-    """Weighted mean of a per-row value in each group (one-bin accumulate)."""
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    sums = K.accumulate(
-        scored.groups,
-        None,
-        values,
-        values,
-        scored.weights,
-        np.array([0.0, 1.0]),
-        False,
-        scored.n_groups,
-        1,
-    )
+def group_means(values: np.ndarray, scored: Scored, span: float = 64.0) -> np.ndarray:
+    """Weighted mean of a per-row value in each group, from the exact engines' fixed-point sums
+    (:func:`calframe._kernels.exact.group_sums`; ``span``, a power of two, bounds the values): the same bits for
+    any row order, and as on a LazyFrame or in DuckDB, with ``span`` their ``_row_means.SPAN`` of the figure."""
+    total_w, total_v = XK.group_sums(scored.groups, np.ascontiguousarray(values, dtype=np.float64), scored.weights,
+                                     scored.n_groups, span)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return sums[:, 0, 1] / sums[:, 0, 0]
+        return total_v / total_w
 
 
 def ce_figure(req: R.Request, binner: Binner | None = None, part: str | None = None) -> Figure:
@@ -146,12 +139,21 @@ def _cells(req: R.Request, binning: Binning | Binner, scored: Scored) -> M.Cells
     return conf, acc, ids, bins.n_bins
 
 
+#: a power of two at least each companion's largest row value (Brier: 2 over K > 2 classes; log loss:
+#: -ln(eps) < 37): the value / SPAN lies in [0, 1], what the exact fixed-point sums take (eager:
+#: :func:`group_means`; the LazyFrame and narwhals engines: :mod:`calframe.engines._row_means`)
+SPAN = {"accuracy": 1.0, "brier": 2.0, "log_loss": 64.0}
+
+
 def mean_figure(func: str, rows: Callable[[Scored], np.ndarray], bounds: tuple[float, float] = (0.0, np.inf)
                 ) -> Figure:
-    """The weighted mean of ``rows`` per group (a companion), drawn by the moments as one bin split by the top-1
-    prediction's correctness (:class:`moments.Summed`)."""
+    """The weighted mean of ``rows`` per group (a companion: ``func`` one of :data:`SPAN`), the exact sums of
+    :func:`group_means`, drawn by the moments as one bin split by the top-1 prediction's correctness
+    (:class:`moments.Summed`)."""
+    span = SPAN[func]
+
     def figure(scored: Scored) -> np.ndarray:
-        return group_means(rows(scored), scored)
+        return group_means(rows(scored), scored, span)
 
     def cells(scored: Scored) -> M.Cells:
         return rows(scored), L.top1(scored)[1], np.zeros(scored.n, dtype=np.int32), 1

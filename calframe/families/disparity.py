@@ -88,8 +88,11 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     difference to the best group has an interval that excludes 0; null
     without ``ci``) and, with ``ci``, ``ci_method``. A group label is
     ``"region=south"``, ``"region=south, device=ios"`` with several ``by``
-    columns (a null key: ``region=null``). Remaining ties: the first tied
-    group in the ``by=`` result's order (keys sorted, nulls last). One group:
+    columns (a null key: ``region=null``). Remaining ties (equal floats):
+    the first tied group in the ``by=`` result's order (keys sorted, nulls
+    last); when all ranked groups tie, it is both worst and best. ``brier``,
+    ``log_loss`` and ``accuracy`` are exact sums, the same bits on every
+    engine and row order, so their ties (and names) are too. One group:
     worst = best, difference 0, ratio 1. When no group has ``min_n`` rows,
     every group is ranked (``ranked_on`` says so), but, with ``ci``, those
     of one row; when no group has two rows, ``ci`` is an error.
