@@ -183,7 +183,7 @@ def corp_decomposition(frame: Frame, prob: Columns = None, label: str | None = N
     (4, 0.225, 0.1, 0.125, 0.25)
     >>> d = calframe.corp_decomposition(df, score="log_loss").select(pl.all().round(6)).row(0)
     >>> d, round(d[2] - d[3] + d[4], 6)
-    ((4, 0.50116, 0.154587, 0.346574, 0.693147), 0.50116)
+    ((4, 0.645575, 0.299001, 0.346574, 0.693147), 0.645575)
     """
     req, score, folds = R.corp("corp_decomposition", prob, label, **options)
     return _run(req, frame, _figures(req, score, folds), scalar=False)
