@@ -181,9 +181,9 @@ def corp_decomposition(frame: Frame, prob: Columns = None, label: str | None = N
     >>> df = pl.DataFrame({"prob": [0.9, 0.8, 0.3, 0.6], "label": [1, 0, 0, 1]})
     >>> calframe.corp_decomposition(df).select(pl.all().round(6)).row(0)  # isotonic fit: 0, 0.5, 0.5, 1
     (4, 0.225, 0.1, 0.125, 0.25)
-    >>> d = calframe.corp_decomposition(df, score="log_loss").select(pl.all().round(6)).row(0)
-    >>> d, round(d[2] - d[3] + d[4], 6)
-    ((4, 0.645575, 0.299001, 0.346574, 0.693147), 0.645575)
+    >>> d = calframe.corp_decomposition(df, score="log_loss").row(0, named=True)
+    >>> [round(d[k], 6) for k in ("score", "mcb", "dsc", "unc")], round(d["mcb"] - d["dsc"] + d["unc"], 6)
+    ([0.645575, 0.299001, 0.346574, 0.693147], 0.645575)
     """
     req, score, folds = R.corp("corp_decomposition", prob, label, **options)
     return _run(req, frame, _figures(req, score, folds), scalar=False)
