@@ -28,7 +28,7 @@ from .._keywords import Columns
 from ..engines.eager import Figure, Frame, Result
 from ..frames.dispatch import public
 from ..registry import Column, Figure as TableRow
-from .plan import _run
+from .plan import run_plan
 
 
 def paths(scored: Scored, req: R.Request) -> tuple[np.ndarray, np.ndarray]:
@@ -88,4 +88,4 @@ def ks_calibration(frame: Frame, prob: Columns = None, label: str | None = None,
     (4, 0.175, 0.2)
     """
     req = R.scalar_rows("ks_calibration", prob, label, **options)
-    return _run(req, frame, _figures(req), scalar=False)
+    return run_plan(req, frame, _figures(req), scalar=False)

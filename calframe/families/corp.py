@@ -49,7 +49,7 @@ from ..engines.eager import Figure, Frame, Result
 from ..frames.dispatch import public
 from ..recalibrate.binned import isotonic_map, isotonic_steps
 from ..registry import Column, Figure as TableRow
-from .plan import _run
+from .plan import run_plan
 
 #: the figure's columns, in output order
 PARTS = ("score", "mcb", "dsc", "unc")
@@ -186,4 +186,4 @@ def corp_decomposition(frame: Frame, prob: Columns = None, label: str | None = N
     ([0.645575, 0.299001, 0.346574, 0.693147], 0.645575)
     """
     req, score, folds = R.corp("corp_decomposition", prob, label, **options)
-    return _run(req, frame, _figures(req, score, folds), scalar=False)
+    return run_plan(req, frame, _figures(req, score, folds), scalar=False)

@@ -7,7 +7,7 @@ import numpy as np
 from .._errors import ParameterError
 from ._inputs import (Probs, as_labels, as_probs, as_weights, check_lens, lens_score, lens_view, one_class_error,
                       parse_lens)
-from .base import _UNSET, Recalibrator, Schema
+from .base import UNSET, Recalibrator, Schema
 
 
 class ScalarRecalibrator(Recalibrator):
@@ -90,4 +90,4 @@ def weighted_methods() -> list[str]:
 
 
 def resolve(value, default):
-    return default if value is _UNSET else value
+    return default if value is UNSET else value
