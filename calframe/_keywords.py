@@ -155,6 +155,14 @@ class Tested(Lensed, Rows, Nulls, total=False):
     interval (the figure carries its own standard error and p-value)."""
 
 
+class Corp(Scalar, total=False):
+    """corp_decomposition: a scalar lens, the rows and an interval, the score decomposed (``"brier"`` or
+    ``"log_loss"``) and, for the out-of-sample variant, the number of folds of the cross-fit (None: in-sample)."""
+
+    score: Literal["brier", "log_loss"]
+    cross_fit: int | None
+
+
 class SmECE(Lensed, Sample, total=False):
     """smece: a scalar lens, the rows and an interval, and a fixed bandwidth ``sigma`` (None: the automatic one)."""
 
@@ -164,7 +172,8 @@ class SmECE(Lensed, Sample, total=False):
 #: the default of every keyword parameter above (a function may give its own: :func:`keywords`)
 DEFAULTS: dict[str, Any] = dict(bins=15, binning="uniform", closed="left", lens=None, nulls="raise", by=None,
                                 weights=None, ci=None, n_boot=1000, ci_method="symmetric", bootstrap="auto", seed=0, p=1, distance="tvd", estimator="plugin",
-                                squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2, sigma=None)
+                                squared=False, n_resamples=1000, prepare="none", n_components=None, gamma=0.2, sigma=None,
+                                score="brier", cross_fit=None)
 DEFAULTS["progress"] = None  # calframe._progress: bars when standard error is a terminal and the work takes seconds
 
 

@@ -58,6 +58,7 @@ from ._keywords import (  # noqa: F401  (the groups and decorators, read as requ
     SmECE,
     Scalar,
     Tested,
+    Corp,
     DEFAULTS,
     group_defaults,
     keywords,
@@ -611,6 +612,27 @@ def row_sums(func: str, spec: Any, prob: Columns = None, label: str | None = Non
     lens_ = scalar_lens(func, o["lens"])
     return Request(func, "row_sums", func, prob, label, o["by"], o["weights"], o["nulls"], lens_, options=spec,
                    parts=spec.columns)
+#: the scores :func:`calframe.corp_decomposition` decomposes
+CORP_SCORES = ("brier", "log_loss")
+
+
+def corp(func: str, prob: Columns = None, label: str | None = None, **call: Any) -> tuple[Request, str, int | None]:
+    """:func:`calframe.corp_decomposition`: the rows figure's request (:func:`scalar_rows`), the score and the
+    number of folds of the cross-fit (None: in-sample). A cross-fit has no bootstrap interval (a resampled row
+    and its copy would fall in different folds, one fitting the recalibration the other is scored by)."""
+    o = _options(call)
+    score = o["score"]
+    if not isinstance(score, str) or score not in CORP_SCORES:
+        raise bad_param(func, "score", "'brier' or 'log_loss'", score)
+    folds = o["cross_fit"]
+    if folds is not None:
+        folds = check_int_range(func, "cross_fit", folds, 2)
+        if o["ci"] is not None:
+            raise ParameterError(f"{func}: cross_fit={folds} takes no bootstrap interval (ci={o['ci']!r}): a "
+                                 "resampled row and its copy would fall in different folds, so the recalibration "
+                                 "would be fitted on rows it is then scored on. Use ci=None with cross_fit, or "
+                                 "the in-sample decomposition (cross_fit=None) with ci.", "ci")
+    return scalar_rows(func, prob, label, **call), score, folds
 
 
 # --------------------------------------------------------------------------- monitoring over time (monitor)

@@ -152,13 +152,15 @@ def test_good_values_are_accepted_and_stored_in_plain_types(cal, method, kwargs,
 
 
 def test_every_fit_keyword_is_checked():
-    """PARAMS (what check_params knows) is exactly fit's keyword-only parameters (meta aside), per method."""
+    """PARAMS (what check_params knows) is exactly fit's keyword-only parameters (meta aside, and the row weights of
+    a method that takes them: data, checked with the data), per method."""
     for method in R.METHODS:
         cls = R.REGISTRY[method]
         if method == "per_group":
             continue
         kw = {p.name for p in inspect.signature(cls.fit).parameters.values() if p.kind is p.KEYWORD_ONLY}
-        assert set(cls.PARAMS) == kw - {"meta"}, method
+        assert ("weights" in kw) == getattr(cls, "takes_weights", False), method
+        assert set(cls.PARAMS) == kw - {"meta", "weights"}, method
 
 
 @pytest.mark.parametrize("param, shown", [("C=-1", "C=-1"), ("C=abc", "C='abc'"), ("n_bins=0", "n_bins=0")])

@@ -237,6 +237,7 @@ MATRIX_CALLS = {
     "mlce_curve": ((["age"],), {"gammas": [0.2, 0.5]}),
     "calibration_test": ((), {"by": "region", "n_sim": 200}),
     "monitor": (("ts",), {"every": "1d"}),
+    "corp_decomposition": ((), {"by": "region", "score": "log_loss"}),
     "fit": (("platt",), {}),
     "apply": ((), {"name": "q"}),
 }

@@ -40,6 +40,7 @@ def fit(
     variable: str | None = None,
     features: str | Sequence[str] | None = None,
     by: Columns = None,
+    weights: str | None = None,
     nulls: Literal["raise", "drop"] = "raise",
     progress: bool | None = None,
     **params: Any,
@@ -53,7 +54,11 @@ def fit(
     ``calframe.recalibrate``). With ``by``, one recalibrator is fitted per
     group (the paper's per-group baseline); applying it needs the same group
     columns. ``progress``: a bar over the groups, and a tree's leaves, when the
-    fit takes seconds (spec section 8, "Progress bars").
+    fit takes seconds (spec section 8, "Progress bars"). ``weights``: a column
+    of row weights (finite, non-negative; a row of weight 2 counts as two
+    rows), for the methods whose fit takes them (``isotonic``: scikit-learn's
+    ``IsotonicRegression(sample_weight=)``); the saved recalibrator holds
+    the fitted function only.
 
     The column names are stored with the recalibrator, so ``apply`` finds them
     on a new frame by default. Saved files hold only data (JSON + Parquet).
@@ -91,15 +96,19 @@ def fit(
                         variable)
     if features is not None and method != "lore":
         raise bad_param(func, "features", f"None for method {method!r} (only 'lore' uses features)", features)
+    if weights is not None and not getattr(R.REGISTRY[method], "takes_weights", False):
+        raise ParameterError(f"fit: method {method!r} does not take weights; methods that do: "
+                             f"{R.weighted_methods()}.", "weights")
     feat_cols = [] if features is None else feature_columns(frame, features, func)
     extra = ([variable] if variable is not None else []) + feat_cols
-    rows = Request(func, "rows", func, prob, label, by, None, nulls, variables=tuple(extra))
+    rows = Request(func, "rows", func, prob, label, by, weights, nulls, variables=tuple(extra))
     out = engines.collected(frame, rows, lambda pdf: fit(  # the fit needs the rows: the needed columns collected
-        pdf, method, prob, label, variable=variable, features=features, by=by, nulls=nulls, progress=progress,
-        **params))
+        pdf, method, prob, label, variable=variable, features=features, by=by, weights=weights, nulls=nulls,
+        progress=progress, **params))
     if out is not None:
         return out
-    scored = resolve(frame, func=func, prob=prob, label=label, by=by, nulls=nulls, extra=extra, allow_weights=False)
+    scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls, extra=extra,
+                     allow_weights=weights is not None)
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
             "by": as_names(by), "n_classes": scored.n_classes, "binary": scored.binary}
 
@@ -112,6 +121,8 @@ def fit(
             args.append(sc.extra[variable])
         if feat_cols:
             args.append(feature_matrix(sc, feat_cols, func))
+        if sc.weights is not None:  # scaled by a power of two (Scored.weight_scale): the same fit, bit for bit
+            kw["weights"] = sc.weights
         try:
             return R.fit(method, sc.probs, sc.labels.astype(np.int64), *args, **kw)
         except R.OneClassError as exc:  # the arrays' message, naming the label column

@@ -46,19 +46,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._errors import bad_param
+from .._errors import ParameterError, bad_param
 from ._inputs import OneClassError, one_class_error
 from .base import FORMAT_NAME, FORMAT_VERSION, REGISTRY, Recalibrator, RecalibratorFileError
 from .binned import Histogram, Isotonic, ScalingBinning, equal_mass_edges
 from .lore import LoRe
 from .parametric import Beta, BetaV, Platt, Temperature
 from .tree import Tree
+from ._scalar import weighted_methods
 
 METHODS = tuple(REGISTRY)
 
 
 def fit(method: str, probs, labels, *args, **kwargs) -> Recalibrator:
-    """Fit the recalibrator ``method`` (one of ``METHODS``); arguments as that class's ``fit``.
+    """Fit the recalibrator ``method`` (one of ``METHODS``); arguments as that class's ``fit``. ``weights=``: row
+    weights, for the methods that take them (``isotonic``).
 
     The keyword parameters are checked first (``check_params``: a ``ParameterError`` naming the
     parameter for an unknown name or a bad value)."""
@@ -67,7 +69,12 @@ def fit(method: str, probs, labels, *args, **kwargs) -> Recalibrator:
         raise bad_param("recalibrate.fit", "method", f"one of {sorted(m for m in REGISTRY if m != 'per_group')}",
                         method)
     meta = kwargs.pop("meta", None)
-    return cls.fit(probs, labels, *args, meta=meta, **cls.check_params(kwargs))
+    weights = kwargs.pop("weights", None)  # row weights, for the methods that take them (``takes_weights``)
+    if weights is not None and not getattr(cls, "takes_weights", False):
+        raise ParameterError(f"recalibrate.fit: method {method!r} does not take weights; methods that do: "
+                             f"{weighted_methods()}.", "weights")
+    return cls.fit(probs, labels, *args, meta=meta, **cls.check_params(kwargs),
+                   **({} if weights is None else {"weights": weights}))
 
 
 def load(path: str | Path, *, key: bytes | str | None = None) -> Recalibrator:
@@ -93,4 +100,5 @@ __all__ = [
     "equal_mass_edges",
     "fit",
     "load",
+    "weighted_methods",
 ]

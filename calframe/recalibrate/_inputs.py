@@ -108,6 +108,27 @@ def as_variable(v, n: int, func: str, name: str = "v") -> np.ndarray:
     return a
 
 
+def as_weights(weights, n: int, func: str) -> np.ndarray | None:
+    """Row weights for a fit: None, or a 1-d array of n finite, non-negative numbers with a positive sum
+    (frequency or importance weights: a row of weight 2 counts as two rows)."""
+    if weights is None:
+        return None
+    a = np.asarray(weights)
+    if a.dtype.kind not in "fiub":
+        raise InvalidValueError(f"{func}: weights must be numeric, got dtype {a.dtype}.")
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if a.ndim != 1 or a.shape[0] != n:
+        raise InvalidValueError(f"{func}: weights must be a 1-d array with one entry per row ({n}); got shape "
+                                f"{a.shape}.")
+    bad = ~(np.isfinite(a) & (a >= 0.0))
+    if bad.any():
+        raise InvalidValueError(f"{func}: weights must be finite and non-negative; {rows(int(bad.sum()))} are not "
+                                "(NaN, infinite or negative).")
+    if n and not (a > 0).any():
+        raise InvalidValueError(f"{func}: every weight is 0 ({rows(n)}); a fit needs rows of positive weight.")
+    return a
+
+
 LENS_EXPECTED = "'top1', 'class:c' (c a class index) or None (class:1 for binary input, else top1)"
 
 

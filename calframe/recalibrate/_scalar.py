@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, one_class_error, parse_lens
+from .._errors import ParameterError
+from ._inputs import (Probs, as_labels, as_probs, as_weights, check_lens, lens_score, lens_view, one_class_error,
+                      parse_lens)
 from .base import UNSET, Recalibrator, Schema
 
 
@@ -19,24 +21,34 @@ class ScalarRecalibrator(Recalibrator):
     extras: tuple[str, ...] = ()
     #: the fit needs both values of the 0/1 target (a logistic fit): one only is a OneClassError
     needs_both: bool = False
+    #: the fit takes row weights (``weights=``, its objective a weighted sum over the rows): ``_fit_scores`` gets
+    #: them as ``w`` (None without weights)
+    takes_weights: bool = False
     PARAMS = {"lens": check_lens}
 
     @classmethod
-    def fit(cls, probs, labels, *, lens: str | None = None, meta: dict | None = None, **kwargs) -> "ScalarRecalibrator":
+    def fit(cls, probs, labels, *, lens: str | None = None, meta: dict | None = None, weights=None,
+            **kwargs) -> "ScalarRecalibrator":
         func = f"{cls.method}.fit"
+        if weights is not None and not cls.takes_weights:
+            raise ParameterError(f"{func}: this method does not take weights; methods that do: "
+                                 f"{weighted_methods()}.", "weights")
         extra = {k: kwargs.pop(k) for k in cls.extras if k in kwargs}  # per-row arrays: checked with the data
         kwargs = cls.check_params({"lens": lens, **kwargs})
         lens = kwargs.pop("lens")
         pr = as_probs(probs, func)
         y = as_labels(labels, pr.n, pr.K, func)
+        w = as_weights(weights, pr.n, func)
         lens_ = parse_lens(lens, pr.K, func)
-        return cls._fit_probs(pr, y, lens_, meta=meta, **extra, **kwargs)
+        return cls._fit_probs(pr, y, lens_, meta=meta, **extra, **kwargs, **({} if w is None else {"weights": w}))
 
     @classmethod
-    def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, **kwargs):
+    def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, weights=None, **kwargs):
         s, t = lens_view(pr, y, lens)
         if cls.needs_both and t.size and (t == t[0]).all():
             raise one_class_error(f"{cls.method}.fit", lens, int(t[0]), pr.n)
+        if cls.takes_weights:
+            kwargs["w"] = weights
         params, arrays, children = cls._fit_scores(s, t, n=pr.n, **kwargs)
         return cls(params={"lens": lens, "n_classes": pr.K, **params}, arrays=arrays, meta=meta or {},
                    children=children)
@@ -68,6 +80,13 @@ class ScalarRecalibrator(Recalibrator):
     def _check_specific(self, sc: Schema) -> None:
         sc.only_arrays()
         sc.children(0)
+
+
+def weighted_methods() -> list[str]:
+    """The methods whose fit takes row weights (``takes_weights``)."""
+    from .base import REGISTRY
+
+    return sorted(m for m, c in REGISTRY.items() if getattr(c, "takes_weights", False))
 
 
 def resolve(value, default):

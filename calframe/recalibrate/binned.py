@@ -113,47 +113,71 @@ def _check_edges(sc: Schema, n_bins: int) -> None:
     sc.only_arrays("edges", "values")
 
 
+def isotonic_steps(s: np.ndarray, t: np.ndarray, w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The isotonic (increasing) regression of ``t`` on ``s``, with row weights ``w``: (x, y), the distinct scores
+    that carry it and its values there (:class:`Isotonic`). Rows of weight 0 are left out (they change nothing,
+    and scikit-learn's ``IsotonicRegression`` drops them), tied scores are pooled (their weighted mean target,
+    weight the sum of theirs), as scikit-learn and ``scipy.optimize.isotonic_regression``."""
+    if w is not None:
+        keep = w > 0
+        s, t, w = s[keep], t[keep], w[keep]
+    ux, inv = np.unique(s, return_inverse=True)
+    inv = inv.reshape(-1)
+    if w is None:
+        wc = np.bincount(inv, minlength=len(ux)).astype(np.float64)
+        ym = np.bincount(inv, weights=t, minlength=len(ux)) / wc
+    else:
+        wc = np.bincount(inv, weights=w, minlength=len(ux))
+        ym = np.bincount(inv, weights=w * t, minlength=len(ux)) / wc
+    yf = isotonic_regression(ym, weights=wc, increasing=True).x
+    keep = np.ones(len(ux), dtype=bool)
+    if len(ux) > 2:
+        keep[1:-1] = (yf[1:-1] != yf[:-2]) | (yf[1:-1] != yf[2:])
+    return ux[keep].copy(), np.asarray(yf[keep], dtype=np.float64)
+
+
+def isotonic_map(x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The fitted isotonic function (x, y) at the scores ``s``: linear between the thresholds, clipped outside
+    (scikit-learn's ``IsotonicRegression(out_of_bounds="clip")``)."""
+    if len(x) == 1:
+        return np.full(len(s), y[0])
+    return np.interp(np.clip(s, x[0], x[-1]), x, y)
+
+
 @register
 class Isotonic(ScalarRecalibrator):
     """Isotonic (increasing) regression of the target on the score.
 
-    Scores are aggregated per distinct value (mean target, weight = count),
-    ``scipy.optimize.isotonic_regression`` fits the increasing step values,
-    and predict interpolates linearly between the distinct scores, clipping
-    scores outside the fitted range: scikit-learn's
-    ``IsotonicRegression(out_of_bounds="clip")``.  Interior points of
-    constant runs are dropped (they do not change the interpolation), as
-    scikit-learn does.
+    Scores are aggregated per distinct value (mean target, weight = count,
+    or with ``weights`` the weighted mean and the weights' sum; rows of
+    weight 0 are left out), ``scipy.optimize.isotonic_regression`` fits the
+    increasing step values, and predict interpolates linearly between the
+    distinct scores, clipping scores outside the fitted range:
+    scikit-learn's ``IsotonicRegression(out_of_bounds="clip")``, with
+    ``sample_weight=weights``. Interior points of constant runs are dropped
+    (they do not change the interpolation), as scikit-learn does.
 
     params: lens, n_classes.  arrays: x (increasing thresholds), y (values).
     """
 
     method = "isotonic"
+    takes_weights = True
 
     @classmethod
-    def fit(cls, probs, labels, *, lens=None, meta=None) -> "Isotonic":
-        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1)."""
-        return super().fit(probs, labels, lens=lens, meta=meta)
+    def fit(cls, probs, labels, *, lens=None, weights=None, meta=None) -> "Isotonic":
+        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1);
+        weights: one non-negative weight per row (None: all 1)."""
+        return super().fit(probs, labels, lens=lens, meta=meta, weights=weights)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n):
+    def _fit_scores(cls, s, t, *, n, w=None):
         if n == 0:
             raise E.no_rows_to_fit("isotonic.fit")
-        ux, inv = np.unique(s, return_inverse=True)
-        inv = inv.reshape(-1)
-        w = np.bincount(inv, minlength=len(ux)).astype(np.float64)
-        ym = np.bincount(inv, weights=t, minlength=len(ux)) / w
-        yf = isotonic_regression(ym, weights=w, increasing=True).x
-        keep = np.ones(len(ux), dtype=bool)
-        if len(ux) > 2:
-            keep[1:-1] = (yf[1:-1] != yf[:-2]) | (yf[1:-1] != yf[2:])
-        return {}, {"x": ux[keep].copy(), "y": np.asarray(yf[keep], dtype=np.float64)}, []
+        x, y = isotonic_steps(s, t, w)
+        return {}, {"x": x, "y": y}, []
 
     def _map(self, s, **extra):
-        x, y = self.arrays["x"], self.arrays["y"]
-        if len(x) == 1:
-            return np.full(len(s), y[0])
-        return np.interp(np.clip(s, x[0], x[-1]), x, y)
+        return isotonic_map(self.arrays["x"], self.arrays["y"], s)
 
     def _check_specific(self, sc: Schema) -> None:
         x = sc.probabilities("x")
