@@ -71,7 +71,7 @@ seed : int
 
 from __future__ import annotations
 
-from .families.bin_free import ks_calibration
+from .families.bin_free import ks_calibration, mmce
 from .families.binned import accuracy, ace, brier, ce, ece, log_loss, mce, reliability, rmsce, smece, summary
 from .families.decomposition import brier_decomposition, ece_split, oe
 from .families.disparity import disparity
@@ -84,6 +84,6 @@ from .families.verdict import calibration_test
 
 __all__ = [
     "accuracy", "ace", "apply", "brier", "brier_decomposition", "calibration_test", "ce", "disparity", "ece",
-    "ece_split", "fit", "gece", "hosmer_lemeshow", "ks_calibration", "lce", "load", "log_loss", "mce", "mlce", "mlce_curve", "oe",
+    "ece_split", "fit", "gece", "hosmer_lemeshow", "ks_calibration", "lce", "load", "log_loss", "mce", "mlce", "mlce_curve", "mmce", "oe",
     "reliability", "rmsce", "smece", "summary", "VCECurve", "vce_curve", "vece", "vece_rank", "vmce",
 ]
