@@ -15,6 +15,7 @@ histogram          :class:`Histogram`
 isotonic           :class:`Isotonic`
 beta               :class:`Beta`
 scaling_binning    :class:`ScalingBinning`
+venn_abers         :class:`VennAbers`
 tree               :class:`Tree`        ``v`` (n,)
 beta_v             :class:`BetaV`       ``v`` (n,)
 lore               :class:`LoRe`        ``features`` (n, d)
@@ -53,6 +54,7 @@ from .binned import Histogram, Isotonic, ScalingBinning, equal_mass_edges
 from .lore import LoRe
 from .parametric import Beta, BetaV, Platt, Temperature
 from .tree import Tree
+from .venn_abers import VennAbers
 
 METHODS = tuple(REGISTRY)
 
@@ -90,6 +92,7 @@ __all__ = [
     "ScalingBinning",
     "Temperature",
     "Tree",
+    "VennAbers",
     "equal_mass_edges",
     "fit",
     "load",
