@@ -154,3 +154,13 @@ def test_save_and_load_round_trip(tmp_path, adult, form):
     back = calframe.load(rec.save(os.path.join(tmp_path, form)))
     assert back.equals(rec)
     assert calframe.apply(test, back, name="q").equals(calframe.apply(test, rec, name="q"))
+
+
+def test_dask_apply_writes_the_interval_columns():
+    dd = pytest.importorskip("dask.dataframe")
+    df = calframe.datasets.grouped_miscalibration(n=3000, seed=1)
+    rec = calframe.fit(df, "venn_abers", by="region", interval=True)
+    out = calframe.apply(dd.from_pandas(df.to_pandas(), npartitions=3), rec, name="q").compute()
+    want = calframe.apply(df.to_pandas(), rec, name="q")
+    assert list(out.columns) == list(want.columns)
+    np.testing.assert_array_equal(out[["q", "q_p0", "q_p1"]].to_numpy(), want[["q", "q_p0", "q_p1"]].to_numpy())
