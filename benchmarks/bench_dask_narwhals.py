@@ -39,14 +39,14 @@ def main() -> None:
     from calframe.engines import narwhals as N
 
     dask.config.set(scheduler="threads")
-    engine_table = N._Engine.table
+    engine_table = N.Engine.table
 
     def table(self, df: pl.DataFrame):  # a small table in the user's engine: for Dask, a one-partition frame
         if self.kind is None:
             return nw.from_native(dd.from_pandas(df.to_pandas(), npartitions=1))
         return engine_table(self, df)
 
-    N._Engine.table = table
+    N.Engine.table = table
     rng = np.random.default_rng(0)
     n = args.rows
     pdf = pd.DataFrame({"p": rng.uniform(size=n), "y": rng.integers(0, 2, n), "g": rng.integers(0, args.groups, n)})

@@ -47,7 +47,7 @@ def expand(patterns: list[str]) -> list[str]:
     return out
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return lines[0] if lines else type(exc).__name__
 
@@ -62,7 +62,7 @@ def reading(what: Any) -> Iterator[None]:
     except CalframeError:
         raise
     except (pl.exceptions.PolarsError, pa.ArrowException, OSError) as exc:
-        raise DataError(f"cannot read {what}: {_first_line(exc)}") from None
+        raise DataError(f"cannot read {what}: {first_line(exc)}") from None
 
 
 def scan(path: str) -> pl.LazyFrame:
@@ -258,14 +258,14 @@ def load_recalibrator(path: str, key_env: str | None) -> Any:
             raise
 
 
-def _split(s: str | None) -> list[str] | None:
+def split_names(s: str | None) -> list[str] | None:
     if s is None:
         return None
     return [c.strip() for c in s.split(",") if c.strip()]
 
 
-def _prob(s: str | None) -> str | list[str] | None:
-    cols = _split(s)
+def parse_prob(s: str | None) -> str | list[str] | None:
+    cols = split_names(s)
     if cols is None:
         return None
     return cols[0] if len(cols) == 1 else cols

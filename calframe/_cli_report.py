@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from ._cli_files import (
-    EXIT_BREACH, EXIT_OK, DataError, UsageError, check_outputs, expand, reading, scan_all, staged_outputs, _prob,
-    _split,
+    EXIT_BREACH, EXIT_OK, DataError, UsageError, check_outputs, expand, reading, scan_all, staged_outputs, parse_prob,
+    split_names,
 )
 from . import registry
 from ._report_text import all_figures
@@ -112,11 +112,11 @@ class Limit(NamedTuple):
 _NUMBER = r"(?a)(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 
 
-def _limit(text: str) -> Limit:
+def parse_limit(text: str) -> Limit:
     """``FIGURE=LIMIT`` or ``vece:VARIABLE=LIMIT`` (argparse type of ``--fail-above``), LIMIT a non-negative
     decimal number, without spaces.
 
-    >>> _limit("vece:age=3e-2")
+    >>> parse_limit("vece:age=3e-2")
     Limit(figure='vece', variable='age', limit=0.03)
     """
     import math
@@ -147,7 +147,7 @@ def _test_breaches(lim: Limit, rep: Any, frame: Any, args: argparse.Namespace) -
     from . import api
     from .report import evidence, group_name
 
-    by = _split(args.by) or []
+    by = split_names(args.by) or []
     time_col = rep.options["time_col"]
     if math.isclose(lim.limit, rep.options["tolerance"]):
         tables = [rep.summary] + ([rep.by_group] if rep.by_group is not None else [])
@@ -157,7 +157,7 @@ def _test_breaches(lim: Limit, rep: Any, frame: Any, args: argparse.Namespace) -
         from .monitoring import window_tests
         from .verdicts import FIELDS
 
-        options = dict(prob=_prob(args.prob), label=args.label, bins=args.bins, lens=rep.options["lens"],
+        options = dict(prob=parse_prob(args.prob), label=args.label, bins=args.bins, lens=rep.options["lens"],
                        nulls=args.nulls, tolerance=lim.limit, alpha=rep.options["alpha"], seed=args.seed)
         tests = [api.calibration_test(frame, **options)] + ([api.calibration_test(frame, by=by, **options)]
                                                             if by else [])
@@ -183,7 +183,7 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
     from . import api
     from .report import group_name
 
-    by = _split(args.by) or []
+    by = split_names(args.by) or []
     upper = args.on == "upper"
     time_col = rep.options["time_col"]
     lines = []
@@ -197,7 +197,7 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
                 tables.append(rep.over_time.filter(pl.col("n") > 0))
         else:
             fn = api.vece if lim.figure == "vece" else api.vmce
-            tables = [fn(frame, lim.variable, prob=_prob(args.prob), label=args.label, by=by or None,
+            tables = [fn(frame, lim.variable, prob=parse_prob(args.prob), label=args.label, by=by or None,
                          lens=rep.options["lens"], nulls=args.nulls, ci=rep.options["ci"] if upper else None,
                          n_boot=args.n_boot, seed=args.seed)]
             tables = [collect(t) for t in tables]
@@ -216,7 +216,7 @@ def _breaches(limits: list[Limit], rep: Any, frame: Any, args: argparse.Namespac
 # --------------------------------------------------------------------------- the report command
 
 
-def _report(args: argparse.Namespace) -> int:
+def run_report(args: argparse.Namespace) -> int:
     from .report import NO_FIGURES, build_report, can_draw, lens_phrase
 
     if args.on == "upper" and args.no_ci:
@@ -231,10 +231,10 @@ def _report(args: argparse.Namespace) -> int:
     check_outputs(outputs, files, args.overwrite)
     with reading(", ".join(map(repr, files))):  # each figure reads the columns it needs; those that can stream, do
         frame = time_column(scan_all(files), args.time_col, args.time_format)
-    prob, by, variables = _prob(args.prob), _split(args.by), _split(args.vece) or []
+    prob, by, variables = parse_prob(args.prob), split_names(args.by), split_names(args.vece) or []
     # the interval: --ci asks for it, --no-ci drops it, and by default it is computed within a budget (report.py)
     ci = None if args.no_ci else args.ci if args.ci is not None else 0.95 if args.on == "upper" else "auto"
-    baseline = _split(args.baseline)
+    baseline = split_names(args.baseline)
     with reading(", ".join(map(repr, files))):
         rep = build_report(frame, prob=prob, label=args.label, by=by, variables=variables, bins=args.bins,
                            lens=args.lens, ci=ci, n_boot=args.n_boot, seed=args.seed, nulls=args.nulls,

@@ -152,7 +152,7 @@ def non_string_hint(frame: Any) -> str:
             "(after making the names unique), and pass the names as strings.")
 
 
-def _pick_default(names: list[str], candidates: Sequence[str], what: str, param: str, func: str) -> str:
+def pick_default(names: list[str], candidates: Sequence[str], what: str, param: str, func: str) -> str:
     found = [c for c in candidates if c in names]
     if len(found) == 1:
         return found[0]
@@ -167,7 +167,7 @@ def _pick_default(names: list[str], candidates: Sequence[str], what: str, param:
     )
 
 
-def _check_present(names: list[str], wanted: Sequence[str], func: str, param: str) -> None:
+def check_present(names: list[str], wanted: Sequence[str], func: str, param: str) -> None:
     missing = [c for c in wanted if c not in names]
     if missing:
         raise ColumnNotFoundError(
@@ -335,22 +335,22 @@ def resolve_names(
     Returns (prob columns, several class columns?, label, by, weights (0 or 1), extra).
     """
     if prob is None:
-        prob_cols, multi_cols = [_pick_default(names, PROB_CANDIDATES, "probability", "prob", func)], False
+        prob_cols, multi_cols = [pick_default(names, PROB_CANDIDATES, "probability", "prob", func)], False
     elif isinstance(prob, str):
         prob_cols, multi_cols = [prob], False
     else:
         prob_cols, multi_cols = as_names(prob), True
         if len(prob_cols) < 2:
             raise bad_param(func, "prob", "a column name or a list of at least 2 class columns", prob)
-    label_col = label if label is not None else _pick_default(names, LABEL_CANDIDATES, "label", "label", func)
+    label_col = label if label is not None else pick_default(names, LABEL_CANDIDATES, "label", "label", func)
     by_cols = as_names(by)
     extra_cols = as_names(extra)
     weight_cols = [weights] if weights is not None else []
-    _check_present(names, prob_cols, func, "prob")
-    _check_present(names, [label_col], func, "label")
-    _check_present(names, by_cols, func, "by")
-    _check_present(names, weight_cols, func, "weights")
-    _check_present(names, extra_cols, func, "variable")
+    check_present(names, prob_cols, func, "prob")
+    check_present(names, [label_col], func, "label")
+    check_present(names, by_cols, func, "by")
+    check_present(names, weight_cols, func, "weights")
+    check_present(names, extra_cols, func, "variable")
     overlap = set(by_cols) & (set(prob_cols) | {label_col})
     if overlap:
         raise bad_param(func, "by", "columns other than the probability and label columns", sorted(overlap))

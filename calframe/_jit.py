@@ -12,7 +12,7 @@ from typing import Any
 import numba
 from numba.core.registry import CPUDispatcher
 
-from ._runtime import CACHED, _kernel_lock, check_fork, serialising
+from ._runtime import CACHED, kernel_lock, check_fork, serialising
 
 
 class Kernel(CPUDispatcher):
@@ -22,7 +22,7 @@ class Kernel(CPUDispatcher):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         check_fork(self.__name__)
         if serialising():
-            with _kernel_lock:
+            with kernel_lock:
                 return super().__call__(*args, **kwargs)
         return super().__call__(*args, **kwargs)
 

@@ -15,7 +15,7 @@ import polars as pl
 from . import disparities as D
 from ._report_text import (
     ESSENTIAL, FIGURES, GROUP_FIGURES, LABELS, MEANINGS, all_figures, VCE_SUMMARY_LABELS, VERDICTS, evidence, figure_table,
-    findings, headline, interval, num, rule, verdict_of, window_table, _bounds, _by_list, _key, _pl, _worst_first,
+    findings, headline, interval, num, rule, verdict_of, window_table, bounds, by_list, value_key, as_polars, worst_first,
 )
 
 #: what these functions read: a calframe.report.Report (not imported: report.py imports this module)
@@ -167,7 +167,7 @@ def _overall(report: Report, figs: dict[str, str]) -> Section:
     shown = [f for f in all_figures() if f in row]
     table = pl.DataFrame({"figure": [LABELS[f] for f in shown] + ["verdict"],
                           "value" if o["ci"] is None else f"value [{o['ci']:.0%} interval]":
-                              [interval(*_bounds(row, f)) for f in shown] + [verdict_of(row)],
+                              [interval(*bounds(row, f)) for f in shown] + [verdict_of(row)],
                           "what it is": [MEANINGS[f] for f in shown] + [
                               f"the test's result against the tolerance {o['tolerance']:g}: {evidence(row)}"]})
     note = (f"ECE is the average gap between {pred} and {obs}, over {o['bins']} bins of the prediction, weighted by "
@@ -182,9 +182,9 @@ def _by_group(report: Report, figs: dict[str, str]) -> Section | None:
     if report.by_group is None:
         return None
     o = report.options
-    by = _by_list(o["by"])
+    by = by_list(o["by"])
     what = ", ".join(by)
-    df = _worst_first(report.by_group, "ece")
+    df = worst_first(report.by_group, "ece")
     note = (f"The same figures within each {what}, worst ECE first. Here: "
             f"{findings(df.rows(named=True), what)}. A model can be calibrated overall and not "
             "within groups, when their errors cancel (one group over-predicted, another under-predicted). A good "
@@ -203,16 +203,16 @@ def _disparity(report: Report, what: str) -> str:
         return head + f"<p class='meta'>disparity unavailable: {html.escape(o.get('disparity_note') or '')}</p>"
     rows = {r["figure"]: r for r in report.disparity.iter_rows(named=True)}
     shown = [rows[f] for f in FIGURES if f in rows]
-    one = len(_by_list(o["by"])) == 1  # "south", not "region=south", under a "worst region" header
+    one = len(by_list(o["by"])) == 1  # "south", not "region=south", under a "worst region" header
 
     def group(r: dict[str, Any], end: str) -> str:
         return r[f"{end}_group"].split("=", 1)[1] if one else r[f"{end}_group"]
 
     cols = {"figure": [LABELS[r["figure"]] for r in shown],
-            f"worst {what}": [group(r, "worst") for r in shown], "worst": [interval(*_bounds(r, "worst")) for r in shown],
-            f"best {what}": [group(r, "best") for r in shown], "best": [interval(*_bounds(r, "best")) for r in shown],
-            "difference": [interval(*_bounds(r, "difference")) for r in shown],
-            "ratio best / worst": [interval(*_bounds(r, "ratio")) for r in shown]}
+            f"worst {what}": [group(r, "worst") for r in shown], "worst": [interval(*bounds(r, "worst")) for r in shown],
+            f"best {what}": [group(r, "best") for r in shown], "best": [interval(*bounds(r, "best")) for r in shown],
+            "difference": [interval(*bounds(r, "difference")) for r in shown],
+            "ratio best / worst": [interval(*bounds(r, "ratio")) for r in shown]}
     during = "" if o["ci"] is None else (
         f" The {o['ci']:.0%} intervals come from the same bootstrap draws as the groups' own: those of the "
         "difference and the ratio are recomputed on every draw.")
@@ -254,8 +254,8 @@ def _smooth_section(report: Report, figs: dict[str, str]) -> Section | None:
             f"are spread.{band}")
     per = ""
     if report.by_group is not None and "smece" in report.by_group.columns:
-        by = _by_list(o["by"])
-        df = _worst_first(report.by_group, "smece")
+        by = by_list(o["by"])
+        df = worst_first(report.by_group, "smece")
         per = _details(f"Smooth ECE by {', '.join(by)}, worst first",
                        _table(figure_table(df, by, ("smece", "ece"))))
     body = (f"<div class='figs'>{figs['smooth']}</div>" if "smooth" in figs else "") + per
@@ -266,12 +266,12 @@ def _reliability(report: Report, figs: dict[str, str]) -> Section:
     from .plot import lens_labels
 
     o = report.options
-    by = _by_list(o["by"])
+    by = by_list(o["by"])
     pred, obs = _words(o["lens"])
     x, y = lens_labels(o["lens"])
     rel = report.reliability.with_columns(adds=pl.col("weight") * pl.col("gap").abs())
-    rel = _worst_first(rel, "adds")
-    table = pl.DataFrame({**{c: [_key(v) for v in rel[c]] for c in by},
+    rel = worst_first(rel, "adds")
+    table = pl.DataFrame({**{c: [value_key(v) for v in rel[c]] for c in by},
                           "bin": [f"[{num(lo)}, {num(hi)}]" for lo, hi in zip(rel["lower"], rel["upper"])],
                           "rows": [str(v) for v in rel["n"]], x: rel["conf"], y: rel["acc"], "gap": rel["gap"],
                           "adds to ECE": rel["adds"]})
@@ -288,9 +288,9 @@ def _variables(report: Report, figs: dict[str, str]) -> Section | None:
     if report.variables is None:
         return None
     o = report.options
-    by = _by_list(o["by"])
+    by = by_list(o["by"])
     pred, obs = _words(o["lens"])
-    df = _worst_first(report.variables, "vece")
+    df = worst_first(report.variables, "vece")
     leaks = "leak" in df.columns and df["leak"].drop_nulls().len() > 0
     table = df.select("variable", "kind", *by, "n", "vece", "vmce", *(["leak"] if leaks else [])).rename(
         {c: LABELS[c] for c in ("n", "vece", "vmce")})
@@ -302,7 +302,7 @@ def _variables(report: Report, figs: dict[str, str]) -> Section | None:
                "last with the reason, not ranked: their VECE would only measure the leak." if leaks else ""))
     body = [_table(table)]
     for v, curve in report.curves.items():
-        summ = _worst_first(_pl(curve.summary), "vce")  # type: ignore[arg-type]
+        summ = worst_first(as_polars(curve.summary), "vce")  # type: ignore[arg-type]
         summ = summ.rename({c: LABELS[c] for c in VCE_SUMMARY_LABELS if c in summ.columns})
         body += [f"<h3>VCE along {html.escape(v)}</h3>",
                  "<p class='note'>Smoothed curves (local logistic regression, so they stay between 0 and 1) of the "
@@ -336,7 +336,7 @@ def _over_time(report: Report, figs: dict[str, str]) -> Section | None:
 SECTIONS = (_overall, _by_group, _reliability, _smooth_section, _variables, _over_time)
 
 
-def _render_html(report: Report) -> str:
+def render_html(report: Report) -> str:
     figs = _figures(report)
     o = report.options
     ci = f"no bootstrap interval{': ' + o['ci_note'] if o.get('ci_note') else ''}" if o["ci"] is None else (

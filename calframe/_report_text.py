@@ -96,7 +96,7 @@ def interval(v: Any, lo: Any = None, hi: Any = None) -> str:
     return f"{num(v)} [{num(lo)}, {num(hi)}]"
 
 
-def _bounds(row: dict[str, Any], figure: str) -> tuple[Any, Any, Any]:
+def bounds(row: dict[str, Any], figure: str) -> tuple[Any, Any, Any]:
     return row.get(figure), row.get(f"{figure}_lo"), row.get(f"{figure}_hi")
 
 
@@ -170,24 +170,24 @@ def group_name(row: dict[str, Any], by: Sequence[str]) -> str:
     >>> group_name({"region": None, "device": "ios"}, ["region", "device"])
     'region=null, device=ios'
     """
-    return ", ".join(f"{c}={_key(row[c])}" for c in by)
+    return ", ".join(f"{c}={value_key(row[c])}" for c in by)
 
 
-def _key(value: Any) -> str:
+def value_key(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
-def _by_list(by: str | Sequence[str] | None) -> list[str]:
+def by_list(by: str | Sequence[str] | None) -> list[str]:
     return [] if by is None else [by] if isinstance(by, str) else list(by)
 
 
-def _worst_first(df: pl.DataFrame, column: str) -> pl.DataFrame:
+def worst_first(df: pl.DataFrame, column: str) -> pl.DataFrame:
     """Rows sorted by ``column`` descending, missing (null or NaN) values last; ties keep their order."""
     key = pl.when(pl.col(column).is_nan()).then(None).otherwise(pl.col(column))
     return df.sort(key, descending=True, nulls_last=True, maintain_order=True)
 
 
-def _pl(df: Any) -> pl.DataFrame | None:
+def as_polars(df: Any) -> pl.DataFrame | None:
     """An API result as an eager Polars frame (a LazyFrame collected, pandas converted)."""
     return None if df is None else convert.to_polars(df)
 
@@ -201,13 +201,13 @@ def headline(report: "Report") -> str:
     small, then how many are calibrated ("calibrated in every ..." when all are).
     """
     o = report.options
-    by = _by_list(o["by"])
+    by = by_list(o["by"])
     row = report.summary.row(0, named=True)
-    parts = [f"{verdict_of(row)} overall (ECE {interval(*_bounds(row, 'ece'))}{_because(row)})"]
+    parts = [f"{verdict_of(row)} overall (ECE {interval(*bounds(row, 'ece'))}{_because(row)})"]
     if report.by_group is not None and report.by_group.height:
-        parts += _group_phrases(_worst_first(report.by_group, "ece").rows(named=True), by)
+        parts += _group_phrases(worst_first(report.by_group, "ece").rows(named=True), by)
     if report.variables is not None and report.variables["vece"].drop_nulls().len():
-        top = _worst_first(report.variables, "vece").row(0, named=True)
+        top = worst_first(report.variables, "vece").row(0, named=True)
         where = f" in {group_name(top, by)}" if by else ""
         parts.append(f"most miscalibrated along {top['variable']} (VECE {num(top['vece'])}{where})")
     if report.over_time is not None and report.over_time["ece"].drop_nulls().len():
@@ -223,10 +223,10 @@ def _group_phrases(groups: list[dict[str, Any]], by: list[str]) -> list[str]:
     noun = "groups" if len(by) > 1 else f"{what} groups"  # "4 region groups": a name is not pluralised
     words = [verdict_of(g) for g in groups]
     best = groups[-1]
-    best_name = _key(best[by[0]]) if len(by) == 1 else group_name(best, by)
+    best_name = value_key(best[by[0]]) if len(by) == 1 else group_name(best, by)
     if all(w == "calibrated" for w in words):
         return [f"calibrated in every {what} (worst {group_name(groups[0], by)}, "
-                f"ECE {interval(*_bounds(groups[0], 'ece'))})"]
+                f"ECE {interval(*bounds(groups[0], 'ece'))})"]
     parts = []
     for word in ("not calibrated", "undecided"):
         hits = [g for g, w in zip(groups, words) if w == word]
@@ -239,7 +239,7 @@ def _group_phrases(groups: list[dict[str, Any]], by: list[str]) -> list[str]:
         more = f" and {len(hits) - 1} more of {len(groups)} {noun}" if len(hits) > 1 else ""
         small = sum(map(_small, hits))
         small_text = f" ({small} of these {len(hits)} small)" if len(hits) > 1 and small else ""
-        parts.append(f"{word} for {group_name(worst, by)} (ECE {interval(*_bounds(worst, 'ece'))}{_because(worst)}"
+        parts.append(f"{word} for {group_name(worst, by)} (ECE {interval(*bounds(worst, 'ece'))}{_because(worst)}"
                      f"{times}){more}{small_text}")
     calibrated = words.count("calibrated")
     if calibrated:
@@ -258,10 +258,10 @@ def _because(row: dict[str, Any]) -> str:
 def _worst_window(report: "Report") -> str:
     """The headline's phrase on the windows: the worst one, and how far it is from the baseline."""
     o = report.options
-    top = _worst_first(report.over_time, "ece").row(0, named=True)  # type: ignore[arg-type]
+    top = worst_first(report.over_time, "ece").row(0, named=True)  # type: ignore[arg-type]
     change = f", {top['ece_diff']:+.4f} against the baseline" if top.get("ece_diff") is not None else ""
     return (f"worst {o['every']} window from {_when(top[o['time_col']])}: {verdict_of(top)} "
-            f"(ECE {interval(*_bounds(top, 'ece'))}{_because(top)}{change})")
+            f"(ECE {interval(*bounds(top, 'ece'))}{_because(top)}{change})")
 
 
 def _when(t: Any) -> str:
@@ -279,7 +279,7 @@ def window_table(report: "Report") -> pl.DataFrame:
     rows = df.rows(named=True)  # type: ignore[union-attr]
     cols = {f"{o['time_col']} ({o['every']} from)": [_when(r[o["time_col"]]) for r in rows],
             LABELS["n"]: [str(r["n"]) for r in rows],
-            LABELS["ece"]: [interval(*_bounds(r, "ece")) if r["n"] else "no rows" for r in rows]}
+            LABELS["ece"]: [interval(*bounds(r, "ece")) if r["n"] else "no rows" for r in rows]}
     if "ece_diff" in df.columns:  # type: ignore[union-attr]
         cols["vs baseline"] = ["n/a" if r["ece_diff"] is None else f"{r['ece_diff']:+.4f}" for r in rows]
     cols["verdict"] = [verdict_of(r) if r["n"] else "" for r in rows]
@@ -312,11 +312,11 @@ def figure_table(df: pl.DataFrame, by: Sequence[str] = (), figures: Sequence[str
     Columns: the group columns, ``rows`` (``(small)`` after a small group's), the ``figures`` (``LABELS`` as
     headers) and, with ``tolerance``, the ``verdict`` and the p-values of its test. Rows keep ``df``'s order.
     """
-    cols: dict[str, list[str]] = {c: [_key(v) for v in df[c]] for c in by}
+    cols: dict[str, list[str]] = {c: [value_key(v) for v in df[c]] for c in by}
     rows = df.rows(named=True)
     cols[LABELS["n"]] = [f"{r['n']} (small)" if _small(r) else str(r["n"]) for r in rows]
     for f in figures:
-        cols[LABELS[f]] = [interval(*_bounds(r, f)) for r in rows]
+        cols[LABELS[f]] = [interval(*bounds(r, f)) for r in rows]
     if tolerance is not None:
         cols["verdict"] = [verdict_of(r) for r in rows]
         if "verdict" in df.columns:
@@ -331,24 +331,24 @@ CONSOLE_OVERALL = ("ece", "ce_debiased", "brier")
 CONSOLE_GROUPS = ("ece", "ce_debiased")
 
 
-def _render_text(report: "Report", wide: bool, width: int) -> str:
+def render_text(report: "Report", wide: bool, width: int) -> str:
     import textwrap
 
     o = report.options
-    by = _by_list(o["by"])
+    by = by_list(o["by"])
     out = [textwrap.fill(headline(report), width), textwrap.fill(rule(report), width), ""]
     config = dict(tbl_hide_column_data_types=True, tbl_hide_dataframe_shape=True, fmt_str_lengths=100,
                   tbl_rows=-1, tbl_cols=-1, float_precision=4, tbl_width_chars=10 * width if wide else width)
     with pl.Config(**config):  # type: ignore[arg-type]
         out += ["Overall", str(figure_table(report.summary, (), all_figures() if wide else CONSOLE_OVERALL)), ""]
         if report.by_group is not None:
-            df = _worst_first(report.by_group, "ece")
+            df = worst_first(report.by_group, "ece")
             out += [f"By {', '.join(by)}, worst ECE first",
                     str(figure_table(df, by, FIGURES if wide else CONSOLE_GROUPS, o["tolerance"])), ""]
         if report.variables is not None:
             cols = ["variable", "kind", *by, "n", "vece", "vmce"] if wide else ["variable", *by, "vece", "vmce"]
             cols += ["leak"] if "leak" in report.variables.columns and report.variables["leak"].drop_nulls().len() else []
-            table = _worst_first(report.variables, "vece").select(cols)
+            table = worst_first(report.variables, "vece").select(cols)
             out += ["Along variables, worst VECE first", str(table.rename({c: LABELS[c] for c in table.columns
                                                                           if c in LABELS and c not in by})), ""]
         if report.over_time is not None:

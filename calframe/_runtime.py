@@ -40,7 +40,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: numba threading layers that may launch parallel regions from several threads at once.
 THREAD_SAFE_LAYERS = frozenset({"omp", "tbb"})
 
-_kernel_lock = threading.Lock()
+kernel_lock = threading.Lock()
 _serialise: bool | None = None  # None until numba's threading layer has started
 _used = False  # a public calframe function has run in this process
 _at_fork: tuple[str, ...] = ()  # what the process had running when it last forked (set by the at-fork hook)

@@ -119,7 +119,7 @@ def uniform_edges(bins: int, closed: str) -> np.ndarray:
 #
 # The rule (SPEC §1.3), for explicit and uniform edges alike: the bin of x is the number of inner edges
 # e[1..B-1] that are <= x (closed="left", numpy.digitize) or < x (closed="right"). ``edge_bins`` is its
-# definition; every other form below (Polars, narwhals, SQL) and the numba kernels (``_kernels.accumulate._uniform_bin``,
+# definition; every other form below (Polars, narwhals, SQL) and the numba kernels (``_kernels.accumulate.uniform_bin``,
 # ``_kernels.vector.digitize_uniform``) are tested against it on and next to every edge
 # (tests/test_rules.py).
 

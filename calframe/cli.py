@@ -32,10 +32,10 @@ import polars as pl
 from ._cli_files import (  # noqa: F401  (the command's errors, inputs and outputs, as calframe.cli had them)
     EXIT_BREACH, EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, DataError, Outputs, UsageError, check_outputs,
     expand, key_from_env, load_recalibrator, read, reading, recalibrator_files, save_recalibrator, scan, scan_all,
-    staged_outputs, write_text, _first_line, _prob, _split,
+    staged_outputs, write_text, first_line, parse_prob, split_names,
 )
 from ._cli_report import (  # noqa: F401  (the report command, its time column and its gate)
-    GATED_FIGURES, VARIABLE_FIGURES, Limit, time_column, _limit, _report,
+    GATED_FIGURES, VARIABLE_FIGURES, Limit, time_column, parse_limit, run_report,
 )
 from ._errors import CalframeError, ParameterError
 
@@ -85,13 +85,13 @@ def _fit(args: argparse.Namespace) -> int:
     check_outputs([(f, "the recalibrator") for f in recalibrator_files(out)], files, args.overwrite)
     frame = read(files)
     try:
-        rec = api.fit(frame, args.method, prob=_prob(args.prob), label=args.label, variable=args.variable,
-                      features=_split(args.features), by=_split(args.by), nulls=args.nulls, **params)
+        rec = api.fit(frame, args.method, prob=parse_prob(args.prob), label=args.label, variable=args.variable,
+                      features=split_names(args.features), by=split_names(args.by), nulls=args.nulls, **params)
     except (TypeError, ValueError) as exc:  # name the --param to blame
         if not (isinstance(exc, ParameterError) and exc.param in params or params and not isinstance(exc, CalframeError)):
             raise
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        raise UsageError(f"fit: method {args.method!r} refused the parameters {shown}: {_first_line(exc)}") from None
+        raise UsageError(f"fit: method {args.method!r} refused the parameters {shown}: {first_line(exc)}") from None
     save_recalibrator(rec, out, key)
     signed = f", signed with the key in ${args.key_env}" if key is not None else ""
     print(f"calframe: fitted {args.method} on {frame.height} rows; wrote {out}{signed}", file=sys.stderr)
@@ -143,7 +143,7 @@ def _apply(args: argparse.Namespace) -> int:
     targets = [out_dir / (Path(f).stem + ".parquet") for f in files]
     check_outputs([(t, f"the output of {f!r}") for t, f in zip(targets, files)],
                   files + [str(p) for p in recalibrator_files(rec_path)], args.overwrite)
-    kw = dict(name=args.name, prob=_prob(args.prob), variable=args.variable, features=_split(args.features),
+    kw = dict(name=args.name, prob=parse_prob(args.prob), variable=args.variable, features=split_names(args.features),
               unknown=args.unknown)
     total_rows = 0
     with staged_outputs() as out:  # every output renamed into place once all are written; a failure leaves none
@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--json", help="write the figures as JSON here ('-' for standard output); dates and times as "
                      "ISO 8601 strings, decimals as strings")
     rep.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
-    rep.add_argument("--fail-above", action="append", type=_limit, metavar="FIGURE=LIMIT",
+    rep.add_argument("--fail-above", action="append", type=parse_limit, metavar="FIGURE=LIMIT",
                      help=f"exit 3 (after writing the outputs) when FIGURE exceeds LIMIT, overall or in any --by "
                      f"group (ece: and in any --time-col window); FIGURE is one of {', '.join(GATED_FIGURES)}, or vece:VARIABLE / vmce:VARIABLE "
                      "(repeatable)")
@@ -401,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "other figures are then judged on the value)")
     for flag, metavar, text in _TIME_OPTIONS:
         rep.add_argument(flag, metavar=metavar, help=text)
-    rep.set_defaults(run=_report)
+    rep.set_defaults(run=run_report)
 
     fit = sub.add_parser("fit", help="fit a recalibrator on calibration files and save it (data only, no pickle)",
                          epilog=_epilog("fit"), formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -509,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, CalframeError):
             return _fail(_in_flags(str(exc), args), EXIT_DATA)
         if isinstance(exc, (pl.exceptions.PolarsError, OSError)):
-            return _fail(f"{type(exc).__name__}: {_first_line(exc)}", EXIT_DATA)
+            return _fail(f"{type(exc).__name__}: {first_line(exc)}", EXIT_DATA)
         raise
     finally:
         _startup.finished(interrupted)

@@ -25,7 +25,7 @@ A group is distinguishable from the best when the interval of its
 difference to the best excludes 0.
 
 This module wraps a figure's eager figures (``Scored -> one value per group``)
-for :func:`~calframe.engines.eager._evaluate`, which keeps their draws, and
+for :func:`~calframe.engines.eager.evaluate`, which keeps their draws, and
 reads the table off the ``by=`` result and the draws.
 """
 
@@ -82,7 +82,7 @@ def spread(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Spread:
-    """A figure set to compare groups on: :attr:`figures` go to :func:`~calframe.engines.eager._evaluate`, which
+    """A figure set to compare groups on: :attr:`figures` go to :func:`~calframe.engines.eager.evaluate`, which
     fills :attr:`draws` (each figure's bootstrap draws, with ``ci``). :attr:`keys` and :attr:`flavor`: the group
     keys (Polars) and the caller's flavor of the rows the figures were given; ``min_n``: the fewest rows a ranked
     group has; ``method``: the interval method (``ci_method``)."""

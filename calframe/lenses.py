@@ -126,12 +126,12 @@ def lens_used(frame: Any, prob: "str | Sequence[str] | None" = None, lens: "str 
         return str(lens_)
     if prob is not None and not isinstance(prob, str):
         return str(resolve_lens(lens_, False))
-    from ._columns import PROB_CANDIDATES, _check_present, _pick_default, columns_of
+    from ._columns import PROB_CANDIDATES, check_present, pick_default, columns_of
     from .frames.convert import schema
 
     names = columns_of(frame)
-    name = prob if prob is not None else _pick_default(names, PROB_CANDIDATES, "probability", "prob", func)
-    _check_present(names, [name], func, "prob")
+    name = prob if prob is not None else pick_default(names, PROB_CANDIDATES, "probability", "prob", func)
+    check_present(names, [name], func, "prob")
     dtype = schema(frame, [name], func)[name]
     return str(resolve_lens(lens_, binary_dtype(dtype)))
 

@@ -26,13 +26,13 @@ from ._progress import honours
 
 # the report in words (headline, tables, console) and as a page: calframe.cli and users import them from here
 from ._report_html import (  # noqa: F401
-    NO_FIGURES, SECTIONS, Section, can_draw, displays, lens_phrase, _render_html,
+    NO_FIGURES, SECTIONS, Section, can_draw, displays, lens_phrase, render_html,
 )
 from ._report_text import (  # noqa: F401
     CONSOLE_GROUPS, CONSOLE_OVERALL, ESSENTIAL, FIGURES, GROUP_FIGURES, LABELS, MEANINGS, VCE_SUMMARY_LABELS,
     VERDICTS, all_figures, evidence, figure_table, findings, group_name, headline, interval, num, report_figures,
     rule, verdict_of,
-    window_table, _by_list, _pl, _render_text,
+    window_table, by_list, as_polars, render_text,
 )
 
 #: The default tolerance of the verdict rule (``verdict``): a calibration error of 0.03, three points of probability.
@@ -86,7 +86,7 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent)
 
     def to_html(self) -> str:
-        return _render_html(self)
+        return render_html(self)
 
     def headline(self) -> str:
         """The report's answer in one paragraph (:func:`headline`)."""
@@ -95,7 +95,7 @@ class Report:
     def to_text(self, wide: bool = False, width: int = 100) -> str:
         """The headline and the tables for a terminal, ``width`` columns wide: the essential figures, or every
         figure with ``wide`` (whose tables may then be wider)."""
-        return _render_text(self, wide, width)
+        return render_text(self, wide, width)
 
 
 def _json_value(v: Any) -> Any:
@@ -220,7 +220,7 @@ def build_report(
     bar.update()
     smooth = _smooth_display(frame, ci, n_boot, seed, **common)
     bar.update()
-    summary = _pl(summary).with_columns(smece=pl.lit(None if smooth is None else smooth.smece, pl.Float64))
+    summary = as_polars(summary).with_columns(smece=pl.lit(None if smooth is None else smooth.smece, pl.Float64))
     figured = dict(bins=bins, ci=ci, n_boot=n_boot, seed=seed, **common)
     summary = _with_report_figures(summary, frame, figured, [])
     tested = dict(bins=bins, tolerance=tolerance, alpha=alpha, seed=seed, **common)
@@ -229,17 +229,17 @@ def build_report(
     if by is not None:
         by_group, disparity, disparity_note = _groups(frame, dict(bins=bins, by=by, ci=ci, n_boot=n_boot, seed=seed, **common))
         if smooth is not None:
-            per = _pl(api.smece(frame, by=by, **common)).select(*_by_list(by), "smece")  # type: ignore[arg-type]
-            by_group = by_group.join(per, on=_by_list(by), how="left", nulls_equal=True, maintain_order="left")
-        by_group = _with_report_figures(by_group, frame, {**figured, "by": by}, _by_list(by))
-        by_group = _with_verdicts(by_group, api.calibration_test(frame, by=by, **tested), _by_list(by))  # type: ignore[arg-type]
+            per = as_polars(api.smece(frame, by=by, **common)).select(*by_list(by), "smece")  # type: ignore[arg-type]
+            by_group = by_group.join(per, on=by_list(by), how="left", nulls_equal=True, maintain_order="left")
+        by_group = _with_report_figures(by_group, frame, {**figured, "by": by}, by_list(by))
+        by_group = _with_verdicts(by_group, api.calibration_test(frame, by=by, **tested), by_list(by))  # type: ignore[arg-type]
         bar.update()
     reliability = api.reliability(frame, bins=bins, by=by, **common)  # type: ignore[arg-type]
     bar.update()
     variables_df = None
     curves: dict[str, Any] = {}
     if variables:
-        variables_df = _pl(api.vece_rank(frame, list(variables), by=by, **common))  # type: ignore[arg-type]
+        variables_df = as_polars(api.vece_rank(frame, list(variables), by=by, **common))  # type: ignore[arg-type]
         ranked = variables_df.filter(pl.col("leak").is_null())  # type: ignore[union-attr]  (leaking ones: no curve)
         kinds = dict(zip(ranked["variable"].to_list(), ranked["kind"].to_list()))
         bar.update()
@@ -253,7 +253,7 @@ def build_report(
     if time_col is not None:
         from .monitoring import monitor, window_tests
 
-        over_time = _pl(monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci,
+        over_time = as_polars(monitor(frame, time_col, every=every, baseline=baseline, bins=bins, ci=ci,
                                     n_boot=n_boot, seed=seed, **common))
         over_time = _with_verdicts(over_time, window_tests(frame, time_col, every=every, **tested), [time_col])
         bar.update()
@@ -264,7 +264,7 @@ def build_report(
                           "seed": seed,
                           "tolerance": tolerance, "alpha": alpha, "time_col": time_col, "every": every if time_col else None,
                           "baseline": baseline, "disparity_note": disparity_note},
-                  summary, by_group, _pl(reliability), variables_df, curves, over_time, disparity, smooth)
+                  summary, by_group, as_polars(reliability), variables_df, curves, over_time, disparity, smooth)
 
 
 def _with_report_figures(df: pl.DataFrame, frame: Any, options: dict[str, Any], keys: list[str]) -> pl.DataFrame:
@@ -274,7 +274,7 @@ def _with_report_figures(df: pl.DataFrame, frame: Any, options: dict[str, Any], 
         res = registry.DECLARED[name].fn(frame, **options)
         if isinstance(res, float):
             res = pl.DataFrame({registry.figure_of(name).names[0]: [res]})
-        res = _pl(res).drop("n", "ci_method", strict=False)
+        res = as_polars(res).drop("n", "ci_method", strict=False)
         df = df.join(res, on=keys, how="left", nulls_equal=True, maintain_order="left") if keys else pl.concat(
             [df, res], how="horizontal")
     return df
@@ -284,7 +284,7 @@ def _with_verdicts(df: pl.DataFrame, tests: Any, keys: list[str]) -> pl.DataFram
     """``df`` with the ``verdict`` struct of :func:`calframe.calibration_test`'s rows (joined on ``keys``)."""
     from .verdicts import verdict_struct
 
-    tests = _pl(tests)
+    tests = as_polars(tests)
     struct = tests.select(*keys, verdict_struct(tests))  # type: ignore[union-attr]
     if not keys:
         return df.with_columns(struct.to_series(0).alias("verdict"))
@@ -294,20 +294,20 @@ def _with_verdicts(df: pl.DataFrame, tests: Any, keys: list[str]) -> pl.DataFram
 def _groups(frame: Any, options: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame | None, str | None]:
     """The summary per group and its disparity table (:func:`calframe.disparity`) from one run: one bootstrap.
 
-    The groups' own figures and the spread over them are evaluated together (``plan._spread_run``), so the
+    The groups' own figures and the spread over them are evaluated together (``plan.spread_run``), so the
     table's intervals come from the draws of the groups' intervals. A table that cannot be read (a group whose
     figure is undefined) is None, with the reason."""
     from .families import plan as P
 
-    token = P._PLANNING.set(True)
+    token = P.PLANNING.set(True)
     try:
         planned = api.summary(frame, **options)
     finally:
-        P._PLANNING.reset(token)
-    result, spread, ci = P._spread_run(planned)
-    result = _pl(result)
+        P.PLANNING.reset(token)
+    result, spread, ci = P.spread_run(planned)
+    result = as_polars(result)
     try:
-        disparity, note = _pl(D.table("report", result, spread, ci)), None
+        disparity, note = as_polars(D.table("report", result, spread, ci)), None
     except CalframeError as exc:
         disparity, note = None, str(exc)
     return result.select(D.own_columns(result.columns)), disparity, note  # type: ignore[union-attr]

@@ -556,9 +556,9 @@ def test_fail_above_refuses_a_limit_not_written_as_a_plain_number(work, capsys, 
 @pytest.mark.parametrize("limit, expected", [("ece=0.05", 0.05), ("ece=5e-2", 0.05), ("ece=.05", 0.05),
                                              ("ece=0", 0.0), ("brier=1", 1.0), ("vece:age=3E-2", 0.03)])
 def test_fail_above_reads_plain_numbers(limit, expected):
-    from calframe.cli import _limit
+    from calframe.cli import parse_limit
 
-    assert _limit(limit).limit == expected
+    assert parse_limit(limit).limit == expected
 
 
 @pytest.mark.parametrize("gate", ["vece:nosuch=0.05", "vmce:nosuch=0.05"])

@@ -225,9 +225,9 @@ def test_refinement_levels_give_the_same_edges(data, monkeypatch):
     # a tiny gather budget forces every target cell through the finer histogram levels
     df, ddf = data
     calls = []
-    real = cfd._Runner.hist
+    real = cfd.Runner.hist
     monkeypatch.setattr(cfd, "GATHER_CELL", 2)
-    monkeypatch.setattr(cfd._Runner, "hist", lambda self, level, parents: calls.append(level) or real(self, level, parents))
+    monkeypatch.setattr(cfd.Runner, "hist", lambda self, level, parents: calls.append(level) or real(self, level, parents))
     with dask.config.set(scheduler="synchronous"):  # the patches hold in this process (a result's later passes run
         # where Dask finalizes it: on a worker under distributed)
         _same(ddf.calib.ece(**BINARY, binning="equal_mass", by="s"),
@@ -239,9 +239,9 @@ def test_refinement_levels_give_the_same_edges(data, monkeypatch):
 def test_concentrated_values(client, monkeypatch):
     # most confidences within a few ulps of 1: with a tiny gather budget they resolve at the finest levels only
     calls = []
-    real = cfd._Runner.hist
+    real = cfd.Runner.hist
     monkeypatch.setattr(cfd, "GATHER_CELL", 2)
-    monkeypatch.setattr(cfd._Runner, "hist", lambda self, level, parents: calls.append(level) or real(self, level, parents))
+    monkeypatch.setattr(cfd.Runner, "hist", lambda self, level, parents: calls.append(level) or real(self, level, parents))
     rng = np.random.default_rng(3)
     n = 900
     p = 1.0 - rng.integers(0, 50, n) * np.finfo(float).eps

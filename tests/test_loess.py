@@ -15,7 +15,7 @@ skl = pytest.importorskip("skmisc.loess", reason="scikit-misc not installed")
 import numba  # noqa: E402
 
 from calframe._kernels.loess import (  # noqa: E402
-    _bandwidth,
+    loess_bandwidth,
     cloess_approx_deltas,
     evaluation_grid,
     loess_fit,
@@ -214,7 +214,7 @@ def test_bandwidth_is_nf_th_nearest_distance_with_ties():
         xs = np.sort(rng.integers(0, 6, n).astype(float))
         nf = int(rng.integers(1, n + 1))
         q = float(rng.uniform(-2, 8)) if t % 3 else float(xs[rng.integers(0, n)])
-        assert _bandwidth(xs, nf, q) == np.sort(np.abs(xs - q))[nf - 1]
+        assert loess_bandwidth(xs, nf, q) == np.sort(np.abs(xs - q))[nf - 1]
 
 
 def test_thread_count_does_not_change_results():

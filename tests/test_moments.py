@@ -80,13 +80,13 @@ def _moment_draws(df: pl.DataFrame, n_boot: int, **kw) -> np.ndarray:
     """The moment bootstrap's ECE draws of a frame without groups (calframe.moments.draws on the call's plan)."""
     from calframe import moments
     from calframe._columns import resolve
-    from calframe.families.plan import _PLANNING
+    from calframe.families.plan import PLANNING
 
-    token = _PLANNING.set(True)
+    token = PLANNING.set(True)
     try:
         plan = calframe.ece(df, lens="class:1", ci=0.9, n_boot=n_boot, **kw)
     finally:
-        _PLANNING.reset(token)
+        PLANNING.reset(token)
     scored = resolve(df, func="ece", prob="prob", label="label")
     return moments.draws(moments.of_rows(scored), plan.figures, n_boot, 3, [()])["ece"][:, 0]
 

@@ -58,7 +58,7 @@ def no_rows(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("the rows were collected")
 
-    monkeypatch.setattr(eager, "_evaluate", refuse)
+    monkeypatch.setattr(eager, "evaluate", refuse)
 
 
 def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:

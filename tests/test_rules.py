@@ -164,10 +164,10 @@ def test_uniform_bin_every_rendering_every_bin_count(con, closed):
 
 @numba.njit(cache=True)
 def _hot_bins(x, edges, n_bins, right):
-    """The row loops' uniform bin (calframe._kernels.accumulate._uniform_bin) of each x."""
+    """The row loops' uniform bin (calframe._kernels.accumulate.uniform_bin) of each x."""
     out = np.empty(x.shape[0], dtype=np.int64)
     for i in range(x.shape[0]):
-        out[i] = K._uniform_bin(x[i], edges, n_bins, right)
+        out[i] = K.uniform_bin(x[i], edges, n_bins, right)
     return out
 
 

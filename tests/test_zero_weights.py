@@ -199,7 +199,7 @@ def test_debiased_rows_stay_in_the_callers_units(dd):
 @pytest.mark.parametrize("fn", ["ece", "smece"])
 def test_zero_weights_on_the_engines_equal_eager(kind, fn):
     """A row of weight 0 counts for nothing in the sums of every engine. On an Ibis table the weight's bucket
-    (narwhals._bucket) took the floor of -log2(0) = inf before clipping it, and Ibis's integer FLOOR failed."""
+    (narwhals.bucket_expr) took the floor of -log2(0) = inf before clipping it, and Ibis's integer FLOOR failed."""
     rng = np.random.default_rng(5)
     w = rng.random(300)
     w[::7] = 0.0

@@ -22,7 +22,7 @@ from . import arrays as A
 CHUNK_ROWS = 1 << 16
 #: at most this many chunks
 MAX_CHUNKS = 32
-#: :func:`_uniform_bin` takes floor(x B) without reading the edges where x B is this far from an integer, for
+#: :func:`uniform_bin` takes floor(x B) without reading the edges where x B is this far from an integer, for
 #: at most FAST_BINS bins (the bound is in its docstring)
 NEAR_EDGE = 2.0**-30
 FAST_BINS = 1 << 20
@@ -63,7 +63,7 @@ def accumulate(groups, bins, conf, acc, weights, edges, right, n_groups, n_bins)
 
 
 @njit(inline="always")
-def _uniform_bin(x, edges, n_bins, right):
+def uniform_bin(x, edges, n_bins, right):
     """Bin of x for edges e[0..B]: left-closed (numpy.digitize on inner edges) or right-closed.
 
     The hot-loop form of the one rule, ``calframe.binning.uniform_bins``, tested against it on and
@@ -151,7 +151,7 @@ def _accumulate_chunked(groups, bins, conf, acc, weights, edges, right, n_bins, 
         tab = part[c]
         for i in range(lo, hi):
             x = conf[i]
-            b = _uniform_bin(x, edges, n_bins, right) if bins is None else bins[i]
+            b = uniform_bin(x, edges, n_bins, right) if bins is None else bins[i]
             k = b if groups is None else groups[i] * n_bins + b
             _add_row(tab, k, x, acc[i], 1.0 if weights is None else weights[i])
     return sum_partials_into(part, out)

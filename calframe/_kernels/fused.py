@@ -15,7 +15,7 @@ from numba import prange
 
 from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
-from .accumulate import _uniform_bin, chunk_bounds, sum_partials, sum_partials_into, tables
+from .accumulate import uniform_bin, chunk_bounds, sum_partials, sum_partials_into, tables
 from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
 from .raw import load_word
@@ -113,7 +113,7 @@ def _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, 
             continue
         conf, acc = _lensed(x, np.int64(a), lens)
         s = _slot(keys, i, lo)
-        k = s * n_bins + _uniform_bin(conf, edges, n_bins, right)
+        k = s * n_bins + uniform_bin(conf, edges, n_bins, right)
         if w is None:
             packed[k, 0] += (np.int64(1) << ROWS_AT) | acc
             tab[k, 1] += conf
@@ -143,7 +143,7 @@ def _unpack(flat, n_cells):
 def _make_pass(lens: int):
     """The row pass of one lens, a compile-time constant (testing it per row cost a third of the ungrouped
     pass). One kernel per lens, so a call compiles only the lens it uses. The closed side is an argument: the
-    bin reads it only next to an edge (:func:`calframe._kernels.accumulate._uniform_bin`)."""
+    bin reads it only next to an edge (:func:`calframe._kernels.accumulate.uniform_bin`)."""
 
     def pass_(p, y, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out):
         n = p.shape[0]
@@ -190,7 +190,7 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     raises the detailed error). ``keys``: None (one slot) or integers, row i in slot ``keys[i] - lo``.
     ``w``: None (all 1) or float64 weights (checked by :func:`weight_tops`), multiplied by
     ``w_mult[slot]`` (an array even without weights). ``lens``: CLASS1, CLASS0 or TOP1. Bins:
-    ``_uniform_bin`` on the uniform ``edges``.
+    ``uniform_bin`` on the uniform ``edges``.
 
     The columns reach the kernel in a few dtypes only (:func:`calframe._kernels.arrays.real`, ``label``,
     ``codes``), read-only, so a fresh install compiles few versions of it; int32 and float labels are turned

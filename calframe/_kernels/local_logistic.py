@@ -40,7 +40,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import njit
-from .loess import _bandwidth, _tricube, _window, sym_pinv
+from .loess import loess_bandwidth, tricube_weight, loess_window, sym_pinv
 
 #: output columns of :func:`local_logistic`: the fit expit(b0), b0 (= ETA), b1, b2, se(b0), Newton steps
 FIT, ETA, B1, B2, SE_ETA, ITERS = 0, 1, 2, 3, 4, 5
@@ -104,7 +104,7 @@ def _terms(ux, cnt, sy, syy, kw, i0, i1, q, inv_h, k, beta, grad, hess, meat, wa
 def _fit_one(q, xs, nf, sfac, k, ux, cnt, sy, syy, z, beta0, res):
     """Local logistic fit at q: res = [expit(b0), b0, b1, b2, se(b0), steps] (se NaN without ``z``), Newton from
     beta0 when its first entry is finite."""
-    h = _bandwidth(xs, nf, q)
+    h = loess_bandwidth(xs, nf, q)
     for a in range(_NOUT):
         res[a] = np.nan
     res[ITERS] = 0.0
@@ -112,12 +112,12 @@ def _fit_one(q, xs, nf, sfac, k, ux, cnt, sy, syy, z, beta0, res):
         return
     big_h = math.sqrt(h * h * sfac)
     inv_h = 1.0 / big_h
-    i0, i1 = _window(ux, q, h)
+    i0, i1 = loess_window(ux, q, h)
     kw = np.empty(i1 - i0)
     sk = 0.0
     sky = 0.0
     for j in range(i0, i1):
-        w = _tricube((ux[j] - q) * inv_h)
+        w = tricube_weight((ux[j] - q) * inv_h)
         kw[j - i0] = w
         sk += w * cnt[j]
         sky += w * sy[j]

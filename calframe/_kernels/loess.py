@@ -132,7 +132,7 @@ _OK, _ZERO_WIDTH, _ALL_ZERO = 0, 1, 2
 # numba kernels
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def _bandwidth(xs, nf, q):
+def loess_bandwidth(xs, nf, q):
     """Distance from q to its nf-th nearest value of the sorted array xs.
 
     The nf nearest points form a contiguous window of the sorted array; a
@@ -153,7 +153,7 @@ def _bandwidth(xs, nf, q):
 
 
 @njit(cache=True)
-def _window(ux, q, h):
+def loess_window(ux, q, h):
     """Index range [i0, i1) of the sorted distinct values within h of q
     (one extra value on each side, weights are computed anyway)."""
     u = ux.shape[0]
@@ -167,7 +167,7 @@ def _window(ux, q, h):
 
 
 @njit(inline="always", cache=True)
-def _tricube(d):
+def tricube_weight(d):
     """(1 - |d|^3)^3 for |d| < 1, else 0, without a branch (the window sums vectorise)."""
     t = 1.0 - abs(d) * d * d
     t = t if t > 0.0 else 0.0
@@ -282,7 +282,7 @@ def _fit_sums(ux, fw, fwy, c, i0, i1, q, inv_h, mom, tv, vmom, var):
     t0 = t1 = t2 = 0.0
     for j in range(i0, i1):
         dd = (ux[j] - q) * inv_h
-        kw = _tricube(dd)
+        kw = tricube_weight(dd)
         d2 = dd * dd
         sm = _moments(sm, fw[j] * kw, dd, d2, var)
         yk = fwy[j] * kw
@@ -315,7 +315,7 @@ def _sums_weight(ux, c, i0, i1, q, inv_h, power, mom):
     sm = (0.0, 0.0, 0.0, 0.0, 0.0)
     for j in range(i0, i1):
         dd = (ux[j] - q) * inv_h
-        kw = _tricube(dd)
+        kw = tricube_weight(dd)
         if power == 2:
             kw = kw * kw
         d2 = dd * dd
@@ -346,7 +346,7 @@ def _local(q, xs, nf, sfac, degree, ux, fw, fwy, lw, q1, q2,
     Returns (h, H): the nf-th nearest distance and the bandwidth.
     """
     k = degree + 1
-    h = _bandwidth(xs, nf, q)
+    h = loess_bandwidth(xs, nf, q)
     for i in range(_NOUT):
         res[i] = 0.0
     if not h > 0.0:
@@ -354,7 +354,7 @@ def _local(q, xs, nf, sfac, degree, ux, fw, fwy, lw, q1, q2,
         return h, h
     big_h = math.sqrt(h * h * sfac)
     inv_h = 1.0 / big_h
-    i0, i1 = _window(ux, q, h)
+    i0, i1 = loess_window(ux, q, h)
     mom = np.empty(5)
     tv = np.empty(3)
     vmom = np.empty(5)
@@ -437,10 +437,10 @@ def loess_operator(xs, nf, span, degree, ux, lw):
         if status[r] != _OK:
             continue
         inv_h = 1.0 / big_h
-        i0, i1 = _window(ux, q, h)
+        i0, i1 = loess_window(ux, q, h)
         for j in range(i0, i1):
             dd = (ux[j] - q) * inv_h
-            kw = _tricube(dd)
+            kw = tricube_weight(dd)
             if kw != 0.0:
                 g[r, j] = kw * (avec[0] + dd * (avec[1] + dd * avec[2]))
     return g, status
@@ -450,7 +450,7 @@ def loess_operator(xs, nf, span, degree, ux, lw):
 def _bandwidths(xs, nf, q):
     out = np.empty(q.shape[0])
     for i in prange(q.shape[0]):
-        out[i] = _bandwidth(xs, nf, q[i])
+        out[i] = loess_bandwidth(xs, nf, q[i])
     return out
 
 

@@ -59,7 +59,7 @@ def run_grid(req: R.Request, frame: Any, figures: dict[str, eager.Figure]) -> An
         return _grid_sums.run_native(frame, req)
     if engine == "lazy":
         return _grid_sums.streamed(req, frame, figures)
-    return eager._evaluate(req, frame, figures)
+    return eager.evaluate(req, frame, figures)
 
 
 def moment_sums(req: R.Request, frame: Any) -> tuple | None:
@@ -73,13 +73,13 @@ def moment_sums(req: R.Request, frame: Any) -> tuple | None:
     if engine == "lazy":
         from . import lazy
 
-        return lazy._sums(frame, req, moments=True) if lazy.supports(frame, req) else None
+        return lazy.sums_and_moments(frame, req, moments=True) if lazy.supports(frame, req) else None
     if engine == "narwhals":
         from . import narwhals
 
-        if narwhals._unsupported(req) is not None:
+        if narwhals.unsupported(req) is not None:
             return None
-        eng = narwhals._Engine(frame)
+        eng = narwhals.Engine(frame)
         return (*narwhals.binned_sums(eng, req, moments=True)[:4], eng.moments)
     return None
 
@@ -194,4 +194,4 @@ def _where_the_rows_are(kind: str | None, frame: Any, rows: Callable[[Any], Any]
         return pl.defer(lambda: rows(frame), schema=schema)
     from . import narwhals
 
-    return narwhals._Engine(frame).out(rows(frame))
+    return narwhals.Engine(frame).out(rows(frame))

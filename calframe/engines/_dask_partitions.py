@@ -1,5 +1,5 @@
 """The Dask engine's partitions (:mod:`calframe.engines.dask`): the internal columns of the per-partition frames,
-the request shipped to every partition (``_Spec``) and what a worker runs on one partition: resolve, lens, bin and
+the request shipped to every partition (``Spec``) and what a worker runs on one partition: resolve, lens, bin and
 accumulate (the sums), the histograms and gathered values of exact edges, the generalized ECE's cell sums, apply's
 rows, and the counts of the input checks (merged on the client, :func:`calframe.engines.dask._raise_totals`).
 Nothing here imports Dask."""
@@ -31,14 +31,14 @@ K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at fir
 from ..binning import Binning, Bins, check_variable, make_binning, uniform_edges
 
 # internal columns of the per-partition frames; the group keys travel in them under positional names
-# (_keys_of: __cf_key0, ...), so no user column, whatever its name, meets an internal one
+# (keys_of: __cf_key0, ...), so no user column, whatever its name, meets an internal one
 FIG, CLS, BIN, CAT, FIRST = "__cf_fig", "__cf_cls", "__cf_bin", "__cf_cat", "__cf_first"
 ROWS, N, SC, SA, VMIN, VMAX, DROP = "__cf_rows", "__cf_n", "__cf_sc", "__cf_sa", "__cf_vmin", "__cf_vmax", "__cf_drop"
 #: the exponent e of the power of two 2^e a partition divided a group's weights by (a key of the merge, not summed)
 EXP = "__cf_exp"
 PAR, CELL, CNT, SHIFT, VAL = "__cf_par", "__cf_cell", "__cf_cnt", "__cf_shift", "__cf_val"
 #: a partition's input error (pickled, base64) on a marker row (fig = -2): the client raises it, counted over
-#: every partition (:meth:`_Runner.checked`)
+#: every partition (:meth:`dask.Runner.checked`)
 ERR = "__cf_err"
 
 _I8, _F8, _STR = np.dtype(np.int64), np.dtype(np.float64), pd.StringDtype()
@@ -60,7 +60,7 @@ POS_BITS = 40
 
 
 @dataclass(frozen=True)
-class _Spec:
+class Spec:
     """One request, shipped to every partition (picklable, no frame inside)."""
 
     func: str
@@ -100,12 +100,12 @@ def _norm(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _key_tuples(keys: pd.DataFrame) -> list[tuple]:
+def key_tuples(keys: pd.DataFrame) -> list[tuple]:
     cols = [keys[c].tolist() for c in keys.columns]
     return [tuple(_norm(v) for v in row) for row in zip(*cols)] if cols else [()] * len(keys)
 
 
-def _scored(pdf: pd.DataFrame, spec: _Spec) -> tuple[Scored | None, pd.DataFrame, int]:
+def scored_partition(pdf: pd.DataFrame, spec: Spec) -> tuple[Scored | None, pd.DataFrame, int]:
     """calframe's resolve on one partition: (Scored or None when no rows remain, the kept rows, rows dropped)."""
     dropped = 0
     if len(pdf) and spec.nulls == "drop":
@@ -138,12 +138,12 @@ def _first_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return seen.to_numpy()[order], seen.index.to_numpy()[order]
 
 
-def _keys_of(frame: pd.DataFrame, by: tuple[str, ...], rows: Any = slice(None)) -> pd.DataFrame:
+def keys_of(frame: pd.DataFrame, by: tuple[str, ...], rows: Any = slice(None)) -> pd.DataFrame:
     """The ``by`` columns of ``frame``'s ``rows`` under their positional internal names (key_names), index 0..n-1.
 
     An Arrow dictionary column (a Polars Categorical converted to Arrow-backed pandas) becomes its values'
     Arrow type: Dask's merge cannot concatenate dictionary columns holding nulls. (The key table gets the
-    eager path's Categorical back from ``_Spec.key_types``.) A float key takes calframe's one key value
+    eager path's Categorical back from ``Spec.key_types``.) A float key takes calframe's one key value
     (``_columns.key_expr``): -0.0 is 0.0 and NaN is missing. Arrow-backed pandas groups 0.0 and -0.0 (and NaN
     and null) apart, and Dask's merge of partitions whose keys held both zeros failed in pandas' index union.
     """
@@ -158,7 +158,7 @@ def _keys_of(frame: pd.DataFrame, by: tuple[str, ...], rows: Any = slice(None)) 
     return keys
 
 
-def _refuse_nested_keys(func: str, keys: dict[str, Any]) -> None:
+def refuse_nested_keys(func: str, keys: dict[str, Any]) -> None:
     """Struct, List and Array group keys (``keys``: name -> Polars dtype) are for eager and lazy frames only."""
     for name, dtype in keys.items():
         if isinstance(dtype, (pl.Struct, pl.List, pl.Array)):
@@ -170,16 +170,16 @@ def _refuse_nested_keys(func: str, keys: dict[str, Any]) -> None:
             )
 
 
-def _local_keys(pdf: pd.DataFrame, scored: Scored, by: tuple[str, ...]) -> tuple[pd.DataFrame | None, list[tuple]]:
+def local_keys(pdf: pd.DataFrame, scored: Scored, by: tuple[str, ...]) -> tuple[pd.DataFrame | None, list[tuple]]:
     """Key values of the partition's groups (row g = local code g), in the partition's own dtypes."""
     if not by:
         return None, [()]
     codes, first = _first_rows(scored.groups)  # group codes are 0..n_groups - 1, all present
-    keys = _keys_of(pdf, by, first)
-    return keys, _key_tuples(keys)
+    keys = keys_of(pdf, by, first)
+    return keys, key_tuples(keys)
 
 
-def _frame(meta: pd.DataFrame, keys: pd.DataFrame | None, g: np.ndarray, cols: dict[str, Any]) -> pd.DataFrame:
+def partition_frame(meta: pd.DataFrame, keys: pd.DataFrame | None, g: np.ndarray, cols: dict[str, Any]) -> pd.DataFrame:
     """Rows ``keys[g]`` beside ``cols`` (arrays or scalars), in meta's columns and dtypes."""
     n = len(g)
     out = keys.iloc[g].reset_index(drop=True) if keys is not None else pd.DataFrame(index=pd.RangeIndex(n))
@@ -194,20 +194,20 @@ def _frame(meta: pd.DataFrame, keys: pd.DataFrame | None, g: np.ndarray, cols: d
     return out
 
 
-def _finish(frames: list[pd.DataFrame], meta: pd.DataFrame) -> pd.DataFrame:
+def finish(frames: list[pd.DataFrame], meta: pd.DataFrame) -> pd.DataFrame:
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else meta.copy()
 
 
-def _marker(pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, dropped: int) -> list[pd.DataFrame]:
+def partition_marker(pdf: pd.DataFrame, spec: Spec, meta: pd.DataFrame, dropped: int) -> list[pd.DataFrame]:
     """A row carrying the partition's count of null-dropped rows (fig = -1; keys of its first row for valid dtypes)."""
     if not dropped:
         return []
-    keys = _keys_of(pdf, spec.by, slice(0, 1)) if spec.by else None
-    return [_frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -1, DROP: dropped})]
+    keys = keys_of(pdf, spec.by, slice(0, 1)) if spec.by else None
+    return [partition_frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -1, DROP: dropped})]
 
 
-def _lens_outputs(scored: Scored, spec: _Spec) -> list[tuple[int, np.ndarray, np.ndarray]]:
+def _lens_outputs(scored: Scored, spec: Spec) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(class, conf, acc) per binned lens output: one for top1/class:c, K for the marginal average."""
     lens = spec.lens
     if lens.kind != "marginal":
@@ -215,7 +215,7 @@ def _lens_outputs(scored: Scored, spec: _Spec) -> list[tuple[int, np.ndarray, np
     return [(c, *L.class_lens(scored, c)) for c in range(scored.n_classes)]
 
 
-def _variable(scored: Scored, spec: _Spec, f: int) -> np.ndarray:
+def _variable(scored: Scored, spec: Spec, f: int) -> np.ndarray:
     """The values of figure f's variable, checked against the kind the plan expects."""
     var = spec.variables[f]
     kind = scored.extra_kind[var]
@@ -228,7 +228,7 @@ def _variable(scored: Scored, spec: _Spec, f: int) -> np.ndarray:
     return scored.extra[var]
 
 
-def _dd_sources(scored: Scored, spec: _Spec) -> list[tuple[int, int, np.ndarray]]:
+def _dd_sources(scored: Scored, spec: Spec) -> list[tuple[int, int, np.ndarray]]:
     """(figure, class, values) of every data-dependent binning: the lensed confidence or a numeric variable."""
     out = []
     for f, mode in enumerate(spec.modes):
@@ -267,7 +267,7 @@ def _rows_in(groups: np.ndarray, bits: np.ndarray, tuples: list[tuple], wanted: 
     return mask
 
 
-def _guarded(rows: Any, pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, *args: Any) -> pd.DataFrame:
+def guarded_partition(rows: Any, pdf: pd.DataFrame, spec: Spec, meta: pd.DataFrame, *args: Any) -> pd.DataFrame:
     """``rows(pdf, spec, meta, *args)``; a calframe input error becomes a marker row (fig = -2, the error in ERR),
     so that the client raises it with the counts of every partition instead of Dask raising this partition's."""
     try:
@@ -275,13 +275,13 @@ def _guarded(rows: Any, pdf: pd.DataFrame, spec: _Spec, meta: pd.DataFrame, *arg
     except CalframeError as exc:
         if not len(pdf):
             raise
-        keys = _keys_of(pdf, spec.by, slice(0, 1)) if spec.by else None
-        return _frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -2, ERR: base64.b64encode(pickle.dumps(exc)).decode()})
+        keys = keys_of(pdf, spec.by, slice(0, 1)) if spec.by else None
+        return partition_frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -2, ERR: base64.b64encode(pickle.dumps(exc)).decode()})
 
 
-def _hist_partition(pdf, spec, meta, level, parents, partition_info=None) -> pd.DataFrame:
-    """:func:`_hist_rows`, guarded (:func:`_guarded`)."""
-    return _guarded(_hist_rows, pdf, spec, meta, level, parents)
+def hist_partition(pdf, spec, meta, level, parents, partition_info=None) -> pd.DataFrame:
+    """:func:`_hist_rows`, guarded (:func:`guarded_partition`)."""
+    return guarded_partition(_hist_rows, pdf, spec, meta, level, parents)
 
 
 def _hist_rows(pdf, spec, meta, level, parents) -> pd.DataFrame:
@@ -290,11 +290,11 @@ def _hist_rows(pdf, spec, meta, level, parents) -> pd.DataFrame:
     Level 0 covers every value; a deeper level only the values inside ``parents``
     (per (figure, class): {key tuple: uint64 cell prefixes of the previous level}).
     """
-    scored, kept, dropped = _scored(pdf, spec)
-    out = _marker(pdf, spec, meta, dropped)
+    scored, kept, dropped = scored_partition(pdf, spec)
+    out = partition_marker(pdf, spec, meta, dropped)
     if scored is None:
-        return _finish(out, meta)
-    keys, tuples = _local_keys(kept, scored, spec.by)
+        return finish(out, meta)
+    keys, tuples = local_keys(kept, scored, spec.by)
     for f, c, values in _dd_sources(scored, spec):
         bits = _ordered_bits(values)
         groups = scored.group_codes
@@ -315,18 +315,18 @@ def _hist_rows(pdf, spec, meta, level, parents) -> pd.DataFrame:
             agg = agg.agg(["size", "min", "max"])
             g, cell = agg.index.get_level_values(0).to_numpy(), agg.index.get_level_values(1).to_numpy().view(np.uint64)
         par = cell >> np.uint64(SHIFTS[level - 1] - SHIFTS[level]) if level else np.zeros_like(cell)
-        out.append(_frame(meta, keys, g, {
+        out.append(partition_frame(meta, keys, g, {
             FIG: f, CLS: c, PAR: par.view(np.int64), CELL: cell.view(np.int64), CNT: agg["size"].to_numpy(),
             VMIN: agg["min"].to_numpy(), VMAX: agg["max"].to_numpy()}))
-    return _finish(out, meta)
+    return finish(out, meta)
 
 
-def _gather_partition(pdf, spec, meta, targets, partition_info=None) -> pd.DataFrame:
+def gather_partition(pdf, spec, meta, targets, partition_info=None) -> pd.DataFrame:
     """The values inside the target cells: ``targets[(fig, cls)][shift]`` = {key tuple: uint64 cell prefixes}."""
-    scored, kept, _ = _scored(pdf, spec)
+    scored, kept, _ = scored_partition(pdf, spec)
     if scored is None:
         return meta.copy()
-    keys, tuples = _local_keys(kept, scored, spec.by)
+    keys, tuples = local_keys(kept, scored, spec.by)
     out = []
     for f, c, values in _dd_sources(scored, spec):
         per_shift = targets.get((f, c))
@@ -338,13 +338,13 @@ def _gather_partition(pdf, spec, meta, targets, partition_info=None) -> pd.DataF
             if not len(sel):
                 continue
             g = scored.group_codes[sel].astype(np.int64)
-            out.append(_frame(meta, keys, g, {FIG: f, CLS: c, SHIFT: shift,
+            out.append(partition_frame(meta, keys, g, {FIG: f, CLS: c, SHIFT: shift,
                                               CELL: (bits[sel] >> np.uint64(shift)).view(np.int64),
                                               VAL: np.asarray(values, dtype=np.float64)[sel]}))
-    return _finish(out, meta)
+    return finish(out, meta)
 
 
-def _dd_bins(values: np.ndarray, scored: Scored, tuples: list[tuple], spec: _Spec, plan: dict, f: int, c: int) -> Bins:
+def _dd_bins(values: np.ndarray, scored: Scored, tuples: list[tuple], spec: Spec, plan: dict, f: int, c: int) -> Bins:
     """Bins of one partition's rows on the exact global per-group edges computed on the client."""
     key_index, table = plan["key_index"], plan["edges"][(f, c)]
     segs = []
@@ -369,21 +369,21 @@ def _companion_values(name: str, scored: Scored) -> np.ndarray:
     return L.top1(scored)[1].astype(np.float64)
 
 
-def _sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
-    """:func:`_sums_rows`, guarded (:func:`_guarded`)."""
+def sums_partition(pdf, spec, meta, plan, partition_info=None) -> pd.DataFrame:
+    """:func:`_sums_rows`, guarded (:func:`guarded_partition`)."""
     part = 0 if partition_info is None else int(partition_info["number"])
-    return _guarded(_sums_rows, pdf, spec, meta, plan, part)
+    return guarded_partition(_sums_rows, pdf, spec, meta, plan, part)
 
 
 def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
     """Per (group key, figure, class, bin): rows, sum w, sum w*conf, sum w*acc (calframe's binned_sums)."""
-    scored, kept, dropped = _scored(pdf, spec)
-    out = _marker(pdf, spec, meta, dropped)
+    scored, kept, dropped = scored_partition(pdf, spec)
+    out = partition_marker(pdf, spec, meta, dropped)
     if scored is None:
-        return _finish(out, meta)
+        return finish(out, meta)
     if scored.keys is not None:  # an object column of dicts or lists, which the metadata did not show
-        _refuse_nested_keys(spec.func, dict(scored.keys.schema))
-    keys, tuples = _local_keys(kept, scored, spec.by)
+        refuse_nested_keys(spec.func, dict(scored.keys.schema))
+    keys, tuples = local_keys(kept, scored, spec.by)
     # each group's weights are divided by a power of two of this partition's (resolve); the client brings
     # every partition's sums to the group's own scale (_rescale)
     exps = np.broadcast_to(np.frexp(scored.weight_scale)[1] - 1, (scored.n_groups,)).astype(np.int64)
@@ -393,9 +393,9 @@ def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
         s = K.accumulate(scored.groups, None, values, values, scored.weights, np.array([0.0, 1.0]), False,
                          scored.n_groups, 1)
         counts = np.bincount(scored.group_codes, minlength=scored.n_groups).astype(np.int64)
-        out.append(_frame(meta, keys, np.arange(scored.n_groups), {ROWS: counts, N: s[:, 0, 0], SC: s[:, 0, 1],
+        out.append(partition_frame(meta, keys, np.arange(scored.n_groups), {ROWS: counts, N: s[:, 0, 0], SC: s[:, 0, 1],
                                                                            EXP: exps}))
-        return _finish(out, meta)
+        return finish(out, meta)
     unweighted = replace(scored, weights=None)
     for f, mode in enumerate(spec.modes):
         var = spec.variables[f] if spec.variables else None
@@ -428,13 +428,13 @@ def _sums_rows(pdf, spec, meta, plan, part) -> pd.DataFrame:
                     SC: sums[g_idx, b_idx, 1], SA: sums[g_idx, b_idx, 2], EXP: exps[g_idx], **extra}
             if mode == "cat":
                 cols.update({BIN: 0, CAT: cats[b_idx], FIRST: pos[b_idx]})
-            out.append(_frame(meta, keys, g_idx, cols))
-    return _finish(out, meta)
+            out.append(partition_frame(meta, keys, g_idx, cols))
+    return finish(out, meta)
 
 
-def _gece_partition(pdf, spec, meta, gece, partition_info=None) -> pd.DataFrame:
-    """:func:`_gece_rows`, guarded (:func:`_guarded`)."""
-    return _guarded(_gece_rows, pdf, spec, meta, gece)
+def gece_partition(pdf, spec, meta, gece, partition_info=None) -> pd.DataFrame:
+    """:func:`_gece_rows`, guarded (:func:`guarded_partition`)."""
+    return guarded_partition(_gece_rows, pdf, spec, meta, gece)
 
 
 def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
@@ -446,11 +446,11 @@ def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
     from .._kernels import vector as VK
 
     lensed, bins, marginal = gece
-    scored, kept, dropped = _scored(pdf, spec)
-    out = _marker(pdf, spec, meta, dropped)
+    scored, kept, dropped = scored_partition(pdf, spec)
+    out = partition_marker(pdf, spec, meta, dropped)
     if scored is None:
-        return _finish(out, meta)
-    keys, _ = _local_keys(kept, scored, spec.by)
+        return finish(out, meta)
+    keys, _ = local_keys(kept, scored, spec.by)
     exps = np.broadcast_to(np.frexp(scored.weight_scale)[1] - 1, (scored.n_groups,)).astype(np.int64)
     groups = scored.group_codes.astype(np.int64)
     for c in range(scored.n_classes) if marginal else (None,):
@@ -467,20 +467,20 @@ def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
         rows = np.bincount(inv, minlength=len(uniq)).astype(np.int64)
         g = uniq[:, 0]
         for j in range(m):
-            out.append(_frame(meta, keys, g, {FIG: j, CLS: 0 if c is None else c, BIN: uniq[:, 1], ROWS: rows,
+            out.append(partition_frame(meta, keys, g, {FIG: j, CLS: 0 if c is None else c, BIN: uniq[:, 1], ROWS: rows,
                                               N: sums[:, 0], SC: sums[:, 1 + j], SA: sums[:, 1 + m + j],
                                               EXP: exps[g]}))
-    return _finish(out, meta)
+    return finish(out, meta)
 
 
-def _checked_edges_binner(spec: _Spec, var: str, v: np.ndarray):
+def _checked_edges_binner(spec: Spec, var: str, v: np.ndarray):
     """families.variable._checked_variable_binner's edge checks, per partition (the single-value check is global, on the client)."""
     edges = spec.binning.edges
     check_variable(spec.func, var, spec.binning, single=False, outside=int(((v < edges[0]) | (v > edges[-1])).sum()))
     return E_.variable_binner(var, spec.binning)
 
 
-def _apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFrame) -> pd.DataFrame:
+def apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFrame) -> pd.DataFrame:
     if len(pdf) == 0:
         out = pdf.copy()
         for c in meta.columns[len(pdf.columns):]:
@@ -492,7 +492,7 @@ def _apply_partition(pdf: pd.DataFrame, rec: Any, kwargs: dict, meta: pd.DataFra
 # --------------------------------------------------------------------------- input errors, counted per partition
 
 
-def _list_lengths(spec: _Spec, df: pl.DataFrame) -> dict[int, int] | None:
+def _list_lengths(spec: Spec, df: pl.DataFrame) -> dict[int, int] | None:
     """Rows per length of a List probability column (None for another column): over the rows whose checked
     columns hold no null, those the eager path measures (a null is raised, or dropped, first)."""
     name = spec.prob if isinstance(spec.prob, str) else None
@@ -504,7 +504,7 @@ def _list_lengths(spec: _Spec, df: pl.DataFrame) -> dict[int, int] | None:
     return {int(n): int(k) for n, k in lengths.value_counts().iter_rows()}
 
 
-def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None,
+def check_plan(spec: Spec, frame: pd.DataFrame, variable: str | None,
                 lengths: dict[int, int] | None = None) -> tuple[Any, pl.LazyFrame, dict[int, int] | None]:
     """The LazyFrame engine's check plan (:func:`.lazy.make_plan`) of ``spec`` on ``frame``'s columns, and the
     rows per length of a List probability column (:func:`_list_lengths`; ``lengths``: those over every
@@ -531,21 +531,21 @@ def _check_plan(spec: _Spec, frame: pd.DataFrame, variable: str | None,
     return plan, lf, lengths
 
 
-def _partition_stats(pdf: pd.DataFrame, spec: _Spec) -> list[dict[str, Any]]:
+def partition_stats(pdf: pd.DataFrame, spec: Spec) -> list[dict[str, Any]]:
     """Per variable (one entry without variables): the counts calframe's ordered checks read, on one partition
     (with the rows per length of a List probability column, ``list_lengths``)."""
     out = []
     for v in spec.variables or (None,):
-        plan, lf, lengths = _check_plan(spec, pdf, v)
-        st = LZ._detail_stats(plan, lf)
-        st["outside_labels"] = LZ._outside_labels(plan, lf) if st.get("label_outside") else []
+        plan, lf, lengths = check_plan(spec, pdf, v)
+        st = LZ.detail_stats(plan, lf)
+        st["outside_labels"] = LZ.outside_label_rows(plan, lf) if st.get("label_outside") else []
         if lengths is not None:
             st["list_lengths"] = lengths
         out.append(st)
     return out
 
 
-def _merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Partition stats combined: counts added, minima / maxima / worst row sums and the first labels kept."""
     lowest, highest = {"prob_lo", "var_min"}, {"prob_hi", "var_max"}
     out: dict[str, Any] = {"nulls": {}, "outside_labels": []}

@@ -20,27 +20,27 @@ from ..request import Request
 from ..binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
 
 
-# The queries' own columns start with _P. The group keys enter them renamed to positional names
-# (_Plan.keys: __cf_key0, ...) and the key table gets the user's names back at the end, so a
+# The queries' own columns start with COL_PREFIX. The group keys enter them renamed to positional names
+# (EnginePlan.keys: __cf_key0, ...) and the key table gets the user's names back at the end, so a
 # user column can never meet an internal one, whatever its name (docs/spec.md section 8).
-_P = PREFIX
-#: exact sums (``_fixed_sum``): a row's value x counts as the integer trunc(x * 2^FIXED_BITS) without weights, and
+COL_PREFIX = PREFIX
+#: exact sums (``lazy.fixed_sum``): a row's value x counts as the integer trunc(x * 2^FIXED_BITS) without weights, and
 #: trunc(x * 2^(WEIGHTED_BITS + BUCKET_BITS * k)) with them, k its weight's bucket; 2^64 splits an Int128 in two
-FIXED_BITS, WEIGHTED_BITS, BUCKET_BITS, _MAX_BUCKET, _TWO64 = 62, 60, 8, 134, 2**64
-_BIN, _LEN, _W, _SC, _SA, _BAD, _VMIN, _VMAX = (
-    f"{_P}bin", f"{_P}len", f"{_P}w", f"{_P}sc", f"{_P}sa", f"{_P}bad", f"{_P}vmin", f"{_P}vmax"
+FIXED_BITS, WEIGHTED_BITS, BUCKET_BITS, MAX_BUCKET, TWO64 = 62, 60, 8, 134, 2**64
+BIN, LEN, W, SC, SA, BAD, VMIN, VMAX = (
+    f"{COL_PREFIX}bin", f"{COL_PREFIX}len", f"{COL_PREFIX}w", f"{COL_PREFIX}sc", f"{COL_PREFIX}sa", f"{COL_PREFIX}bad", f"{COL_PREFIX}vmin", f"{COL_PREFIX}vmax"
 )
-_OK, _CATV = f"{_P}ok", f"{_P}catv"
-_ONE, _X, _CONF, _ACC, _KEEP, _WT = f"{_P}one", f"{_P}x", f"{_P}conf", f"{_P}acc", f"{_P}keep", f"{_P}wt"
-_F1, _F2, _SCALE, _EB = f"{_P}f1", f"{_P}f2", f"{_P}scale", f"{_P}eb"
-_NODE, _CNT, _MIN, _MAX = f"{_P}node", f"{_P}cnt", f"{_P}min", f"{_P}max"
+OK, CATV = f"{COL_PREFIX}ok", f"{COL_PREFIX}catv"
+ONE, X, CONF, ACC, KEEP, WT = f"{COL_PREFIX}one", f"{COL_PREFIX}x", f"{COL_PREFIX}conf", f"{COL_PREFIX}acc", f"{COL_PREFIX}keep", f"{COL_PREFIX}wt"
+_F1, _F2, _SCALE, EB = f"{COL_PREFIX}f1", f"{COL_PREFIX}f2", f"{COL_PREFIX}scale", f"{COL_PREFIX}eb"
+NODE, CNT, MIN, MAX = f"{COL_PREFIX}node", f"{COL_PREFIX}cnt", f"{COL_PREFIX}min", f"{COL_PREFIX}max"
 
 
 # --------------------------------------------------------------------------- plan (schema only)
 
 
 @dataclass
-class _Plan:
+class EnginePlan:
     """What a call needs, resolved from the schema alone (no data read)."""
 
     func: str
@@ -106,7 +106,7 @@ def _is_num(dt: Any) -> bool:
     return dt.is_float() or dt.is_integer()
 
 
-def make_plan(lf: pl.LazyFrame, req: Request) -> _Plan:
+def make_plan(lf: pl.LazyFrame, req: Request) -> EnginePlan:
     """What :func:`lazy_sums` will compute for ``req``, from the schema alone (no data read): the parameter /
     column checks of ``_columns.resolve`` (same order, same messages) raise now; the data's errors are raised
     when the sums are computed."""
@@ -126,7 +126,7 @@ def make_plan(lf: pl.LazyFrame, req: Request) -> _Plan:
     for c in by_cols:
         check_key_dtype(func, c, schema[c])
     lens_ = req.lens
-    plan = _Plan(func, prob_cols, multi_cols, label_col, by_cols, weights, variable, nulls, lens_, binning, schema)
+    plan = EnginePlan(func, prob_cols, multi_cols, label_col, by_cols, weights, variable, nulls, lens_, binning, schema)
     err = plan.schema_errors
 
     # probabilities (eager: _probabilities / _float_column)
@@ -185,7 +185,7 @@ def make_plan(lf: pl.LazyFrame, req: Request) -> _Plan:
         else:
             err["var_dtype"] = E.variable_dtype(func, variable, vdt)
 
-    # after resolve: the lens's class range (eager._ce_figure), then the variable binner's checks
+    # after resolve: the lens's class range (eager.ce_figure), then the variable binner's checks
     if lens_.kind == "marginal":
         raise NotImplementedError(f"{func}: the marginal lens is not streamed; use the eager path.")
     if lens_.kind == "class" and plan.prob_ok and lens_.c >= k:
@@ -201,7 +201,7 @@ def make_plan(lf: pl.LazyFrame, req: Request) -> _Plan:
 # --------------------------------------------------------------------------- expressions
 
 
-def _pairwise_sum(terms: list[pl.Expr]) -> pl.Expr:
+def pairwise_sum(terms: list[pl.Expr]) -> pl.Expr:
     """The sum of ``terms`` in numpy's pairwise order (``numpy.sum`` of a row), bit for bit."""
     n = len(terms)
     if n < 8:
@@ -220,14 +220,14 @@ def _pairwise_sum(terms: list[pl.Expr]) -> pl.Expr:
         return out
     n2 = n // 2
     n2 -= n2 % 8
-    return _pairwise_sum(terms[:n2]) + _pairwise_sum(terms[n2:])
+    return pairwise_sum(terms[:n2]) + pairwise_sum(terms[n2:])
 
 
 # The row expressions below are written once for Polars (``ns=polars``, the default: the lazy engine) and
 # narwhals (``ns=narwhals``: the narwhals engine), over the methods the two share.
 
 
-def _f64(plan: _Plan, c: str, ns: Any = pl) -> Any:
+def _f64(plan: EnginePlan, c: str, ns: Any = pl) -> Any:
     """Column ``c`` as Float64 (cast only when it is not one already: fewer nodes for the engine to build)."""
     return ns.col(c) if plan.schema[c] == pl.Float64 else ns.col(c).cast(ns.Float64)
 
@@ -248,7 +248,7 @@ def _any(parts: list[Any]) -> Any:
     return out
 
 
-def _class_probs(plan: _Plan, ns: Any = pl) -> list[Any]:
+def class_probs(plan: EnginePlan, ns: Any = pl) -> list[Any]:
     """The K class probabilities as float64 expressions (multiclass)."""
     if plan.multi_cols:
         return [_f64(plan, c, ns) for c in plan.prob_cols]
@@ -256,7 +256,7 @@ def _class_probs(plan: _Plan, ns: Any = pl) -> list[Any]:
     return [a.arr.get(j) for j in range(plan.k)]
 
 
-def _array(plan: _Plan) -> pl.Expr:
+def _array(plan: EnginePlan) -> pl.Expr:
     c = plan.prob_cols[0]
     a = pl.col(c)
     if plan.schema[c].inner != pl.Float64:  # type: ignore[attr-defined]
@@ -264,30 +264,30 @@ def _array(plan: _Plan) -> pl.Expr:
     return a
 
 
-def _binary_prob(plan: _Plan, ns: Any = pl) -> Any:
+def binary_prob(plan: EnginePlan, ns: Any = pl) -> Any:
     return _f64(plan, plan.prob_cols[0], ns)
 
 
-def _row_sum(plan: _Plan) -> pl.Expr:
-    return _pairwise_sum(_class_probs(plan))
+def _row_sum(plan: EnginePlan) -> pl.Expr:
+    return pairwise_sum(class_probs(plan))
 
 
-def _prob_ok(plan: _Plan, ns: Any = pl) -> Any:
+def _prob_ok(plan: EnginePlan, ns: Any = pl) -> Any:
     """True where the row's probabilities are valid (null / False otherwise)."""
     if plan.binary:
-        p = _binary_prob(plan, ns)
+        p = binary_prob(plan, ns)
         return (p >= 0.0) & (p <= 1.0)
-    ps = _class_probs(plan, ns)
+    ps = class_probs(plan, ns)
     if plan.array and plan.k > 16:
         a = _array(plan)
         in_unit = (a.arr.min() >= 0.0) & (a.arr.max() <= 1.0)  # NaN rows fail the sum test below
     else:
         in_unit = _all([(p >= 0.0) & (p <= 1.0) for p in ps])
     # Polars orders NaN above every number: a NaN sum fails "<= tol"; a null element makes the sum null
-    return in_unit & ((_pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
+    return in_unit & ((pairwise_sum(ps) - 1.0).abs() <= SUM_TOLERANCE)
 
 
-def _label_ok(plan: _Plan, y: Any = None) -> pl.Expr:
+def _label_ok(plan: EnginePlan, y: Any = None) -> pl.Expr:
     """True where the label is one of the classes; ``y``: the label column as a Polars (default) or narwhals
     expression (the narwhals engine)."""
     y = pl.col(plan.label_col) if y is None else y
@@ -301,51 +301,51 @@ def _label_ok(plan: _Plan, y: Any = None) -> pl.Expr:
     return ok
 
 
-def _raw_weights(plan: _Plan, ns: Any = pl) -> Any:
+def raw_weights(plan: EnginePlan, ns: Any = pl) -> Any:
     """The caller's weights as Float64 (their checks: finite, non-negative, positive total do not depend on a
     scale)."""
     return _f64(plan, plan.weight_col, ns)  # type: ignore[arg-type]
 
 
-def _factors(e: int) -> tuple[float, float]:
+def scale_factors(e: int) -> tuple[float, float]:
     """(f1, f2), powers of two with f1 * f2 = 2^-e, each finite: w * f1 * f2 rounds as ``numpy.ldexp(w, -e)``."""
     return (2.0**1022, float(np.ldexp(1.0, -(e + 1022)))) if e < -1022 else (1.0, float(np.ldexp(1.0, -e)))
 
 
-def _weights_expr(plan: _Plan) -> pl.Expr:
+def weights_expr(plan: EnginePlan) -> pl.Expr:
     """The weights divided by their group's power of two (``plan.weight_scale``, or per group the factors of
-    ``plan.scale_table``, joined onto the rows by ``_with_scales``), exactly as ``numpy.ldexp(w, -e)`` rounds."""
-    w = _raw_weights(plan)
+    ``plan.scale_table``, joined onto the rows by ``with_scales``), exactly as ``numpy.ldexp(w, -e)`` rounds."""
+    w = raw_weights(plan)
     if plan.scale_table is not None:
         return w * pl.col(_F1) * pl.col(_F2)
-    f1, f2 = _factors(int(np.frexp(plan.weight_scale)[1]) - 1)
+    f1, f2 = scale_factors(int(np.frexp(plan.weight_scale)[1]) - 1)
     w = w * f1 if f1 != 1.0 else w  # 2^-e past float64: scale up in two exact steps (a subnormal times 2^1022)
     return w * f2 if f2 != 1.0 else w
 
 
-def set_scales(plan: _Plan, tops: pl.DataFrame) -> None:
-    """The weights' powers of two from ``tops``, the largest kept weight (column ``_W``) of each group (key columns
+def set_scales(plan: EnginePlan, tops: pl.DataFrame) -> None:
+    """The weights' powers of two from ``tops``, the largest kept weight (column ``W``) of each group (key columns
     ``plan.keys``): the eager path's (``_columns.weight_exponents``; 1.0 when it is not a positive finite number:
     the checks then report the bad weights or their zero total). One scale for all (``plan.weight_scale``) when
     every group has the same; else ``plan.scale_table``."""
-    e = weight_exponents(tops[_W].to_numpy())  # a null maximum (no kept row) reads as NaN: scale 1.0
+    e = weight_exponents(tops[W].to_numpy())  # a null maximum (no kept row) reads as NaN: scale 1.0
     if e.size == 0 or (e == e[0]).all():
         plan.weight_scale = float(np.ldexp(1.0, int(e[0]))) if e.size else 1.0
         return
-    f = [_factors(int(x)) for x in e]
+    f = [scale_factors(int(x)) for x in e]
     plan.scale_table = tops.select(plan.keys).with_columns(
         pl.Series(_F1, [a for a, _ in f]), pl.Series(_F2, [b for _, b in f]), pl.Series(_SCALE, np.ldexp(1.0, e)))
 
 
-def _with_scales(plan: _Plan, lf: pl.LazyFrame) -> pl.LazyFrame:
-    """``lf`` with each row's scale factors (``_weights_expr``) beside it, when the groups have different scales."""
+def with_scales(plan: EnginePlan, lf: pl.LazyFrame) -> pl.LazyFrame:
+    """``lf`` with each row's scale factors (``weights_expr``) beside it, when the groups have different scales."""
     if plan.scale_table is None:
         return lf
-    return lf.with_columns(_key_cols(plan)).join(plan.scale_table.lazy(), on=plan.keys, how="left", nulls_equal=True,
+    return lf.with_columns(key_cols(plan)).join(plan.scale_table.lazy(), on=plan.keys, how="left", nulls_equal=True,
                                                maintain_order="left")
 
 
-def _group_scales(plan: _Plan, keys: pl.DataFrame | None) -> float | np.ndarray:
+def group_scales(plan: EnginePlan, keys: pl.DataFrame | None) -> float | np.ndarray:
     """The power of two of each group of ``keys`` (the user-named key table), or the one for all."""
     if plan.scale_table is None or keys is None:
         return plan.weight_scale
@@ -353,14 +353,14 @@ def _group_scales(plan: _Plan, keys: pl.DataFrame | None) -> float | np.ndarray:
     return keys.join(table, on=plan.by_cols, how="left", nulls_equal=True, maintain_order="left")[_SCALE].to_numpy()
 
 
-def _var_expr(plan: _Plan, ns: Any = pl) -> Any:
+def var_expr(plan: EnginePlan, ns: Any = pl) -> Any:
     return _f64(plan, plan.var_col, ns)  # type: ignore[arg-type]
 
 
-def _var_ok(plan: _Plan, ns: Any = pl) -> Any:
+def _var_ok(plan: EnginePlan, ns: Any = pl) -> Any:
     if plan.var_col is None or plan.var_kind != "numeric":
         return None
-    v = _var_expr(plan, ns)
+    v = var_expr(plan, ns)
     ok = v.is_finite()
     if plan.binning.edges is not None:
         e = plan.binning.edges
@@ -368,18 +368,18 @@ def _var_ok(plan: _Plan, ns: Any = pl) -> Any:
     return ok
 
 
-def _keep(plan: _Plan, ns: Any = pl) -> Any:
+def keep_expr(plan: EnginePlan, ns: Any = pl) -> Any:
     """nulls='drop': rows without a null in a checked column (None: every row is kept)."""
     if plan.nulls != "drop":
         return None
     return _all([~ns.col(c).is_null() for c in plan.checked])
 
 
-def _row_ok(plan: _Plan, ns: Any = pl) -> Any:
+def row_ok(plan: EnginePlan, ns: Any = pl) -> Any:
     """True where the row passes every row check (False or null for a bad row; null for a null one)."""
     parts = [_prob_ok(plan, ns), _label_ok(plan, ns.col(plan.label_col))]
     if plan.weight_col is not None:
-        w = _raw_weights(plan, ns)
+        w = raw_weights(plan, ns)
         parts.append(w.is_finite() & (w >= 0.0))
     v = _var_ok(plan, ns)
     if v is not None:
@@ -389,22 +389,22 @@ def _row_ok(plan: _Plan, ns: Any = pl) -> Any:
     return _all(parts)
 
 
-def _lensed(plan: _Plan, ns: Any = pl) -> tuple[Any, Any]:
+def lensed_exprs(plan: EnginePlan, ns: Any = pl) -> tuple[Any, Any]:
     """(conf, acc) float64 expressions of the plan's scalar lens (:func:`calframe.lenses.lens_exprs`)."""
-    probs = _binary_prob(plan, ns) if plan.binary else _array(plan) if plan.array else _class_probs(plan, ns)
+    probs = binary_prob(plan, ns) if plan.binary else _array(plan) if plan.array else class_probs(plan, ns)
     return L.lens_exprs(plan.lens, probs, ns.col(plan.label_col), k=plan.k if plan.array else None,
                         label_kind=plan.label_kind or "int", func=plan.func, ns=ns)
 
 
-def _label_outside(plan: _Plan, ns: Any = pl) -> Any:
+def _label_outside(plan: EnginePlan, ns: Any = pl) -> Any:
     y = ns.col(plan.label_col)
     return ((y < 0) | (y >= plan.k)).fill_null(False)
 
 
-def detail_aggs(plan: _Plan, ns: Any = pl) -> dict[str, Any]:
-    """The error path's one pass: every count the ordered checks (``lazy._run_checks``) need, as aggregations
+def detail_aggs(plan: EnginePlan, ns: Any = pl) -> dict[str, Any]:
+    """The error path's one pass: every count the ordered checks (``lazy.run_checks``) need, as aggregations
     (Polars, or narwhals with ``ns=narwhals``); :func:`detail_row` reads the collected row."""
-    keep = _keep(plan, ns)
+    keep = keep_expr(plan, ns)
 
     def kept(e: Any) -> Any:
         return e if keep is None else ns.when(keep).then(e)
@@ -417,7 +417,7 @@ def detail_aggs(plan: _Plan, ns: Any = pl) -> dict[str, Any]:
         aggs[f"null{i}"] = ns.col(c).is_null().cast(ns.Int64).sum()
     aggs["n_kept"] = ns.len() if keep is None else keep.cast(ns.Int64).sum()
     if plan.prob_ok:
-        ps = [_binary_prob(plan, ns)] if plan.binary else _class_probs(plan, ns)
+        ps = [binary_prob(plan, ns)] if plan.binary else class_probs(plan, ns)
         fins = [p.is_finite().fill_null(False) for p in ps]
         aggs["prob_nonfinite"] = count(~_all(fins))
         aggs["prob_outside"] = count(_any([f & ((p < 0.0) | (p > 1.0)) for p, f in zip(ps, fins)]))
@@ -425,7 +425,7 @@ def detail_aggs(plan: _Plan, ns: Any = pl) -> dict[str, Any]:
         aggs["prob_lo"] = ns.min_horizontal(*fin_only).min() if len(ps) > 1 else fin_only[0].min()
         aggs["prob_hi"] = ns.max_horizontal(*fin_only).max() if len(ps) > 1 else fin_only[0].max()
         if not plan.binary:
-            s = _pairwise_sum(ps)
+            s = pairwise_sum(ps)
             dev = (s - 1.0).abs()
             off = kept((dev > SUM_TOLERANCE).fill_null(False)).fill_null(False)
             aggs["sum_bad"] = off.cast(ns.Int64).sum()
@@ -441,12 +441,12 @@ def detail_aggs(plan: _Plan, ns: Any = pl) -> dict[str, Any]:
         if plan.label_kind != "bool":
             aggs["label_outside"] = count(_label_outside(plan, ns))
     if plan.weight_col is not None and plan.weights_ok:
-        w = _raw_weights(plan, ns)
+        w = raw_weights(plan, ns)
         aggs["w_bad"] = count(~w.is_finite() | (w < 0.0))
         aggs["w_sum"] = kept(w).sum()
     if plan.var_col is not None and plan.var_kind is not None:
         if plan.var_kind == "numeric":
-            v = _var_expr(plan, ns)
+            v = var_expr(plan, ns)
             aggs["var_nonfinite"] = count(~v.is_finite())
             aggs["var_min"] = kept(v).min()
             aggs["var_max"] = kept(v).max()
@@ -461,7 +461,7 @@ def detail_aggs(plan: _Plan, ns: Any = pl) -> dict[str, Any]:
     return {k: e.alias(k) for k, e in aggs.items()}
 
 
-def detail_row(plan: _Plan, row: dict[str, Any]) -> dict[str, Any]:
+def detail_row(plan: EnginePlan, row: dict[str, Any]) -> dict[str, Any]:
     """The collected row of :func:`detail_aggs`, as the checks read it."""
     if row.get("var_nulls"):
         row["var_unique"] -= 1
@@ -472,7 +472,7 @@ def detail_row(plan: _Plan, row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _bin_stages(plan: _Plan, conf_col: str) -> list[dict[str, pl.Expr]]:
+def bin_stages(plan: EnginePlan, conf_col: str) -> list[dict[str, pl.Expr]]:
     """Bin of a row for uniform / explicit edges / categorical variables, as successive with_columns stages.
 
     Stages (not one nested expression) so that the engine computes the lensed
@@ -482,19 +482,19 @@ def _bin_stages(plan: _Plan, conf_col: str) -> list[dict[str, pl.Expr]]:
     b = plan.binning
     if plan.var_col is not None:
         if plan.var_kind == "categorical":
-            return [{_BIN: pl.col(_CATV)}]
-        x = pl.col(f"{_P}v")
+            return [{BIN: pl.col(CATV)}]
+        x = pl.col(f"{COL_PREFIX}v")
     else:
         x = pl.col(conf_col)
     if b.edges is not None:
-        return [{_BIN: edge_bins_expr(x, [float(e) for e in b.edges[1:-1]], b.closed)}]
+        return [{BIN: edge_bins_expr(x, [float(e) for e in b.edges[1:-1]], b.closed)}]
     k0 = uniform_k0_expr(x, b.bins, b.closed)
     if k0 is not None:
-        name = f"{_P}k0"
-        return [{name: k0}, {_BIN: uniform_bin_expr(x, b.bins, b.closed, pl.col(name))}]
-    return [{_BIN: uniform_bin_expr(x, b.bins, b.closed)}]
+        name = f"{COL_PREFIX}k0"
+        return [{name: k0}, {BIN: uniform_bin_expr(x, b.bins, b.closed, pl.col(name))}]
+    return [{BIN: uniform_bin_expr(x, b.bins, b.closed)}]
 
 
-def _key_cols(plan: _Plan) -> list[pl.Expr]:
+def key_cols(plan: EnginePlan) -> list[pl.Expr]:
     """The group key columns as the eager path groups them (``_columns.key_expr``), renamed to ``plan.keys``."""
     return [key_expr(c, plan.schema[c]).alias(k) for c, k in zip(plan.by_cols, plan.keys)]

@@ -3,7 +3,7 @@ relation, PySpark DataFrame, Ibis table or pyarrow Table (the narwhals engine) a
 (the lazy engine), and the per-group values any figure table over groups reads (:func:`calframe.disparity`).
 
 A companion is the weighted mean of a row value per group: one pass sums, per group, the weight and the weight
-times each value, exactly (the engines' fixed-point sums: ``lazy._fixed_sum``, ``narwhals._fixed_parts``; a value
+times each value, exactly (the engines' fixed-point sums: ``lazy.fixed_sum``, ``narwhals.fixed_parts``; a value
 is divided by :data:`SPAN`, a power of two, to lie in [0, 1]), in the same pass as the row checks of the CE
 family's main pass (a bad row is counted, and the engine's error path raises the eager path's first failing
 check). The row values are written once here for Polars and narwhals expressions (:func:`row_values`): Brier's
@@ -32,8 +32,8 @@ from ..request import Request, summary_parts
 from . import _lazy_plan as LP
 from . import lazy as LZ
 from . import narwhals as NW
-from .eager import _evaluate
-from ._lazy_plan import _BIN, _EB, _LEN, _OK, _P, _W, _WT, _pairwise_sum
+from .eager import evaluate
+from ._lazy_plan import BIN, EB, LEN, OK, COL_PREFIX, W, WT, pairwise_sum
 
 __all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
 
@@ -55,10 +55,10 @@ Finish = Callable[[dict[str, np.ndarray], np.ndarray, "pl.DataFrame | None", str
 
 
 def _col(name: str) -> str:
-    return f"{_P}m_{name}"
+    return f"{COL_PREFIX}m_{name}"
 
 
-def row_values(plan: LP._Plan, probs: Any, label: Any, acc: Any, names: tuple[str, ...]) -> dict[str, Any]:
+def row_values(plan: LP.EnginePlan, probs: Any, label: Any, acc: Any, names: tuple[str, ...]) -> dict[str, Any]:
     """Each companion of ``names`` as a row expression (Polars or narwhals, the same operations): ``probs`` the
     positive-class probability (binary input) or the list of the K class probabilities, ``label`` the label
     column, ``acc`` the top-1 lens's accuracy. The eager engine's ``brier_rows`` / ``log_loss_rows``, row by row;
@@ -76,7 +76,7 @@ def row_values(plan: LP._Plan, probs: Any, label: Any, acc: Any, names: tuple[st
     else:
         k = len(probs)
         brier = (square(probs[1] - flag(is_(1))) if k == 2 else
-                 _pairwise_sum([square(g - flag(is_(j))) for j, g in enumerate(probs)]))
+                 pairwise_sum([square(g - flag(is_(j))) for j, g in enumerate(probs)]))
         g_y = probs[k - 1]
         for j in range(k - 2, -1, -1):
             g_y = where(is_(j), probs[j], g_y)
@@ -84,14 +84,14 @@ def row_values(plan: LP._Plan, probs: Any, label: Any, acc: Any, names: tuple[st
     return {n: out[n] for n in names}
 
 
-def _means(plan: LP._Plan, res: pl.DataFrame, names: tuple[str, ...]) -> Values:
-    """The row means per group from a pass's checked cells (keys, ``_BIN``, exact float sums)."""
-    cells = LZ._kept_cells(plan, res)
-    g, keys, n_groups = LZ._group_index(plan, cells)
-    weight = cells[_W].to_numpy() if plan.weight_col is not None else cells[_LEN].to_numpy().astype(np.float64)
+def _means(plan: LP.EnginePlan, res: pl.DataFrame, names: tuple[str, ...]) -> Values:
+    """The row means per group from a pass's checked cells (keys, ``BIN``, exact float sums)."""
+    cells = LZ.kept_cells(plan, res)
+    g, keys, n_groups = LZ.group_index(plan, cells)
+    weight = cells[W].to_numpy() if plan.weight_col is not None else cells[LEN].to_numpy().astype(np.float64)
     sums = np.zeros((n_groups, 1, 3))
     np.add.at(sums[:, 0, 0], g, weight)
-    counts = np.bincount(g, weights=cells[_LEN].to_numpy().astype(np.float64), minlength=n_groups).astype(np.int64)
+    counts = np.bincount(g, weights=cells[LEN].to_numpy().astype(np.float64), minlength=n_groups).astype(np.int64)
     if plan.weight_col is not None:
         check_group_weights(plan.func, plan.weight_col, sums[:, 0, 0], counts, keys)
     values = {}
@@ -102,49 +102,49 @@ def _means(plan: LP._Plan, res: pl.DataFrame, names: tuple[str, ...]) -> Values:
     return values, counts, keys
 
 
-def _row_exprs(plan: LP._Plan, ns: Any, names: tuple[str, ...]) -> dict[str, Any]:
+def _row_exprs(plan: LP.EnginePlan, ns: Any, names: tuple[str, ...]) -> dict[str, Any]:
     """:func:`row_values` of the plan's columns in ``ns`` (Polars or narwhals: the plan's renderings), the
     accuracy the top-1 lens's."""
-    probs = LP._binary_prob(plan, ns) if plan.binary else LP._class_probs(plan, ns)
-    acc = LP._lensed(replace(plan, lens=L.Lens("top1")), ns)[1]
+    probs = LP.binary_prob(plan, ns) if plan.binary else LP.class_probs(plan, ns)
+    acc = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), ns)[1]
     return row_values(plan, probs, ns.col(plan.label_col), acc, names)
 
 
 # --------------------------------------------------------------------------- the narwhals engine
 
 
-def _narwhals_means(eng: NW._Engine, req: Request, names: tuple[str, ...]) -> Values:
+def _narwhals_means(eng: NW.Engine, req: Request, names: tuple[str, ...]) -> Values:
     """One pass in the user's engine: per (keys, bin marker[, weight bucket]) rows and the exact sums of the
-    weight and of the weighted row values (``narwhals._Run.main``'s layout: a bad row in bin -2, a dropped one
+    weight and of the weighted row values (``narwhals.Run.main``'s layout: a bad row in bin -2, a dropped one
     in bin -1)."""
-    r = NW._Run(eng, replace(req, kind="companion", lens=L.AUTO))
+    r = NW.Run(eng, replace(req, kind="companion", lens=L.AUTO))
     plan = r.prepared()
     nw, weighted, wide = r.nw, plan.weight_col is not None, r.wide
-    ok, keep = NW._row_ok(plan), NW._keep(plan)
-    rows = NW._key_cols(plan, r.schema) + [nw.when(ok).then(v).alias(_col(n))
+    ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
+    rows = NW.key_cols(plan, r.schema) + [nw.when(ok).then(v).alias(_col(n))
                                           for n, v in _row_exprs(plan, nw, names).items()]
     marker = nw.when(ok).then(nw.lit(0)).otherwise(nw.lit(-2))
     rows.append((marker if keep is None else nw.when(keep).then(marker).otherwise(nw.lit(-1))).cast(nw.Int32)
-                .alias(_BIN))
+                .alias(BIN))
     if weighted:
         w = nw.when(ok).then(r.weights())
-        rows += [w.alias(_WT), NW._bucket(w).alias(_EB)]
-    bucket = nw.col(_EB) if weighted else None
-    summed = ([_W] if weighted else []) + [_col(n) for n in names]
-    parts = NW._fixed_parts(_W, nw.col(_WT), bucket, wide) if weighted else []
+        rows += [w.alias(WT), NW.bucket_expr(w).alias(EB)]
+    bucket = nw.col(EB) if weighted else None
+    summed = ([W] if weighted else []) + [_col(n) for n in names]
+    parts = NW.fixed_parts(W, nw.col(WT), bucket, wide) if weighted else []
     for n in names:
         x = nw.col(_col(n)) * (1.0 / SPAN[n])
-        parts += NW._fixed_parts(_col(n), nw.col(_WT) * x if weighted else x, bucket, wide)
-    cell = plan.keys + [_BIN] + ([_EB] if weighted else [])
-    aggs = [nw.col(c).sum().alias(c) for s in summed for c in NW._part_names(s, wide)]
-    res = NW._collect(r.base(rows).select(*[nw.col(c) for c in cell], *parts).group_by(cell).agg(
-        nw.len().alias(_LEN), *aggs))
-    res = res.with_columns(pl.col(_LEN).cast(pl.Int64),
-                           pl.when(pl.col(_BIN) == -2).then(0).otherwise(pl.col(_LEN)).cast(pl.Int64).alias(_OK))
-    return _means(plan, r.checked(NW._exact(res, summed, wide)), names)
+        parts += NW.fixed_parts(_col(n), nw.col(WT) * x if weighted else x, bucket, wide)
+    cell = plan.keys + [BIN] + ([EB] if weighted else [])
+    aggs = [nw.col(c).sum().alias(c) for s in summed for c in NW.part_names(s, wide)]
+    res = NW.collect_frame(r.base(rows).select(*[nw.col(c) for c in cell], *parts).group_by(cell).agg(
+        nw.len().alias(LEN), *aggs))
+    res = res.with_columns(pl.col(LEN).cast(pl.Int64),
+                           pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
+    return _means(plan, r.checked(NW.exact_sums(res, summed, wide)), names)
 
 
-def _narwhals_sums(eng: NW._Engine) -> Callable[[Request], tuple]:
+def _narwhals_sums(eng: NW.Engine) -> Callable[[Request], tuple]:
     return lambda sub: NW.binned_sums(eng, sub)[:4]
 
 
@@ -155,23 +155,23 @@ def _lazy_means(lf: pl.LazyFrame, req: Request, names: tuple[str, ...]) -> Value
     """One streaming pass: per (keys, bin marker[, weight bucket]) rows, valid rows and the exact sums of the
     weight and of the weighted row values (``lazy._main_query``'s layout: a dropped row in bin -1)."""
     plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=L.AUTO)), lf)
-    weighted, keep = plan.weight_col is not None, LP._keep(plan)
-    cols = LP._key_cols(plan) + [v.alias(_col(n)) for n, v in _row_exprs(plan, pl, names).items()]
-    cols += [LP._row_ok(plan).alias(_OK),
-             (pl.lit(0, pl.Int32) if keep is None else pl.when(keep).then(0).otherwise(-1).cast(pl.Int32)).alias(_BIN)]
+    weighted, keep = plan.weight_col is not None, LP.keep_expr(plan)
+    cols = LP.key_cols(plan) + [v.alias(_col(n)) for n, v in _row_exprs(plan, pl, names).items()]
+    cols += [LP.row_ok(plan).alias(OK),
+             (pl.lit(0, pl.Int32) if keep is None else pl.when(keep).then(0).otherwise(-1).cast(pl.Int32)).alias(BIN)]
     if weighted:
-        cols.append(LP._weights_expr(plan).alias(_WT))
-    q = LP._with_scales(plan, lf).select(cols)
+        cols.append(LP.weights_expr(plan).alias(WT))
+    q = LP.with_scales(plan, lf).select(cols)
     bucket = None
     if weighted:
-        q, bucket = q.with_columns(LZ._weight_bucket(pl.col(_WT)).alias(_EB)), pl.col(_EB)
-    aggs = [pl.len().alias(_LEN), pl.col(_OK).sum().alias(_OK)]
+        q, bucket = q.with_columns(LZ.weight_bucket(pl.col(WT)).alias(EB)), pl.col(EB)
+    aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK)]
     if weighted:
-        aggs.append(LZ._fixed_sum(pl.col(_WT), bucket).alias(_W))
+        aggs.append(LZ.fixed_sum(pl.col(WT), bucket).alias(W))
     for n in names:
         x = pl.col(_col(n)) * (1.0 / SPAN[n])
-        aggs.append(LZ._fixed_sum(pl.col(_WT) * x if weighted else x, bucket).alias(_col(n)))
-    res = LZ._exact_floats(LZ._collect(q.group_by(plan.keys + [_BIN] + ([_EB] if weighted else [])).agg(aggs)))
+        aggs.append(LZ.fixed_sum(pl.col(WT) * x if weighted else x, bucket).alias(_col(n)))
+    res = LZ.exact_floats(LZ.collect_frame(q.group_by(plan.keys + [BIN] + ([EB] if weighted else [])).agg(aggs)))
     return _means(plan, LZ.checked(plan, lf, res), names)
 
 
@@ -217,7 +217,7 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
     streamed on a LazyFrame, else (``ci=``, List probabilities) the eager engine on the collected columns."""
     if isinstance(frame, pl.LazyFrame):
         out = streamed(frame, req)
-        return out if out is not None else _evaluate(req, frame, figures)
+        return out if out is not None else evaluate(req, frame, figures)
     return run(frame, req)
 
 
@@ -230,16 +230,16 @@ def table(kind: str, frame: Any, req: Request, finish: Finish, schema: dict[str,
         return streamed(frame, req, finish, schema) if plain else None
     if not plain:
         what = "ci=" if req.ci is not None else "several variables at once" if native else "a row selection"
-        raise NW.Unsupported(f"{req.func}: " + NW._refusal(kind, what))
+        raise NW.Unsupported(f"{req.func}: " + NW.refusal(kind, what))
     return run(frame, req, finish)
 
 
 def run(frame: Any, req: Request, finish: Finish | None = None) -> Any:
     """``req`` (a companion, summary, or a CE_p figure) in the narwhals engine: ``finish`` of its values (default:
     the figures' result), in the input's type. A call it does not run raises :class:`narwhals.Unsupported`."""
-    eng = NW._Engine(frame)
+    eng = NW.Engine(frame)
     if req.ci is not None:
-        raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, "ci="))
+        raise NW.Unsupported(f"{req.func}: " + NW.refusal(eng.kind, "ci="))
     NW.admit(eng, replace(req, kind="ce") if req.kind in KINDS else req, F.output_columns(names(req)))
     vals, counts, keys = values(req, lambda n: _narwhals_means(eng, req, n), _narwhals_sums(eng))
     if finish is None:

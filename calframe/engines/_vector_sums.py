@@ -6,14 +6,14 @@ g' and label y' (K' coordinates each: :func:`calframe.generalized.lens_exprs`, t
 :func:`calframe.generalized.lensed`) fall in the cell of the first K' - 1 coordinates of g', each in
 ``uniform(bins)`` (:func:`calframe.binning.uniform_bin_expr` / ``uniform_bin_nw``, numpy.digitize's bin on every
 edge), and each (group, cell[, weight bucket]) sums the weight (or counts the rows), w g'_j and w y'_j. The sums
-are the engines' exact fixed-point ones (``lazy._fixed_sum``; narwhals ``_fixed_parts`` / ``_exact``; a sum
+are the engines' exact fixed-point ones (``lazy.fixed_sum``; narwhals ``fixed_parts`` / ``exact_sums``; a sum
 may be negative: the rest coordinate of top-k, 1 - its sum, is a little below 0 on a row whose probabilities
 add up to a little above 1), so the result has the same bits on every run; the Dask engine's per (group, cell)
 sums (``_dask_partitions._gece_rows``) are finalized the same way, by
 :func:`calframe.generalized.gece_from_sums` (the marginal lens: one pass per class, combined by
 :func:`~calframe.generalized.gece_marginal`).
 
-The checks are the lazy engine's (``prepared``, ``checked``; narwhals ``_Run.prepared`` / ``checked``: the eager path's
+The checks are the lazy engine's (``prepared``, ``checked``; narwhals ``Run.prepared`` / ``checked``: the eager path's
 errors in its order); a lens's own errors (a class past the classes, a bad ``k`` or ``groups``: the rules of
 :func:`calframe.generalized.choose_lens`) come after them, as on the eager path. Calls they do not run (adaptive
 bins, ``ci=``, row selections, top-k of more than :data:`~calframe.generalized.TOPK_EXPR_MAX` classes; on the
@@ -40,26 +40,26 @@ from ..binning import uniform_bin_expr, uniform_bin_nw
 from ..request import Request
 from . import lazy as LZ
 from . import narwhals as NW
-from ._lazy_plan import (_BIN, _EB, _KEEP, _LEN, _OK, _P, _W, _WT, _Plan, _binary_prob, _class_probs, _keep,
-                         _key_cols, _row_ok, _weights_expr, _with_scales, make_plan)
+from ._lazy_plan import (BIN, EB, KEEP, LEN, OK, COL_PREFIX, W, WT, EnginePlan, binary_prob, class_probs, keep_expr,
+                         key_cols, row_ok, weights_expr, with_scales, make_plan)
 
 __all__ = ["unsupported", "run_lazy", "run_native"]
 
 #: a cell's sums: the weight (weighted; else the rows), and per coordinate j those of g'_j and y'_j
-_N = f"{_P}vn"
+_N = f"{COL_PREFIX}vn"
 
 
 def _g(j: int) -> str:
-    return f"{_P}g{j}"
+    return f"{COL_PREFIX}g{j}"
 
 
 def _y(j: int) -> str:
-    return f"{_P}y{j}"
+    return f"{COL_PREFIX}y{j}"
 
 
 def _digit(j: int) -> str:
-    """The cell's j-th coordinate: the first is ``_BIN`` (a dropped row's -1: ``lazy._kept_cells``)."""
-    return _BIN if j == 0 else f"{_P}d{j}"
+    """The cell's j-th coordinate: the first is ``BIN`` (a dropped row's -1: ``lazy.kept_cells``)."""
+    return BIN if j == 0 else f"{COL_PREFIX}d{j}"
 
 
 def unsupported(req: Request, selects: bool) -> str | None:
@@ -83,7 +83,7 @@ class _Sums:
     """One gece call's per (group, cell) sums on one engine. An engine gives :meth:`cells` (the collected cells of
     one lens), :meth:`checked` (the eager path's error for bad rows) and :meth:`integers` (its sums as Int128)."""
 
-    def __init__(self, plan: _Plan, req: Request) -> None:
+    def __init__(self, plan: EnginePlan, req: Request) -> None:
         self.plan, self.req = plan, req
 
     def cells(self, choice: G.LensChoice) -> tuple[pl.DataFrame, int]:
@@ -98,7 +98,7 @@ class _Sums:
 
     def probs(self, ns: Any) -> Any:
         """The class probabilities (a list), or the one binary probability."""
-        return _binary_prob(self.plan, ns) if self.plan.binary else _class_probs(self.plan, ns)
+        return binary_prob(self.plan, ns) if self.plan.binary else class_probs(self.plan, ns)
 
     def choices(self) -> tuple[list[G.LensChoice] | None, ParameterError | None]:
         """The lens of each pass (the marginal lens: one pass per class), or the lens's error (raised after the
@@ -124,10 +124,10 @@ class _Sums:
             res, m = self.cells(choice)
             if i == 0:
                 self.checked(res)
-            cells = LZ._kept_cells(plan, res)
-            g, keys, n_groups = LZ._group_index(plan, cells)
+            cells = LZ.kept_cells(plan, res)
+            g, keys, n_groups = LZ.group_index(plan, cells)
             if i == 0:
-                counts = np.bincount(g, weights=cells[_LEN].to_numpy().astype(np.float64), minlength=n_groups)
+                counts = np.bincount(g, weights=cells[LEN].to_numpy().astype(np.float64), minlength=n_groups)
             sums = self.dense(cells, g, n_groups, m)
             if i == 0 and plan.weight_col is not None:
                 check_group_weights(plan.func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
@@ -142,11 +142,11 @@ class _Sums:
         group numbered in the order of their coordinates, a cell's weight buckets added smallest weights first."""
         weighted = self.plan.weight_col is not None
         names = [_g(j) for j in range(m)] + ([_N] + [_y(j) for j in range(m)] if weighted else [])
-        table = LZ._exact_floats(self.integers(cells.with_columns(pl.Series(f"{_P}gi", g)), names))
+        table = LZ.exact_floats(self.integers(cells.with_columns(pl.Series(f"{COL_PREFIX}gi", g)), names))
         digits = [_digit(j) for j in range(max(m - 1, 1))]
-        table = table.sort([f"{_P}gi", *digits] + ([_EB] if weighted else []),
+        table = table.sort([f"{COL_PREFIX}gi", *digits] + ([EB] if weighted else []),
                            descending=[False] * (1 + len(digits)) + ([True] if weighted else []))
-        gi = table[f"{_P}gi"].to_numpy().astype(np.int64)
+        gi = table[f"{COL_PREFIX}gi"].to_numpy().astype(np.int64)
         key = np.column_stack([gi] + [table[d].to_numpy().astype(np.int64) for d in digits])
         new = np.ones(table.height, dtype=bool)
         new[1:] = np.any(key[1:] != key[:-1], axis=1)
@@ -156,7 +156,7 @@ class _Sums:
         n_bins = max(int(b.max()) + 1, 1) if b.size else 1
         check_cells(n_groups, n_bins, 1 + 2 * m, func=self.plan.func)
         out = np.zeros((n_groups, n_bins, 1 + 2 * m))
-        n = table[_N] if weighted else table[_LEN].cast(pl.Float64)
+        n = table[_N] if weighted else table[LEN].cast(pl.Float64)
         np.add.at(out[..., 0], (gi, b), n.to_numpy())
         for j in range(m):
             np.add.at(out[..., 1 + j], (gi, b), table[_g(j)].to_numpy())
@@ -183,9 +183,9 @@ class _Sums:
         """The cell of a row: the bin of each of g'_0 .. g'_{K'-2} (one cell when K' is 1); a dropped row's
         first coordinate is -1."""
         bins = int(self.req.options.binning[1])
-        out = {_digit(j): bin_(ns.col(_g(j)), bins) for j in range(m - 1)} or {_BIN: ns.lit(0).cast(ns.Int32)}
+        out = {_digit(j): bin_(ns.col(_g(j)), bins) for j in range(m - 1)} or {BIN: ns.lit(0).cast(ns.Int32)}
         if self.plan.nulls == "drop":
-            out[_BIN] = ns.when(ns.col(_KEEP)).then(out[_BIN]).otherwise(ns.lit(-1)).cast(ns.Int32)
+            out[BIN] = ns.when(ns.col(KEEP)).then(out[BIN]).otherwise(ns.lit(-1)).cast(ns.Int32)
         return out
 
     def summed(self, m: int) -> list[str]:
@@ -196,7 +196,7 @@ class _Sums:
 
     def weighted_value(self, name: str, ns: Any) -> Any:
         """The row value summed as ``name``: w times the lensed one (the weight itself for ``_N``)."""
-        return ns.col(_WT) if name == _N else ns.col(_WT) * ns.col(name)
+        return ns.col(WT) if name == _N else ns.col(WT) * ns.col(name)
 
 
 # --------------------------------------------------------------------------- a LazyFrame, streamed
@@ -227,9 +227,9 @@ def run_lazy(frame: pl.LazyFrame, req: Request, selects: bool) -> pl.LazyFrame |
 
 
 class _LazySums(_Sums):
-    """The cell sums streamed by Polars (``lazy._fixed_sum``: Int128 sums), checked as the lazy engine checks."""
+    """The cell sums streamed by Polars (``lazy.fixed_sum``: Int128 sums), checked as the lazy engine checks."""
 
-    def __init__(self, plan: _Plan, req: Request, lf: pl.LazyFrame) -> None:
+    def __init__(self, plan: EnginePlan, req: Request, lf: pl.LazyFrame) -> None:
         super().__init__(plan, req)
         self.lf = lf
 
@@ -238,30 +238,30 @@ class _LazySums(_Sums):
 
     def cells(self, choice: G.LensChoice) -> tuple[pl.DataFrame, int]:
         plan = self.plan
-        ok, keep = _row_ok(plan), _keep(plan)
+        ok, keep = row_ok(plan), keep_expr(plan)
         weighted = plan.weight_col is not None
         values, staged, m = self.row_values(choice, pl, ok)
-        cols = _key_cols(plan) + [e.alias(n) for n, e in values.items()] + [ok.alias(_OK)]
+        cols = key_cols(plan) + [e.alias(n) for n, e in values.items()] + [ok.alias(OK)]
         if keep is not None:
-            cols.append(keep.alias(_KEEP))
+            cols.append(keep.alias(KEEP))
         if weighted:
-            cols.append(_weights_expr(plan).alias(_WT))
-        q = _with_scales(plan, self.lf)
+            cols.append(weights_expr(plan).alias(WT))
+        q = with_scales(plan, self.lf)
         q = (q.with_columns(**staged) if staged else q).select(cols)
         if weighted:
-            q = q.with_columns(LZ._weight_bucket(pl.col(_WT)).alias(_EB))
+            q = q.with_columns(LZ.weight_bucket(pl.col(WT)).alias(EB))
         q = q.with_columns(**self.digits(m, lambda x, b: uniform_bin_expr(x, b, "left"), pl))
-        bucket = pl.col(_EB) if weighted else None
+        bucket = pl.col(EB) if weighted else None
         summed = self.summed(m)
-        aggs = [pl.len().alias(_LEN), pl.col(_OK).sum().alias(_OK)]
-        aggs += [LZ._fixed_sum(self.weighted_value(n, pl) if weighted else pl.col(n), bucket).alias(n)
+        aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK)]
+        aggs += [LZ.fixed_sum(self.weighted_value(n, pl) if weighted else pl.col(n), bucket).alias(n)
                  for n in summed]
         if weighted:
-            aggs.append(pl.col(_WT).sum().alias(_W))
+            aggs.append(pl.col(WT).sum().alias(W))
         else:
             aggs += [pl.col(_y(j)).sum().alias(_y(j)) for j in range(m)]
-        cell = plan.keys + [_digit(j) for j in range(max(m - 1, 1))] + ([_EB] if weighted else [])
-        return LZ._collect(q.group_by(cell).agg(aggs)), m
+        cell = plan.keys + [_digit(j) for j in range(max(m - 1, 1))] + ([EB] if weighted else [])
+        return LZ.collect_frame(q.group_by(cell).agg(aggs)), m
 
 
 # --------------------------------------------------------------------------- DuckDB, Spark, Ibis, pyarrow
@@ -271,16 +271,16 @@ def run_native(frame: Any, req: Request, selects: bool) -> Any:
     """gece of a frame of the narwhals engine, the cells summed by the frame's own engine; the result in the
     input's type (as :func:`calframe.engines.narwhals.run`'s). A call it does not run raises
     :class:`~calframe.engines.narwhals.Unsupported` (a pyarrow Table is then collected)."""
-    eng = NW._Engine(frame)
+    eng = NW.Engine(frame)
     what = unsupported(req, selects)
     if what is not None:
-        raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, what))
-    F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else NW._Columns(eng))
-    r = NW._Run(eng, _plan_request(req))
+        raise NW.Unsupported(f"{req.func}: " + NW.refusal(eng.kind, what))
+    F.check_by_names(req.func, req.by, F.result_columns(req), frame=None if not req.by else NW.Columns(eng))
+    r = NW.Run(eng, _plan_request(req))
     sums = _NativeSums(r, req)
     choices, error = sums.choices()
     if choices is None and error is None:
-        raise NW.Unsupported(f"{req.func}: " + NW._refusal(eng.kind, f"lens='topk' on more than {G.TOPK_EXPR_MAX} "
+        raise NW.Unsupported(f"{req.func}: " + NW.refusal(eng.kind, f"lens='topk' on more than {G.TOPK_EXPR_MAX} "
                                                                      "classes"))
     r.prepared()
     values, counts, keys = sums.run(choices, error)
@@ -289,10 +289,10 @@ def run_native(frame: Any, req: Request, selects: bool) -> Any:
 
 
 class _NativeSums(_Sums):
-    """The cell sums in the frame's engine (narwhals ``_fixed_parts``: two Int64 parts, or one 128-bit sum on
-    DuckDB), checked as the narwhals engine checks (``_Run.fail``)."""
+    """The cell sums in the frame's engine (narwhals ``fixed_parts``: two Int64 parts, or one 128-bit sum on
+    DuckDB), checked as the narwhals engine checks (``Run.fail``)."""
 
-    def __init__(self, r: NW._Run, req: Request) -> None:
+    def __init__(self, r: NW.Run, req: Request) -> None:
         super().__init__(r.plan, req)
         self.r = r
 
@@ -302,40 +302,40 @@ class _NativeSums(_Sums):
     def integers(self, res: pl.DataFrame, names: list[str]) -> pl.DataFrame:
         if self.r.wide:
             return res.with_columns(pl.col(n).cast(pl.Int128).fill_null(0) for n in names)
-        big = [(pl.col(n + NW._HI).cast(pl.Int128).fill_null(0) * 2**NW.SPLIT
-                + pl.col(n + NW._LO).cast(pl.Int128).fill_null(0)).alias(n) for n in names]
-        return res.with_columns(big).drop([n + p for n in names for p in (NW._HI, NW._LO)])
+        big = [(pl.col(n + NW.HI).cast(pl.Int128).fill_null(0) * 2**NW.SPLIT
+                + pl.col(n + NW.LO).cast(pl.Int128).fill_null(0)).alias(n) for n in names]
+        return res.with_columns(big).drop([n + p for n in names for p in (NW.HI, NW.LO)])
 
     def cells(self, choice: G.LensChoice) -> tuple[pl.DataFrame, int]:
         r, plan = self.r, self.plan
         nw = r.nw
-        ok, keep = NW._row_ok(plan), NW._keep(plan)
+        ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
         weighted = plan.weight_col is not None
         values, staged, m = self.row_values(choice, nw, ok)
-        rows = NW._key_cols(plan, r.schema) + [e.alias(n) for n, e in values.items()]
-        rows.append(ok.cast(nw.Int64).alias(_OK))
+        rows = NW.key_cols(plan, r.schema) + [e.alias(n) for n, e in values.items()]
+        rows.append(ok.cast(nw.Int64).alias(OK))
         if weighted:
             w = nw.when(ok).then(r.weights())
-            rows += [w.alias(_WT), NW._bucket(w).alias(_EB)]
+            rows += [w.alias(WT), NW.bucket_expr(w).alias(EB)]
         if keep is not None:
-            rows.append(keep.alias(_KEEP))
+            rows.append(keep.alias(KEEP))
         q = r.base(rows, staged).with_columns(**self.digits(m, uniform_bin_nw_left, nw))
-        bucket = nw.col(_EB) if weighted else None
-        cell = plan.keys + [_digit(j) for j in range(max(m - 1, 1))] + ([_EB] if weighted else [])
+        bucket = nw.col(EB) if weighted else None
+        cell = plan.keys + [_digit(j) for j in range(max(m - 1, 1))] + ([EB] if weighted else [])
         summed = self.summed(m)
-        sums = [c for n in summed for c in NW._fixed_parts(n, self.weighted_value(n, nw) if weighted else nw.col(n),
+        sums = [c for n in summed for c in NW.fixed_parts(n, self.weighted_value(n, nw) if weighted else nw.col(n),
                                                             bucket, r.wide)]
-        cols = [nw.col(c) for c in cell] + [nw.col(_OK), *sums]
-        aggs = [nw.len().alias(_LEN), nw.col(_OK).sum().alias(_OK)]
-        aggs += [nw.col(c).sum().alias(c) for n in summed for c in NW._part_names(n, r.wide)]
+        cols = [nw.col(c) for c in cell] + [nw.col(OK), *sums]
+        aggs = [nw.len().alias(LEN), nw.col(OK).sum().alias(OK)]
+        aggs += [nw.col(c).sum().alias(c) for n in summed for c in NW.part_names(n, r.wide)]
         if weighted:
-            cols.append(nw.col(_WT))
-            aggs.append(nw.col(_WT).sum().alias(_W))
+            cols.append(nw.col(WT))
+            aggs.append(nw.col(WT).sum().alias(W))
         else:
             cols += [nw.col(_y(j)) for j in range(m)]
             aggs += [nw.col(_y(j)).sum().alias(_y(j)) for j in range(m)]
-        res = NW._collect(q.select(cols).group_by(cell).agg(*aggs))
-        return res.with_columns(pl.col(_LEN).cast(pl.Int64), pl.col(_OK).cast(pl.Int64)), m
+        res = NW.collect_frame(q.select(cols).group_by(cell).agg(*aggs))
+        return res.with_columns(pl.col(LEN).cast(pl.Int64), pl.col(OK).cast(pl.Int64)), m
 
 
 def uniform_bin_nw_left(x: Any, bins: int) -> Any:

@@ -25,7 +25,7 @@ failing check with its message and the counts over all partitions.
 The top-level functions send a Dask DataFrame here (:func:`call`).
 
 Data-dependent bins (``quantile``, ``equal_mass``) need each group's exact
-order statistics. They come from mergeable passes (see :meth:`_Runner.order_stats`):
+order statistics. They come from mergeable passes (see :meth:`Runner.order_stats`):
 a histogram of the values on a fixed grid (the top 20 bits of an order-preserving
 integer image of the float64, so any range works), the cells holding the target
 ranks found from cumulative counts, and the values of only those cells gathered
@@ -71,7 +71,7 @@ from .. import figures as F
 from ..frames.convert import select
 from ..registry import Capabilities, functions_on, how
 from ..request import Request
-from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, _pick_default, check_group_weights, group_codes,
+from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, pick_default, check_group_weights, group_codes,
                         resolve)
 from .._names import key_names
 from .. import _errors as E
@@ -81,10 +81,10 @@ from ..binning import Bins, check_variable, edge_table, pack_edges, take_each, u
 from ..metrics import check_weight_sums
 # the per-partition side (workers): the frames' internal columns, the shipped request, the partition functions
 from ._dask_partitions import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FIRST, GATHER_COLS, HIST_AGG, HIST_COLS,
-                               N, PAR, ROWS, SA, SC, SHIFT, SHIFTS, SUMS_AGG, SUMS_COLS, VAL, VMAX, VMIN, _Spec,
-                               _apply_partition, _check_plan, _gather_partition, _gece_partition, _hist_partition,
-                               _key_tuples, _keys_of, _merge_stats, _partition_stats, _refuse_nested_keys,
-                               _sums_partition)
+                               N, PAR, ROWS, SA, SC, SHIFT, SHIFTS, SUMS_AGG, SUMS_COLS, VAL, VMAX, VMIN, Spec,
+                               apply_partition, check_plan, gather_partition, gece_partition, hist_partition,
+                               key_tuples, keys_of, merge_stats, partition_stats, refuse_nested_keys,
+                               sums_partition)
 
 __all__ = ["CAPABILITIES", "DaskResult", "apply", "call", "collected", "result", "run", "supported"]
 
@@ -120,7 +120,7 @@ class _Groups:
     index: dict[tuple, int]
 
     @classmethod
-    def of(cls, frame: pd.DataFrame, spec: _Spec) -> "_Groups":
+    def of(cls, frame: pd.DataFrame, spec: Spec) -> "_Groups":
         by = spec.by
         if not by:
             return cls(1, None, {(): 0})
@@ -138,7 +138,7 @@ class _Groups:
         df = df.with_columns(pl.col(c).cast(t) for c, t in zip(by, spec.key_types)
                              if isinstance(t, (pl.Categorical, pl.Enum)) and df.schema[c] != t)
         codes, n, keys = group_codes(df, list(by))
-        index = {t: int(g) for t, g in zip(_key_tuples(uniq), codes)}
+        index = {t: int(g) for t, g in zip(key_tuples(uniq), codes)}
         return cls(n, keys, index)
 
     def codes(self, frame: pd.DataFrame, by: tuple[str, ...]) -> np.ndarray:
@@ -148,7 +148,7 @@ class _Groups:
         gid = frame.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
         first = np.full(gid.max() + 1 if len(gid) else 0, -1, dtype=np.int64)
         first[gid[::-1]] = np.arange(len(gid))[::-1]
-        per = np.array([self.index[t] for t in _key_tuples(frame[cols].iloc[first])], dtype=np.int64)
+        per = np.array([self.index[t] for t in key_tuples(frame[cols].iloc[first])], dtype=np.int64)
         return per[gid] if len(gid) else gid.astype(np.int64)
 
     def tuples(self) -> list[list[tuple]]:
@@ -158,16 +158,16 @@ class _Groups:
         return out
 
 
-class _Runner:
+class Runner:
     """The passes over one Dask DataFrame for one request."""
 
-    def __init__(self, ddf: Any, spec: _Spec) -> None:
+    def __init__(self, ddf: Any, spec: Spec) -> None:
         self.ddf = ddf[spec.needed]  # column projection reaches the reader (read_parquet reads only these)
         self.spec = spec
-        self.key_meta = _keys_of(ddf._meta, spec.by)
+        self.key_meta = keys_of(ddf._meta, spec.by)
 
     def checked(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """A computed pass: a partition's input error (a marker row, :func:`_guarded`) is raised again with the
+        """A computed pass: a partition's input error (a marker row, :func:`_dask_partitions.guarded_partition`) is raised again with the
         counts over every partition (:func:`_raise_totals`), else as the partition raised it."""
         err = frame[ERR].to_numpy() if ERR in frame.columns else np.empty(0, dtype=object)
         failed = [e for e in err if isinstance(e, str) and e]
@@ -191,10 +191,10 @@ class _Runner:
         return merged.to_delayed(optimize_graph=True)[0]
 
     def sums_lazy(self, plan: dict | None) -> Any:
-        return self._lazy(_sums_partition, SUMS_COLS, SUMS_AGG, plan)
+        return self._lazy(sums_partition, SUMS_COLS, SUMS_AGG, plan)
 
     def hist_lazy(self, level: int, parents: dict | None) -> Any:
-        return self._lazy(_hist_partition, HIST_COLS, HIST_AGG, level, parents)
+        return self._lazy(hist_partition, HIST_COLS, HIST_AGG, level, parents)
 
     def merged(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A computed merged pass as a plain frame (the group-by keys as columns), its errors raised."""
@@ -205,7 +205,7 @@ class _Runner:
 
     def gather(self, targets: dict) -> pd.DataFrame:
         meta = _meta(self.key_meta, GATHER_COLS)
-        parts = self.ddf.map_partitions(_gather_partition, self.spec, meta, targets, meta=meta, clear_divisions=True,
+        parts = self.ddf.map_partitions(gather_partition, self.spec, meta, targets, meta=meta, clear_divisions=True,
                                         enforce_metadata=False)
         return self._compute(parts).reset_index(drop=True)
 
@@ -331,7 +331,7 @@ class _Runner:
 # --------------------------------------------------------------------------- input errors, counted over all partitions
 
 
-def _raise_totals(ddf: Any, spec: _Spec) -> None:
+def _raise_totals(ddf: Any, spec: Spec) -> None:
     """Raise calframe's first input error for the whole Dask frame, with counts over every partition.
 
     A partition's own check only sees its rows; this pass gathers every partition's counts (a small dict each)
@@ -339,11 +339,11 @@ def _raise_totals(ddf: Any, spec: _Spec) -> None:
     """
     import dask
 
-    parts = _compute_now(*[dask.delayed(_partition_stats)(p, spec) for p in ddf.to_delayed()])
+    parts = _compute_now(*[dask.delayed(partition_stats)(p, spec) for p in ddf.to_delayed()])
     for i, v in enumerate(spec.variables or (None,)):
-        st = _merge_stats([p[i] for p in parts])  # with a List column's rows per length, over every partition
-        plan, lf, _ = _check_plan(spec, ddf._meta, v, st.get("list_lengths"))
-        LZ._run_checks(plan, st, lf)
+        st = merge_stats([p[i] for p in parts])  # with a List column's rows per length, over every partition
+        plan, lf, _ = check_plan(spec, ddf._meta, v, st.get("list_lengths"))
+        LZ.run_checks(plan, st, lf)
 
 
 def _source_index(frame: pd.DataFrame, sources: list[tuple[int, int]]) -> np.ndarray:
@@ -413,7 +413,7 @@ def call(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     return fn(*args, **kwargs)
 
 
-def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
+def dask_spec(ddf: Any, req: Request, **kw: Any) -> Spec:
     """Validate the request's columns against the Dask metadata (names, duplicates; ``by`` against the result's
     columns) and fix the default column names."""
     func, by = req.func, req.by
@@ -425,22 +425,22 @@ def _spec(ddf: Any, req: Request, **kw: Any) -> _Spec:
     except EmptyInputError:
         pass  # metadata has no rows: everything up to the row checks passed
     names = [str(c) for c in meta.columns]
-    prob = req.prob if req.prob is not None else _pick_default(names, PROB_CANDIDATES, "probability", "prob", func)
-    label = req.label if req.label is not None else _pick_default(names, LABEL_CANDIDATES, "label", "label", func)
+    prob = req.prob if req.prob is not None else pick_default(names, PROB_CANDIDATES, "probability", "prob", func)
+    label = req.label if req.label is not None else pick_default(names, LABEL_CANDIDATES, "label", "label", func)
     by_ = () if by is None else ((by,) if isinstance(by, str) else tuple(by))
     prob_ = prob if isinstance(prob, str) else tuple(prob)
     key_types = select(meta, list(by_), func).schema if by_ else {}
-    _refuse_nested_keys(func, dict(key_types))
-    return _Spec(func, prob_, label, by_, req.weights, req.nulls, variables=req.variables,
+    refuse_nested_keys(func, dict(key_types))
+    return Spec(func, prob_, label, by_, req.weights, req.nulls, variables=req.variables,
                  key_types=tuple(key_types.values()), lens=req.lens, binning=req.binning, **kw)
 
 
 @dataclass
-class _Merged:
+class Merged:
     """The merged per (group, figure, class, bin) sums of one request (weights divided by ``weight_scale``, one
     power of two per group), their global groups, row counts per group and data-dependent Bins."""
 
-    spec: _Spec
+    spec: Spec
     frame: pd.DataFrame
     groups: _Groups
     counts: np.ndarray
@@ -452,26 +452,26 @@ class _Merged:
         return _figure_sums(self.spec, self.frame, self.groups, self.g, self.bins, f, c)
 
 
-def _pass(ddf: Any, spec: _Spec, gece: Any = None) -> tuple[Any, Callable[[pd.DataFrame], _Merged]]:
+def _pass(ddf: Any, spec: Spec, gece: Any = None) -> tuple[Any, Callable[[pd.DataFrame], Merged]]:
     """A request's first pass over the partitions, lazy (a Delayed of a small merged frame), and the client's
-    continuation from its value to the :class:`_Merged` sums. Fixed bins: the sums pass itself. Data-dependent
+    continuation from its value to the :class:`Merged` sums. Fixed bins: the sums pass itself. Data-dependent
     bins: the level-0 histogram; the continuation computes the edges and the sums pass (further passes, run
     while the caller computes). ``gece``: the generalized ECE's cell sums instead (:func:`_gece_rows`)."""
-    runner = _Runner(ddf, spec)
+    runner = Runner(ddf, spec)
     if gece is not None:
-        first = runner._lazy(_gece_partition, SUMS_COLS, SUMS_AGG, gece)
-        return first, lambda frame: _merged(spec, runner.merged(frame), None, {})
+        first = runner._lazy(gece_partition, SUMS_COLS, SUMS_AGG, gece)
+        return first, lambda frame: merged_partitions(spec, runner.merged(frame), None, {})
     if "dd" not in spec.modes:
-        return runner.sums_lazy(None), lambda frame: _merged(spec, runner.merged(frame), None, {})
+        return runner.sums_lazy(None), lambda frame: merged_partitions(spec, runner.merged(frame), None, {})
 
-    def then(hist0: pd.DataFrame) -> _Merged:
+    def then(hist0: pd.DataFrame) -> Merged:
         plan, groups, dd_bins = runner.exact_edges(runner.merged(hist0))
-        return _merged(spec, runner.merged(runner._compute(runner.sums_lazy(plan))), groups, dd_bins)
+        return merged_partitions(spec, runner.merged(runner._compute(runner.sums_lazy(plan))), groups, dd_bins)
 
     return runner.hist_lazy(0, None), then
 
 
-def _merged(spec: _Spec, frame: pd.DataFrame, groups: _Groups | None, dd_bins: dict) -> _Merged:
+def merged_partitions(spec: Spec, frame: pd.DataFrame, groups: _Groups | None, dd_bins: dict) -> Merged:
     frame, dropped = _split_markers(frame)
     if frame.empty:
         _raise_empty(spec.func, dropped)
@@ -485,10 +485,10 @@ def _merged(spec: _Spec, frame: pd.DataFrame, groups: _Groups | None, dd_bins: d
     if spec.weights:  # the eager rule on the totals over every partition
         totals = np.bincount(g[first], weights=frame.loc[first, N].to_numpy(), minlength=groups.n)
         check_group_weights(spec.func, spec.weights, totals, counts, groups.keys)
-    return _Merged(spec, frame, groups, counts, g, dd_bins, scale)
+    return Merged(spec, frame, groups, counts, g, dd_bins, scale)
 
 
-def _figure_sums(spec: _Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarray, dd_bins: dict, f: int,
+def _figure_sums(spec: Spec, frame: pd.DataFrame, groups: _Groups, g: np.ndarray, dd_bins: dict, f: int,
                  c: int) -> tuple[np.ndarray, np.ndarray, Bins]:
     sel = (frame[FIG].to_numpy() == f) & (frame[CLS].to_numpy() == c)
     part = frame[sel]
@@ -522,14 +522,14 @@ def _modes(ddf: Any, req: Request) -> tuple[str, ...]:
     modes = []
     for v in req.variables:
         if v not in meta.columns:
-            modes.append("fixed")  # _spec raises calframe's missing-column error
+            modes.append("fixed")  # dask_spec raises calframe's missing-column error
             continue
         dt = meta[v].dtype
         numeric = pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
         modes.append("cat" if not numeric else "fixed" if req.binning.edges is not None else "dd")
     if req.binning.edges is not None and "cat" in modes:
         cat = req.variables[modes.index("cat")]
-        _spec(ddf, req)  # column errors first
+        dask_spec(ddf, req)  # column errors first
         raise E.edges_need_numeric_variable(req.func, cat)
     return tuple(modes)
 
@@ -643,18 +643,18 @@ def collected(what: str, ddf: Any, columns: Sequence[Any], eager: Callable[[pd.D
 
 def needed(ddf: Any, req: Request) -> list[str]:
     """The columns ``req`` reads (its columns checked against the Dask metadata now)."""
-    return _spec(ddf, req).needed
+    return dask_spec(ddf, req).needed
 
 
 def _identity(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _eager_figures(req: Request, figures: dict | None, frame: pd.DataFrame, **kw: Any) -> Any:
+def eager_figures(req: Request, figures: dict | None, frame: pd.DataFrame, **kw: Any) -> Any:
     """The eager engine's run of ``req`` on a pandas frame (what calframe's functions do for pandas)."""
-    from .eager import _evaluate, ce_figures
+    from .eager import evaluate, ce_figures
 
-    return _evaluate(req, frame, figures or ce_figures(req), **kw)
+    return evaluate(req, frame, figures or ce_figures(req), **kw)
 
 
 def binned(req: Request, ddf: Any, figures: dict | None = None, finish: Callable[..., Any] | None = None) -> Any:
@@ -669,7 +669,7 @@ def run(ddf: Any, req: Request, figures: dict | None = None, finish: Callable[..
     ``finish(values, counts, keys)``: the result from the figures per group (default: :func:`figures.shape`)."""
     finish = finish or partial(F.shape, req, flavor="pandas")
     if req.ci is not None:
-        return collected(req.func, ddf, _spec(ddf, req).needed, partial(_eager_figures, req, figures))
+        return collected(req.func, ddf, dask_spec(ddf, req).needed, partial(eager_figures, req, figures))
     if req.sweep:
         raise ParameterError(
             f"The 'binning' parameter of {req.func}: 'sweep' is not available on Dask DataFrames (it sorts each "
@@ -677,35 +677,35 @@ def run(ddf: Any, req: Request, figures: dict | None = None, finish: Callable[..
             f"edges. Sweep on the collected frame (calframe.{req.func}(ddf.compute(), binning='sweep')) or on a "
             "sample.", "binning")
     if req.kind == "companion":
-        spec = _spec(ddf, req, companion=req.func)
+        spec = dask_spec(ddf, req, companion=req.func)
         return result(req.func, [_pass(ddf, spec)], lambda m: finish({req.name: _companion_figure(m)}, *_by(m)))
-    spec = _spec(ddf, req, modes=_modes(ddf, req))
+    spec = dask_spec(ddf, req, modes=_modes(ddf, req))
     if req.kind == "reliability":
         return result(req.func, [_pass(ddf, spec)], _reliability_result)
     return result(req.func, [_pass(ddf, spec)], lambda m: finish(_ce_values(req, m), *_by(m)))
 
 
-def _companion_figure(m: _Merged) -> np.ndarray:
+def _companion_figure(m: Merged) -> np.ndarray:
     sums, _ = _sums_array(m.frame, m.g, m.groups.n, 1, np.zeros(len(m.frame), dtype=np.int64))
     return F.companion(sums)
 
 
-def _by(m: _Merged) -> tuple[np.ndarray, pl.DataFrame | None]:
+def _by(m: Merged) -> tuple[np.ndarray, pl.DataFrame | None]:
     return m.counts, m.groups.keys  # the rows and the key table of the groups
 
 
-def _reliability_result(m: _Merged) -> pd.DataFrame:
+def _reliability_result(m: Merged) -> pd.DataFrame:
     sums, counts, bins_ = m.figure_sums(0, 0)
     return F.to_flavor(F.reliability_table(sums, counts, bins_, m.groups.keys), "pandas")
 
 
-def _ce_value(req: Request, m: _Merged, f: int = 0) -> dict[str, np.ndarray]:
+def _ce_value(req: Request, m: Merged, f: int = 0) -> dict[str, np.ndarray]:
     """The figure of ``req`` (its columns) on figure ``f``'s merged sums (a variable's, for several variables)."""
     n_classes = int(m.frame[CLS].max()) + 1
     return F.binned_values(req, lambda c: m.figure_sums(f, c)[0], n_classes, m.weight_scale)
 
 
-def _ce_values(req: Request, m: _Merged) -> dict[str, np.ndarray]:
+def _ce_values(req: Request, m: Merged) -> dict[str, np.ndarray]:
     """The figures of ``req`` (one per variable for several; a figure's columns) from the merged sums."""
     if req.several:
         return {name: _ce_value(req, m, f)[req.name] for f, name in enumerate(req.figure_names)}
@@ -721,16 +721,16 @@ def summary(ddf: Any, req: Request, figures: dict, finish: Callable[..., Any] | 
 
     F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
     if req.ci is not None:
-        return collected(req.func, ddf, _spec(ddf, req).needed, partial(_eager_figures, req, figures, scalar=False))
+        return collected(req.func, ddf, dask_spec(ddf, req).needed, partial(eager_figures, req, figures, scalar=False))
     parts = summary_parts(req)
     debiased = parts["ce_debiased"]
-    passes = [_pass(ddf, _spec(ddf, req, modes=("fixed",)))]
+    passes = [_pass(ddf, dask_spec(ddf, req, modes=("fixed",)))]
     if debiased.binning != req.binning:
-        passes.append(_pass(ddf, _spec(ddf, debiased, modes=("dd",))))
+        passes.append(_pass(ddf, dask_spec(ddf, debiased, modes=("dd",))))
     companions = ("accuracy", "brier", "log_loss")
-    passes += [_pass(ddf, _spec(ddf, req, companion=c)) for c in companions]
+    passes += [_pass(ddf, dask_spec(ddf, req, companion=c)) for c in companions]
 
-    def assemble(uniform: _Merged, *rest: _Merged) -> Any:
+    def assemble(uniform: Merged, *rest: Merged) -> Any:
         ms = dict(zip(companions, rest[-3:]))
         values = {"accuracy": _companion_figure(ms["accuracy"])}
         for name, sub in parts.items():
@@ -747,7 +747,7 @@ def gece(ddf: Any, req: Request, figures: dict, lensed: Callable[..., Any], rows
     :func:`calframe.generalized.gece_from_sums`). Adaptive bins, row selections (``where``, ``labels_in``,
     ``output_between``: ``needs_rows``), ``ci=`` and class probabilities in one Array/List column collect the
     needed columns (all columns with ``where``) and run ``rows`` (the eager call) on them."""
-    spec = _spec(ddf, req)
+    spec = dask_spec(ddf, req)
     F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
     scheme, bins = req.options.binning
     one_column = isinstance(spec.prob, str) and not pd.api.types.is_numeric_dtype(ddf._meta[spec.prob].dtype)
@@ -758,7 +758,7 @@ def gece(ddf: Any, req: Request, figures: dict, lensed: Callable[..., Any], rows
                   lambda m: F.shape(req, {"gece": _gece_value(req, m, marginal)}, m.counts, m.groups.keys, "pandas"))
 
 
-def _gece_value(req: Request, m: _Merged, marginal: bool) -> np.ndarray:
+def _gece_value(req: Request, m: Merged, marginal: bool) -> np.ndarray:
     """GECE per group from the merged cell sums (:func:`_gece_rows`); the marginal lens combines the classes'."""
     from .. import generalized as G
 
@@ -794,4 +794,4 @@ def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
     out_meta = meta.copy()
     for column, dtype in apply_columns(recalibrator, name).items():  # an Array of probabilities: objects
         out_meta[column] = pd.Series([], dtype=np.float64 if dtype == pl.Float64 else object)
-    return ddf.map_partitions(_apply_partition, recalibrator, kwargs, out_meta, meta=out_meta)
+    return ddf.map_partitions(apply_partition, recalibrator, kwargs, out_meta, meta=out_meta)

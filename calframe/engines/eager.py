@@ -2,7 +2,7 @@
 calls that need the rows in memory).
 
 ``resolve`` validates and reads the columns once (calframe._columns); each figure is then lens -> bin ->
-``binned_sums`` (one numba pass, per (group, bin) sums) -> :mod:`calframe.figures`; :func:`_evaluate` adds the
+``binned_sums`` (one numba pass, per (group, bin) sums) -> :mod:`calframe.figures`; :func:`evaluate` adds the
 bootstrap and shapes the result.
 """
 
@@ -102,7 +102,7 @@ def group_means(values: np.ndarray, scored: Scored) -> np.ndarray:
         return sums[:, 0, 1] / sums[:, 0, 0]
 
 
-def _ce_figure(req: R.Request, binner: Binner | None = None, part: str | None = None) -> Figure:
+def ce_figure(req: R.Request, binner: Binner | None = None, part: str | None = None) -> Figure:
     """The eager engine's figure of bin sums: the request's lens (each class's for the marginal lens), binned by
     ``binner`` (default: the request's binning of the lensed output), summed, then its finalize
     (:data:`figures.BINNED`, ``req.figure``: CE_p by default); ``part``: the column of a figure of several."""
@@ -166,7 +166,7 @@ def mean_figure(func: str, rows: Callable[[Scored], np.ndarray], bounds: tuple[f
 def part_figures(req: R.Request) -> dict[str, Figure]:
     """The eager figures of a request of bin sums, by column: its one figure, or each column of a figure of
     several (``req.parts``)."""
-    return {p: _ce_figure(req, part=p) for p in req.parts} if req.parts else {req.name: _ce_figure(req)}
+    return {p: ce_figure(req, part=p) for p in req.parts} if req.parts else {req.name: ce_figure(req)}
 
 
 def ce_figures(req: R.Request) -> dict[str, Figure]:
@@ -186,7 +186,7 @@ def ce_figures(req: R.Request) -> dict[str, Figure]:
             last.update(scored=scored, bins=bin_values(conf, scored.groups, scored.n_groups, req.binning, acc))
         return last["bins"]  # type: ignore[return-value]
 
-    return {req.name: _ce_figure(req, lambda scored, conf: sweep_bins(scored)),
+    return {req.name: ce_figure(req, lambda scored, conf: sweep_bins(scored)),
             R.SWEEP_COUNT: lambda scored: np.diff(sweep_bins(scored).offsets)}
 
 
@@ -345,7 +345,7 @@ def fused_sums(
 # --------------------------------------------------------------------------- run and shape
 
 
-def _group_counts(scored: Scored) -> np.ndarray:
+def group_counts(scored: Scored) -> np.ndarray:
     if scored.groups is None:
         return np.array([scored.n], dtype=np.int64)
     if scored.counts is not None:
@@ -355,10 +355,10 @@ def _group_counts(scored: Scored) -> np.ndarray:
 
 def binned(req: R.Request, frame: Frame, figures: dict[str, Figure] | None = None) -> Result:
     """A request of bin sums on a Polars or pandas frame (the registry's entry, :func:`calframe.engines.run_binned`)."""
-    return _evaluate(req, frame, figures)
+    return evaluate(req, frame, figures)
 
 
-def _evaluate(
+def evaluate(
     req: R.Request,
     frame: Frame,
     figures: dict[str, Figure] | None = None,
@@ -389,11 +389,11 @@ def _evaluate(
         scored = prepare(scored)
         if req.weights is not None:  # a selection can leave a group only rows of weight 0
             totals = np.bincount(scored.group_codes, weights=scored.weights, minlength=scored.n_groups)
-            check_group_weights(req.func, req.weights, totals, _group_counts(scored), scored.keys)
+            check_group_weights(req.func, req.weights, totals, group_counts(scored), scored.keys)
     values = {name: f(scored) for name, f in figures.items()}
     bounds = _bootstrap(scored, figures, req.ci, req.n_boot, req.seed, req.ci_method, values, keep,
                         req.bootstrap) if req.ci is not None else {}
-    out = F.shape(req, values, _group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
+    out = F.shape(req, values, group_counts(scored), scored.keys, scored.flavor, bounds, scalar and not lazy)
     return out.lazy() if lazy else out
 
 
@@ -429,7 +429,7 @@ def _bootstrap(
         draws = _row_draws(scored, resampled, n_boot, seed)
     values = values if values is not None else {}
     return F.bounds(figures, scales, draws, lambda name, f: values[name] if name in values else f(scored),
-                    lambda f: f(scored), level, method, keep, _group_counts(scored))
+                    lambda f: f(scored), level, method, keep, group_counts(scored))
 
 
 def _by_moments(resampled: dict[str, Figure], how: str) -> bool:

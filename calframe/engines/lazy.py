@@ -8,7 +8,7 @@ and returns the same ``(n_groups, n_bins, 3)`` array the eager pipeline
 per-group row counts. :func:`calframe.metrics.ce_from_sums` finalizes it. The
 frame is never collected.
 
-The sums are exact integers (``_fixed_sum``: fixed point, summed as Int128), so
+The sums are exact integers (``fixed_sum``: fixed point, summed as Int128), so
 the same query gives the same bits on every run and thread count (docs/spec.md
 section 8, "Exact sums"); :func:`make_plan` reads the plan from the schema
 alone, which the API does at call time before it defers the sums to collect
@@ -81,16 +81,16 @@ from .._imports import lazy_function
 fixed_to_floats = lazy_function("calframe._kernels.accumulate", "fixed_to_floats")
 from .._limits import check_cells
 from ..registry import Capabilities
-from .eager import _evaluate
+from .eager import evaluate
 from ..request import Request
 from ..moments import native_ci as moment_ci
 from ..binning import Binning, check_variable, edge_table, pack_edges, take_each
 # the plan (schema only), the queries' column names and the expressions the passes are built from
 from . import _lazy_plan as P
-from ._lazy_plan import (detail_aggs, detail_row, _ACC, _BAD, _BIN, _CATV, _CNT, _CONF, _EB, _KEEP, _LEN, _MAX, _MAX_BUCKET, _MIN,
-                         _NODE, _OK, _ONE, _P, _SA, _SC, _TWO64, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS,
-                         FIXED_BITS, WEIGHTED_BITS, _Plan, _bin_stages, _group_scales, _keep, _key_cols, _lensed, _raw_weights, _row_ok, _var_expr,
-                         _weights_expr, _with_scales, make_plan)
+from ._lazy_plan import (detail_aggs, detail_row, ACC, BAD, BIN, CATV, CNT, CONF, EB, KEEP, LEN, MAX, MAX_BUCKET, MIN,
+                         NODE, OK, ONE, COL_PREFIX, SA, SC, TWO64, VMAX, VMIN, W, WT, X, BUCKET_BITS,
+                         FIXED_BITS, WEIGHTED_BITS, EnginePlan, bin_stages, group_scales, keep_expr, key_cols, lensed_exprs, raw_weights, row_ok, var_expr,
+                         weights_expr, with_scales, make_plan)
 
 __all__ = ["lazy_sums", "make_plan", "run", "supports", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
 
@@ -110,25 +110,25 @@ HIST_CELLS = 1 << 16
 # --------------------------------------------------------------------------- the passes
 
 
-def _collect(q: pl.LazyFrame) -> pl.DataFrame:
+def collect_frame(q: pl.LazyFrame) -> pl.DataFrame:
     return q.collect(engine=ENGINE)
 
 
-def _set_weight_scale(plan: _Plan, lf: pl.LazyFrame) -> None:
+def _set_weight_scale(plan: EnginePlan, lf: pl.LazyFrame) -> None:
     """One aggregation: the largest kept weight of each group, read by :func:`~._lazy_plan.set_scales`."""
-    w = _raw_weights(plan)
-    keep = _keep(plan)
+    w = raw_weights(plan)
+    keep = keep_expr(plan)
     w = w if keep is None else w.filter(keep)
     if plan.by_cols:
-        tops = _collect(lf.group_by(_key_cols(plan)).agg(w.max().alias(_W)))
+        tops = collect_frame(lf.group_by(key_cols(plan)).agg(w.max().alias(W)))
     else:
-        tops = _collect(lf.select(w.max().alias(_W)))
+        tops = collect_frame(lf.select(w.max().alias(W)))
     P.set_scales(plan, tops)
 
 
-def _fixed_sum(x: pl.Expr, bucket: pl.Expr | None) -> pl.Expr:
+def fixed_sum(x: pl.Expr, bucket: pl.Expr | None) -> pl.Expr:
     """The exact sum of the integers trunc(x * 2^62) (no weights: x in [0, 1]) or, with ``bucket`` k (the
-    row's weight bucket), trunc(x * 2^(60 + 8 k)) of the rows, as Int128 (``_exact_floats`` converts it).
+    row's weight bucket), trunc(x * 2^(60 + 8 k)) of the rows, as Int128 (``exact_floats`` converts it).
 
     Integers add up exactly in any order: the same sum, hence the same bits, for any thread count or
     morsel layout (Polars' float sums are merged in an order that varies from run to run). Each integer fits
@@ -145,169 +145,169 @@ def _fixed_sum(x: pl.Expr, bucket: pl.Expr | None) -> pl.Expr:
     return scaled.cast(pl.Int64, strict=False).cast(pl.Int128).sum()
 
 
-def _weight_bucket(w: pl.Expr) -> pl.Expr:
+def weight_bucket(w: pl.Expr) -> pl.Expr:
     """k = floor(-log2(w) / 8) in [0, 134]: weights spanning any range keep 52 bits each in their bucket's
     fixed point (a scaled weight is below 2; a 0 weight adds 0 in any bucket)."""
-    return (-w.log(2.0) / float(BUCKET_BITS)).floor().clip(0.0, float(_MAX_BUCKET)).cast(pl.Int32, strict=False)
+    return (-w.log(2.0) / float(BUCKET_BITS)).floor().clip(0.0, float(MAX_BUCKET)).cast(pl.Int32, strict=False)
 
 
-def _sum_aggs(plan: _Plan) -> list[pl.Expr]:
+def _sum_aggs(plan: EnginePlan) -> list[pl.Expr]:
     """Per cell: rows, and the exact sums of w, w*conf and w*acc (unweighted: conf and acc; n is the rows).
-    Weighted rows are grouped by their weight bucket too (``_EB``). Unweighted acc is 0 or 1: its float sum is
+    Weighted rows are grouped by their weight bucket too (``EB``). Unweighted acc is 0 or 1: its float sum is
     an exact integer in any order already."""
-    aggs = [pl.len().alias(_LEN)]
+    aggs = [pl.len().alias(LEN)]
     if plan.weight_col is None:
-        return aggs + [_fixed_sum(pl.col(_CONF), None).alias(_SC), pl.col(_ACC).sum().alias(_SA)]
-    w, k = pl.col(_WT), pl.col(_EB)
-    return aggs + [_fixed_sum(w, k).alias(_W), _fixed_sum(w * pl.col(_CONF), k).alias(_SC),
-                   _fixed_sum(w * pl.col(_ACC), k).alias(_SA)]
+        return aggs + [fixed_sum(pl.col(CONF), None).alias(SC), pl.col(ACC).sum().alias(SA)]
+    w, k = pl.col(WT), pl.col(EB)
+    return aggs + [fixed_sum(w, k).alias(W), fixed_sum(w * pl.col(CONF), k).alias(SC),
+                   fixed_sum(w * pl.col(ACC), k).alias(SA)]
 
 
-def _exact_floats(res: pl.DataFrame) -> pl.DataFrame:
+def exact_floats(res: pl.DataFrame) -> pl.DataFrame:
     """``res`` with its Int128 sums as float64, each correctly rounded (``fixed_to_float``; a negative sum, as
     the smooth ECE's residuals and top-k's rest coordinate give, by its magnitude). Weighted: the buckets of a
-    cell are then one row each, smallest weights first, so that adding them up (``_assemble``) goes in one
+    cell are then one row each, smallest weights first, so that adding them up (``assemble``) goes in one
     order."""
     ints = [c for c, dt in res.schema.items() if dt == pl.Int128]
-    if _EB in res.columns:
-        exp = (-WEIGHTED_BITS - BUCKET_BITS * res[_EB].fill_null(0).to_numpy()).astype(np.int64)
+    if EB in res.columns:
+        exp = (-WEIGHTED_BITS - BUCKET_BITS * res[EB].fill_null(0).to_numpy()).astype(np.int64)
     else:
         exp = np.full(res.height, -FIXED_BITS, dtype=np.int64)
-    out = res.with_columns(pl.Series(c, _int128_float(res, c, exp)) for c in ints)
-    return out.sort(_EB, descending=True, maintain_order=True) if _EB in res.columns else out
+    out = res.with_columns(pl.Series(c, int128_float(res, c, exp)) for c in ints)
+    return out.sort(EB, descending=True, maintain_order=True) if EB in res.columns else out
 
 
-def _main_query(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr, moments: bool = False) -> pl.LazyFrame:
+def _main_query(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr, moments: bool = False) -> pl.LazyFrame:
     """One query: per (keys, bin) row count, sum w, sum w*conf, sum w*acc, valid rows (+ variable range).
 
     nulls='drop': the dropped rows go to bin -1 of their group (a null bin for a
     categorical variable), so they are counted and ignored. ``moments``: per (keys, bin, acc), with the second
-    moments beside (:func:`_moment_aggs`; :func:`_split_moments` adds the acc cells up again).
+    moments beside (:func:`_moment_aggs`; :func:`split_moments` adds the acc cells up again).
     """
-    keep = _keep(plan)
-    cols: list[pl.Expr] = _key_cols(plan)
-    cols += [conf.alias(_CONF), acc.alias(_ACC), _row_ok(plan).alias(_OK)]
+    keep = keep_expr(plan)
+    cols: list[pl.Expr] = key_cols(plan)
+    cols += [conf.alias(CONF), acc.alias(ACC), row_ok(plan).alias(OK)]
     if keep is not None:
-        cols.append(keep.alias(_KEEP))
+        cols.append(keep.alias(KEEP))
     if plan.weight_col is not None:
-        cols.append(_weights_expr(plan).alias(_WT))
+        cols.append(weights_expr(plan).alias(WT))
     aggs = _sum_aggs(plan)
-    cell = plan.keys + [_BIN] + ([_EB] if plan.weight_col is not None else [])
-    aggs.append(pl.col(_OK).sum().alias(_OK))  # a null (bad) flag is not counted
+    cell = plan.keys + [BIN] + ([EB] if plan.weight_col is not None else [])
+    aggs.append(pl.col(OK).sum().alias(OK))  # a null (bad) flag is not counted
     if plan.var_col is not None:
         if plan.var_kind == "numeric":
-            cols.append(_var_expr(plan).alias(f"{_P}v"))
-            aggs += [pl.col(f"{_P}v").min().alias(_VMIN), pl.col(f"{_P}v").max().alias(_VMAX)]
+            cols.append(var_expr(plan).alias(f"{COL_PREFIX}v"))
+            aggs += [pl.col(f"{COL_PREFIX}v").min().alias(VMIN), pl.col(f"{COL_PREFIX}v").max().alias(VMAX)]
         else:
-            cols.append(pl.col(plan.var_col).alias(_CATV))
-    q = _binned_rows(plan, _with_scales(plan, lf).select(cols))
+            cols.append(pl.col(plan.var_col).alias(CATV))
+    q = _binned_rows(plan, with_scales(plan, lf).select(cols))
     if moments:
-        cell.append(_ACC)
+        cell.append(ACC)
         aggs += _moment_aggs(plan)
     return q.group_by(cell).agg(aggs)
 
 
-def _binned_rows(plan: _Plan, q: pl.LazyFrame) -> pl.LazyFrame:
+def _binned_rows(plan: EnginePlan, q: pl.LazyFrame) -> pl.LazyFrame:
     """The selected rows with their weight bucket and bin (-1: a dropped row)."""
     if plan.weight_col is not None:
-        q = q.with_columns(_weight_bucket(pl.col(_WT)).alias(_EB))
-    for stage in _bin_stages(plan, _CONF):
+        q = q.with_columns(weight_bucket(pl.col(WT)).alias(EB))
+    for stage in bin_stages(plan, CONF):
         q = q.with_columns(**stage)
-    if _keep(plan) is not None:
+    if keep_expr(plan) is not None:
         dropped = pl.lit(None) if plan.var_kind == "categorical" else pl.lit(-1, pl.Int32)
-        q = q.with_columns(pl.when(pl.col(_KEEP)).then(pl.col(_BIN)).otherwise(dropped).alias(_BIN))
+        q = q.with_columns(pl.when(pl.col(KEEP)).then(pl.col(BIN)).otherwise(dropped).alias(BIN))
     return q
 
 
 #: the second moments of a cell's rows (calframe.moments): sum (w v)^2 unweighted (v = conf, w = 1), and
 #: sum w^2, sum w^2 v, sum (w v)^2 weighted, as exact fixed-point sums (a weight of bucket k has its square in
 #: bucket 2 k: below 2^(2 - 16 k), so 2^(60 + 16 k) times it fits an Int64)
-_Q = (f"{_P}qww", f"{_P}qwv", f"{_P}qvv")
+Q = (f"{COL_PREFIX}qww", f"{COL_PREFIX}qwv", f"{COL_PREFIX}qvv")
 #: the largest bucket of a squared weight: 2^(60 + 8 * 117) is finite (a weight past bucket 58 has a square
 #: below 2^-942, which this bucket still holds in an Int64)
 Q_BUCKET_MAX = 117
 
 
-def _moment_aggs(plan: _Plan) -> list[pl.Expr]:
-    c = pl.col(_CONF)
+def _moment_aggs(plan: EnginePlan) -> list[pl.Expr]:
+    c = pl.col(CONF)
     if plan.weight_col is None:
-        return [_fixed_sum(c * c, None).alias(_Q[2])]
-    w, k2 = pl.col(_WT), (pl.col(_EB) * 2).clip(0, Q_BUCKET_MAX)
-    return [_fixed_sum(w * w, k2).alias(_Q[0]), _fixed_sum(w * w * c, k2).alias(_Q[1]),
-            _fixed_sum((w * c) * (w * c), k2).alias(_Q[2])]
+        return [fixed_sum(c * c, None).alias(Q[2])]
+    w, k2 = pl.col(WT), (pl.col(EB) * 2).clip(0, Q_BUCKET_MAX)
+    return [fixed_sum(w * w, k2).alias(Q[0]), fixed_sum(w * w * c, k2).alias(Q[1]),
+            fixed_sum((w * c) * (w * c), k2).alias(Q[2])]
 
 
-def _split_moments(plan: _Plan, res: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def split_moments(plan: EnginePlan, res: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A moments pass's cells (per keys, bin, acc[, bucket]) as the main pass's (per keys, bin[, bucket]: the
     Int128 sums added up exactly) and the kept cells themselves, for :func:`cell_moments`."""
-    cell = [c for c in res.columns if c in plan.keys or c in (_BIN, _EB)]
-    aggs = [pl.col(c).sum() for c in res.columns if c not in cell and c not in (_ACC, _VMIN, _VMAX, *_Q)]
-    aggs += [pl.col(c).min() for c in res.columns if c == _VMIN] + [pl.col(c).max() for c in res.columns if c == _VMAX]
-    return res.group_by(cell).agg(aggs), _kept_cells(plan, res)
+    cell = [c for c in res.columns if c in plan.keys or c in (BIN, EB)]
+    aggs = [pl.col(c).sum() for c in res.columns if c not in cell and c not in (ACC, VMIN, VMAX, *Q)]
+    aggs += [pl.col(c).min() for c in res.columns if c == VMIN] + [pl.col(c).max() for c in res.columns if c == VMAX]
+    return res.group_by(cell).agg(aggs), kept_cells(plan, res)
 
 
-def cell_moments(plan: _Plan, cells: pl.DataFrame, exact: Any) -> tuple[tuple, pl.DataFrame | None]:
+def cell_moments(plan: EnginePlan, cells: pl.DataFrame, exact: Any) -> tuple[tuple, pl.DataFrame | None]:
     """The :func:`calframe.moments.from_cells` inputs of a moments pass's kept cells (Int128 sums; ``exact``: the
     engine's Int128 -> float conversion of a column at an exponent per row), and the keys of the small cells,
     whose rows are then fetched (None: no cell is small)."""
     from .. import moments as M
 
-    g, _, n_groups = _group_index(plan, cells)
+    g, _, n_groups = group_index(plan, cells)
     weighted = plan.weight_col is not None
-    eb = cells[_EB].fill_null(0).to_numpy().astype(np.int64) if weighted else np.zeros(cells.height, np.int64)
+    eb = cells[EB].fill_null(0).to_numpy().astype(np.int64) if weighted else np.zeros(cells.height, np.int64)
     first = -WEIGHTED_BITS - BUCKET_BITS * eb if weighted else np.full(cells.height, -FIXED_BITS)
     second = -WEIGHTED_BITS - BUCKET_BITS * np.minimum(2 * eb, Q_BUCKET_MAX) if weighted else first
-    n = cells[_LEN].to_numpy().astype(np.float64)
+    n = cells[LEN].to_numpy().astype(np.float64)
     if weighted:
-        cols = [exact(cells, c, e) for c, e in ((_W, first), (_SC, first), (_Q[0], second), (_Q[1], second),
-                                                 (_Q[2], second))]
+        cols = [exact(cells, c, e) for c, e in ((W, first), (SC, first), (Q[0], second), (Q[1], second),
+                                                 (Q[2], second))]
     else:
-        sc = exact(cells, _SC, first)
-        cols = [n, sc, n, sc, exact(cells, _Q[2], second)]
-    merged, rows, small = M.merge_cells(g, cells[_BIN].to_numpy().astype(np.int64),
-                                        cells[_ACC].fill_null(0).to_numpy().astype(np.int64), eb, n,
+        sc = exact(cells, SC, first)
+        cols = [n, sc, n, sc, exact(cells, Q[2], second)]
+    merged, rows, small = M.merge_cells(g, cells[BIN].to_numpy().astype(np.int64),
+                                        cells[ACC].fill_null(0).to_numpy().astype(np.int64), eb, n,
                                         np.stack(cols, axis=1), plan.binning.bins, n_groups)
     fetch = None
     if small.size:
-        fetch = cells.select(plan.keys + [_BIN, _ACC])[rows[small]].with_columns(pl.Series(f"{_P}cell", small))
+        fetch = cells.select(plan.keys + [BIN, ACC])[rows[small]].with_columns(pl.Series(f"{COL_PREFIX}cell", small))
     return merged, fetch
 
 
-def _int128_float(res: pl.DataFrame, name: str, exp: np.ndarray) -> np.ndarray:
+def int128_float(res: pl.DataFrame, name: str, exp: np.ndarray) -> np.ndarray:
     """An Int128 sum column as correctly rounded floats at exponents ``exp`` (by its magnitude and sign)."""
     sign = np.where((res[name] < 0).fill_null(False).to_numpy(), -1.0, 1.0)
     m = pl.col(name).abs()
-    parts = res.select(m.floordiv(_TWO64).cast(pl.Int64).alias("hi"), (m % _TWO64).cast(pl.UInt64).alias("lo"))
+    parts = res.select(m.floordiv(TWO64).cast(pl.Int64).alias("hi"), (m % TWO64).cast(pl.UInt64).alias("lo"))
     return sign * fixed_to_floats(parts["hi"].to_numpy(), parts["lo"].to_numpy(), exp.astype(np.int64))
 
 
-def _small_rows(plan: _Plan, lf: pl.LazyFrame, conf: pl.Expr, fetch: pl.DataFrame) -> tuple:
+def _small_rows(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, fetch: pl.DataFrame) -> tuple:
     """The small cells' rows (one bounded query: at most calframe.moments.SMALL rows per cell): (cell, w, w conf)."""
-    cols: list[pl.Expr] = _key_cols(plan) + [conf.alias(_CONF), _lensed(plan)[1].alias(_ACC)]
-    if _keep(plan) is not None:
-        cols.append(_keep(plan).alias(_KEEP))
+    cols: list[pl.Expr] = key_cols(plan) + [conf.alias(CONF), lensed_exprs(plan)[1].alias(ACC)]
+    if keep_expr(plan) is not None:
+        cols.append(keep_expr(plan).alias(KEEP))
     if plan.weight_col is not None:
-        cols.append(_weights_expr(plan).alias(_WT))
-    rows = _binned_rows(plan, _with_scales(plan, lf).select(cols)).join(
-        fetch.lazy(), on=plan.keys + [_BIN, _ACC], how="inner", nulls_equal=True)
-    w = pl.col(_WT) if plan.weight_col is not None else pl.lit(1.0)
-    got = _collect(rows.select(pl.col(f"{_P}cell"), w.alias(_W), (w * pl.col(_CONF)).alias(_SC)))
-    return got[f"{_P}cell"].to_numpy(), got[_W].to_numpy(), got[_SC].to_numpy()
+        cols.append(weights_expr(plan).alias(WT))
+    rows = _binned_rows(plan, with_scales(plan, lf).select(cols)).join(
+        fetch.lazy(), on=plan.keys + [BIN, ACC], how="inner", nulls_equal=True)
+    w = pl.col(WT) if plan.weight_col is not None else pl.lit(1.0)
+    got = collect_frame(rows.select(pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * pl.col(CONF)).alias(SC)))
+    return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[SC].to_numpy()
 
 
-def _detail_stats(plan: _Plan, lf: pl.LazyFrame) -> dict[str, Any]:
+def detail_stats(plan: EnginePlan, lf: pl.LazyFrame) -> dict[str, Any]:
     """Every count the ordered checks need (the error path: a second streaming pass, :func:`detail_aggs`)."""
-    return detail_row(plan, _collect(lf.select(**detail_aggs(plan))).row(0, named=True))
+    return detail_row(plan, collect_frame(lf.select(**detail_aggs(plan))).row(0, named=True))
 
 
-def _outside_labels(plan: _Plan, lf: pl.LazyFrame) -> list[Any]:
-    keep = _keep(plan)
+def outside_label_rows(plan: EnginePlan, lf: pl.LazyFrame) -> list[Any]:
+    keep = keep_expr(plan)
     sel = P._label_outside(plan) if keep is None else P._label_outside(plan) & keep
-    vals = _collect(lf.filter(sel).select(pl.col(plan.label_col).unique()))[plan.label_col].sort()
+    vals = collect_frame(lf.filter(sel).select(pl.col(plan.label_col).unique()))[plan.label_col].sort()
     return vals.head(5).to_list()
 
 
-def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
+def run_checks(plan: EnginePlan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
     """The eager path's checks in its order: raise the first that fails (warn on dropped nulls).
 
     ``st["outside_labels"]``, when given, holds the out-of-range labels to report
@@ -340,7 +340,7 @@ def _run_checks(plan: _Plan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
         raise E.labels_not_whole(func, name, int(st["label_nonwhole"]), binary, k)
     if st.get("label_outside"):
         raise E.labels_outside(func, name, int(st["label_outside"]), binary, k,
-                               st.get("outside_labels") or _outside_labels(plan, lf))
+                               st.get("outside_labels") or outside_label_rows(plan, lf))
     if "weights_dtype" in err:
         raise err["weights_dtype"]
     if plan.weight_col is not None:
@@ -421,11 +421,11 @@ def lazy_sums(lf: pl.LazyFrame,
     they neither overflow nor lose bits as subnormals; ``scale`` is that power of two (one per
     group with ``by``; 1.0 without weights), what ``ce_from_sums``' ``count_scale`` takes.
     """
-    sums, keys, counts, scale, _ = _sums(lf, req)
+    sums, keys, counts, scale, _ = sums_and_moments(lf, req)
     return sums, keys, counts, scale
 
 
-def _sums(lf: pl.LazyFrame, req: Request, moments: bool = False) -> tuple[Any, ...]:
+def sums_and_moments(lf: pl.LazyFrame, req: Request, moments: bool = False) -> tuple[Any, ...]:
     """:func:`lazy_sums`, and with ``moments`` the :class:`calframe.moments.Moments` of the bins from the same
     pass (uniform or explicit-edge bins), plus one bounded query for the small cells' rows."""
     from .. import moments as M
@@ -436,103 +436,103 @@ def _sums(lf: pl.LazyFrame, req: Request, moments: bool = False) -> tuple[Any, .
     if plan.data_binned:
         out = _data_binned_sums(plan, lf)
     else:
-        conf, acc = _lensed(plan)
-        res = _collect(_main_query(plan, lf, conf, acc, moments))
+        conf, acc = lensed_exprs(plan)
+        res = collect_frame(_main_query(plan, lf, conf, acc, moments))
         if moments:
-            res, cells = _split_moments(plan, res)
-        out = _assemble(plan, checked(plan, lf, _exact_floats(res)))
+            res, cells = split_moments(plan, res)
+        out = assemble(plan, checked(plan, lf, exact_floats(res)))
         if moments:
-            merged, fetch = cell_moments(plan, cells, _int128_float)
+            merged, fetch = cell_moments(plan, cells, int128_float)
             small = _small_rows(plan, lf, conf, fetch) if fetch is not None else M.NO_ROWS
             m = M.from_cells(*merged, small, plan.weight_col is not None)
     sums, keys, counts = out
     if plan.weight_col is not None:
         check_group_weights(func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
-    return sums, keys, counts, _group_scales(plan, keys), m
+    return sums, keys, counts, group_scales(plan, keys), m
 
 
-def prepared(plan: _Plan, lf: pl.LazyFrame) -> _Plan:
+def prepared(plan: EnginePlan, lf: pl.LazyFrame) -> EnginePlan:
     """``plan``, the errors its schema decided raised (in the checks' order) and the weights' scale set."""
     if plan.schema_errors:
-        _run_checks(plan, _detail_stats(plan, lf), lf)
+        run_checks(plan, detail_stats(plan, lf), lf)
         raise AssertionError(f"{plan.func}: a schema error was not raised")  # pragma: no cover
     if plan.weight_col is not None:
         _set_weight_scale(plan, lf)
     return plan
 
 
-def checked(plan: _Plan, lf: pl.LazyFrame, res: pl.DataFrame) -> pl.DataFrame:
-    """A pass's cells (``_LEN``, ``_OK``, ``_BIN`` -1 for a dropped row, ``_W``), the eager path's checks run."""
-    st = _light_stats(plan, res)
+def checked(plan: EnginePlan, lf: pl.LazyFrame, res: pl.DataFrame) -> pl.DataFrame:
+    """A pass's cells (``LEN``, ``OK``, ``BIN`` -1 for a dropped row, ``W``), the eager path's checks run."""
+    st = light_stats(plan, res)
     if st["bad"]:
-        _run_checks(plan, _detail_stats(plan, lf), lf)
+        run_checks(plan, detail_stats(plan, lf), lf)
         raise AssertionError(f"{plan.func}: the streaming pass found bad rows that no check reports")  # pragma: no cover
-    _run_checks(plan, st, lf)
+    run_checks(plan, st, lf)
     return res
 
 
-def _light_stats(plan: _Plan, res: pl.DataFrame) -> dict[str, Any]:
+def light_stats(plan: EnginePlan, res: pl.DataFrame) -> dict[str, Any]:
     """The checks' inputs from the main pass's table (every bad-row count is zero when ``bad`` is)."""
-    kept = _kept_cells(plan, res)
+    kept = kept_cells(plan, res)
     st: dict[str, Any] = {
-        "n_total": int(res[_LEN].sum()),
-        "n_kept": int(kept[_LEN].sum()),
-        "bad": int(kept[_LEN].sum()) - int(kept[_OK].sum()),
+        "n_total": int(res[LEN].sum()),
+        "n_kept": int(kept[LEN].sum()),
+        "bad": int(kept[LEN].sum()) - int(kept[OK].sum()),
         "nulls": {},
     }
     if plan.weight_col is not None:
-        st["w_sum"] = float(kept[_W].sum())
+        st["w_sum"] = float(kept[W].sum())
     if plan.var_col is not None:
         if plan.var_kind == "categorical":
-            st["var_unique"] = kept[_BIN].n_unique()
+            st["var_unique"] = kept[BIN].n_unique()
         else:
-            st["var_min"], st["var_max"] = kept[_VMIN].min(), kept[_VMAX].max()
+            st["var_min"], st["var_max"] = kept[VMIN].min(), kept[VMAX].max()
     return st
 
 
-def _kept_cells(plan: _Plan, res: pl.DataFrame) -> pl.DataFrame:
+def kept_cells(plan: EnginePlan, res: pl.DataFrame) -> pl.DataFrame:
     if plan.nulls != "drop":
         return res
     if plan.var_kind == "categorical":
-        return res.filter(pl.col(_BIN).is_not_null())
-    return res.filter(pl.col(_BIN).is_null() | (pl.col(_BIN) != -1))  # (a null bin: a NaN row, reported)
+        return res.filter(pl.col(BIN).is_not_null())
+    return res.filter(pl.col(BIN).is_null() | (pl.col(BIN) != -1))  # (a null bin: a NaN row, reported)
 
 
-def _group_index(plan: _Plan, cells: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame | None, int]:
+def group_index(plan: EnginePlan, cells: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame | None, int]:
     """Group code of each cell (keys sorted ascending, nulls last) and the key table."""
     if not plan.by_cols:
         return np.zeros(cells.height, dtype=np.int64), None, 1
     keys = cells.select(plan.keys).unique().sort(plan.keys, nulls_last=True, maintain_order=True)
-    idx = keys.with_row_index(f"{_P}g")
-    g = cells.select(plan.keys).with_row_index(f"{_P}row").join(
+    idx = keys.with_row_index(f"{COL_PREFIX}g")
+    g = cells.select(plan.keys).with_row_index(f"{COL_PREFIX}row").join(
         idx, on=plan.keys, how="left", nulls_equal=True
-    ).sort(f"{_P}row")[f"{_P}g"].to_numpy().astype(np.int64)
+    ).sort(f"{COL_PREFIX}row")[f"{COL_PREFIX}g"].to_numpy().astype(np.int64)
     return g, plan.user_keys(keys), keys.height
 
 
-def _assemble(plan: _Plan, res: pl.DataFrame, bin_codes: np.ndarray | None = None,
+def assemble(plan: EnginePlan, res: pl.DataFrame, bin_codes: np.ndarray | None = None,
               n_bins: int | None = None) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
-    cells = _kept_cells(plan, res)
-    g, keys, n_groups = _group_index(plan, cells)
+    cells = kept_cells(plan, res)
+    g, keys, n_groups = group_index(plan, cells)
     if bin_codes is None:
         if plan.var_kind == "categorical":
-            cats = cells.select(pl.col(_BIN).unique(maintain_order=True)).with_row_index(f"{_P}code")
+            cats = cells.select(pl.col(BIN).unique(maintain_order=True)).with_row_index(f"{COL_PREFIX}code")
             bin_codes = (
-                cells.select(_BIN).with_row_index(f"{_P}row").join(cats, on=_BIN, how="left", nulls_equal=True)
-                .sort(f"{_P}row")[f"{_P}code"].to_numpy().astype(np.int64)
+                cells.select(BIN).with_row_index(f"{COL_PREFIX}row").join(cats, on=BIN, how="left", nulls_equal=True)
+                .sort(f"{COL_PREFIX}row")[f"{COL_PREFIX}code"].to_numpy().astype(np.int64)
             )
             n_bins = max(cats.height, 1)
         else:
-            bin_codes = cells[_BIN].to_numpy().astype(np.int64)
+            bin_codes = cells[BIN].to_numpy().astype(np.int64)
             n_bins = plan.binning.bins
     assert n_bins is not None
     check_cells(n_groups, n_bins, func=plan.func)
     sums = np.zeros((n_groups, n_bins, 3))
-    n = cells[_W].to_numpy() if plan.weight_col is not None else cells[_LEN].to_numpy().astype(np.float64)
+    n = cells[W].to_numpy() if plan.weight_col is not None else cells[LEN].to_numpy().astype(np.float64)
     np.add.at(sums, (g, bin_codes, 0), n)
-    np.add.at(sums, (g, bin_codes, 1), cells[_SC].to_numpy())
-    np.add.at(sums, (g, bin_codes, 2), cells[_SA].to_numpy())
-    counts = np.bincount(g, weights=cells[_LEN].to_numpy().astype(np.float64), minlength=n_groups).astype(np.int64)
+    np.add.at(sums, (g, bin_codes, 1), cells[SC].to_numpy())
+    np.add.at(sums, (g, bin_codes, 2), cells[SA].to_numpy())
+    counts = np.bincount(g, weights=cells[LEN].to_numpy().astype(np.float64), minlength=n_groups).astype(np.int64)
     return sums, keys, counts
 
 
@@ -555,95 +555,95 @@ def _grid_size(cnt: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return np.clip(g, 2, _GRID_CELLS).astype(np.int64)
 
 
-def _data_binned_sums(plan: _Plan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
+def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
     """Quantile / equal-mass bins per group, exact, in streaming passes (see the module docstring)."""
-    conf, acc = _lensed(plan)
-    x = conf if plan.var_col is None else _var_expr(plan)
-    gk = plan.keys or [_ONE]
-    keep = _keep(plan)
-    bad = ~_row_ok(plan).fill_null(False)
+    conf, acc = lensed_exprs(plan)
+    x = conf if plan.var_col is None else var_expr(plan)
+    gk = plan.keys or [ONE]
+    keep = keep_expr(plan)
+    bad = ~row_ok(plan).fill_null(False)
     if keep is not None:
         bad = bad & keep
-    cols = _key_cols(plan) or [pl.lit(0, pl.Int8).alias(_ONE)]
-    cols += [x.alias(_X), conf.alias(_CONF), acc.alias(_ACC), bad.alias(_BAD),
-             (keep if keep is not None else pl.lit(True)).alias(_KEEP)]
+    cols = key_cols(plan) or [pl.lit(0, pl.Int8).alias(ONE)]
+    cols += [x.alias(X), conf.alias(CONF), acc.alias(ACC), bad.alias(BAD),
+             (keep if keep is not None else pl.lit(True)).alias(KEEP)]
     if plan.weight_col is not None:
-        cols.append(_weights_expr(plan).alias(_WT))
-    base = _with_scales(plan, lf).select(cols)
+        cols.append(weights_expr(plan).alias(WT))
+    base = with_scales(plan, lf).select(cols)
 
     # pass 1: validation, and per group count / min / max
-    aggs = [pl.len().alias(_LEN), pl.col(_BAD).sum().alias(_BAD), pl.col(_X).min().alias(_MIN),
-            pl.col(_X).max().alias(_MAX)]
+    aggs = [pl.len().alias(LEN), pl.col(BAD).sum().alias(BAD), pl.col(X).min().alias(MIN),
+            pl.col(X).max().alias(MAX)]
     if plan.weight_col is not None:
-        aggs.append(pl.col(_WT).sum().alias(_W))
-    res = _collect(base.group_by(gk + [_KEEP]).agg(aggs))
-    kept = res.filter(pl.col(_KEEP))
-    st: dict[str, Any] = {"n_total": int(res[_LEN].sum()), "n_kept": int(kept[_LEN].sum()),
-                          "bad": int(res[_BAD].sum()), "nulls": {}}
+        aggs.append(pl.col(WT).sum().alias(W))
+    res = collect_frame(base.group_by(gk + [KEEP]).agg(aggs))
+    kept = res.filter(pl.col(KEEP))
+    st: dict[str, Any] = {"n_total": int(res[LEN].sum()), "n_kept": int(kept[LEN].sum()),
+                          "bad": int(res[BAD].sum()), "nulls": {}}
     if st["bad"]:
-        _run_checks(plan, _detail_stats(plan, lf), lf)
+        run_checks(plan, detail_stats(plan, lf), lf)
         raise AssertionError(f"{plan.func}: the streaming pass found bad rows that no check reports")  # pragma: no cover
     if plan.weight_col is not None:
-        st["w_sum"] = float(kept[_W].sum())
+        st["w_sum"] = float(kept[W].sum())
     if plan.var_col is not None:
-        st["var_min"], st["var_max"] = kept[_MIN].min(), kept[_MAX].max()
-    _run_checks(plan, st, lf)
+        st["var_min"], st["var_max"] = kept[MIN].min(), kept[MAX].max()
+    run_checks(plan, st, lf)
 
-    groups = kept.drop(_KEEP).sort(gk, nulls_last=True, maintain_order=True)
-    rows_ = base.filter(pl.col(_KEEP)) if keep is not None else base
+    groups = kept.drop(KEEP).sort(gk, nulls_last=True, maintain_order=True)
+    rows_ = base.filter(pl.col(KEEP)) if keep is not None else base
 
     def hist(path: list[str], grids: list[pl.DataFrame], c_name: str) -> pl.DataFrame:
-        return _collect(_cells_query(rows_, gk, path, grids).group_by(gk + path + [c_name]).agg(
-            pl.len().alias(_CNT), pl.col(_X).min().alias(_MIN), pl.col(_X).max().alias(_MAX)))
+        return collect_frame(_cells_query(rows_, gk, path, grids).group_by(gk + path + [c_name]).agg(
+            pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX)))
 
     def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
         q = _cells_query(rows_, gk, path, grids)
-        return _collect(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(_NODE, _X))
+        return collect_frame(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(NODE, X))
 
     etab, ecols, n_bins = edge_columns(groups, gk, plan.binning,
                                        lambda seg, rank: order_statistics(groups, gk, seg, rank, hist, values))
     qcut = plan.binning.scheme == "quantile"
-    below = pl.sum_horizontal([pl.col(c) < pl.col(_X) for c in ecols]).cast(pl.Int32)
+    below = pl.sum_horizontal([pl.col(c) < pl.col(X) for c in ecols]).cast(pl.Int32)
     if qcut:
         bin_expr = pl.max_horizontal(below, pl.lit(1, pl.Int32)) - 1
     else:
-        bin_expr = pl.min_horizontal(below, pl.col(f"{_P}ne") - 1)
+        bin_expr = pl.min_horizontal(below, pl.col(f"{COL_PREFIX}ne") - 1)
     aggs = _sum_aggs(plan)
     q = (
         rows_.join(etab.lazy(), on=gk, how="inner", nulls_equal=True)
-        .with_columns(bin_expr.alias(_BIN))
-        .group_by(gk + [_BIN])
+        .with_columns(bin_expr.alias(BIN))
+        .group_by(gk + [BIN])
         .agg(aggs)
     )
-    return cell_sums(plan, _exact_floats(_collect(q)), groups, gk, n_bins)
+    return cell_sums(plan, exact_floats(collect_frame(q)), groups, gk, n_bins)
 
 
-def cell_sums(plan: _Plan, cells: pl.DataFrame, groups: pl.DataFrame, gk: list[str],
+def cell_sums(plan: EnginePlan, cells: pl.DataFrame, groups: pl.DataFrame, gk: list[str],
               n_bins: int) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
-    """(sums, keys, counts) of the accumulate pass's cells (``gk``, ``_BIN``, the exact sums) for ``groups``
-    (sorted; ``gk`` and ``_LEN``)."""
-    gidx = groups.select(gk).with_row_index(f"{_P}g")
+    """(sums, keys, counts) of the accumulate pass's cells (``gk``, ``BIN``, the exact sums) for ``groups``
+    (sorted; ``gk`` and ``LEN``)."""
+    gidx = groups.select(gk).with_row_index(f"{COL_PREFIX}g")
     g = (
-        cells.select(gk).with_row_index(f"{_P}row").join(gidx, on=gk, how="left", nulls_equal=True)
-        .sort(f"{_P}row")[f"{_P}g"].to_numpy().astype(np.int64)
+        cells.select(gk).with_row_index(f"{COL_PREFIX}row").join(gidx, on=gk, how="left", nulls_equal=True)
+        .sort(f"{COL_PREFIX}row")[f"{COL_PREFIX}g"].to_numpy().astype(np.int64)
     )
-    b = cells[_BIN].to_numpy().astype(np.int64)
+    b = cells[BIN].to_numpy().astype(np.int64)
     sums = np.zeros((groups.height, n_bins, 3))
-    n = cells[_W].to_numpy() if plan.weight_col is not None else cells[_LEN].to_numpy().astype(np.float64)
+    n = cells[W].to_numpy() if plan.weight_col is not None else cells[LEN].to_numpy().astype(np.float64)
     np.add.at(sums, (g, b, 0), n)
-    np.add.at(sums, (g, b, 1), cells[_SC].to_numpy())
-    np.add.at(sums, (g, b, 2), cells[_SA].to_numpy())
+    np.add.at(sums, (g, b, 1), cells[SC].to_numpy())
+    np.add.at(sums, (g, b, 2), cells[SA].to_numpy())
     keys = plan.user_keys(groups) if plan.by_cols else None
-    return sums, keys, groups[_LEN].to_numpy().astype(np.int64)
+    return sums, keys, groups[LEN].to_numpy().astype(np.int64)
 
 
 def edge_columns(groups: pl.DataFrame, gk: list[str], binning: Binning,
                  fetch: Any) -> tuple[pl.DataFrame, list[str], int]:
     """Each group's quantile / equal-mass edges as columns beside its keys (``gk``), for the accumulate pass:
     binning's edge rule (``edge_table``) on the order statistics ``fetch(segment, rank)`` finds
-    (:func:`calframe.binning.take_each`); kept edges first, in order, +inf pads; ``_P ne`` the number of
+    (:func:`calframe.binning.take_each`); kept edges first, in order, +inf pads; ``COL_PREFIX ne`` the number of
     edges. Returns (table, edge column names, bins)."""
-    counts = groups[_LEN].to_numpy().astype(np.int64)
+    counts = groups[LEN].to_numpy().astype(np.int64)
     table = edge_table(counts, binning, take_each(counts, fetch))
     edges, offsets, n_bins = pack_edges(table, binning)
     n_edges = np.diff(offsets)
@@ -651,10 +651,10 @@ def edge_columns(groups: pl.DataFrame, gk: list[str], binning: Binning,
     padded = np.full((groups.height, width), np.inf)
     row = np.repeat(np.arange(groups.height), n_edges)
     padded[row, np.arange(edges.shape[0]) - offsets[row]] = edges
-    ecols = [f"{_P}e{j}" for j in range(width)]
+    ecols = [f"{COL_PREFIX}e{j}" for j in range(width)]
     etab = groups.select(gk).with_columns(
         [pl.Series(c, padded[:, j]) for j, c in enumerate(ecols)]
-        + [pl.Series(f"{_P}ne", n_edges.astype(np.int32))]
+        + [pl.Series(f"{COL_PREFIX}ne", n_edges.astype(np.int32))]
     )
     return etab, ecols, n_bins
 
@@ -667,9 +667,9 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
     whose min equals its max is resolved without reading values; the values of
     the remaining nodes are collected once the total is within COLLECT_BUDGET.
     The engine runs the passes: ``hist(path, grids, c)`` is the per (``gk + path + [c]``) count / min / max
-    (``_CNT``, ``_MIN``, ``_MAX``) of the rows with their cell at every level of ``grids``
-    (:func:`_cells_query`), ``values(path, grids, want)`` the (``_NODE``, ``_X``) of the rows in the nodes of
-    ``want`` (``gk + path + [_NODE]``). ``groups`` holds ``gk``, ``_LEN``, ``_MIN`` and ``_MAX``.
+    (``CNT``, ``MIN``, ``MAX``) of the rows with their cell at every level of ``grids``
+    (:func:`_cells_query`), ``values(path, grids, want)`` the (``NODE``, ``X``) of the rows in the nodes of
+    ``want`` (``gk + path + [NODE]``). ``groups`` holds ``gk``, ``LEN``, ``MIN`` and ``MAX``.
     """
     out = np.full(rank.shape[0], np.nan)
     if rank.shape[0] == 0:
@@ -678,8 +678,8 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
     # level-0 nodes are the groups: grid between each group's min and max
     nodes = groups.select(gk)
     node_of = tgt_group.copy()
-    cnt = groups[_LEN].to_numpy().astype(np.int64)
-    mn, mx = groups[_MIN].to_numpy(), groups[_MAX].to_numpy()
+    cnt = groups[LEN].to_numpy().astype(np.int64)
+    mn, mx = groups[MIN].to_numpy(), groups[MAX].to_numpy()
     open_ = np.ones(rank.shape[0], dtype=bool)
     path: list[str] = []
     grids: list[pl.DataFrame] = []
@@ -696,21 +696,21 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
         per_node = np.bincount(node_of[open_], minlength=nodes.height)[live]
         size = _grid_size(cnt[live], per_node)
         span = mx[live] - mn[live]
-        lo_c, sc_c, g_c = f"{_P}lo{level}", f"{_P}sc{level}", f"{_P}gn{level}"
+        lo_c, sc_c, g_c = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
         grid = nodes[live].with_columns(
             pl.Series(lo_c, mn[live]), pl.Series(sc_c, size / span), pl.Series(g_c, size)
         )
         grids.append(grid)
-        c_name = f"{_P}c{level}"
+        c_name = f"{COL_PREFIX}c{level}"
         h = hist(path, grids, c_name).sort(gk + path + [c_name], nulls_last=True, maintain_order=True)
         # parent node of each histogram row
-        parent_idx = nodes.select(gk + path).with_row_index(_NODE)
+        parent_idx = nodes.select(gk + path).with_row_index(NODE)
         par = (
-            h.select(gk + path).with_row_index(f"{_P}row")
+            h.select(gk + path).with_row_index(f"{COL_PREFIX}row")
             .join(parent_idx, on=gk + path, how="left", nulls_equal=True)
-            .sort(f"{_P}row")[_NODE].to_numpy().astype(np.int64)
+            .sort(f"{COL_PREFIX}row")[NODE].to_numpy().astype(np.int64)
         )
-        h_cnt = h[_CNT].to_numpy().astype(np.int64)
+        h_cnt = h[CNT].to_numpy().astype(np.int64)
         order = np.lexsort((h[c_name].to_numpy(), par))
         h, par, h_cnt = h[order], par[order], h_cnt[order]
         cum = np.concatenate([[0], np.cumsum(h_cnt)])
@@ -723,13 +723,13 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
         node_of = np.where(open_, new_node, -1)
         path = path + [c_name]
         nodes = h.select(gk + path)
-        cnt, mn, mx = h_cnt, h[_MIN].to_numpy(), h[_MAX].to_numpy()
+        cnt, mn, mx = h_cnt, h[MIN].to_numpy(), h[MAX].to_numpy()
     # collect the values of the live nodes and pick the ranks
     live = np.unique(node_of[open_])
-    want = nodes[live].with_columns(pl.Series(_NODE, live))
-    vals = values(path, grids, want).sort([_NODE, _X])
-    v_node = vals[_NODE].to_numpy().astype(np.int64)
-    v_x = vals[_X].to_numpy()
+    want = nodes[live].with_columns(pl.Series(NODE, live))
+    vals = values(path, grids, want).sort([NODE, X])
+    v_node = vals[NODE].to_numpy().astype(np.int64)
+    v_x = vals[X].to_numpy()
     first = np.searchsorted(v_node, node_of[open_], side="left")
     out[open_] = v_x[first + rank[open_]]
     return out
@@ -740,9 +740,9 @@ def _cells_query(rows_: pl.LazyFrame, gk: list[str], path: list[str], grids: lis
     q = rows_
     for level, grid in enumerate(grids):
         on = gk + path[:level]
-        lo_c, sc_c, g_c = f"{_P}lo{level}", f"{_P}sc{level}", f"{_P}gn{level}"
+        lo_c, sc_c, g_c = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
         q = q.join(grid.lazy(), on=on, how="inner", nulls_equal=True)
-        q = q.with_columns(_cell(pl.col(_X), lo_c, sc_c, g_c).alias(f"{_P}c{level}")).drop(lo_c, sc_c, g_c)
+        q = q.with_columns(_cell(pl.col(X), lo_c, sc_c, g_c).alias(f"{COL_PREFIX}c{level}")).drop(lo_c, sc_c, g_c)
     return q
 
 
@@ -757,7 +757,7 @@ def binned(req: Request, frame: pl.LazyFrame, figures: dict | None = None) -> An
         streamed = run(frame, req)
         if streamed is not None:
             return streamed
-    return _evaluate(req, frame, figures)
+    return evaluate(req, frame, figures)
 
 
 def run(frame: Any, req: Request) -> pl.LazyFrame | None:
@@ -779,7 +779,7 @@ def run(frame: Any, req: Request) -> pl.LazyFrame | None:
     schema |= {F.CI_METHOD: pl.String} if req.ci is not None else {}
 
     def run() -> pl.DataFrame:
-        sums, keys, counts, scale, m = _sums(frame, req, moments=req.ci is not None)
+        sums, keys, counts, scale, m = sums_and_moments(frame, req, moments=req.ci is not None)
         return moment_result(req, sums, keys, counts, scale, m)
 
     return pl.defer(run, schema=schema)

@@ -15,7 +15,7 @@ own laziness ends there: several passes may be needed).
 The plan (columns, dtypes, the checks the schema decides) is
 :func:`calframe.engines.lazy.make_plan` on an empty Polars LazyFrame of the
 input's schema, and the checks, cell tables and exact floats are the lazy
-engine's (``_light_stats``, ``_run_checks``, ``_assemble``, ``_exact_floats``,
+engine's (``light_stats``, ``run_checks``, ``assemble``, ``exact_floats``,
 ``order_statistics``, ``edge_columns``, ``cell_sums``): only the queries are
 rendered here, in narwhals expressions, from the one definition of the lens
 (:func:`calframe.lenses.lens_nw`) and of the bin (:func:`calframe.binning.uniform_bin_nw`,
@@ -55,8 +55,8 @@ from ..registry import Capabilities, functions_on, how
 from ..request import Request
 from . import _lazy_plan as P
 from . import lazy as LZ
-from ._lazy_plan import (_BAD, _BIN, _CATV, _CNT, _CONF, _ACC, _EB, _KEEP, _LEN, _MAX, _MIN, _NODE, _OK, _ONE, _P,
-                         _SA, _SC, _VMAX, _VMIN, _W, _WT, _X, BUCKET_BITS, WEIGHTED_BITS, _MAX_BUCKET, _factors)
+from ._lazy_plan import (BAD, BIN, CATV, CNT, CONF, ACC, EB, KEEP, LEN, MAX, MIN, NODE, OK, ONE, COL_PREFIX,
+                         SA, SC, VMAX, VMIN, W, WT, X, BUCKET_BITS, WEIGHTED_BITS, MAX_BUCKET, scale_factors)
 
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
@@ -72,8 +72,8 @@ KINDS = {"duckdb": "a DuckDB relation", "pyarrow": "a pyarrow Table", "ibis": "a
          "spark": "a PySpark DataFrame"}
 #: the two Int64 parts of a fixed-point value: hi * 2^SPLIT + lo
 SPLIT = 31
-_HI, _LO = "_hi", "_lo"
-_V = f"{_P}v"
+HI, LO = "_hi", "_lo"
+_V = f"{COL_PREFIX}v"
 
 
 class Unsupported(ParameterError):
@@ -89,7 +89,7 @@ def _nw() -> Any:
     return narwhals
 
 
-def _refusal(kind: str, what: str) -> str:
+def refusal(kind: str, what: str) -> str:
     runs = ", ".join(functions_on(kind, "native"))
     return (f"{what} is not supported on {KINDS[kind]} (its engine runs {runs} with uniform, "
             f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c) and one variable, and "
@@ -115,7 +115,7 @@ def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
             if kind != "pyarrow":
                 raise
     elif kind != "pyarrow":
-        raise ParameterError(f"{name}: " + _refusal(kind, f"calframe.{name}"))
+        raise ParameterError(f"{name}: " + refusal(kind, f"calframe.{name}"))
     polars = convert.from_arrow(frame)
     args, kwargs = ((polars, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": polars})
     out = fn(*args, **kwargs)
@@ -125,7 +125,7 @@ def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 # --------------------------------------------------------------------------- tables in the user's engine
 
 
-class _Engine:
+class Engine:
     """The user's frame as a narwhals LazyFrame, and small Polars tables put into the same engine (joins)."""
 
     _ids = itertools.count()
@@ -144,7 +144,7 @@ class _Engine:
         nw = _nw()
         arrow = df.to_arrow()
         if self.kind == "duckdb":
-            native = _duckdb_table(self.native, arrow, f"{_P}t{next(self._ids)}")
+            native = _duckdb_table(self.native, arrow, f"{COL_PREFIX}t{next(self._ids)}")
         elif self.kind == "spark":
             native = self.native.sparkSession.createDataFrame(arrow)
         elif self.kind == "ibis":
@@ -180,7 +180,7 @@ def _duckdb_table(rel: Any, arrow: Any, alias: str) -> Any:
     return (con.from_arrow(arrow) if con is not None else duckdb.from_arrow(arrow)).set_alias(alias)
 
 
-def _collect(q: Any) -> pl.DataFrame:
+def collect_frame(q: Any) -> pl.DataFrame:
     return q.collect("polars").to_native()
 
 
@@ -190,37 +190,37 @@ def _collect(q: Any) -> pl.DataFrame:
 # the row expressions of the lazy engine's plan (engines/_lazy_plan.py), in narwhals
 
 
-def _class_probs(plan: LZ._Plan) -> list[Any]:
-    return P._class_probs(plan, _nw())
+def _class_probs(plan: LZ.EnginePlan) -> list[Any]:
+    return P.class_probs(plan, _nw())
 
 
-def _binary_prob(plan: LZ._Plan) -> Any:
-    return P._binary_prob(plan, _nw())
+def _binary_prob(plan: LZ.EnginePlan) -> Any:
+    return P.binary_prob(plan, _nw())
 
 
-def _raw_weights(plan: LZ._Plan) -> Any:
-    return P._raw_weights(plan, _nw())
+def _raw_weights(plan: LZ.EnginePlan) -> Any:
+    return P.raw_weights(plan, _nw())
 
 
-def _var(plan: LZ._Plan) -> Any:
-    return P._var_expr(plan, _nw())
+def _var(plan: LZ.EnginePlan) -> Any:
+    return P.var_expr(plan, _nw())
 
 
-def _keep(plan: LZ._Plan) -> Any:
+def keep_expr(plan: LZ.EnginePlan) -> Any:
     """nulls='drop': rows without a null in a checked column (None: every row is kept)."""
-    return P._keep(plan, _nw())
+    return P.keep_expr(plan, _nw())
 
 
-def _row_ok(plan: LZ._Plan) -> Any:
+def row_ok(plan: LZ.EnginePlan) -> Any:
     """True where the row passes every row check (False for a bad or a null row)."""
-    return P._row_ok(plan, _nw()).fill_null(False)
+    return P.row_ok(plan, _nw()).fill_null(False)
 
 
-def _lensed(plan: LZ._Plan) -> tuple[Any, Any]:
-    return P._lensed(plan, _nw())
+def lensed_exprs(plan: LZ.EnginePlan) -> tuple[Any, Any]:
+    return P.lensed_exprs(plan, _nw())
 
 
-def _key_cols(plan: LZ._Plan, schema: Any) -> list[Any]:
+def key_cols(plan: LZ.EnginePlan, schema: Any) -> list[Any]:
     """The group keys as calframe groups them (float -0.0 is 0.0, NaN is null), named ``plan.keys``."""
     nw = _nw()
     out = []
@@ -232,7 +232,7 @@ def _key_cols(plan: LZ._Plan, schema: Any) -> list[Any]:
     return out
 
 
-def _join_keys(plan: LZ._Plan, gk: list[str]) -> tuple[list[Any], list[str]]:
+def join_keys(plan: LZ.EnginePlan, gk: list[str]) -> tuple[list[Any], list[str]]:
     """Null-safe join columns for the key columns ``gk`` (narwhals joins never match nulls): per key, whether it
     is null and its value with nulls filled. (expressions, their names)"""
     nw = _nw()
@@ -256,8 +256,8 @@ def _join_keys(plan: LZ._Plan, gk: list[str]) -> tuple[list[Any], list[str]]:
     return exprs, names
 
 
-def _polars_join_keys(df: pl.DataFrame, gk: list[str], names: list[str]) -> pl.DataFrame:
-    """The :func:`_join_keys` columns of a small Polars table (same fill values: the first row of each key's
+def polars_join_keys(df: pl.DataFrame, gk: list[str], names: list[str]) -> pl.DataFrame:
+    """The :func:`join_keys` columns of a small Polars table (same fill values: the first row of each key's
     engine-side fill is irrelevant, a null matches only a null)."""
     cols = []
     for name in names:
@@ -274,9 +274,9 @@ def _polars_join_keys(df: pl.DataFrame, gk: list[str], names: list[str]) -> pl.D
 # --------------------------------------------------------------------------- exact sums
 
 
-def _fixed_parts(name: str, x: Any, bucket: Any | None, wide: bool) -> list[Any]:
+def fixed_parts(name: str, x: Any, bucket: Any | None, wide: bool) -> list[Any]:
     """trunc(x * 2^62) (``bucket`` None; x in [0, 1]) or trunc(x * 2^(60 + 8 k)) (``bucket`` k) as Int64 columns
-    (:func:`_part_names`): ``wide`` (an engine whose Int64 sums are 128-bit), one column ``name``; else two,
+    (:func:`part_names`): ``wide`` (an engine whose Int64 sums are 128-bit), one column ``name``; else two,
     hi = floor(x * 2^(e - 31)) and lo = trunc((that - hi) * 2^31). Every operation is exact in float64.
     ``x`` is null on rows the checks report (they add nothing)."""
     nw = _nw()
@@ -288,19 +288,19 @@ def _fixed_parts(name: str, x: Any, bucket: Any | None, wide: bool) -> list[Any]
     if wide:
         return [(scaled * float(2.0**SPLIT)).floor().cast(nw.Int64).alias(name)]
     hi = scaled.floor()
-    return [hi.cast(nw.Int64).alias(name + _HI), ((scaled - hi) * float(2.0**SPLIT)).floor().cast(nw.Int64).alias(
-        name + _LO)]
+    return [hi.cast(nw.Int64).alias(name + HI), ((scaled - hi) * float(2.0**SPLIT)).floor().cast(nw.Int64).alias(
+        name + LO)]
 
 
-def _part_names(name: str, wide: bool) -> list[str]:
-    """The summed columns of the value ``name`` (:func:`_fixed_parts`)."""
-    return [name] if wide else [name + _HI, name + _LO]
+def part_names(name: str, wide: bool) -> list[str]:
+    """The summed columns of the value ``name`` (:func:`fixed_parts`)."""
+    return [name] if wide else [name + HI, name + LO]
 
 
-def _exact(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
-    """The collected cells with each summed value as correctly rounded floats (``lazy._exact_floats`` of
+def exact_sums(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
+    """The collected cells with each summed value as correctly rounded floats (``lazy.exact_floats`` of
     :func:`_int128`)."""
-    return LZ._exact_floats(_int128(res, names, wide))
+    return LZ.exact_floats(_int128(res, names, wide))
 
 
 def _int128(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
@@ -309,58 +309,58 @@ def _int128(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
     if wide:
         big = [pl.col(n).cast(pl.Int128).fill_null(0) for n in names]
     else:
-        big = [(pl.col(n + _HI).cast(pl.Int128).fill_null(0) * (2**SPLIT)
-                + pl.col(n + _LO).cast(pl.Int128).fill_null(0)).alias(n) for n in names]
-    return res.with_columns(big).drop([n + p for n in names for p in (_HI, _LO)] if not wide else [])
+        big = [(pl.col(n + HI).cast(pl.Int128).fill_null(0) * (2**SPLIT)
+                + pl.col(n + LO).cast(pl.Int128).fill_null(0)).alias(n) for n in names]
+    return res.with_columns(big).drop([n + p for n in names for p in (HI, LO)] if not wide else [])
 
 
-def _moment_columns(plan: LZ._Plan, wide: bool, conf: Any, w: Any = None, k: Any = None) -> tuple[list[Any], list[str]]:
+def _moment_columns(plan: LZ.EnginePlan, wide: bool, conf: Any, w: Any = None, k: Any = None) -> tuple[list[Any], list[str]]:
     """The second moments' fixed-point columns (``lazy._moment_aggs``; a bucket k weight's square in bucket 2 k)."""
     if plan.weight_col is None:
-        return _fixed_parts(LZ._Q[2], conf * conf, None, wide), [LZ._Q[2]]
+        return fixed_parts(LZ.Q[2], conf * conf, None, wide), [LZ.Q[2]]
     cols = []
-    for name, x in zip(LZ._Q, (w * w, w * w * conf, (w * conf) * (w * conf))):
-        cols += _fixed_parts(name, x, (k * 2).clip(0, LZ.Q_BUCKET_MAX), wide)
-    return cols, list(LZ._Q)
+    for name, x in zip(LZ.Q, (w * w, w * w * conf, (w * conf) * (w * conf))):
+        cols += fixed_parts(name, x, (k * 2).clip(0, LZ.Q_BUCKET_MAX), wide)
+    return cols, list(LZ.Q)
 
 
-def _sum_columns(plan: LZ._Plan, wide: bool, conf: Any, acc: Any, w: Any = None,
+def _sum_columns(plan: LZ.EnginePlan, wide: bool, conf: Any, acc: Any, w: Any = None,
                  k: Any = None) -> tuple[list[Any], list[str]]:
     """Row columns whose sums are the cell's exact sums: (expressions, names of the summed values). ``conf`` is
     null on a bad row (its fixed-point parts add nothing: its value could break their casts); weighted: ``w``
     the scaled weights (null on a bad row) and ``k`` their bucket. Unweighted, the accuracies (0 or 1 on a good
     row) are summed as floats: exact below 2^53 rows, in any order."""
     if plan.weight_col is None:
-        return _fixed_parts(_SC, conf, None, wide) + [acc.alias(_SA)], [_SC]
+        return fixed_parts(SC, conf, None, wide) + [acc.alias(SA)], [SC]
     cols = []
-    for name, x in ((_W, w), (_SC, w * conf), (_SA, w * acc)):
-        cols += _fixed_parts(name, x, k, wide)
-    return cols, [_W, _SC, _SA]
+    for name, x in ((W, w), (SC, w * conf), (SA, w * acc)):
+        cols += fixed_parts(name, x, k, wide)
+    return cols, [W, SC, SA]
 
 
-def _bucket(w: Any) -> Any:
-    """The weight's bucket k = floor(-log2(w) / 8) in [0, 134] (``lazy._weight_bucket``): clipped before the floor,
+def bucket_expr(w: Any) -> Any:
+    """The weight's bucket k = floor(-log2(w) / 8) in [0, 134] (``lazy.weight_bucket``): clipped before the floor,
     so a 0 weight (-log2 0 = inf) is bucket 134, not the floor of inf (which Ibis's integer FLOOR cannot cast)."""
     nw = _nw()
-    return (-w.log(2.0) / float(BUCKET_BITS)).clip(0.0, float(_MAX_BUCKET)).floor().cast(nw.Int32)
+    return (-w.log(2.0) / float(BUCKET_BITS)).clip(0.0, float(MAX_BUCKET)).floor().cast(nw.Int32)
 
 
-def _aggs(plan: LZ._Plan, summed: list[str], wide: bool) -> list[Any]:
+def _aggs(plan: LZ.EnginePlan, summed: list[str], wide: bool) -> list[Any]:
     nw = _nw()
-    parts = [c for n in summed for c in _part_names(n, wide)]
-    out = [nw.len().alias(_LEN)] + [nw.col(c).sum().alias(c) for c in parts]
+    parts = [c for n in summed for c in part_names(n, wide)]
+    out = [nw.len().alias(LEN)] + [nw.col(c).sum().alias(c) for c in parts]
     if plan.weight_col is None:
-        out.append(nw.col(_SA).sum().alias(_SA))
+        out.append(nw.col(SA).sum().alias(SA))
     return out
 
 
 # --------------------------------------------------------------------------- the passes
 
 
-class _Run:
+class Run:
     """One call on one frame: the plan, the weights' scales, the passes."""
 
-    def __init__(self, eng: _Engine, req: Request) -> None:
+    def __init__(self, eng: Engine, req: Request) -> None:
         nw = _nw()
         self.eng, self.req = eng, req
         self.schema = eng.lf.collect_schema()
@@ -369,15 +369,15 @@ class _Run:
         try:
             self.plan = plan = LZ.make_plan(pl.LazyFrame(schema=pl_schema), req)
         except NotImplementedError:
-            raise Unsupported(f"{req.func}: " + _refusal(eng.kind, "a List probability column")) from None
+            raise Unsupported(f"{req.func}: " + refusal(eng.kind, "a List probability column")) from None
         if plan.array:
-            raise Unsupported(f"{req.func}: " + _refusal(eng.kind, "an Array probability column"))
+            raise Unsupported(f"{req.func}: " + refusal(eng.kind, "an Array probability column"))
         self.scale_table: pl.DataFrame | None = None
         self.nw = nw
         #: the engine sums Int64 into a 128-bit integer (DuckDB's HUGEINT; not Ibis, which types the sum Int64)
         self.wide = eng.kind == "duckdb"
 
-    def prepared(self) -> LZ._Plan:
+    def prepared(self) -> LZ.EnginePlan:
         """The plan, its schema's errors raised and the weights' scale set (``lazy.prepared``)."""
         if self.plan.schema_errors:
             self.fail()
@@ -387,10 +387,10 @@ class _Run:
 
     def checked(self, res: pl.DataFrame) -> pl.DataFrame:
         """A pass's cells after the checks (``lazy.checked``)."""
-        st = LZ._light_stats(self.plan, res)
+        st = LZ.light_stats(self.plan, res)
         if st["bad"]:
             self.fail()
-        LZ._run_checks(self.plan, st, None)
+        LZ.run_checks(self.plan, st, None)
         return res
 
     # the rows of the main passes
@@ -402,9 +402,9 @@ class _Run:
         if self.scale_table is None:
             return lf.select(cols)
         plan = self.plan
-        exprs, names = _join_keys(plan, plan.keys)
-        rows = lf.with_columns(_key_cols(plan, self.schema)).with_columns(exprs)
-        small = self.eng.table(_polars_join_keys(self.scale_table, plan.keys, names).drop(plan.keys + [P._SCALE]))
+        exprs, names = join_keys(plan, plan.keys)
+        rows = lf.with_columns(key_cols(plan, self.schema)).with_columns(exprs)
+        small = self.eng.table(polars_join_keys(self.scale_table, plan.keys, names).drop(plan.keys + [P._SCALE]))
         return rows.join(small, on=names, how="left").select(cols)
 
     def weights(self) -> Any:
@@ -412,7 +412,7 @@ class _Run:
         w = _raw_weights(self.plan)
         if self.scale_table is not None:
             return w * nw.col(P._F1) * nw.col(P._F2)
-        f1, f2 = _factors(int(np.frexp(self.plan.weight_scale)[1]) - 1)
+        f1, f2 = scale_factors(int(np.frexp(self.plan.weight_scale)[1]) - 1)
         w = w * f1 if f1 != 1.0 else w
         return w * f2 if f2 != 1.0 else w
 
@@ -420,34 +420,34 @@ class _Run:
         """``lazy._set_weight_scale``: each group's largest kept weight, read by :func:`~._lazy_plan.set_scales`."""
         nw, plan = self.nw, self.plan
         w = _raw_weights(plan)
-        keep = _keep(plan)
+        keep = keep_expr(plan)
         w = w if keep is None else nw.when(keep).then(w)
         if plan.by_cols:
-            q = self.eng.lf.select(_key_cols(plan, self.schema) + [w.alias(_W)]).group_by(plan.keys).agg(
-                nw.col(_W).max())
+            q = self.eng.lf.select(key_cols(plan, self.schema) + [w.alias(W)]).group_by(plan.keys).agg(
+                nw.col(W).max())
         else:
-            q = self.eng.lf.select(w.alias(_W)).select(nw.col(_W).max())
-        P.set_scales(plan, _collect(q))
+            q = self.eng.lf.select(w.alias(W)).select(nw.col(W).max())
+        P.set_scales(plan, collect_frame(q))
         self.scale_table = plan.scale_table
 
     def row_columns(self) -> list[Any]:
-        """Keys, lensed conf / acc, the row flag (_OK), keep, weights, the variable."""
+        """Keys, lensed conf / acc, the row flag (OK), keep, weights, the variable."""
         nw, plan = self.nw, self.plan
-        conf, acc = _lensed(plan)
-        cols = _key_cols(plan, self.schema) + [conf.alias(_CONF), acc.alias(_ACC), _row_ok(plan).alias(_OK)]
-        keep = _keep(plan)
-        cols.append((keep if keep is not None else nw.lit(True)).alias(_KEEP))
+        conf, acc = lensed_exprs(plan)
+        cols = key_cols(plan, self.schema) + [conf.alias(CONF), acc.alias(ACC), row_ok(plan).alias(OK)]
+        keep = keep_expr(plan)
+        cols.append((keep if keep is not None else nw.lit(True)).alias(KEEP))
         if plan.weight_col is not None:
-            cols.append(self.weights().alias(_WT))
+            cols.append(self.weights().alias(WT))
         if plan.var_col is not None:
             cols.append((_var(plan) if plan.var_kind == "numeric" else nw.col(plan.var_col)).alias(
-                _V if plan.var_kind == "numeric" else _CATV))
+                _V if plan.var_kind == "numeric" else CATV))
         return cols
 
     def main(self, moments: bool = False) -> Any:
         """One query: per (keys, bin[, weight bucket]) rows, exact sums (+ variable range). ``moments``: per
         (keys, bin, acc[, bucket]) with the second moments beside; then (the main pass's cells, the kept cells
-        of the moments: ``lazy._split_moments``).
+        of the moments: ``lazy.split_moments``).
 
         Two projections of the user's rows then the group-by: the row values (a bad row's, one the checks
         report, null), then the bin and the fixed-point parts of those columns. A bad row goes to bin -2 of
@@ -456,71 +456,71 @@ class _Run:
         categorical variable). Measured: on Spark the staging halves the expression nodes built over py4j
         (~1.4x -> ~1.2x of a hand-written groupBy at 2e6 rows); on DuckDB it costs nothing."""
         nw, plan = self.nw, self.plan
-        conf, acc = _lensed(plan)
-        ok, keep = _row_ok(plan), _keep(plan)
+        conf, acc = lensed_exprs(plan)
+        ok, keep = row_ok(plan), keep_expr(plan)
         categorical = plan.var_kind == "categorical"
         weighted = plan.weight_col is not None
-        rows = _key_cols(plan, self.schema) + [nw.when(ok).then(conf).alias(_CONF), acc.alias(_ACC)]
+        rows = key_cols(plan, self.schema) + [nw.when(ok).then(conf).alias(CONF), acc.alias(ACC)]
         if weighted:
             w = nw.when(ok).then(self.weights())
-            rows += [w.alias(_WT), _bucket(w).alias(_EB)]
+            rows += [w.alias(WT), bucket_expr(w).alias(EB)]
         if categorical:
-            rows += [nw.col(plan.var_col).alias(_CATV), ok.cast(nw.Int64).alias(_OK)]
+            rows += [nw.col(plan.var_col).alias(CATV), ok.cast(nw.Int64).alias(OK)]
         elif plan.var_col is not None:
-            rows.append(nw.when(ok).then(_var(plan)).alias(_X))
+            rows.append(nw.when(ok).then(_var(plan)).alias(X))
         if plan.var_kind == "numeric":
             rows.append(_var(plan).alias(_V))
         if keep is not None:
-            rows.append(keep.alias(_KEEP))
+            rows.append(keep.alias(KEEP))
         b = plan.binning
         if categorical:
-            bin_ = nw.col(_CATV)
+            bin_ = nw.col(CATV)
         else:
-            x = nw.col(_X if plan.var_col is not None else _CONF)
+            x = nw.col(X if plan.var_col is not None else CONF)
             bin_ = (edge_bins_nw(x, [float(e) for e in b.edges[1:-1]], b.closed) if b.edges is not None
                     else uniform_bin_nw(x, b.bins, b.closed)).fill_null(nw.lit(-2))
         if keep is not None:
-            bin_ = nw.when(nw.col(_KEEP)).then(bin_).otherwise(nw.lit(None) if categorical else nw.lit(-1))
+            bin_ = nw.when(nw.col(KEEP)).then(bin_).otherwise(nw.lit(None) if categorical else nw.lit(-1))
         if not categorical:
             bin_ = bin_.cast(nw.Int32)
-        sums, summed = _sum_columns(plan, self.wide, nw.col(_CONF), nw.col(_ACC), nw.col(_WT), nw.col(_EB))
-        cell = plan.keys + [_BIN] + ([_EB] if weighted else [])
+        sums, summed = _sum_columns(plan, self.wide, nw.col(CONF), nw.col(ACC), nw.col(WT), nw.col(EB))
+        cell = plan.keys + [BIN] + ([EB] if weighted else [])
         if moments:
-            more, names = _moment_columns(plan, self.wide, nw.col(_CONF), nw.col(_WT), nw.col(_EB))
-            sums, summed, cell = sums + more, summed + names, cell + [_ACC]
+            more, names = _moment_columns(plan, self.wide, nw.col(CONF), nw.col(WT), nw.col(EB))
+            sums, summed, cell = sums + more, summed + names, cell + [ACC]
             self.rows_of = lambda fetch: self.small_rows(rows, bin_, fetch)
-        cols = [nw.col(c) for c in cell if c != _BIN] + [bin_.alias(_BIN), *sums]
+        cols = [nw.col(c) for c in cell if c != BIN] + [bin_.alias(BIN), *sums]
         aggs = _aggs(plan, summed, self.wide)
         if categorical:
-            cols.append(nw.col(_OK))
-            aggs.append(nw.col(_OK).sum().alias(_OK))
+            cols.append(nw.col(OK))
+            aggs.append(nw.col(OK).sum().alias(OK))
         if plan.var_kind == "numeric":
             cols.append(nw.col(_V))
-            aggs += [nw.col(_V).min().alias(_VMIN), nw.col(_V).max().alias(_VMAX)]
-        res = _collect(self.base(rows).select(cols).group_by(cell).agg(*aggs))
-        good = pl.col(_OK) if categorical else pl.when(pl.col(_BIN) == -2).then(0).otherwise(pl.col(_LEN))
-        res = res.with_columns(pl.col(_LEN).cast(pl.Int64), good.cast(pl.Int64).alias(_OK))
+            aggs += [nw.col(_V).min().alias(VMIN), nw.col(_V).max().alias(VMAX)]
+        res = collect_frame(self.base(rows).select(cols).group_by(cell).agg(*aggs))
+        good = pl.col(OK) if categorical else pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN))
+        res = res.with_columns(pl.col(LEN).cast(pl.Int64), good.cast(pl.Int64).alias(OK))
         if not weighted:
-            res = res.with_columns(pl.col(_SA).cast(pl.Float64))
+            res = res.with_columns(pl.col(SA).cast(pl.Float64))
         if moments:
-            point, cells = LZ._split_moments(plan, _int128(res, summed, self.wide))
-            return LZ._exact_floats(point), cells
-        return _exact(res, summed, self.wide)
+            point, cells = LZ.split_moments(plan, _int128(res, summed, self.wide))
+            return LZ.exact_floats(point), cells
+        return exact_sums(res, summed, self.wide)
 
     def small_rows(self, rows: list[Any], bin_: Any, fetch: pl.DataFrame) -> tuple:
         """The small cells' rows, (cell, w, w conf): one bounded query (``lazy._small_rows``)."""
         nw, plan = self.nw, self.plan
-        w = nw.col(_WT) if plan.weight_col is not None else nw.lit(1.0)
-        exprs, names = _join_keys(plan, plan.keys)
-        picked = [nw.col(k) for k in plan.keys] + [bin_.alias(_BIN), nw.col(_ACC), w.alias(_W),
-                                                   (w * nw.col(_CONF)).alias(_SC)]
+        w = nw.col(WT) if plan.weight_col is not None else nw.lit(1.0)
+        exprs, names = join_keys(plan, plan.keys)
+        picked = [nw.col(k) for k in plan.keys] + [bin_.alias(BIN), nw.col(ACC), w.alias(W),
+                                                   (w * nw.col(CONF)).alias(SC)]
         q = self.base(rows).select(picked).with_columns(exprs)
-        table = _polars_join_keys(fetch, plan.keys, names).drop(plan.keys).with_columns(
-            pl.col(_BIN).cast(pl.Int32), pl.col(_ACC).cast(pl.Int64))
-        q = q.with_columns(nw.col(_ACC).cast(nw.Int64)).join(self.eng.table(table), on=names + [_BIN, _ACC],
+        table = polars_join_keys(fetch, plan.keys, names).drop(plan.keys).with_columns(
+            pl.col(BIN).cast(pl.Int32), pl.col(ACC).cast(pl.Int64))
+        q = q.with_columns(nw.col(ACC).cast(nw.Int64)).join(self.eng.table(table), on=names + [BIN, ACC],
                                                                how="inner")
-        got = _collect(q.select(nw.col(f"{_P}cell"), nw.col(_W), nw.col(_SC)))
-        return got[f"{_P}cell"].to_numpy(), got[_W].to_numpy().astype(np.float64), got[_SC].to_numpy().astype(
+        got = collect_frame(q.select(nw.col(f"{COL_PREFIX}cell"), nw.col(W), nw.col(SC)))
+        return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy().astype(np.float64), got[SC].to_numpy().astype(
             np.float64)
 
     # the error path
@@ -528,98 +528,98 @@ class _Run:
     def detail(self) -> dict[str, Any]:
         """Every count the ordered checks need (:func:`~._lazy_plan.detail_aggs`), and the labels outside."""
         nw, plan = self.nw, self.plan
-        row = P.detail_row(plan, _collect(self.eng.lf.select(*P.detail_aggs(plan, nw).values())).row(0, named=True))
+        row = P.detail_row(plan, collect_frame(self.eng.lf.select(*P.detail_aggs(plan, nw).values())).row(0, named=True))
         if row.get("label_outside"):
-            keep = _keep(plan)
+            keep = keep_expr(plan)
             sel = P._label_outside(plan, nw) if keep is None else P._label_outside(plan, nw) & keep
-            vals = _collect(self.eng.lf.filter(sel).select(nw.col(plan.label_col)).unique())[plan.label_col]
+            vals = collect_frame(self.eng.lf.filter(sel).select(nw.col(plan.label_col)).unique())[plan.label_col]
             row["outside_labels"] = vals.sort().head(5).to_list()
         return row
 
     def fail(self) -> None:
-        LZ._run_checks(self.plan, self.detail(), None)
+        LZ.run_checks(self.plan, self.detail(), None)
         raise AssertionError(f"{self.plan.func}: a bad row that no check reports")  # pragma: no cover
 
     # quantile / equal-mass bins (lazy._data_binned_sums, in narwhals)
 
     def data_binned(self) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, int, Bins]:
         nw, plan = self.nw, self.plan
-        gk = plan.keys or [_ONE]
+        gk = plan.keys or [ONE]
         cols = self.row_columns()
         if not plan.keys:
-            cols.append(nw.lit(0).cast(nw.Int8).alias(_ONE))
+            cols.append(nw.lit(0).cast(nw.Int8).alias(ONE))
         base = self.base(cols)
-        x = nw.col(_V if plan.var_col is not None else _CONF)
-        base = base.with_columns(nw.when(nw.col(_OK)).then(x).alias(_X),
-                                 (~nw.col(_OK) & nw.col(_KEEP)).cast(nw.Int64).alias(_BAD))
-        aggs = [nw.len().alias(_LEN), nw.col(_BAD).sum().alias(_BAD), nw.col(_X).min().alias(_MIN),
-                nw.col(_X).max().alias(_MAX)]
+        x = nw.col(_V if plan.var_col is not None else CONF)
+        base = base.with_columns(nw.when(nw.col(OK)).then(x).alias(X),
+                                 (~nw.col(OK) & nw.col(KEEP)).cast(nw.Int64).alias(BAD))
+        aggs = [nw.len().alias(LEN), nw.col(BAD).sum().alias(BAD), nw.col(X).min().alias(MIN),
+                nw.col(X).max().alias(MAX)]
         if plan.weight_col is not None:
-            aggs.append(nw.col(_WT).sum().alias(_W))
-        res = _collect(base.group_by(gk + [_KEEP]).agg(*aggs))
-        kept = res.filter(pl.col(_KEEP))
-        st: dict[str, Any] = {"n_total": int(res[_LEN].sum()), "n_kept": int(kept[_LEN].sum()),
-                              "bad": int(res[_BAD].sum()), "nulls": {}}
+            aggs.append(nw.col(WT).sum().alias(W))
+        res = collect_frame(base.group_by(gk + [KEEP]).agg(*aggs))
+        kept = res.filter(pl.col(KEEP))
+        st: dict[str, Any] = {"n_total": int(res[LEN].sum()), "n_kept": int(kept[LEN].sum()),
+                              "bad": int(res[BAD].sum()), "nulls": {}}
         if st["bad"]:
             self.fail()
         if plan.weight_col is not None:
-            st["w_sum"] = float(kept[_W].sum())
+            st["w_sum"] = float(kept[W].sum())
         if plan.var_col is not None:
-            st["var_min"], st["var_max"] = kept[_MIN].min(), kept[_MAX].max()
-        LZ._run_checks(plan, st, None)
-        groups = kept.drop(_KEEP).sort(gk, nulls_last=True, maintain_order=True)
-        rows_ = base.filter(nw.col(_KEEP)) if plan.nulls == "drop" else base
-        jexprs, jnames = _join_keys(plan, gk) if plan.keys else ([], [_ONE])
+            st["var_min"], st["var_max"] = kept[MIN].min(), kept[MAX].max()
+        LZ.run_checks(plan, st, None)
+        groups = kept.drop(KEEP).sort(gk, nulls_last=True, maintain_order=True)
+        rows_ = base.filter(nw.col(KEEP)) if plan.nulls == "drop" else base
+        jexprs, jnames = join_keys(plan, gk) if plan.keys else ([], [ONE])
         rows_ = rows_.with_columns(jexprs) if jexprs else rows_
 
         def small(df: pl.DataFrame) -> Any:
             if not plan.keys:
                 return self.eng.table(df)
-            return self.eng.table(_polars_join_keys(df, gk, jnames).drop(gk))
+            return self.eng.table(polars_join_keys(df, gk, jnames).drop(gk))
 
         def cells(path: list[str], grids: list[pl.DataFrame]) -> Any:
             q = rows_
             for level, grid in enumerate(grids):
-                lo, sc, g = f"{_P}lo{level}", f"{_P}sc{level}", f"{_P}gn{level}"
+                lo, sc, g = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
                 q = q.join(small(grid), on=jnames + path[:level], how="inner")
-                cell = ((nw.col(_X) - nw.col(lo)) * nw.col(sc)).floor().clip(0.0, nw.col(g).cast(nw.Float64) - 1.0)
-                q = q.with_columns(cell.cast(nw.Int32).alias(f"{_P}c{level}")).drop(lo, sc, g)
+                cell = ((nw.col(X) - nw.col(lo)) * nw.col(sc)).floor().clip(0.0, nw.col(g).cast(nw.Float64) - 1.0)
+                q = q.with_columns(cell.cast(nw.Int32).alias(f"{COL_PREFIX}c{level}")).drop(lo, sc, g)
             return q
 
         def hist(path: list[str], grids: list[pl.DataFrame], c: str) -> pl.DataFrame:
-            return _collect(cells(path, grids).group_by(gk + path + [c]).agg(
-                nw.len().alias(_CNT), nw.col(_X).min().alias(_MIN), nw.col(_X).max().alias(_MAX)))
+            return collect_frame(cells(path, grids).group_by(gk + path + [c]).agg(
+                nw.len().alias(CNT), nw.col(X).min().alias(MIN), nw.col(X).max().alias(MAX)))
 
         def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
-            return _collect(cells(path, grids).join(small(want), on=jnames + path, how="inner").select(_NODE, _X))
+            return collect_frame(cells(path, grids).join(small(want), on=jnames + path, how="inner").select(NODE, X))
 
         etab, ecols, n_bins = LZ.edge_columns(groups, gk, plan.binning, lambda seg, rank: LZ.order_statistics(
             groups, gk, seg, rank, hist, values))
-        below = _sum_ints([(nw.col(c) < nw.col(_X)).cast(nw.Int32) for c in ecols])
-        ne = nw.col(f"{_P}ne")
+        below = _sum_ints([(nw.col(c) < nw.col(X)).cast(nw.Int32) for c in ecols])
+        ne = nw.col(f"{COL_PREFIX}ne")
         if plan.binning.scheme == "quantile":
             bin_ = nw.max_horizontal(below, nw.lit(1)) - 1
         else:
             bin_ = nw.min_horizontal(below, ne - 1)
         q = rows_.join(small(etab), on=jnames, how="inner")
         if plan.weight_col is not None:
-            q = q.with_columns(_bucket(nw.col(_WT)).alias(_EB))
-        ok = nw.col(_OK)
-        sums, summed = _sum_columns(plan, self.wide, nw.when(ok).then(nw.col(_CONF)), nw.col(_ACC),
-                                    nw.when(ok).then(nw.col(_WT)), nw.col(_EB))
-        q = q.with_columns(bin_.cast(nw.Int32).alias(_BIN), *sums)
-        cell = gk + [_BIN] + ([_EB] if plan.weight_col is not None else [])
-        res = _collect(q.group_by(cell).agg(*_aggs(plan, summed, self.wide)))
-        res = res.with_columns(pl.col(_LEN).cast(pl.Int64))
+            q = q.with_columns(bucket_expr(nw.col(WT)).alias(EB))
+        ok = nw.col(OK)
+        sums, summed = _sum_columns(plan, self.wide, nw.when(ok).then(nw.col(CONF)), nw.col(ACC),
+                                    nw.when(ok).then(nw.col(WT)), nw.col(EB))
+        q = q.with_columns(bin_.cast(nw.Int32).alias(BIN), *sums)
+        cell = gk + [BIN] + ([EB] if plan.weight_col is not None else [])
+        res = collect_frame(q.group_by(cell).agg(*_aggs(plan, summed, self.wide)))
+        res = res.with_columns(pl.col(LEN).cast(pl.Int64))
         if plan.weight_col is None:
-            res = res.with_columns(pl.col(_SA).cast(pl.Float64))
-        res = _exact(res, summed, self.wide)
+            res = res.with_columns(pl.col(SA).cast(pl.Float64))
+        res = exact_sums(res, summed, self.wide)
         sums_, keys, counts = LZ.cell_sums(plan, res, groups, gk, n_bins)
         cnt = np.zeros((groups.height, n_bins))
         gi = _cell_groups(res, groups, gk)
-        np.add.at(cnt, (gi, res[_BIN].to_numpy().astype(np.int64)), res[_LEN].to_numpy().astype(np.float64))
+        np.add.at(cnt, (gi, res[BIN].to_numpy().astype(np.int64)), res[LEN].to_numpy().astype(np.float64))
         padded = etab.select(ecols).to_numpy()
-        n_edges = etab[f"{_P}ne"].to_numpy().astype(np.int64)
+        n_edges = etab[f"{COL_PREFIX}ne"].to_numpy().astype(np.int64)
         offsets = np.zeros(groups.height + 1, dtype=np.int64)
         np.cumsum(n_edges, out=offsets[1:])
         edges = np.concatenate([padded[g, : n_edges[g]] for g in range(groups.height)])
@@ -636,15 +636,15 @@ def _sum_ints(parts: list[Any]) -> Any:
 
 def _cell_groups(cells: pl.DataFrame, groups: pl.DataFrame, gk: list[str]) -> np.ndarray:
     """The group index (row of ``groups``) of each cell."""
-    gidx = groups.select(gk).with_row_index(f"{_P}g")
-    return (cells.select(gk).with_row_index(f"{_P}row").join(gidx, on=gk, how="left", nulls_equal=True)
-            .sort(f"{_P}row")[f"{_P}g"].to_numpy().astype(np.int64))
+    gidx = groups.select(gk).with_row_index(f"{COL_PREFIX}g")
+    return (cells.select(gk).with_row_index(f"{COL_PREFIX}row").join(gidx, on=gk, how="left", nulls_equal=True)
+            .sort(f"{COL_PREFIX}row")[f"{COL_PREFIX}g"].to_numpy().astype(np.int64))
 
 
 # --------------------------------------------------------------------------- run
 
 
-def _unsupported(req: Request) -> str | None:
+def unsupported(req: Request) -> str | None:
     """What of ``req`` this engine does not run (None: it runs it)."""
     if req.kind not in ("ce", "reliability"):
         return f"calframe.{req.func}"
@@ -668,7 +668,7 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
 def run(frame: Any, req: Request) -> Any:
     """``req`` (a CE_p figure or a reliability table) on a frame of :func:`native_kind`: the sums in its engine,
     the figures by :mod:`calframe.figures`, the result in the frame's type (module docstring)."""
-    eng = _Engine(frame)
+    eng = Engine(frame)
     admit(eng, req, F.result_columns(req))
     if req.ci is not None:
         return eng.out(LZ.moment_result(req, *binned_sums(eng, req, moments=True)[:4], eng.moments))
@@ -678,19 +678,19 @@ def run(frame: Any, req: Request) -> Any:
     return shaped(eng, req, F.binned_values(req, lambda c: sums, 1, scale), counts, keys)
 
 
-def admit(eng: _Engine, req: Request, columns: list[str]) -> None:
+def admit(eng: Engine, req: Request, columns: list[str]) -> None:
     """Refuse a call this engine does not run (:class:`Unsupported`), and ``by`` named like a result column."""
-    what = _unsupported(req)
+    what = unsupported(req)
     if what is not None:
-        raise Unsupported(f"{req.func}: " + _refusal(eng.kind, what))
-    F.check_by_names(req.func, req.by, columns, frame=None if not req.by else _Columns(eng))
+        raise Unsupported(f"{req.func}: " + refusal(eng.kind, what))
+    F.check_by_names(req.func, req.by, columns, frame=None if not req.by else Columns(eng))
 
 
-def binned_sums(eng: _Engine, req: Request, moments: bool = False
+def binned_sums(eng: Engine, req: Request, moments: bool = False
                 ) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, Any, tuple]:
     """(sums, keys, counts, the weights' scale, a reliability table's (cell counts, bins)) of the checked rows.
     ``moments``: the bins' :class:`calframe.moments.Moments` from the same pass too, left in ``eng.moments``."""
-    r = _Run(eng, req)
+    r = Run(eng, req)
     plan = r.prepared()
     cells: tuple = ()
     if plan.data_binned:
@@ -700,46 +700,46 @@ def binned_sums(eng: _Engine, req: Request, moments: bool = False
         res = r.main(moments)
         if moments:
             res, moment_cells = res
-        sums, keys, counts = LZ._assemble(plan, r.checked(res))
+        sums, keys, counts = LZ.assemble(plan, r.checked(res))
         if moments:
             eng.moments = _moments(plan, moment_cells, r)
         if req.kind == "reliability":
             cells = _uniform_counts(plan, res, sums)
     if plan.weight_col is not None:
         check_group_weights(req.func, plan.weight_col, sums[..., 0].sum(axis=1), counts, keys)
-    return sums, keys, counts, LZ._group_scales(plan, keys), cells
+    return sums, keys, counts, LZ.group_scales(plan, keys), cells
 
 
-def _moments(plan: LZ._Plan, cells: pl.DataFrame, r: _Run) -> Any:
+def _moments(plan: LZ.EnginePlan, cells: pl.DataFrame, r: Run) -> Any:
     """The :class:`calframe.moments.Moments` of a moments pass's kept cells, the small cells' rows fetched."""
     from .. import moments as M
 
-    merged, fetch = LZ.cell_moments(plan, cells, LZ._int128_float)
+    merged, fetch = LZ.cell_moments(plan, cells, LZ.int128_float)
     small = r.rows_of(fetch) if fetch is not None else M.NO_ROWS
     return M.from_cells(*merged, small, plan.weight_col is not None)
 
 
-def shaped(eng: _Engine, req: Request, values: dict[str, np.ndarray], counts: np.ndarray,
+def shaped(eng: Engine, req: Request, values: dict[str, np.ndarray], counts: np.ndarray,
            keys: pl.DataFrame | None) -> Any:
     """The result in the input's type (a float without ``by`` only on a pyarrow Table: lazy in, lazy out)."""
     out = F.shape(req, values, counts, keys, "polars", scalar=eng.kind == "pyarrow")
     return out if isinstance(out, float) else eng.out(out)
 
 
-class _Columns:
+class Columns:
     """The column names of the user's frame, for :func:`figures.check_by_names`."""
 
-    def __init__(self, eng: _Engine) -> None:
+    def __init__(self, eng: Engine) -> None:
         self.columns = list(eng.lf.collect_schema().names())
 
 
-def _uniform_counts(plan: LZ._Plan, res: pl.DataFrame, sums: np.ndarray) -> tuple[np.ndarray, Bins]:
+def _uniform_counts(plan: LZ.EnginePlan, res: pl.DataFrame, sums: np.ndarray) -> tuple[np.ndarray, Bins]:
     """Rows per (group, bin) of the main pass's cells, and the bins (reliability tables)."""
-    cells = LZ._kept_cells(plan, res)
-    g, _, n_groups = LZ._group_index(plan, cells)
+    cells = LZ.kept_cells(plan, res)
+    g, _, n_groups = LZ.group_index(plan, cells)
     cnt = np.zeros(sums.shape[:2])
     if plan.var_kind != "categorical":
-        np.add.at(cnt, (g, cells[_BIN].to_numpy().astype(np.int64)), cells[_LEN].to_numpy().astype(np.float64))
+        np.add.at(cnt, (g, cells[BIN].to_numpy().astype(np.int64)), cells[LEN].to_numpy().astype(np.float64))
     b = plan.binning
     edges = np.asarray(b.edges) if b.edges is not None else uniform_edges(b.bins, b.closed)
     return cnt, Bins(None, b.bins, edges, None, b)

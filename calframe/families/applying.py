@@ -17,17 +17,17 @@ from .._errors import (
 )
 from .._names import fresh_name
 from ..frames import convert
-from .features import _feature_matrix
+from .features import feature_matrix
 
 
-def _rec_module():
+def rec_module():
     from .. import recalibrate
     from ..recalibrate import grouped  # noqa: F401  (registers per_group)
 
     return recalibrate
 
 
-def _json_key(v: Any) -> Any:
+def json_key(v: Any) -> Any:
     if isinstance(v, (np.generic,)):
         return v.item()
     if v is None or isinstance(v, (str, int, float, bool)):
@@ -53,7 +53,7 @@ def has_interval(recalibrator: Any) -> bool:
     return one.method == "venn_abers" and bool(one.params.get("interval"))
 
 
-def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R, part=None):
+def apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R, part=None):
     """``part``: what the frame is of the caller's (``"batch"``, ``"partition"``: :func:`group_index`), None the
     whole frame."""
     func = "apply"
@@ -82,7 +82,7 @@ def _apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R, p
     if variable:
         kw["v"] = scored.extra[variable]
     if feat_cols:
-        kw["features"] = _feature_matrix(scored, feat_cols, func)
+        kw["features"] = feature_matrix(scored, feat_cols, func)
     bounds = None
     if rec.method == "per_group":
         idx = group_index(rec, data, unknown, part=part)
@@ -119,7 +119,7 @@ def group_index(rec: Any, keys: pl.DataFrame, unknown: str, counts: np.ndarray |
     its), None the whole frame."""
     by = list(rec.meta.get("by") or [])
     keys = normalised_keys(keys, by)
-    idx = rec.key_index([tuple(_json_key(v) for v in r) for r in keys.iter_rows()])
+    idx = rec.key_index([tuple(json_key(v) for v in r) for r in keys.iter_rows()])
     bad = idx < 0
     if bad.any() and unknown == "raise":
         n_rows = int(bad.sum()) if counts is None else int(np.asarray(counts)[bad].sum())
@@ -155,5 +155,5 @@ def apply_rows(frame: Any, recalibrator: Any, *, name: str, prob: Any = None, va
     from .._progress import setting
 
     with setting("apply", progress):
-        return _apply_eager(frame, recalibrator, recalibrator.meta, name, prob, variable, features, unknown,
-                            _rec_module(), part)
+        return apply_eager(frame, recalibrator, recalibrator.meta, name, prob, variable, features, unknown,
+                            rec_module(), part)

@@ -35,7 +35,7 @@ from .._keywords import Columns
 from ..engines.eager import Figure, Frame, Result
 from ..frames.dispatch import public
 from ..registry import Column, Figure as TableRow
-from .plan import _run
+from .plan import run_plan
 
 pair_sums = lazy_function("calframe._kernels.mmce", "pair_sums")  # numba: imported at first use
 
@@ -100,7 +100,7 @@ def ks_calibration(frame: Frame, prob: Columns = None, label: str | None = None,
     (4, 0.175, 0.2)
     """
     req = R.scalar_rows("ks_calibration", prob, label, **options)
-    return _run(req, frame, _figures(req), scalar=False)
+    return run_plan(req, frame, _figures(req), scalar=False)
 
 
 def mmce_values(scored: Scored, req: R.Request) -> np.ndarray:
@@ -140,4 +140,4 @@ def mmce(frame: Frame, prob: Columns = None, label: str | None = None, **options
     0.165032
     """
     req = R.scalar_rows("mmce", prob, label, **options)
-    return _run(req, frame, {"mmce": lambda scored: mmce_values(scored, req)})
+    return run_plan(req, frame, {"mmce": lambda scored: mmce_values(scored, req)})

@@ -21,7 +21,7 @@ from ..engines.eager import (
     Figure,
     Frame,
     Result,
-    _ce_figure,
+    ce_figure,
     binned_sums,
     brier_rows,
     group_means,
@@ -31,7 +31,7 @@ from ..engines.eager import (
 from ..figures import check_by_names
 from ..frames.dispatch import public
 from ..registry import Column, Figure
-from .plan import Plan, _disparity_table, _run
+from .plan import Plan, disparity_table, run_plan
 
 # --------------------------------------------------------------------------- CE family
 
@@ -104,7 +104,7 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
 def _ce(frame: Frame, prob: Columns, label: str | None, func: str, name: str, options: dict[str, Any]) -> Result:
     """:func:`ce` and its named forms (ece, mce, rmsce): the call parsed and run, under the public wrapper of the
     function the user called (once)."""
-    return _run(R.ce(func, name, prob, label, **options), frame, binned=True)
+    return run_plan(R.ce(func, name, prob, label, **options), frame, binned=True)
 
 
 @public(state="bin_sums", figure=Figure((Column(
@@ -297,7 +297,7 @@ def _companion(func: str, rows: Callable[[Scored], np.ndarray], doc: str, exampl
     def metric(frame: Frame, prob: Columns = None, label: str | None = None, **options: Unpack[R.Sample]) -> Result:
         req = R.companion(func, prob, label, **options)
         figures: dict[str, Figure] = {func: _bounded(func, mean_figure(func, rows, _RANGE[func]))}
-        return _run(req, frame, figures, binned=True)
+        return run_plan(req, frame, figures, binned=True)
 
     metric.__name__ = metric.__qualname__ = func
     metric.__doc__ = f"""{doc}
@@ -367,13 +367,13 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
     req = R.summary(prob, label, lens=lens, bins=bins, disparity=disparity, **options)
     figures: dict[str, Figure] = {
         "accuracy": _bounded("accuracy", mean_figure("accuracy", _correct, _RANGE["accuracy"])),
-        **{name: _ce_figure(sub) for name, sub in R.summary_parts(req).items()},
+        **{name: ce_figure(sub) for name, sub in R.summary_parts(req).items()},
         "brier": mean_figure("brier", brier_rows, _RANGE["brier"]),
         "log_loss": mean_figure("log_loss", log_loss_rows, _RANGE["log_loss"]),
     }
     if disparity:
-        return _disparity_table(Plan(req, frame, figures))
-    return _run(req, frame, figures, binned=True)  # type: ignore[no-any-return]
+        return disparity_table(Plan(req, frame, figures))
+    return run_plan(req, frame, figures, binned=True)  # type: ignore[no-any-return]
 
 
 @public(state="bin_table")

@@ -18,7 +18,7 @@ from ..engines.eager import Frame
 from ..frames.dispatch import public
 from .. import registry
 from . import binned, gece, variable  # noqa: F401  (their figures are declared before a call)
-from .plan import _PLANNING, _disparity_table
+from .plan import PLANNING, disparity_table
 
 # --------------------------------------------------------------------------- disparity between groups
 
@@ -131,13 +131,13 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
                 progress=progress, **figure_options)))
         if out is not None:
             return out
-    token = _PLANNING.set(True)
+    token = PLANNING.set(True)
     try:
         plan = _figure_function(figure)(frame, prob=prob, label=label, by=by, ci=ci, n_boot=n_boot, seed=seed,
                                  ci_method=ci_method, **figure_options)
     finally:
-        _PLANNING.reset(token)
-    return _disparity_table(plan, func, min_n)
+        PLANNING.reset(token)
+    return disparity_table(plan, func, min_n)
 
 
 def _figure_options(figure: str) -> list[str]:

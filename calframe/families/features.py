@@ -16,14 +16,14 @@ from .._errors import (
 from ..engines.eager import Frame
 
 
-def _features(frame: Frame, features: str | Sequence[str], func: str) -> list[str]:
+def feature_columns(frame: Frame, features: str | Sequence[str], func: str) -> list[str]:
     cols = column_names(func, "features", features, frame) if isinstance(features, (str, list, tuple)) else []
     if not cols:
         raise bad_param(func, "features", "a column name, an Array column, or a non-empty list of columns", features)
     return cols
 
 
-def _feature_matrix(scored: Scored, cols: list[str], func: str) -> np.ndarray:
+def feature_matrix(scored: Scored, cols: list[str], func: str) -> np.ndarray:
     mats = []
     for c in cols:
         v = scored.extra[c]

@@ -24,7 +24,7 @@ from ..frames.dispatch import public
 from ..registry import Column, Figure
 from ..frames import convert
 from ..generalized import gece_marginal
-from .plan import _PLANNING, _run
+from .plan import PLANNING, run_plan
 
 # --------------------------------------------------------------------------- generalized ECE (Kirchenbauer et al.)
 
@@ -233,13 +233,13 @@ def gece(
         return _select_rows(scored, func, labels_in, output, output_between)
 
     def rows(frame: Frame) -> Result:
-        return _run(req, _where(frame, where, func), {"gece": figure}, prepare=select)
+        return run_plan(req, _where(frame, where, func), {"gece": figure}, prepare=select)
 
     selects = where is not None or labels_in is not None or output_between is not None
-    if _PLANNING.get():  # disparity's plan (plan._disparity_table runs it; with gece's selection step, on the rows:
+    if PLANNING.get():  # disparity's plan (plan.disparity_table runs it; with gece's selection step, on the rows:
         # a narwhals frame's refused there, or collected for a pyarrow Table, whose rows `where` then reads)
         return engines.route(frame, lambda: rows(frame),
-                             narwhals=lambda _: _run(req, frame, {"gece": figure}, prepare=select))
+                             narwhals=lambda _: run_plan(req, frame, {"gece": figure}, prepare=select))
     return engines.run_vector(req, frame, lambda: rows(frame), selects,
                               lambda dask: dask.gece(frame, req, {"gece": figure}, lensed, rows, selects))
 

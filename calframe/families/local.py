@@ -17,12 +17,12 @@ from .._errors import (
 )
 from .._keywords import Columns
 from .._imports import pd  # pandas: imported at first use
-from ..engines.eager import Frame, Result, _group_counts, binned_sums
+from ..engines.eager import Frame, Result, group_counts, binned_sums
 from ..figures import check_by_names, with_keys
 from ..frames import convert
 from ..frames.dispatch import public
 from ..metrics import ce_from_sums
-from .features import _feature_matrix, _features, prepare_features
+from .features import feature_matrix, feature_columns, prepare_features
 
 # --------------------------------------------------------------------------- local calibration (Luo et al.)
 
@@ -33,7 +33,7 @@ def _lce_values(scored: Scored, cols: list[str], gamma: float, req: R.Request
     from ..binning import uniform_bins
 
     o = req.options
-    x = prepare_features(_feature_matrix(scored, cols, req.func), req.func, o.prepare, o.n_components, cols)
+    x = prepare_features(feature_matrix(scored, cols, req.func), req.func, o.prepare, o.n_components, cols)
     conf, acc = L.scalar(scored, req.lens, req.func)
     ids = uniform_bins(conf, req.binning.bins, "left").astype(np.int64)
     return LK.lce(x, conf, acc.astype(np.float64), ids, gamma), conf, acc, ids
@@ -77,7 +77,7 @@ def _lce(req: R.Request, frame: Frame, features: str | Sequence[str], values: bo
     """lce and mlce: the rows resolved and the LCE of every row over all of them: (scored rows, feature columns,
     LCE; None when ``values`` is False)."""
     func = req.func
-    cols = _features(frame, features, func)
+    cols = feature_columns(frame, features, func)
     check_by_names(func, req.by, MLCE_COLUMNS, frame)
     scored = resolve(frame, func=func, prob=req.prob, label=req.label, by=req.by, nulls=req.nulls, extra=cols)
     return scored, cols, _lce_values(scored, cols, req.options.gammas[0], req)[0] if values else None
@@ -144,7 +144,7 @@ def mlce(frame: Frame, features: str | Sequence[str], prob: Columns = None, labe
     np.maximum.at(mx, codes, values)
     mean = np.bincount(codes, weights=values, minlength=scored.n_groups) / np.maximum(
         np.bincount(codes, minlength=scored.n_groups), 1)
-    out = pl.DataFrame(dict(zip(MLCE_COLUMNS, [_group_counts(scored), mx, mean])))
+    out = pl.DataFrame(dict(zip(MLCE_COLUMNS, [group_counts(scored), mx, mean])))
     if by is None:  # a LazyFrame's: one row, n and the figures, as every figure's (lazy_out)
         return float(mx[0]) if convert.gives_floats(frame) else out
     return F.to_flavor(with_keys(req.func, scored.keys, out), scored.flavor)
@@ -171,7 +171,7 @@ def mlce_curve(frame: Frame, features: str | Sequence[str], prob: Columns = None
     """
     req = R.local("mlce_curve", prob, label, gammas=gammas, **options)
     func, gs = req.func, req.options.gammas
-    cols = _features(frame, features, func)
+    cols = feature_columns(frame, features, func)
     scored = resolve(frame, func=func, prob=prob, label=label, nulls=req.nulls, extra=cols)
     conf, acc = L.scalar(scored, req.lens, func)
     sums, _ = binned_sums(conf, acc, scored, req.binning)

@@ -1,4 +1,4 @@
-"""Running a parsed call, or planning it: :func:`_run` and :class:`Plan`."""
+"""Running a parsed call, or planning it: :func:`run_plan` and :class:`Plan`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..engines import run_table as _run_table
 from .. import figures as F
 from .. import moments as M
 from .. import registry
-from ..engines.eager import Figure, _evaluate, part_figures
+from ..engines.eager import Figure, evaluate, part_figures
 
 # --------------------------------------------------------------------------- running a parsed call
 
@@ -36,18 +36,18 @@ class Plan:
 
 
 #: True while :func:`disparity` asks a figure function for its :class:`Plan` instead of its result
-_PLANNING: ContextVar[bool] = ContextVar("calframe_planning", default=False)
+PLANNING: ContextVar[bool] = ContextVar("calframe_planning", default=False)
 
 
-def _run(req: R.Request, frame: Any, figures: dict[str, Figure] | None = None, *, binned: bool = False,
+def run_plan(req: R.Request, frame: Any, figures: dict[str, Figure] | None = None, *, binned: bool = False,
          scalar: bool = True, prepare: Callable[[Scored], Scored] | None = None) -> Any:
     """Run a parsed call: on any engine (``binned``: the figure comes from bin sums), else eagerly. While
-    :data:`_PLANNING`, its :class:`Plan` instead (eager figures)."""
-    if _PLANNING.get():
+    :data:`PLANNING`, its :class:`Plan` instead (eager figures)."""
+    if PLANNING.get():
         return Plan(req, frame, figures or part_figures(req), prepare)
     if binned:
         return _run_binned(req, frame, figures)
-    return _evaluate(req, frame, figures or {}, scalar=scalar, prepare=prepare)
+    return evaluate(req, frame, figures or {}, scalar=scalar, prepare=prepare)
 
 
 def run_finalize(func: str, frame: Any, prob: Any, label: str | None, options: dict[str, Any]) -> Any:
@@ -56,10 +56,10 @@ def run_finalize(func: str, frame: Any, prob: Any, label: str | None, options: d
     row of the figure table."""
     names = registry.figure_of(func).names
     req = R.ce(func, func, prob, label, **{**options, "p": 1})
-    return _run(replace(req, figure=func, parts=names if len(names) > 1 else ()), frame, binned=True)
+    return run_plan(replace(req, figure=func, parts=names if len(names) > 1 else ()), frame, binned=True)
 
 
-def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
+def disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
                      ) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
     """Run ``plan``'s figures, keeping their draws (:class:`~calframe.disparities.Spread`), and read the disparity
     table off the ``by=`` result. Several variables (vece) are figures side by side. Without ``ci`` and a row
@@ -73,14 +73,14 @@ def _disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
         return D.table(func, {"n": counts, **dict(zip(spread.labels, values.values()))}, spread, None)
 
     def rows(frame: Any) -> pl.DataFrame | pd.DataFrame:
-        result, spread, ci = _spread_run(replace(plan, frame=frame), min_n)
+        result, spread, ci = spread_run(replace(plan, frame=frame), min_n)
         return D.table(func, result, spread, ci)  # a LazyFrame's: lazy again (frames.dispatch.lazy_out)
 
     schema = D.schema() if req.ci is None else {**D.schema(req.ci), F.CI_METHOD: pl.String}
     return _run_table(req, plan.frame, finish, schema, rows, native=plan.prepare is None)
 
 
-def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:
+def spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:
     """``plan``'s ``by=`` result, the :class:`~calframe.disparities.Spread` holding its figures' bootstrap draws
     (one bootstrap for the groups' intervals and the table's) and the interval level."""
     req = replace(plan.req, several=False)
@@ -92,7 +92,7 @@ def _spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float 
         bounds = M.bounds_from_moments(req, spread.figures, sums, m, keys, scale, keep=spread.draws)
         spread.keys, spread.flavor = keys, "polars"
         return F.shape(req, values, counts, keys, "polars", bounds, scalar=False), spread, req.ci
-    return (_evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
+    return (evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
             spread, req.ci)
 
 

@@ -20,11 +20,11 @@ from .._errors import (
 from .._errors import rows as _rows
 from .._keywords import Columns
 from .. import engines
-from ..engines.eager import Frame, _group_counts
+from ..engines.eager import Frame, group_counts
 from ..frames.dispatch import public
 from ..request import Request
-from .applying import _apply_eager, _json_key, _rec_module, apply_columns, apply_rows
-from .features import _feature_matrix, _features
+from .applying import apply_eager, json_key, rec_module, apply_columns, apply_rows
+from .features import feature_matrix, feature_columns
 
 # --------------------------------------------------------------------------- recalibration columns
 
@@ -76,7 +76,7 @@ def fit(
     >>> new.columns[-1]
     'p_tree'
     """
-    R = _rec_module()
+    R = rec_module()
     func = "fit"
     if method not in R.METHODS or method == "per_group":
         raise bad_param(func, "method", f"one of {sorted(m for m in R.METHODS if m != 'per_group')}", method)
@@ -92,7 +92,7 @@ def fit(
                         variable)
     if features is not None and method != "lore":
         raise bad_param(func, "features", f"None for method {method!r} (only 'lore' uses features)", features)
-    feat_cols = [] if features is None else _features(frame, features, func)
+    feat_cols = [] if features is None else feature_columns(frame, features, func)
     extra = ([variable] if variable is not None else []) + feat_cols
     rows = Request(func, "rows", func, prob, label, by, None, nulls, variables=tuple(extra))
     out = engines.collected(frame, rows, lambda pdf: fit(  # the fit needs the rows: the needed columns collected
@@ -112,7 +112,7 @@ def fit(
                 raise ParameterError(f"fit: variable {variable!r} must be numeric for method {method!r}.")
             args.append(sc.extra[variable])
         if feat_cols:
-            args.append(_feature_matrix(sc, feat_cols, func))
+            args.append(feature_matrix(sc, feat_cols, func))
         try:
             return R.fit(method, sc.probs, sc.labels.astype(np.int64), *args, **kw)
         except R.OneClassError as exc:  # the arrays' message, naming the label column
@@ -136,7 +136,7 @@ def fit(
             raise
         except CalframeError as exc:
             raise type(exc)(f"{exc} (group {scored.keys.row(g)})") from None  # type: ignore[union-attr]
-        keys.append([_json_key(v) for v in scored.keys.row(g)])  # type: ignore[union-attr]
+        keys.append([json_key(v) for v in scored.keys.row(g)])  # type: ignore[union-attr]
     from ..recalibrate.grouped import PerGroup
 
     return PerGroup(params={"keys": keys, "method": method}, meta=meta, children=children)
@@ -149,7 +149,7 @@ def _check_storable_keys(scored: Scored) -> None:
         if keys[c].dtype.is_float():  # type: ignore[index]
             inf = np.isinf(keys[c].to_numpy())  # type: ignore[index]
             if inf.any():
-                n = int(_group_counts(scored)[inf].sum())
+                n = int(group_counts(scored)[inf].sum())
                 raise InvalidValueError(
                     f"fit: group key column {c!r} (by=) is infinite in {_rows(n)}; a per-group recalibrator "
                     "stores its keys as JSON, which holds finite numbers only. Replace those keys (e.g. by null, "
@@ -198,7 +198,7 @@ def apply(
     >>> calframe.ece(out, prob="p_platt", lens="class:1") < calframe.ece(cal, lens="class:1")
     True
     """
-    R = _rec_module()
+    R = rec_module()
     if not isinstance(recalibrator, R.Recalibrator):
         raise E.not_a_recalibrator("apply", recalibrator)
     if unknown not in ("raise", "keep"):
@@ -212,7 +212,7 @@ def apply(
     def batch(df: pl.DataFrame) -> pl.DataFrame:  # a LazyFrame's batch, as Polars streams them
         return apply_rows(df, recalibrator, **kwargs, part="batch")
 
-    return engines.apply(frame, recalibrator, kwargs, apply_columns(recalibrator, name), batch, lambda: _apply_eager(
+    return engines.apply(frame, recalibrator, kwargs, apply_columns(recalibrator, name), batch, lambda: apply_eager(
         frame, recalibrator, meta, name, prob, variable, features, unknown, R))
 
 
@@ -237,6 +237,6 @@ def load(path: Any, *, key: bytes | str | None = None) -> Any:
     >>> calframe.load(path, key=b"k3y").method
     'platt'
     """
-    return _rec_module().load(path, key=key)
+    return rec_module().load(path, key=key)
 
 

@@ -27,13 +27,13 @@ qcut_bin_sums = lazy_function("calframe._kernels.qcut_sums", "qcut_bin_sums")
 from .._keywords import Columns
 from ..binning import Binning, Bins, check_variable, qcut_order_statistics
 from .. import engines
-from ..engines.eager import Binner, Frame, Result, _ce_figure, _group_counts, binned_sums, variable_binner
+from ..engines.eager import Binner, Frame, Result, ce_figure, group_counts, binned_sums, variable_binner
 from ..figures import check_by_names, with_keys
 from ..frames.dispatch import public
 from ..registry import Column, Figure
 from ..frames import convert
 from ..metrics import ce_from_sums
-from .plan import _run
+from .plan import run_plan
 
 # --------------------------------------------------------------------------- variable-based (Kelly & Smyth)
 
@@ -74,9 +74,9 @@ def vece(frame: Frame, variable: str | Sequence[str], prob: Columns = None, labe
     """
     func = name if name in ("vece", "vmce") else "vece"
     req = R.vece(func, name, variable, prob, label, **options)
-    figures = {v: _ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
+    figures = {v: ce_figure(req, _checked_variable_binner(func, v, req.binning)) for v in req.variables}
     # the marginal lens is binned eagerly on the rows in memory, by their own engine elsewhere
-    return _run(req, frame, figures if req.several else {name: figures[req.variables[0]]},
+    return run_plan(req, frame, figures if req.several else {name: figures[req.variables[0]]},
                 binned=req.lens.kind != "marginal" or not engines.in_memory(frame))
 
 
@@ -252,7 +252,7 @@ def vece_rank(
         part = pl.DataFrame({
             "variable": [v] * scored.n_groups,
             "kind": [kind] * scored.n_groups,
-            "n": _group_counts(scored),
+            "n": group_counts(scored),
             "vece": ce_from_sums(sums, 1.0),
             "vmce": ce_from_sums(sums, float("inf")),
         })
@@ -291,7 +291,7 @@ def vece_rank(
         part = pl.DataFrame({
             "variable": [v for v in leaks for _ in range(scored.n_groups)],
             "kind": [kinds[v] for v in leaks for _ in range(scored.n_groups)],
-            "n": np.tile(np.asarray(_group_counts(scored), dtype=np.int64), len(leaks)),
+            "n": np.tile(np.asarray(group_counts(scored), dtype=np.int64), len(leaks)),
         })
         part = with_keys(func, None if scored.keys is None else pl.concat([scored.keys] * len(leaks)), part)
         out = pl.concat([out, part.with_columns(leak=pl.Series([why for why in leaks.values()

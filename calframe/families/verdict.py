@@ -91,6 +91,6 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
 
     # the test reads the reliability table only (per (group, bin) sums): where the table was summed, its type
     return engines.route(frame, lambda: judged(table),
-                         narwhals=lambda e: e._Engine(frame).out(judged(e._Engine.back(table))),
+                         narwhals=lambda e: e.Engine(frame).out(judged(e.Engine.back(table))),
                          dask=lambda e: e.DaskResult(table._first, lambda x: judged(table._then(x)), table._what))
 

@@ -26,16 +26,16 @@ KIND_COLORS = {"numeric": "#1f77b4", "categorical": "#2ca02c"}
 #: how figures are printed in titles and labels
 FMT = ".4f"
 
-_RELIABILITY_COLUMNS = ("bin", "lower", "upper", "n", "weight", "conf", "acc", "gap")
-_CURVE_COLUMNS = ("v", "acc", "acc_lo", "acc_hi", "conf", "conf_lo", "conf_hi", "gap")
-_SUMMARY_COLUMNS = ("n", "v_star", "vce")
-_RANK_COLUMNS = ("variable", "kind", "n", "vece", "vmce")
+RELIABILITY_COLUMNS = ("bin", "lower", "upper", "n", "weight", "conf", "acc", "gap")
+CURVE_COLUMNS = ("v", "acc", "acc_lo", "acc_hi", "conf", "conf_lo", "conf_hi", "gap")
+SUMMARY_COLUMNS = ("n", "v_star", "vce")
+RANK_COLUMNS = ("variable", "kind", "n", "vece", "vmce")
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _pyplot() -> Any:
+def pyplot_module() -> Any:
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -45,18 +45,18 @@ def _pyplot() -> Any:
     return plt
 
 
-def _polars(frame: Any, what: str) -> pl.DataFrame:
+def polars_table(frame: Any, what: str) -> pl.DataFrame:
     """An eager Polars copy of a Polars/pandas frame."""
     return to_polars(frame, what)
 
 
-def _check_columns(df: pl.DataFrame, needed: Sequence[str], what: str, source: str) -> None:
+def check_columns(df: pl.DataFrame, needed: Sequence[str], what: str, source: str) -> None:
     missing = [c for c in needed if c not in df.columns]
     if missing:
         raise ParameterError(f"{what}: the table lacks column(s) {missing}; pass the frame returned by {source}.")
 
 
-def _group_columns(df: pl.DataFrame, by: Any, known: Sequence[str]) -> list[str]:
+def group_columns(df: pl.DataFrame, by: Any, known: Sequence[str]) -> list[str]:
     """The group columns: ``by`` when given, else every column that is not a known figure column."""
     if by is None:
         return [c for c in df.columns if c not in known]
@@ -67,7 +67,7 @@ def _group_columns(df: pl.DataFrame, by: Any, known: Sequence[str]) -> list[str]
     return cols
 
 
-def _split(df: pl.DataFrame, by: list[str]) -> list[tuple[str | None, pl.DataFrame]]:
+def split_names(df: pl.DataFrame, by: list[str]) -> list[tuple[str | None, pl.DataFrame]]:
     """(label, rows) per group in order of first appearance; one unlabeled part without groups."""
     if not by:
         return [(None, df)]
@@ -82,11 +82,11 @@ def _split(df: pl.DataFrame, by: list[str]) -> list[tuple[str | None, pl.DataFra
     return out
 
 
-def _fmt(x: float) -> str:
+def fmt(x: float) -> str:
     return "nan" if x is None or not math.isfinite(x) else format(x, FMT)
 
 
-def _n_cols(n: int, ncols: int | None) -> int:
+def n_cols(n: int, ncols: int | None) -> int:
     if ncols is not None:
         if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
             raise ParameterError(f"ncols must be an int >= 1; got {ncols!r}.")
@@ -109,8 +109,8 @@ def _user_axes(ax: Any, n: int, what: str) -> list[Any]:
 def _panel_grid(n: int, ncols: int | None, panel: tuple[float, float], below: bool,
                 sharey: bool = True, sharex: bool = True) -> tuple[Any, list[Any], list[Any]]:
     """A new figure with ``n`` panels (and a small panel below each when ``below``), shared axes."""
-    plt = _pyplot()
-    nc = _n_cols(n, ncols)
+    plt = pyplot_module()
+    nc = n_cols(n, ncols)
     nr = math.ceil(n / nc)
     fig = plt.figure(figsize=(panel[0] * nc, panel[1] * nr), layout="constrained")
     gs = fig.add_gridspec(nr * (2 if below else 1), nc, height_ratios=[4, 1] * nr if below else None)
@@ -134,7 +134,7 @@ def _panel_grid(n: int, ncols: int | None, panel: tuple[float, float], below: bo
     return fig, mains, lows
 
 
-def _axes(ax: Any, n: int, what: str, ncols: int | None, panel: tuple[float, float], below: bool = False,
+def grid_axes(ax: Any, n: int, what: str, ncols: int | None, panel: tuple[float, float], below: bool = False,
           sharey: bool = True) -> tuple[Any, list[Any], list[Any]]:
     """(figure, the n panels, the small panel below each when ``below``): a new :func:`_panel_grid` when ``ax``
     is None, else the user's Axes (:func:`_user_axes`) with a panel appended below each."""
@@ -144,7 +144,7 @@ def _axes(ax: Any, n: int, what: str, ncols: int | None, panel: tuple[float, flo
     return mains[0].figure, mains, [_below(a) for a in mains] if below else []
 
 
-def _finish(disp: Any, fig: Any, ax: Any, grouped: bool, head: str, mains: list[Any], **artists: Any) -> Any:
+def finish(disp: Any, fig: Any, ax: Any, grouped: bool, head: str, mains: list[Any], **artists: Any) -> Any:
     """The end of a display's ``plot``: a new grid of group panels gets the title ``head`` (after the display's
     name); ``ax_``, ``figure_`` and each of ``artists`` (a list, or None) are set, a list as one item without
     groups, an object array with one item per group with them (:func:`_pack`). Returns the display."""
@@ -157,7 +157,7 @@ def _finish(disp: Any, fig: Any, ax: Any, grouped: bool, head: str, mains: list[
     return disp
 
 
-def _by_list(by: str | Sequence[str] | None) -> list[str]:
+def by_list(by: str | Sequence[str] | None) -> list[str]:
     """The group columns of a from_frame call as a list (none without ``by``)."""
     return [] if by is None else [by] if isinstance(by, str) else list(by)
 

@@ -11,9 +11,9 @@ import polars as pl
 
 from .._errors import ParameterError
 from ._common import (
-    ACC_COLOR, CONF_COLOR, Frame, GAP_COLOR, HIST_COLOR, KIND_COLORS, REF_COLOR, curve_labels, _CURVE_COLUMNS,
-    _RANK_COLUMNS, _SUMMARY_COLUMNS, _axes, _by_list, _check_columns, _finish, _fmt, _group_columns, _n_cols, _polars,
-    _pyplot, _split
+    ACC_COLOR, CONF_COLOR, Frame, GAP_COLOR, HIST_COLOR, KIND_COLORS, REF_COLOR, curve_labels, CURVE_COLUMNS,
+    RANK_COLUMNS, SUMMARY_COLUMNS, grid_axes, by_list, check_columns, finish, fmt, group_columns, n_cols, polars_table,
+    pyplot_module, split_names
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,16 +91,16 @@ class VariableCurveDisplay:
         if summary is None:
             raise ParameterError("VariableCurveDisplay: pass the VCECurve returned by calframe.vce_curve(), "
                                  "or both its .curve and .summary frames.")
-        self.curve = _polars(curve, "VariableCurveDisplay")
-        self.summary = _polars(summary, "VariableCurveDisplay")
-        _check_columns(self.curve, _CURVE_COLUMNS, "VariableCurveDisplay", "calframe.vce_curve().curve")
-        _check_columns(self.summary, _SUMMARY_COLUMNS, "VariableCurveDisplay", "calframe.vce_curve().summary")
-        self.by = _group_columns(self.curve, by, _CURVE_COLUMNS)
+        self.curve = polars_table(curve, "VariableCurveDisplay")
+        self.summary = polars_table(summary, "VariableCurveDisplay")
+        check_columns(self.curve, CURVE_COLUMNS, "VariableCurveDisplay", "calframe.vce_curve().curve")
+        check_columns(self.summary, SUMMARY_COLUMNS, "VariableCurveDisplay", "calframe.vce_curve().summary")
+        self.by = group_columns(self.curve, by, CURVE_COLUMNS)
         self.variable = variable
         self.level = level
         self.lens = lens
         self.name = name
-        rows = _split(self.summary, self.by)
+        rows = split_names(self.summary, self.by)
         vce = {label: float(s["vce"][0]) for label, s in rows}
         v_star = {label: float(s["v_star"][0]) for label, s in rows}
         self.vce_: float | dict = vce if self.by else vce[None]
@@ -125,13 +125,13 @@ class VariableCurveDisplay:
         VariableCurveDisplay
         """
         grouped = bool(self.by)
-        parts = _split(self.curve, self.by)
-        fig, mains, _ = _axes(ax, len(parts), "VariableCurveDisplay.plot", ncols,
+        parts = split_names(self.curve, self.by)
+        fig, mains, _ = grid_axes(ax, len(parts), "VariableCurveDisplay.plot", ncols,
                               (5.2, 3.8) if not grouped else (4.4, 3.5))
         band = "band" if self.level is None else f"{self.level:.0%} band"
         acc_name, conf_name, ylabel = curve_labels(self.lens)
         acc_lines, conf_lines = [], []
-        nc = _n_cols(len(parts), ncols)
+        nc = n_cols(len(parts), ncols)
         for i, (label, part) in enumerate(parts):
             a = mains[i]
             v = part["v"].to_numpy()
@@ -156,7 +156,7 @@ class VariableCurveDisplay:
                 a.set_ylabel(ylabel)
             a.grid(True, color="0.9", linewidth=0.6)
             a.set_axisbelow(True)
-            head = f"VCE = {_fmt(vce)} at v* = {vs:.4g}"
+            head = f"VCE = {fmt(vce)} at v* = {vs:.4g}"
             if label is not None:
                 title = f"{label}: {head}"
             else:
@@ -168,7 +168,7 @@ class VariableCurveDisplay:
         if ax is None:  # below the panels, where it hides no curve
             handles, labels = mains[0].get_legend_handles_labels()
             fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
-        return _finish(self, fig, ax, grouped, f"Calibration along {self.variable or 'the variable'} by "
+        return finish(self, fig, ax, grouped, f"Calibration along {self.variable or 'the variable'} by "
                        + ", ".join(self.by), mains, acc_line_=acc_lines, conf_line_=conf_lines)
 
     @classmethod
@@ -250,13 +250,13 @@ class VeceRankDisplay:
     """
 
     def __init__(self, table: Any, *, by: str | Sequence[str] | None = None, name: str | None = None):
-        self.table = _polars(table, "VeceRankDisplay")
-        _check_columns(self.table, _RANK_COLUMNS, "VeceRankDisplay", "calframe.vece_rank()")
+        self.table = polars_table(table, "VeceRankDisplay")
+        check_columns(self.table, RANK_COLUMNS, "VeceRankDisplay", "calframe.vece_rank()")
         if "leak" in self.table.columns:  # variables that leak the label are listed by vece_rank, not ranked
             self.table = self.table.filter(pl.col("leak").is_null())
-        self.by = _group_columns(self.table, by, _RANK_COLUMNS + ("vce", "v_star", "leak"))
+        self.by = group_columns(self.table, by, RANK_COLUMNS + ("vce", "v_star", "leak"))
         self.name = name
-        self.groups_ = [label for label, _ in _split(self.table, self.by)] if self.by else []
+        self.groups_ = [label for label, _ in split_names(self.table, self.by)] if self.by else []
 
     def plot(self, ax: Any = None, *, values: bool = True, vmce: bool = True, ncols: int | None = None,
              **kwargs: Any) -> "VeceRankDisplay":
@@ -280,10 +280,10 @@ class VeceRankDisplay:
         VeceRankDisplay
         """
         grouped = bool(self.by)
-        parts = _split(self.table, self.by)
+        parts = split_names(self.table, self.by)
         n_vars = max(p.height for _, p in parts)
         nc = ncols if ncols is not None else (1 if len(parts) <= 4 else 2)  # stacked: x values line up
-        fig, mains, _ = _axes(ax, len(parts), "VeceRankDisplay.plot", nc, (6.0, 0.42 * n_vars + 1.3), sharey=False)
+        fig, mains, _ = grid_axes(ax, len(parts), "VeceRankDisplay.plot", nc, (6.0, 0.42 * n_vars + 1.3), sharey=False)
         bars, markers = [], []
         xmax = float(self.table.select(pl.max_horizontal(pl.col("vece").max(), pl.col("vmce").max())).item() or 0)
         for i, (label, part) in enumerate(parts):
@@ -300,7 +300,7 @@ class VeceRankDisplay:
                     if ve is None or not math.isfinite(ve):
                         continue
                     close = vmce and vm is not None and math.isfinite(vm) and 0 <= vm - ve < 0.12 * xlim
-                    a.annotate(_fmt(ve), (max(ve, vm) if close else ve, yi), xytext=(7 if close else 3, 0),
+                    a.annotate(fmt(ve), (max(ve, vm) if close else ve, yi), xytext=(7 if close else 3, 0),
                                textcoords="offset points", va="center", fontsize=8)
             if vmce:
                 markers.append(a.plot(part["vmce"].to_numpy(), y, linestyle="none", marker="D", markersize=6,
@@ -328,7 +328,7 @@ class VeceRankDisplay:
                                frameon=False)
                 else:
                     a.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
-        return _finish(self, fig, ax, grouped, "VECE by variable and " + ", ".join(self.by), mains, bars_=bars,
+        return finish(self, fig, ax, grouped, "VECE by variable and " + ", ".join(self.by), mains, bars_=bars,
                        markers_=markers if vmce else None)
 
     @classmethod
@@ -362,7 +362,7 @@ class VeceRankDisplay:
         from .. import api
 
         table = api.vece_rank(frame, variables, prob, label, by=by, **kwargs)
-        disp = cls(table, by=_by_list(by), name=name)
+        disp = cls(table, by=by_list(by), name=name)
         return disp.plot(ax=ax, ncols=ncols, **(plot_kws or {}))
 
 
@@ -451,7 +451,7 @@ class MLCECurveDisplay:
         -------
         MLCECurveDisplay
         """
-        plt = _pyplot()
+        plt = pyplot_module()
         if ax is None:
             fig, ax = plt.subplots(figsize=(6.0, 4.0), layout="constrained")
         else:
@@ -467,7 +467,7 @@ class MLCECurveDisplay:
                                   **kwargs})[0]
             if ref_line and self.mce is not None:
                 m = float(np.nanmean(self.mce[idx]))
-                text = f"MCE (γ → ∞) = {_fmt(m)}" if g is None else f"{g}: MCE = {_fmt(m)}"
+                text = f"MCE (γ → ∞) = {fmt(m)}" if g is None else f"{g}: MCE = {fmt(m)}"
                 refs[g] = ax.axhline(m, color=GAP_COLOR if len(series) == 1 else color, linestyle="--",
                                      linewidth=1.2, label=text)
         ax.set_xscale("log")
@@ -479,7 +479,7 @@ class MLCECurveDisplay:
         ax.set_axisbelow(True)
         head = "Maximum local calibration error"
         if len(series) == 1 and self.mce is not None:
-            head += f" (MCE = {_fmt(float(np.nanmean(self.mce)))})"
+            head += f" (MCE = {fmt(float(np.nanmean(self.mce)))})"
         ax.set_title(head if self.name is None else f"{self.name}: {head}", fontsize=11)
         ax.legend(loc="best", fontsize=8, frameon=False)
         self.ax_ = ax
@@ -502,8 +502,8 @@ class MLCECurveDisplay:
         >>> MLCECurveDisplay.from_curve(df).mce.tolist()
         [0.14, 0.14, 0.14]
         """
-        df = _polars(curve, "MLCECurveDisplay")
-        _check_columns(df, ("gamma", "mlce"), "MLCECurveDisplay", "calframe.mlce_curve()")
+        df = polars_table(curve, "MLCECurveDisplay")
+        check_columns(df, ("gamma", "mlce"), "MLCECurveDisplay", "calframe.mlce_curve()")
         keys = [c for c in df.columns if c not in ("gamma", "mlce", "mce", "n", "mean_lce")]
         group = None
         if keys:

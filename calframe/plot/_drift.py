@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from ._common import (
-    ACC_COLOR, Frame, HIST_COLOR, REF_COLOR, lens_labels, _axes, _check_columns, _fmt, _polars
+    ACC_COLOR, Frame, HIST_COLOR, REF_COLOR, lens_labels, grid_axes, check_columns, fmt, polars_table
 )
 
 
@@ -79,9 +79,9 @@ class DriftDisplay:
 
     def __init__(self, table: Any, *, figure: str = "ece", time_col: str | None = None, lens: str | None = None,
                  name: str | None = None):
-        self.table = _polars(table, "DriftDisplay")
+        self.table = polars_table(table, "DriftDisplay")
         self.time_col = self.table.columns[0] if time_col is None else time_col
-        _check_columns(self.table, (self.time_col, figure), "DriftDisplay", "calframe.monitor()")
+        check_columns(self.table, (self.time_col, figure), "DriftDisplay", "calframe.monitor()")
         self.figure = figure
         self.lens = lens
         self.name = name
@@ -108,7 +108,7 @@ class DriftDisplay:
         DriftDisplay
         """
         t = self.table
-        fig, mains, lows = _axes(ax, 1, "DriftDisplay.plot", None, (7.5, 4.2), counts and "n" in t.columns)
+        fig, mains, lows = grid_axes(ax, 1, "DriftDisplay.plot", None, (7.5, 4.2), counts and "n" in t.columns)
         main, low = mains[0], (lows[0] if lows else None)
         ends = f"{self.time_col}_end"
         spans = (t[ends] - t[self.time_col]) if ends in t.columns else None
@@ -125,7 +125,7 @@ class DriftDisplay:
         self.baseline_line_ = None
         if baseline and self.baseline_ is not None:
             self.baseline_line_ = main.axhline(self.baseline_, color=REF_COLOR, linestyle="--", linewidth=1.2,
-                                               label=f"baseline = {_fmt(self.baseline_)}")
+                                               label=f"baseline = {fmt(self.baseline_)}")
         main.set_ylabel(label)
         main.set_ylim(bottom=0)
         main.grid(True, color="0.9", linewidth=0.6)

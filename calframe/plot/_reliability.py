@@ -10,8 +10,8 @@ import numpy as np
 from .._errors import ParameterError
 from ..request import checked_keywords
 from ._common import (
-    ACC_COLOR, Frame, GAP_COLOR, HIST_COLOR, REF_COLOR, lens_labels, _RELIABILITY_COLUMNS, _axes, _by_list,
-    _check_columns, _finish, _fmt, _group_columns, _n_cols, _polars, _pyplot, _split
+    ACC_COLOR, Frame, GAP_COLOR, HIST_COLOR, REF_COLOR, lens_labels, RELIABILITY_COLUMNS, grid_axes, by_list,
+    check_columns, finish, fmt, group_columns, n_cols, polars_table, pyplot_module, split_names
 )
 
 
@@ -84,12 +84,12 @@ class ReliabilityDisplay:
 
     def __init__(self, table: Any, *, by: str | Sequence[str] | None = None, ece: float | dict | None = None,
                  lens: str | None = None, name: str | None = None):
-        self.table = _polars(table, "ReliabilityDisplay")
-        _check_columns(self.table, _RELIABILITY_COLUMNS, "ReliabilityDisplay", "calframe.reliability()")
-        self.by = _group_columns(self.table, by, _RELIABILITY_COLUMNS)
+        self.table = polars_table(table, "ReliabilityDisplay")
+        check_columns(self.table, RELIABILITY_COLUMNS, "ReliabilityDisplay", "calframe.reliability()")
+        self.by = group_columns(self.table, by, RELIABILITY_COLUMNS)
         self.lens = lens
         self.name = name
-        parts = _split(self.table, self.by)
+        parts = split_names(self.table, self.by)
         computed = {label: float((p["weight"] * p["gap"].abs()).sum()) for label, p in parts}
         if ece is None:
             self.ece_: float | dict = computed if self.by else computed[None]
@@ -132,9 +132,9 @@ class ReliabilityDisplay:
         """
         if kind not in ("bars", "points"):
             raise ParameterError(f"ReliabilityDisplay.plot: kind must be 'bars' or 'points'; got {kind!r}.")
-        parts = _split(self.table, self.by)
+        parts = split_names(self.table, self.by)
         grouped = bool(self.by)
-        fig, mains, lows = _axes(ax, len(parts), "ReliabilityDisplay.plot", ncols, (3.8, 4.6), hist)
+        fig, mains, lows = grid_axes(ax, len(parts), "ReliabilityDisplay.plot", ncols, (3.8, 4.6), hist)
         xlabel, ylabel = lens_labels(self.lens)
         artists = []
         for i, (label, part) in enumerate(parts):
@@ -160,11 +160,11 @@ class ReliabilityDisplay:
                          "zorder": 4, **kwargs}
                 artist = main.plot(conf, acc, **style)[0]
             artists.append(artist)
-            main.set(xlim=(0, 1), ylim=(0, 1), ylabel=ylabel if i % _n_cols(len(parts), ncols) == 0 or ax is not None
+            main.set(xlim=(0, 1), ylim=(0, 1), ylabel=ylabel if i % n_cols(len(parts), ncols) == 0 or ax is not None
                      else "")
             main.grid(True, color="0.9", linewidth=0.6, zorder=0)
             main.set_axisbelow(True)
-            title = f"ECE = {_fmt(self._ece_of(label))}"
+            title = f"ECE = {fmt(self._ece_of(label))}"
             if label is not None:
                 title = f"{label}: {title}"
             elif self.name is not None:
@@ -183,12 +183,12 @@ class ReliabilityDisplay:
                         edgecolor="white", linewidth=0.5)
                 low.set_xlim(0, 1)
                 low.set_xlabel(xlabel)
-                low.set_ylabel("Count" if (ax is not None or i % _n_cols(len(parts), ncols) == 0) else "")
+                low.set_ylabel("Count" if (ax is not None or i % n_cols(len(parts), ncols) == 0) else "")
                 low.grid(True, axis="y", color="0.9", linewidth=0.6)
                 low.set_axisbelow(True)
             else:
                 main.set_xlabel(xlabel)
-        return _finish(self, fig, ax, grouped, "Reliability diagrams by " + ", ".join(self.by), mains,
+        return finish(self, fig, ax, grouped, "Reliability diagrams by " + ", ".join(self.by), mains,
                        hist_ax_=lows if hist else None, bars_=artists)
 
     @classmethod
@@ -235,7 +235,7 @@ class ReliabilityDisplay:
         table = api.reliability(frame, prob, label, bins=bins, binning=binning, closed=closed, lens=lens,  # type: ignore[arg-type]
                                 by=by, weights=weights, nulls=nulls)  # type: ignore[arg-type]
         lens = lens_used(frame, prob, lens, func="reliability")
-        disp = cls(table, by=_by_list(by), lens=lens, name=name)
+        disp = cls(table, by=by_list(by), lens=lens, name=name)
         return disp.plot(ax=ax, kind=kind, hist=hist, ncols=ncols, **kwargs)
 
     @classmethod
@@ -357,8 +357,8 @@ class SmoothReliabilityDisplay:
     def plot(self, ax: Any = None, *, band: bool = True, density: bool = True,
              **kwargs: Any) -> "SmoothReliabilityDisplay":
         """Draw the curve (``**kwargs`` go to ``Axes.plot``), its band and the density. Returns the display."""
-        _pyplot()  # the clear error without matplotlib
-        fig, mains, lows = _axes(ax, 1, "SmoothReliabilityDisplay", None, (5.0, 5.0), below=density)
+        pyplot_module()  # the clear error without matplotlib
+        fig, mains, lows = grid_axes(ax, 1, "SmoothReliabilityDisplay", None, (5.0, 5.0), below=density)
         main = mains[0]
         main.plot([0, 1], [0, 1], linestyle="--", color=REF_COLOR, linewidth=1, label="Perfect calibration")
         self.band_ = None
@@ -375,7 +375,7 @@ class SmoothReliabilityDisplay:
         main.legend(loc="upper left", fontsize=8, frameon=False)
         head = "Smooth reliability diagram"
         if self.smece is not None:
-            head += f" (smECE = {_fmt(self.smece)}" + ("" if self.sigma is None else f", σ = {self.sigma:.4g}") + ")"
+            head += f" (smECE = {fmt(self.smece)}" + ("" if self.sigma is None else f", σ = {self.sigma:.4g}") + ")"
         main.set_title(head if self.name is None else f"{self.name}: {head}", fontsize=11)
         self.density_ax_ = None
         if density:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, one_class_error, parse_lens
-from .base import _UNSET, Recalibrator, Schema
+from .base import UNSET, Recalibrator, Schema
 
 
 class ScalarRecalibrator(Recalibrator):
@@ -71,4 +71,4 @@ class ScalarRecalibrator(Recalibrator):
 
 
 def resolve(value, default):
-    return default if value is _UNSET else value
+    return default if value is UNSET else value

@@ -77,7 +77,7 @@ MAX_DEPTH = 64
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
 
 #: "not given": a parameter whose default depends on another one (e.g. Platt's C on its variant)
-_UNSET: Any = object()
+UNSET: Any = object()
 
 #: method name -> Recalibrator subclass (filled by ``register``)
 REGISTRY: dict[str, type["Recalibrator"]] = {}
@@ -185,7 +185,7 @@ class Recalibrator:
             if check is None:
                 known = ", ".join(repr(k) for k in cls.PARAMS) or "none"
                 raise ParameterError(f"{func} has no parameter {name!r}; its parameters are {known}.", name)
-            out[name] = value if value is _UNSET else check(func, name, value)
+            out[name] = value if value is UNSET else check(func, name, value)
         if n_classes is not None and out.get("lens") is not None:
             parse_lens(out["lens"], n_classes, func)
         return out

@@ -12,7 +12,7 @@ from .._errors import InvalidValueError
 from .._params import check_bool, check_int_range
 from ..metrics import check_seed
 from ._inputs import Probs, lens_view
-from ._scalar import _UNSET, ScalarRecalibrator
+from ._scalar import UNSET, ScalarRecalibrator
 from .base import Schema, register
 from .parametric import KUMAR_C, Platt, check_C
 
@@ -192,12 +192,12 @@ class ScalingBinning(ScalarRecalibrator):
 
     @classmethod
     def fit(cls, probs, labels, *, n_bins: int = 10, split: bool = True, seed: int = 0, lens=None,
-            C=_UNSET, meta=None) -> "ScalingBinning":
+            C=UNSET, meta=None) -> "ScalingBinning":
         """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1)."""
         return super().fit(probs, labels, lens=lens, meta=meta, n_bins=n_bins, split=split, seed=seed, C=C)
 
     @classmethod
-    def _fit_probs(cls, pr, y, lens, *, meta=None, n_bins=10, split=True, seed=0, C=_UNSET):
+    def _fit_probs(cls, pr, y, lens, *, meta=None, n_bins=10, split=True, seed=0, C=UNSET):
         if split:
             if pr.n < 3:
                 raise InvalidValueError("scaling_binning.fit: split=True needs at least 3 rows.")
@@ -207,7 +207,7 @@ class ScalingBinning(ScalarRecalibrator):
         def sub(idx):
             return Probs(pr.P[idx], None if pr.p is None else pr.p[idx])
 
-        platt = Platt._fit_probs(sub(t1), y[t1], lens, C=resolve_c(C))
+        platt = Platt.fit_probs(sub(t1), y[t1], lens, C=resolve_c(C))
         g2 = platt._map(lens_view(sub(t2), y[t2], lens)[0])
         edges = equal_mass_edges(g2, n_bins)
         g3 = platt._map(lens_view(sub(t3), y[t3], lens)[0])
@@ -232,4 +232,4 @@ class ScalingBinning(ScalarRecalibrator):
 
 
 def resolve_c(C):
-    return KUMAR_C if C is _UNSET else C
+    return KUMAR_C if C is UNSET else C

@@ -13,7 +13,7 @@ from .. import _errors as E
 from .._params import check_bool, check_choice, check_int_range, check_positive_float
 from ._inputs import Probs, as_labels, as_probs, as_variable
 from ._logistic import logistic_fit
-from ._scalar import _UNSET, ScalarRecalibrator, resolve
+from ._scalar import UNSET, ScalarRecalibrator, resolve
 from .base import Recalibrator, Schema, register
 
 #: Kumar et al.'s library: LogisticRegression(C=1e10) on logit(clip(p, 1e-12, 1 - 1e-12))
@@ -57,13 +57,13 @@ class Platt(ScalarRecalibrator):
               "feature": partial(check_choice, choices=("logit", "raw")), "C": check_C}
 
     @classmethod
-    def fit(cls, probs, labels, *, lens=None, variant: str = "kumar", feature: str = _UNSET, C=_UNSET,
+    def fit(cls, probs, labels, *, lens=None, variant: str = "kumar", feature: str = UNSET, C=UNSET,
             meta=None) -> "Platt":
         """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1)."""
         return super().fit(probs, labels, lens=lens, meta=meta, variant=variant, feature=feature, C=C)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n, variant="kumar", feature=_UNSET, C=_UNSET):
+    def _fit_scores(cls, s, t, *, n, variant="kumar", feature=UNSET, C=UNSET):
         # values checked by check_params (PARAMS); here the variant's defaults
         if variant == "kumar":
             feature, C = resolve(feature, "logit"), resolve(C, KUMAR_C)
@@ -132,10 +132,10 @@ class Temperature(Recalibrator):
         """Fit on probs ((n,) binary or (n, K)) and integer labels."""
         pr = as_probs(probs, "temperature.fit")
         y = as_labels(labels, pr.n, pr.K, "temperature.fit")
-        return cls._fit_probs(pr, y, "probs", meta=meta)
+        return cls.fit_probs(pr, y, "probs", meta=meta)
 
     @classmethod
-    def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str = "probs", *, meta=None) -> "Temperature":
+    def fit_probs(cls, pr: Probs, y: np.ndarray, lens: str = "probs", *, meta=None) -> "Temperature":
         if pr.n == 0:
             raise E.no_rows_to_fit("temperature.fit")
         z = _log_probs(pr.P)
@@ -254,14 +254,14 @@ class Beta(ScalarRecalibrator):
     PARAMS = {**_BETA_PARAMS, "constrained": check_bool}
 
     @classmethod
-    def fit(cls, probs, labels, *, lens=None, variant: str = "betacal", C=_UNSET, constrained=_UNSET,
-            clip=_UNSET, edge: float = KS_EDGE, meta=None) -> "Beta":
+    def fit(cls, probs, labels, *, lens=None, variant: str = "betacal", C=UNSET, constrained=UNSET,
+            clip=UNSET, edge: float = KS_EDGE, meta=None) -> "Beta":
         """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1)."""
         return super().fit(probs, labels, lens=lens, meta=meta, variant=variant, C=C, constrained=constrained,
                            clip=clip, edge=edge)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n, variant="betacal", C=_UNSET, constrained=_UNSET, clip=_UNSET, edge=KS_EDGE):
+    def _fit_scores(cls, s, t, *, n, variant="betacal", C=UNSET, constrained=UNSET, clip=UNSET, edge=KS_EDGE):
         C, constrained, clip = _beta_options(variant, C, constrained, clip)
         X = _beta_features(_beta_clip(s, clip, edge))
         # start from the identity map (a = b = 1, c = 0: logit of the fit = logit s), usually a few steps away
@@ -321,15 +321,15 @@ class BetaV(ScalarRecalibrator):
     PARAMS = {**_BETA_PARAMS, "degree": partial(check_int_range, low=1, high=2), "standardize": check_bool}
 
     @classmethod
-    def fit(cls, probs, labels, v, *, degree: int = 1, lens=None, variant: str = "betacal", C=_UNSET,
-            clip=_UNSET, edge: float = KS_EDGE, standardize=_UNSET, meta=None) -> "BetaV":
+    def fit(cls, probs, labels, v, *, degree: int = 1, lens=None, variant: str = "betacal", C=UNSET,
+            clip=UNSET, edge: float = KS_EDGE, standardize=UNSET, meta=None) -> "BetaV":
         """Fit on probs ((n,) binary or (n, K)), labels and the variable v (n,)."""
         return super().fit(probs, labels, lens=lens, meta=meta, v=v, degree=degree, variant=variant, C=C,
                            clip=clip, edge=edge, standardize=standardize)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n, v=None, degree=1, variant="betacal", C=_UNSET, clip=_UNSET, edge=KS_EDGE,
-                    standardize=_UNSET):
+    def _fit_scores(cls, s, t, *, n, v=None, degree=1, variant="betacal", C=UNSET, clip=UNSET, edge=KS_EDGE,
+                    standardize=UNSET):
         v = as_variable(v, n, "beta_v.fit")
         C, _, clip = _beta_options(variant, C, False, clip)
         standardize = resolve(standardize, variant != "kelly_smyth")

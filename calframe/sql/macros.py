@@ -12,7 +12,7 @@ from ..lenses import lens_sql, parse_lens
 from .. import registry
 from ..request import checked_keywords
 
-from .queries import _DEFAULT_LENS, _LENSES, _PREFIX, Edges, _finalize, _request, _sums_parts, quote_ident
+from .queries import DEFAULT_LENS, LENSES, SQL_PREFIX, Edges, finalize_sql, sql_request, sums_parts, quote_ident
 
 
 # --------------------------------------------------------------------------- DuckDB macros
@@ -22,9 +22,9 @@ def _macro_lens(prefix: str) -> tuple[str, str]:
     """(conf, acc) of the run-time ``lens`` parameter: a CASE over the binary lenses of :func:`calframe.lenses.lens_sql`."""
     err = f"error('{prefix}: lens must be ''auto'', ''top1'', ''class:1'' or ''class:0''')"
     conf, acc = [], []
-    for name in _LENSES:
+    for name in LENSES:
         c, a = lens_sql(parse_lens(prefix, name), "__cf_p", "__cf_y")
-        test = f"lens IN ('{name}', 'auto')" if name == _DEFAULT_LENS else f"lens = '{name}'"
+        test = f"lens IN ('{name}', 'auto')" if name == DEFAULT_LENS else f"lens = '{name}'"
         conf.append(f"WHEN {test} THEN {c}")
         acc.append(f"WHEN {test} THEN {a}")
     return f"CASE {' '.join(conf)} ELSE {err} END", f"CASE {' '.join(acc)} END"
@@ -51,8 +51,8 @@ def _macro_src(prefix: str, variable: bool) -> str:
     named = "by_cols || [prob, label" + (", variable]" if variable else "]")
     wanted = "list_contains(by_cols, c) OR c = prob OR c = label" + (" OR c = variable" if variable else "")
     guard = (
-        f"CASE WHEN len(list_filter({named}, lambda c: starts_with(lower(c), '{_PREFIX}'))) > 0 "
-        f"THEN error('{prefix}: column names starting with ''{_PREFIX}'' are reserved by the calframe macros; "
+        f"CASE WHEN len(list_filter({named}, lambda c: starts_with(lower(c), '{SQL_PREFIX}'))) > 0 "
+        f"THEN error('{prefix}: column names starting with ''{SQL_PREFIX}'' are reserved by the calframe macros; "
         "rename the column or use the calframe.sql query functions') ELSE TRUE END"
     )
     v = ", COLUMNS(lambda c: c = variable) AS __cf_v" if variable else ""
@@ -75,7 +75,7 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     # keys..., __cf_all, bin, n, sum_conf, sum_acc (the constant __cf_all keeps the key set non-empty)
     out[raw] = (
-        f"{create} {raw}(tbl, prob, label, bins := 15, closed := 'left', lens := '{_DEFAULT_LENS}', "
+        f"{create} {raw}(tbl, prob, label, bins := 15, closed := 'left', lens := '{DEFAULT_LENS}', "
         "by_cols := []) AS TABLE\n"
         f"WITH {_macro_src(prefix, False)},\n"
         f"__cf_lensed AS (SELECT {keys}, {conf} AS __cf_conf, {acc} AS __cf_acc FROM __cf_src WHERE {not_null}),\n"
@@ -95,7 +95,7 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
         f"ELSE error('{prefix}: closed must be ''left'' or ''right''') END"
     )
     out[raw_v] = (
-        f"{create} {raw_v}(tbl, prob, label, variable, edges := NULL, closed := 'left', lens := '{_DEFAULT_LENS}', "
+        f"{create} {raw_v}(tbl, prob, label, variable, edges := NULL, closed := 'left', lens := '{DEFAULT_LENS}', "
         "by_cols := []) AS TABLE\n"
         f"WITH {_macro_src(prefix, True)},\n"
         f"__cf_lensed AS (SELECT {keys}, {conf} AS __cf_conf, {acc} AS __cf_acc, __cf_v FROM __cf_src "
@@ -105,9 +105,9 @@ def _duckdb_macro_sql(prefix: str, temporary: bool) -> dict[str, str]:
         f"SELECT {keys}, __cf_bin AS bin, __cf_cat AS category, COUNT(*) AS n, SUM(__cf_conf) AS sum_conf, "
         "SUM(__cf_acc) AS sum_acc FROM __cf_binned GROUP BY ALL"
     )
-    args = f"tbl, prob, label, bins := 15, closed := 'left', lens := '{_DEFAULT_LENS}', by_cols := []"
+    args = f"tbl, prob, label, bins := 15, closed := 'left', lens := '{DEFAULT_LENS}', by_cols := []"
     call = "tbl, prob, label, bins := bins, closed := closed, lens := lens, by_cols := by_cols"
-    vargs = f"tbl, prob, label, variable, edges := NULL, closed := 'left', lens := '{_DEFAULT_LENS}', by_cols := []"
+    vargs = f"tbl, prob, label, variable, edges := NULL, closed := 'left', lens := '{DEFAULT_LENS}', by_cols := []"
     vcall = "tbl, prob, label, variable, edges := edges, closed := closed, lens := lens, by_cols := by_cols"
     out[f"{prefix}sums"] = (
         f"{create} {prefix}sums({args}) AS TABLE\n"
@@ -165,11 +165,11 @@ def ce_list_macro(
     func = "ce_list_macro"
     if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name[0].isdigit():
         raise bad_param(func, "name", "letters, digits and underscores, not starting with a digit", name)
-    req = _request(func, "ce", prob="calframe_prob", label="calframe_label", by=None, bins=bins, closed=closed,
+    req = sql_request(func, "ce", prob="calframe_prob", label="calframe_label", by=None, bins=bins, closed=closed,
                    lens=lens, p=p)
     lists = ("calframe_lists", 'SELECT unnest(probs) AS "calframe_prob", unnest(labels) AS "calframe_label"')
-    ctes, keys, final = _sums_parts(req, lists[0], ("n", req.name))
-    query = _finalize(req, [lists, *ctes], keys, final)
+    ctes, keys, final = sums_parts(req, lists[0], ("n", req.name))
+    query = finalize_sql(req, [lists, *ctes], keys, final)
     create = "CREATE OR REPLACE TEMPORARY MACRO" if temporary else "CREATE OR REPLACE MACRO"
     return f"{create} {name}(probs, labels) AS (SELECT {quote_ident(req.name)} FROM (\n{query}\n))"
 

@@ -28,12 +28,12 @@ Edges = Union[int, Sequence[float]]
 
 #: prefix of the query's own column and CTE names as written here; :func:`_with` renames them to a
 #: prefix that no identifier of the user's (table, columns, figure name) starts with
-_PREFIX = PREFIX
+SQL_PREFIX = PREFIX
 #: a double-quoted identifier or a single-quoted string, '' / "" escapes included
 _QUOTED = re.compile(r"(\"(?:[^\"]|\"\")*\"|'(?:[^']|'')*')")
-_LENSES = ("top1", "class:1", "class:0")
+LENSES = ("top1", "class:1", "class:0")
 #: the default lens of every query and macro: the input is binary (one probability column)
-_DEFAULT_LENS = str(resolve_lens(AUTO, binary=True))
+DEFAULT_LENS = str(resolve_lens(AUTO, binary=True))
 _SUM_COLUMNS = ("bin", "n", "sum_conf", "sum_acc")
 
 
@@ -97,9 +97,9 @@ def _own_names(query: str) -> str:
     parts = _QUOTED.split(query)  # odd parts are quoted
     idents = [p[1:-1].replace('""', '"') for p in parts[1::2] if p.startswith('"')]
     prefix = fresh_prefix(idents)
-    if prefix == _PREFIX:
+    if prefix == SQL_PREFIX:
         return query
-    parts[0::2] = [p.replace(_PREFIX, prefix) for p in parts[0::2]]
+    parts[0::2] = [p.replace(SQL_PREFIX, prefix) for p in parts[0::2]]
     return "".join(parts)
 
 
@@ -206,7 +206,7 @@ def _check_schema(func: str, schema: Any, **columns: Any) -> None:
                               "the query needs one number per row. Pass a column of numbers.")
 
 
-def _request(func: str, name: str, *, prob: Any, label: Any, by: Columns, bins: Any, closed: Any, lens: Any,
+def sql_request(func: str, name: str, *, prob: Any, label: Any, by: Columns, bins: Any, closed: Any, lens: Any,
              p: Any = 1, variable: Any = None, variable_edges: Any = None, variable_bins: Any = None,
              edges_param: str = "variable_edges", bins_param: str = "variable_bins", schema: Any = None) -> Request:
     """The call parsed by calframe's own parsers (:func:`calframe.request.ce` / :func:`~calframe.request.vece`):
@@ -214,8 +214,8 @@ def _request(func: str, name: str, *, prob: Any, label: Any, by: Columns, bins: 
     the table's ``schema``, the columns are checked against it (:func:`_check_schema`)."""
     _column(func, "prob", prob)
     _column(func, "label", label)
-    if lens is not None and lens not in ("auto", *_LENSES):
-        raise bad_param(func, "lens", f"None or one of {list(_LENSES)} (binary input)", lens)
+    if lens is not None and lens not in ("auto", *LENSES):
+        raise bad_param(func, "lens", f"None or one of {list(LENSES)} (binary input)", lens)
     if variable is None:
         req = ce_request(func, name, prob=prob, label=label, by=by, p=p, lens=lens, bins=bins, closed=closed)
     else:
@@ -232,7 +232,7 @@ def _request(func: str, name: str, *, prob: Any, label: Any, by: Columns, bins: 
     return req
 
 
-def _sums_parts(req: Request, table: Table, reserved: Sequence[str], categorical: bool = False
+def sums_parts(req: Request, table: Table, reserved: Sequence[str], categorical: bool = False
                 ) -> tuple[list[tuple[str, str]], list[str], str]:
     """(CTEs, quoted group keys, final SELECT of per (group, bin) sums without ORDER BY) of a parsed request:
     its lens, its bins (of the lensed confidence, or of its variable: explicit edges, quantile bins, or one bin
@@ -353,13 +353,13 @@ def sums_query(
     """
     func = "sums_query"
     _variable_modes(func, variable, variable_edges, variable_bins, categorical)
-    req = _request(func, "sums", prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens,
+    req = sql_request(func, "sums", prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens,
                    variable=variable, variable_edges=variable_edges, variable_bins=variable_bins, schema=schema)
-    ctes, keys, final = _sums_parts(req, table, _SUM_COLUMNS, categorical)
+    ctes, keys, final = sums_parts(req, table, _SUM_COLUMNS, categorical)
     return _with(ctes, final + _order(keys, ['"bin"']))
 
 
-def _finalize(req: Request, ctes: list[tuple[str, str]], keys: list[str], final: str) -> str:
+def finalize_sql(req: Request, ctes: list[tuple[str, str]], keys: list[str], final: str) -> str:
     """CE_p per group from the per (group, bin) sums: :func:`calframe.metrics.plugin_ce`, written as SQL."""
     k = "".join(f"{c}, " for c in keys)
     n, sum_conf, sum_acc = Sql('"n"'), Sql('"sum_conf"'), Sql('"sum_acc"')
@@ -392,8 +392,8 @@ def figure_query(figure: str, table: Table, *, prob: str, label: str, by: Column
     if not isinstance(figure, str) or figure not in offered:
         raise bad_param(func, "figure", f"one of {list(offered)} (the figures with a SQL finalize)", figure)
     fig = registry.figure_of(figure)
-    req = _request(func, figure, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens, schema=schema)
-    ctes, keys, final = _sums_parts(req, table, ("n", "conf", "acc", *fig.names))
+    req = sql_request(func, figure, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens, schema=schema)
+    ctes, keys, final = sums_parts(req, table, ("n", "conf", "acc", *fig.names))
     k = "".join(f"{c}, " for c in keys)
     per_bin = f'SELECT {k}"n" AS n, "sum_conf" / "n" AS conf, "sum_acc" / "n" AS acc FROM __cf_sums'
     cols = "".join(f", {text} AS {quote_ident(name)}" for name, text in zip(fig.names, fig.sql or ()))
@@ -431,9 +431,9 @@ def ce_query(
 def _ce_query(func: str, table: Table, *, prob: Any, label: Any, p: Any, by: Columns, bins: Any, closed: Any,
               lens: Any, name: str, schema: Any) -> str:
     """:func:`ce_query`, its errors naming ``func``."""
-    req = _request(func, name, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens, p=p,
+    req = sql_request(func, name, prob=prob, label=label, by=by, bins=bins, closed=closed, lens=lens, p=p,
                    schema=schema)
-    return _finalize(req, *_sums_parts(req, table, ("n", req.name)))
+    return finalize_sql(req, *sums_parts(req, table, ("n", req.name)))
 
 
 @checked_keywords
@@ -496,10 +496,10 @@ def vece_query(
     if variable is None:
         raise bad_param(func, "variable", "a column name", variable)
     _variable_modes(func, variable, edges, bins, categorical)
-    req = _request(func, "vece" if name is None else name, prob=prob, label=label, by=by, bins=15, closed=closed,
+    req = sql_request(func, "vece" if name is None else name, prob=prob, label=label, by=by, bins=15, closed=closed,
                    lens=lens, p=p, variable=variable, variable_edges=edges, variable_bins=bins, edges_param="edges",
                    bins_param="bins", schema=schema)
-    return _finalize(req, *_sums_parts(req, table, ("n", req.name), categorical))
+    return finalize_sql(req, *sums_parts(req, table, ("n", req.name), categorical))
 
 
 @checked_keywords
