@@ -64,6 +64,7 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
             df.head(12).with_columns(g_pair=pl.int_range(12) // 2, w=pl.Series(
                 [1.0 if i % 2 == 0 else 2.0 ** (-8 * (i // 2 + 1)) for i in range(12)])), weights="w", by="g_pair"))),
         ("smooth ECE", lambda: (cf.smece(df), cf.smece(df, by="region"), cf.smece(df, weights="w"))),
+        ("bin-free", lambda: (cf.ks_calibration(df, by="region"), cf.mmce(df), cf.mmce(df, by="region"))),
         ("disparity", lambda: cf.disparity(df, "ece", by="region")),
         ("vece", lambda: (cf.vece(df, "age"), cf.vmce(df, "age"), cf.vece(df, "age", by="region"))),
         ("vece_rank", lambda: cf.vece_rank(df)),
@@ -74,7 +75,7 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
                                                           expr.mce(prob="prob", label="label"))),
         ("lazy", lambda: cf.ece(df.lazy(), by="region").collect()),
     ]
-    for method in ("platt", "temperature", "histogram", "isotonic", "beta", "scaling_binning"):
+    for method in ("platt", "temperature", "histogram", "isotonic", "beta", "scaling_binning", "venn_abers"):
         cases.append((f"fit/apply {method}", lambda m=method: cf.apply(df, cf.fit(df, m), name="q")))
     cases += [
         ("fit/apply tree", lambda: cf.apply(df, cf.fit(df, "tree", variable="age"), name="q")),

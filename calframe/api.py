@@ -71,7 +71,7 @@ seed : int
 
 from __future__ import annotations
 
-from .families.bin_free import ks_calibration
+from .families.bin_free import ks_calibration, mmce
 from .families.corp import corp_decomposition
 from .families.binned import accuracy, ace, brier, ce, ece, log_loss, mce, reliability, rmsce, smece, summary
 from .families.decomposition import brier_decomposition, ece_split, oe
@@ -85,6 +85,6 @@ from .families.verdict import calibration_test
 
 __all__ = [
     "accuracy", "ace", "apply", "bias", "brier", "brier_decomposition", "calibration_test", "ce", "corp_decomposition", "disparity", "ece",
-    "ece_split", "fit", "gece", "hosmer_lemeshow", "ks_calibration", "lce", "load", "log_loss", "mce", "mlce", "mlce_curve", "oe",
+    "ece_split", "fit", "gece", "hosmer_lemeshow", "ks_calibration", "lce", "load", "log_loss", "mce", "mlce", "mlce_curve", "mmce", "oe",
     "reliability", "rmsce", "smece", "spiegelhalter", "summary", "VCECurve", "vce_curve", "vece", "vece_rank", "vmce",
 ]

@@ -407,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
                          epilog=_epilog("fit"), formatter_class=argparse.RawDescriptionHelpFormatter)
     fit.add_argument("files", nargs="+", help="Parquet, CSV or Arrow IPC files or globs")
     fit.add_argument("--method", required=True,
-                     help="platt, temperature, histogram, isotonic, beta, scaling_binning, tree, beta_v or lore")
+                     help="platt, temperature, histogram, isotonic, beta, scaling_binning, venn_abers, tree, beta_v or lore")
     fit.add_argument("--prob")
     fit.add_argument("--label")
     fit.add_argument("--variable", help="the variable V (tree, beta_v)")

@@ -43,7 +43,7 @@ STATES = {
     "variables": "the bin sums of several variables, or a smoother along one (vece_rank, vce_curve)",
     "local": "kernel-weighted sums around every row (the local calibration errors)",
     "simulation": "the rows, resampled (calibration_test)",
-    "sorted_rows": "each group's rows in order of the prediction (the KS and Kuiper calibration errors, the CORP "
+    "sorted_rows": "each group's rows in order of the prediction (the KS and Kuiper calibration errors, the MMCE, the CORP "
                    "decomposition)",
     "windows": "one figure per time window (monitor)",
     "fit": "the rows a recalibrator is fitted on",

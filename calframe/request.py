@@ -612,6 +612,8 @@ def row_sums(func: str, spec: Any, prob: Columns = None, label: str | None = Non
     lens_ = scalar_lens(func, o["lens"])
     return Request(func, "row_sums", func, prob, label, o["by"], o["weights"], o["nulls"], lens_, options=spec,
                    parts=spec.columns)
+
+
 #: the scores :func:`calframe.corp_decomposition` decomposes
 CORP_SCORES = ("brier", "log_loss")
 

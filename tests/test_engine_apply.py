@@ -26,6 +26,8 @@ CASES: dict[str, tuple[dict, dict]] = {
     "isotonic": ({"method": "isotonic"}, {}),
     "beta": ({"method": "beta"}, {}),
     "scaling_binning": ({"method": "scaling_binning"}, {}),
+    "venn_abers": ({"method": "venn_abers", "interval": True}, {}),
+    "per_group_venn_abers": ({"method": "venn_abers", "interval": True, "by": "region", "lens": "top1"}, {}),
     "tree": ({"method": "tree", "variable": "age", "max_depth": 2}, {}),
     "beta_v": ({"method": "beta_v", "variable": "age"}, {}),
     "lore": ({"method": "lore", "features": ["age"], "gamma": 0.5}, {}),

@@ -46,8 +46,9 @@ def _cases() -> list[tuple[str, str, object]]:
         (("beta",), "constrained", [1, 0, "yes", None, 1.0]),
         (("beta_v", "lore"), "standardize", [1, "true", None]),
         (("scaling_binning",), "split", [1, "yes", None]),
+        (("venn_abers",), "interval", [1, "yes", None, 1.0]),
         (("lore",), "kernel_method", ["fast", None, 1]),
-        (("platt", "histogram", "isotonic", "beta", "scaling_binning", "lore"), "lens",
+        (("platt", "histogram", "isotonic", "beta", "scaling_binning", "venn_abers", "lore"), "lens",
          ["class:5", "class:-1", "class: 1", "top2", "", 1, ["top1"]]),
         # unknown keyword names, whatever their value
         (("histogram",), "bins", [10]),
@@ -133,6 +134,7 @@ GOOD = [
      {"seed": 7, "n_bins": 5}),
     ("histogram", {"n_bins": np.uint8(7), "lens": "class:0"}, {"n_bins": 7, "lens": "class:0"}),
     ("isotonic", {"lens": "top1"}, {"lens": "top1"}),
+    ("venn_abers", {"interval": np.bool_(True), "lens": "top1"}, {"interval": True, "lens": "top1"}),
     ("temperature", {}, {}),
     ("tree", {"max_depth": np.int64(1), "min_leaf": np.float32(0.25), "leaf": "platt",
               "leaf_params": {"variant": "kelly_smyth", "C": 3}}, {"max_depth": 1, "leaf": "platt"}),

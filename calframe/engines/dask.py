@@ -57,7 +57,7 @@ except ImportError:  # without Dask this module only declares CAPABILITIES (calf
     DaskMethodsMixin = object  # type: ignore[assignment,misc]
 
 from . import lazy as LZ
-from ..families.applying import apply_rows
+from ..families.applying import apply_columns, apply_rows
 from .. import figures as F
 from .. import row_sums as RS
 from ..frames.convert import select
@@ -792,9 +792,6 @@ def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:
     except EmptyInputError:
         pass
     out_meta = meta.copy()
-    if recalibrator.output == "probs" and not recalibrator.meta.get("binary", True):
-        out_meta[name] = pd.Series([], dtype=object)
-        out_meta[f"{name}_conf"] = pd.Series([], dtype=np.float64)
-    else:
-        out_meta[name] = pd.Series([], dtype=np.float64)
+    for column, dtype in apply_columns(recalibrator, name).items():  # an Array of probabilities: objects
+        out_meta[column] = pd.Series([], dtype=np.float64 if dtype == pl.Float64 else object)
     return ddf.map_partitions(apply_partition, recalibrator, kwargs, out_meta, meta=out_meta)

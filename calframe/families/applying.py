@@ -41,7 +41,16 @@ def apply_columns(recalibrator: Any, name: str) -> dict[str, pl.DataType]:
     meta = recalibrator.meta
     if recalibrator.output == "probs" and not meta.get("binary", True):
         return {name: pl.Array(pl.Float64, int(meta.get("n_classes", 2))), f"{name}_conf": pl.Float64}
+    if has_interval(recalibrator):
+        return {name: pl.Float64, f"{name}_p0": pl.Float64, f"{name}_p1": pl.Float64}
     return {name: pl.Float64}
+
+
+def has_interval(recalibrator: Any) -> bool:
+    """Whether ``apply`` writes a Venn-Abers interval beside the probability (``fit("venn_abers",
+    interval=True)``, per group too)."""
+    one = recalibrator.children[0] if recalibrator.method == "per_group" and recalibrator.children else recalibrator
+    return one.method == "venn_abers" and bool(one.params.get("interval"))
 
 
 def apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R, part=None):
@@ -74,18 +83,30 @@ def apply_eager(frame, rec, meta, name, prob, variable, features, unknown, R, pa
         kw["v"] = scored.extra[variable]
     if feat_cols:
         kw["features"] = feature_matrix(scored, feat_cols, func)
+    bounds = None
     if rec.method == "per_group":
         idx = group_index(rec, data, unknown, part=part)
         fallback = _fallback(scored, rec.output)
         pred = rec.predict(scored.probs, group_index=idx, fallback=fallback, **kw)
+        if has_interval(rec):
+            bounds = rec.predict(scored.probs, group_index=idx, fallback=fallback, call="predict_interval")
     else:
         pred = rec.predict(scored.probs, **kw)
+        if has_interval(rec):
+            bounds = rec.predict_interval(scored.probs)
+    flip = None
     if scored.binary and rec.output == "top1":
         # binary input gets a probability back: the reset confidence of the unchanged predicted class
-        pred = np.where(L.predicted(scored.probs)[1] == 1, pred, 1.0 - pred)
+        flip = L.predicted(scored.probs)[1] != 1
     elif scored.binary and rec.output == "class:0":
-        pred = 1.0 - pred
+        flip = np.ones(len(pred), dtype=bool)
+    if flip is not None:
+        pred = np.where(flip, 1.0 - pred, pred)
+        if bounds is not None:  # [p0, p1] of the other class: [1 - p1, 1 - p0]
+            bounds = np.where(flip[:, None], 1.0 - bounds[:, ::-1], bounds)
     cols = _output_columns(name, pred, scored)
+    if bounds is not None:
+        cols += [pl.Series(f"{name}_p0", bounds[:, 0]), pl.Series(f"{name}_p1", bounds[:, 1])]
     return convert.with_columns(frame, cols)
 
 

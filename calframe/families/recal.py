@@ -48,9 +48,10 @@ def fit(
     """Fit a recalibrator on a calibration frame; apply it with :func:`apply`, save it with ``.save(path)``.
 
     Methods (SPEC §6): ``platt``, ``temperature``, ``histogram``,
-    ``isotonic``, ``beta``, ``scaling_binning``, ``tree`` (needs
-    ``variable``), ``beta_v`` (needs ``variable``) and ``lore`` (needs
-    ``features``; ``gamma``). ``params`` go to the method (see
+    ``isotonic``, ``beta``, ``scaling_binning``, ``venn_abers`` (inductive
+    Venn-Abers; ``interval=True``: ``apply`` also writes ``[p0, p1]``),
+    ``tree`` (needs ``variable``), ``beta_v`` (needs ``variable``) and
+    ``lore`` (needs ``features``; ``gamma``). ``params`` go to the method (see
     ``calframe.recalibrate``). With ``by``, one recalibrator is fitted per
     group (the paper's per-group baseline); applying it needs the same group
     columns. ``progress``: a bar over the groups, and a tree's leaves, when the

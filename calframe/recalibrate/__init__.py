@@ -15,6 +15,7 @@ histogram          :class:`Histogram`
 isotonic           :class:`Isotonic`
 beta               :class:`Beta`
 scaling_binning    :class:`ScalingBinning`
+venn_abers         :class:`VennAbers`
 tree               :class:`Tree`        ``v`` (n,)
 beta_v             :class:`BetaV`       ``v`` (n,)
 lore               :class:`LoRe`        ``features`` (n, d)
@@ -54,6 +55,7 @@ from .lore import LoRe
 from .parametric import Beta, BetaV, Platt, Temperature
 from .tree import Tree
 from ._scalar import weighted_methods
+from .venn_abers import VennAbers
 
 METHODS = tuple(REGISTRY)
 
@@ -97,6 +99,7 @@ __all__ = [
     "ScalingBinning",
     "Temperature",
     "Tree",
+    "VennAbers",
     "equal_mass_edges",
     "fit",
     "load",

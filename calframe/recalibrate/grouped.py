@@ -14,7 +14,9 @@ class PerGroup(Recalibrator):
     """Children[i] is the recalibrator of the group whose key values are ``params["keys"][i]``.
 
     ``predict(probs, group_index=..., **extra)``: ``group_index`` (n,) gives each
-    row's child (-1: unknown group, whose rows keep ``fallback``).
+    row's child (-1: unknown group, whose rows keep ``fallback``). ``call``: the
+    children's method to run (``"predict_interval"``: Venn-Abers' (n, 2) ``[p0, p1]``,
+    an unknown group's rows ``[fallback, fallback]``).
     """
 
     method = "per_group"
@@ -27,7 +29,7 @@ class PerGroup(Recalibrator):
     def output(self) -> str:
         return self.children[0].output if self.children else "probs"
 
-    def predict(self, probs, group_index=None, fallback=None, **extra) -> np.ndarray:
+    def predict(self, probs, group_index=None, fallback=None, call: str = "predict", **extra) -> np.ndarray:
         probs = np.asarray(probs, dtype=np.float64)
         idx = np.asarray(group_index)
         out = None
@@ -36,10 +38,12 @@ class PerGroup(Recalibrator):
             if rows.size == 0:
                 continue
             sub_extra = {k: (None if v is None else np.asarray(v)[rows]) for k, v in extra.items()}
-            pred = child.predict(probs[rows], **sub_extra)
+            pred = getattr(child, call)(probs[rows], **sub_extra)
             if out is None:
                 out = np.full((probs.shape[0],) + pred.shape[1:], np.nan)
             out[rows] = pred
+        if fallback is not None and call == "predict_interval":
+            fallback = np.repeat(np.asarray(fallback, dtype=np.float64)[:, None], 2, axis=1)
         if out is None:
             out = np.full(probs.shape[0], np.nan) if fallback is None else np.array(fallback, dtype=np.float64)
         missing = idx < 0
