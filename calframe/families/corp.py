@@ -47,7 +47,6 @@ from .._errors import rows as _rows
 from .._keywords import Columns
 from ..engines.eager import Figure, Frame, Result
 from ..frames.dispatch import public
-from ..recalibrate.binned import isotonic_map, isotonic_steps
 from ..registry import Column, Figure as TableRow
 from .plan import run_plan
 
@@ -93,6 +92,8 @@ def in_sample(g: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray, n_grou
 def cross_fitted(g: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray, n_groups: int, folds: int,
                  seed: int | None, scored: Scored, func: str) -> np.ndarray:
     """Each row's isotonic recalibration fitted on the other folds of its group (module docstring: the folds)."""
+    from ..recalibrate.binned import isotonic_map, isotonic_steps  # scipy: not imported by `import calframe`
+
     out = np.empty(g.shape[0])
     starts = np.searchsorted(g, np.arange(n_groups + 1))
     for j in range(n_groups):
