@@ -167,6 +167,14 @@ def _peer_spans(stored: bool) -> list[tuple[str, str, str]]:
     return out
 
 
+def test_the_others_column_names_each_package_before_its_functions():
+    for r in ROWS:
+        cell = r.cells["others"]
+        for span in P.spans(cell):
+            peer = P.peer_of("others", P.parse(span)[0])
+            assert peer in cell and cell.index(peer) < cell.index(f"`{span}`"), f"{r.feature}: say {peer} first"
+
+
 @pytest.mark.parametrize("peer,feature,span", _peer_spans(stored=False))
 def test_installed_peer_names_exist(peer, feature, span):
     name, _, keywords = P.parse(span)
