@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 import calframe
 
 sys.path.insert(0, str(Path(__file__).parent / "oracles"))
-import probmetrics_ks as O  # noqa: E402  (the data of the stored values, seeded; probmetrics is imported only by its main)
+import probmetrics_ks as O  # noqa: E402  (the stored values' seeded data; probmetrics is imported only by its main)
 
 #: what tests/oracles/probmetrics_ks.py printed (probmetrics 1.3.0, torch 2.13.0+cpu, numpy 2.4.6): probmetrics' code
 #: run in float64 ("float64") and as shipped, in float32 ("float32")

@@ -5,8 +5,8 @@ probmetrics, netcal and torchmetrics pull in PyTorch, and calibration-belt stats
 (shared/ORACLES.md): this script is run by hand in the virtualenv of tests/oracles/netcal_mmce.py, where they are
 installed, and prints each page name that exists in its peer (import of the longest module prefix, then ``getattr``
 along the rest) and takes the keywords the page shows with it, with the peer's version; a name that does not exist,
-or lacks a keyword, is printed on standard error and left out, so the test fails on it. Produced with probmetrics 1.3.0, netcal 1.4.0, torchmetrics 1.9.0, calibration-belt 0.1.41,
-torch 2.13.0+cpu::
+or lacks a keyword, is printed on standard error and left out, so the test fails on it. Produced with probmetrics
+1.3.0, netcal 1.4.0, torchmetrics 1.9.0, calibration-belt 0.1.41, torch 2.13.0+cpu::
 
     /tmp/netcal-venv/bin/pip install probmetrics calibration-belt numba pandas   # numba, pandas: probmetrics
     PYTHONPATH=. /tmp/netcal-venv/bin/python tests/oracles/peer_names.py          # imports them, undeclared

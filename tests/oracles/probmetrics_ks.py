@@ -6,6 +6,7 @@ values stored with the script that produced them). Produced with probmetrics 1.3
 polars 2.1.0::
 
     /tmp/netcal-venv/bin/pip install probmetrics     # the venv of tests/oracles/netcal_mmce.py; torch already there
+    /tmp/netcal-venv/bin/pip install numba pandas    # probmetrics 1.3.0 imports them without declaring them
     PYTHONPATH=. /tmp/netcal-venv/bin/python tests/oracles/probmetrics_ks.py
 
 What probmetrics computes (``probmetrics/metrics.py``, ``KolmogorovSmirnovCalibrationMetric`` and
