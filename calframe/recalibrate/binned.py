@@ -231,7 +231,7 @@ class ScalingBinning(ScalarRecalibrator):
         def sub(idx):
             return Probs(pr.P[idx], None if pr.p is None else pr.p[idx])
 
-        platt = Platt.fit_probs(sub(t1), y[t1], lens, C=resolve_c(C))
+        platt = Platt._fit_probs(sub(t1), y[t1], lens, C=resolve_c(C))
         g2 = platt._map(lens_view(sub(t2), y[t2], lens)[0])
         edges = equal_mass_edges(g2, n_bins)
         g3 = platt._map(lens_view(sub(t3), y[t3], lens)[0])

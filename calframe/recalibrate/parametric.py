@@ -132,10 +132,10 @@ class Temperature(Recalibrator):
         """Fit on probs ((n,) binary or (n, K)) and integer labels."""
         pr = as_probs(probs, "temperature.fit")
         y = as_labels(labels, pr.n, pr.K, "temperature.fit")
-        return cls.fit_probs(pr, y, "probs", meta=meta)
+        return cls._fit_probs(pr, y, "probs", meta=meta)
 
     @classmethod
-    def fit_probs(cls, pr: Probs, y: np.ndarray, lens: str = "probs", *, meta=None) -> "Temperature":
+    def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str = "probs", *, meta=None) -> "Temperature":
         if pr.n == 0:
             raise E.no_rows_to_fit("temperature.fit")
         z = _log_probs(pr.P)
