@@ -40,7 +40,7 @@ from .. import figures as F
 from .. import lenses as L
 from .. import request as R
 from .._columns import resolve
-from .._errors import InvalidValueError, ParameterError
+from .._errors import ParameterError
 from .._keywords import Columns
 from ..engines.eager import Frame
 from ..figures import check_by_names, with_keys
@@ -204,10 +204,6 @@ def reliability_curve(frame: Frame, prob: Columns = None, label: str | None = No
         pos = w_all[sl] > 0
         x, y, w = x_all[sl][pos], y_all[sl][pos], w_all[sl][pos]
         key = None if scored.keys is None else scored.keys[j]
-        if x.shape[0] == 0:
-            where = "" if key is None else f" in group {scored.keys.row(j)}"
-            raise InvalidValueError(f"{func}: no row of positive weight{where} (the group has "
-                                    f"{bounds[j + 1] - bounds[j]} rows): nothing to fit the curve on.")
         at, fit = curve(x, y, w)
         values = {"x": at, "fit": fit}
         hashed = stable_hash(() if key is None else scored.keys.row(j))
@@ -221,7 +217,4 @@ def reliability_curve(frame: Frame, prob: Columns = None, label: str | None = No
             values["confidence_lo"], values["confidence_hi"] = confidence_band(x, y, w, at, fit, level, draws)
         part = pl.DataFrame({c: values[c] for c in columns}, schema={c: pl.Float64 for c in columns})
         parts.append(with_keys(func, None if key is None else pl.concat([key] * at.shape[0]), part))
-    if not parts:
-        empty = pl.DataFrame(schema={c: pl.Float64 for c in columns})
-        parts = [empty if scored.keys is None else pl.concat([scored.keys.clear(), empty], how="horizontal")]
     return F.to_flavor(pl.concat(parts), scored.flavor)
