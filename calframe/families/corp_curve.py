@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import engines
 from .. import figures as F
 from .. import lenses as L
 from .. import request as R
@@ -163,7 +162,8 @@ def reliability_curve(frame: Frame, prob: Columns = None, label: str | None = No
     from ``n_boot`` draws (``seed``): ``consistency`` (where a calibrated model's curve would lie: outcomes redrawn
     as Bernoulli(x)) and ``confidence`` (where the true curve lies: rows resampled; model-diagnostics'
     ``n_bootstrap`` band). ``weights``: row weights in the fit and the draws (rows of weight 0 are left out).
-    Module docstring: the definitions. The rows are needed: a LazyFrame or a Dask frame is collected.
+    Module docstring: the definitions. The rows are needed: a LazyFrame, a pyarrow Table or
+    a narwhals frame is collected (docs/engines.md).
 
     Examples
     --------
@@ -183,11 +183,6 @@ def reliability_curve(frame: Frame, prob: Columns = None, label: str | None = No
         raise ParameterError(f"{func}: n_boot must be a positive integer with bands, got {n_boot!r}.", "n_boot")
     req = R.scalar_rows(func, prob, label, by=by, weights=weights, lens=lens, nulls=nulls)
     check_by_names(func, by, CURVE_COLUMNS, frame)
-    out = engines.collected(frame, req, lambda pdf: reliability_curve(
-        pdf, prob, label, by=by, weights=weights, lens=lens, nulls=nulls, bands=bands, level=level, n_boot=n_boot,
-        seed=seed))
-    if out is not None:
-        return out
     scored = resolve(frame, func=func, prob=prob, label=label, by=by, weights=weights, nulls=nulls)
     conf, acc = L.scalar(scored, req.lens, func)
     x_all = np.asarray(conf, dtype=np.float64)
