@@ -120,8 +120,8 @@ def confidence_band(x: np.ndarray, y: np.ndarray, w: np.ndarray, at: np.ndarray,
     values = []
     for idx in draws:
         c = idx.shape[0]
-        counts = np.zeros((c, m))
-        np.add.at(counts, (np.repeat(np.arange(c), m), rank[idx.ravel()]), 1.0)
+        flat = (np.arange(c)[:, None] * m + rank[idx]).ravel()
+        counts = np.bincount(flat, minlength=c * m).reshape(c, m).astype(np.float64)
         cw = np.add.reduceat(counts * ws, start, axis=1)
         cwy = np.add.reduceat(counts * (ws * ys), start, axis=1)
         present = cw > 0
