@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 import calframe
+import calframe.plot
 from calframe.families.corp_curve import confidence_band
 
 md = pytest.importorskip("model_diagnostics.calibration")
@@ -126,3 +127,23 @@ def test_bad_input():
         calframe.reliability_curve(pl.DataFrame({"prob": [0.2, 1.7], "label": [0, 1]}))
     with pytest.raises(calframe.CalframeError, match="fit"):
         calframe.reliability_curve(df.rename({"g": "fit"}), by="fit")
+
+
+def test_the_display_draws_a_panel_per_group_with_both_bands():
+    df = calframe.datasets.grouped_miscalibration(n=1500, seed=0)
+    disp = calframe.plot.reliability_curve(df, by="region", n_boot=50)
+    assert len(disp.ax_) == 4 and disp.groups_[0] == "region = east"
+    labels = disp.ax_[0].get_legend_handles_labels()[1]
+    assert {"Consistency band", "Confidence band", "CORP (isotonic)"} <= set(labels)
+    table = calframe.reliability_curve(df, by="region", n_boot=50).filter(pl.col("region") == "east")
+    np.testing.assert_array_equal(disp.line_[0].get_xydata()[:, 1], table["fit"].to_numpy())
+    plt.close(disp.figure_)
+
+
+def test_the_report_holds_the_table_and_draws_it():
+    from calframe.report import build_report
+
+    df = calframe.datasets.grouped_miscalibration(n=1500, seed=0)
+    rep = build_report(df, by="region", ci=None)
+    assert rep.corp.equals(calframe.reliability_curve(df, by="region", bands=None))  # no intervals, no bands
+    assert "CORP reliability" in rep.to_html() and len(rep.to_dict()["corp"]) == rep.corp.height
