@@ -99,6 +99,11 @@ def displays(report: Report) -> dict[str, Any]:
             out["smooth"] = copy.copy(report.smooth).plot()  # the report's display stays undrawn
         except Exception as exc:
             out["smooth"] = f"smooth reliability diagram unavailable: {exc}"
+    if report.corp is not None:
+        try:
+            out["corp"] = plot.CorpReliabilityDisplay(report.corp, by=report.options.get("by") or [], lens=lens).plot()
+        except Exception as exc:
+            out["corp"] = f"CORP reliability diagram unavailable: {exc}"
     if report.over_time is not None:
         try:
             out["drift"] = plot.DriftDisplay(report.over_time, time_col=report.options["time_col"], lens=lens).plot()
@@ -130,7 +135,8 @@ def _figures(report: Report) -> dict[str, str]:
         shown = displays(report)
     except ImportError:
         keys = ["reliability", *(f"curve:{v}" for v in report.curves),
-                *(["smooth"] if report.smooth is not None else []), *(["drift"] if report.over_time is not None else [])]
+                *(["smooth"] if report.smooth is not None else []), *(["corp"] if report.corp is not None else []),
+                *(["drift"] if report.over_time is not None else [])]
         missing = ("<p class='meta'>Figure not drawn: matplotlib is not installed (pip install "
                    "'calframe[plot]' draws it).</p>")
         return dict.fromkeys(keys, missing)
@@ -262,6 +268,20 @@ def _smooth_section(report: Report, figs: dict[str, str]) -> Section | None:
     return Section("Smooth reliability", note, body)
 
 
+def _corp_section(report: Report, figs: dict[str, str]) -> Section | None:
+    if report.corp is None:
+        return None
+    o = report.options
+    pred, obs = _words(o["lens"])
+    bands = (f" The grey band is the consistency band: where the curve of a calibrated model would lie ({o['ci']:.0%}, "
+             f"{o['n_boot']} draws of the outcomes as Bernoulli({pred})); the blue band is the curve's {o['ci']:.0%} "
+             "confidence band (rows resampled). A curve outside the grey band is miscalibrated there."
+             if "consistency_lo" in report.corp.columns else " No bands: this report has no intervals.")
+    note = (f"The CORP reliability diagram (Dimitriadis, Gneiting & Jordan 2021): {obs} against {pred} by isotonic "
+            "regression, the best increasing recalibration of the predictions, so no bins to choose." + bands)
+    return Section("CORP reliability", note, f"<div class='figs'>{figs['corp']}</div>" if "corp" in figs else "")
+
+
 def _reliability(report: Report, figs: dict[str, str]) -> Section:
     from .plot import lens_labels
 
@@ -333,7 +353,7 @@ def _over_time(report: Report, figs: dict[str, str]) -> Section | None:
 
 #: The page's sections, in order: each takes the report and its embedded figures and returns a Section, or None
 #: when the report has nothing for it. A new section is one more function here.
-SECTIONS = (_overall, _by_group, _reliability, _smooth_section, _variables, _over_time)
+SECTIONS = (_overall, _by_group, _reliability, _smooth_section, _corp_section, _variables, _over_time)
 
 
 def render_html(report: Report) -> str:

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 from .families.bin_free import ks_calibration, mmce
 from .families.corp import corp_decomposition
+from .families.corp_curve import reliability_curve
 from .families.binned import accuracy, ace, brier, ce, ece, log_loss, mce, reliability, rmsce, smece, summary
 from .families.decomposition import brier_decomposition, ece_split, oe
 from .families.disparity import disparity
@@ -86,5 +87,5 @@ from .families.verdict import calibration_test
 __all__ = [
     "accuracy", "ace", "apply", "bias", "brier", "brier_decomposition", "calibration_test", "ce", "corp_decomposition", "disparity", "ece",
     "ece_split", "fit", "gece", "hosmer_lemeshow", "ks_calibration", "lce", "load", "log_loss", "mce", "mlce", "mlce_curve", "mmce", "oe",
-    "reliability", "rmsce", "smece", "spiegelhalter", "summary", "VCECurve", "vce_curve", "vece", "vece_rank", "vmce",
+    "reliability", "reliability_curve", "rmsce", "smece", "spiegelhalter", "summary", "VCECurve", "vce_curve", "vece", "vece_rank", "vmce",
 ]

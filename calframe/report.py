@@ -56,6 +56,9 @@ class Report:
     disparity: pl.DataFrame | None = None
     #: the smooth reliability diagram, computed and not drawn (:class:`calframe.plot.SmoothReliabilityDisplay`)
     smooth: Any = None
+    #: the CORP reliability diagram (:func:`calframe.reliability_curve`, per group with ``by``; its bands with the
+    #: report's intervals), None for a lens without one scalar per row
+    corp: pl.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def rows(df: pl.DataFrame | None) -> list[dict[str, Any]] | None:
@@ -80,6 +83,7 @@ class Report:
                                             "density": self.smooth.density,
                                             **({} if self.smooth.lower is None else
                                                {"lower": self.smooth.lower, "upper": self.smooth.upper})}))},
+            "corp": rows(self.corp),
         }
 
     def to_json(self, indent: int = 2) -> str:
@@ -160,7 +164,7 @@ def build_report(
     progress: bool | None = None,
 ) -> Report:
     """Compute the figures of a report (summary, per group and their disparity, reliability, smooth reliability,
-    VECE ranking, VCE curves, over time).
+    the CORP reliability diagram (:func:`calframe.reliability_curve`), VECE ranking, VCE curves, over time).
 
     Every calibration figure uses one lens: ``lens``, or by default (None)
     ``class:1`` for a single probability column (binary input) and ``top1``
@@ -264,7 +268,19 @@ def build_report(
                           "seed": seed,
                           "tolerance": tolerance, "alpha": alpha, "time_col": time_col, "every": every if time_col else None,
                           "baseline": baseline, "disparity_note": disparity_note},
-                  summary, by_group, as_polars(reliability), variables_df, curves, over_time, disparity, smooth)
+                  summary, by_group, as_polars(reliability), variables_df, curves, over_time, disparity, smooth,
+                  _corp_table(frame, by, ci, n_boot, seed, **common))
+
+
+def _corp_table(frame: Any, by: Any, ci: float | None, n_boot: int, seed: int, *, prob: Any, label: Any,
+                nulls: str, lens: str) -> pl.DataFrame | None:
+    """The CORP reliability diagram's table, with its consistency and confidence bands at the report's level
+    (none without intervals); None for a lens without one scalar per row."""
+    if lens != "top1" and not lens.startswith("class:"):
+        return None
+    return as_polars(api.reliability_curve(frame, prob, label, by=by, lens=lens, nulls=nulls, n_boot=n_boot,
+                                           seed=seed, level=ci or 0.9, bands=None if ci is None else
+                                           ("consistency", "confidence")))
 
 
 def _with_report_figures(df: pl.DataFrame, frame: Any, options: dict[str, Any], keys: list[str]) -> pl.DataFrame:

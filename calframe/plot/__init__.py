@@ -9,6 +9,9 @@ and ``figure_`` set.
 - :class:`ReliabilityDisplay` -- reliability diagram of :func:`calframe.reliability`
   (accuracy vs mean confidence per bin, the diagonal, the gap, a histogram of
   bin counts below, ECE in the title; ``by=`` gives one panel per group).
+- :class:`CorpReliabilityDisplay` -- the CORP reliability diagram of
+  :func:`calframe.reliability_curve` (the isotonic curve, no bins, with its
+  consistency and confidence bands; ``by=`` gives one panel per group).
 - :class:`VariableCurveDisplay` -- accuracy and confidence curves over a
   variable with pointwise bands, v* and VCE (:func:`calframe.vce_curve`).
 - :class:`VeceRankDisplay` -- VECE per variable as sorted horizontal bars,
@@ -18,7 +21,7 @@ and ``figure_`` set.
 - :class:`DriftDisplay` -- a figure per time window (:func:`calframe.monitor`)
   with its interval band, the baseline as a reference line, rows per window.
 
-Module-level shortcuts (:func:`reliability_diagram`, :func:`vce_curve_plot`,
+Module-level shortcuts (:func:`reliability_diagram`, :func:`reliability_curve`, :func:`vce_curve_plot`,
 :func:`vece_rank_plot`, :func:`mlce_curve_plot`) compute, plot and return the
 display. matplotlib (the ``plot`` extra) is imported only when something is
 drawn. Figures created here use matplotlib's constrained layout, so
@@ -33,11 +36,13 @@ from typing import Any
 from ._common import (  # noqa: F401  (the colours and label helpers, as calframe.plot had them)
     ACC_COLOR, CONF_COLOR, FMT, GAP_COLOR, HIST_COLOR, KIND_COLORS, REF_COLOR, Frame, curve_labels, lens_labels,
 )
+from ._corp import CorpReliabilityDisplay
 from ._curves import MLCECurveDisplay, VariableCurveDisplay, VeceRankDisplay
 from ._drift import DriftDisplay
 from ._reliability import ReliabilityDisplay, SmoothReliabilityDisplay
 
 __all__ = [
+    "CorpReliabilityDisplay",
     "DriftDisplay",
     "MLCECurveDisplay",
     "ReliabilityDisplay",
@@ -45,6 +50,7 @@ __all__ = [
     "VariableCurveDisplay",
     "VeceRankDisplay",
     "mlce_curve_plot",
+    "reliability_curve",
     "reliability_diagram",
     "vce_curve_plot",
     "vece_rank_plot",
@@ -68,6 +74,21 @@ def reliability_diagram(frame: Frame, prob: str | Sequence[str] | None = None, l
     'Accuracy'
     """
     return ReliabilityDisplay.from_frame(frame, prob, label, **kwargs)
+
+
+def reliability_curve(frame: Frame, prob: str | Sequence[str] | None = None, label: str | None = None,
+                      **kwargs: Any) -> CorpReliabilityDisplay:
+    """The CORP reliability diagram of a frame (isotonic curve, consistency and confidence bands):
+    :meth:`CorpReliabilityDisplay.from_frame`.
+
+    Examples
+    --------
+    >>> import calframe, calframe.plot
+    >>> df = calframe.datasets.grouped_miscalibration(n=1000, seed=0)
+    >>> calframe.plot.reliability_curve(df, n_boot=100).ax_.get_title()
+    'CORP reliability diagram'
+    """
+    return CorpReliabilityDisplay.from_frame(frame, prob, label, **kwargs)
 
 
 def vce_curve_plot(frame: Frame, variable: str, prob: str | Sequence[str] | None = None, label: str | None = None,
