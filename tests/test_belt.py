@@ -13,9 +13,11 @@ import pytest
 
 import calframe
 from calframe._errors import InvalidValueError, ParameterError
-from tests.oracles.calibration_belt import cases
+from calframe.families import belt as B
+from tests.oracles.calibration_belt import CDF_AT, cases
 
 ORACLE = json.loads((Path(__file__).parent / "oracles" / "calibration_belt.json").read_text())
+CDF = ORACLE.pop("cdf")
 
 
 def _frames() -> dict[str, pl.DataFrame]:
@@ -53,6 +55,27 @@ def test_belt_matches_package(name: str) -> None:
 
 
 TOL = 1e-4
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_law_matches_package(m: int) -> None:
+    """Nattino et al.'s distribution function of the statistic after the selection (eqs. 16-19), and the
+    p-value as its upper tail."""
+    got = [B._cdf(t, m, 0.95) for t in CDF_AT]
+    np.testing.assert_allclose(got, CDF[str(m)], rtol=1e-12, atol=1e-14)
+    tails = [B.p_value(t, m, 0.95) for t in CDF_AT]
+    np.testing.assert_allclose(tails, 1 - np.asarray(CDF[str(m)]), rtol=1e-9, atol=1e-12)
+
+
+def test_plot() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import calframe.plot
+
+    d = calframe.plot.calibration_belt(FRAMES["adult"], by="sex", points=10, confidence=0.95)
+    assert len(d.figure_.get_axes()) == 2
+    assert d.figure_.get_axes()[0].get_title().startswith("sex = ")
 
 
 def test_by_equals_filtering() -> None:

@@ -238,6 +238,7 @@ MATRIX_CALLS = {
     "calibration_test": ((), {"by": "region", "n_sim": 200}),
     "monitor": (("ts",), {"every": "1d"}),
     "corp_decomposition": ((), {"by": "region", "score": "log_loss"}),
+    "calibration_belt_bands": ((), {"by": "region", "points": 10, "confidence": 0.95}),
     "fit": (("platt",), {}),
     "apply": ((), {"name": "q"}),
 }

@@ -34,10 +34,13 @@ from ._common import (  # noqa: F401  (the colours and label helpers, as calfram
     ACC_COLOR, CONF_COLOR, FMT, GAP_COLOR, HIST_COLOR, KIND_COLORS, REF_COLOR, Frame, curve_labels, lens_labels,
 )
 from ._curves import MLCECurveDisplay, VariableCurveDisplay, VeceRankDisplay
+from ._belt import CalibrationBeltDisplay
 from ._drift import DriftDisplay
 from ._reliability import ReliabilityDisplay, SmoothReliabilityDisplay
 
 __all__ = [
+    "CalibrationBeltDisplay",
+    "calibration_belt",
     "DriftDisplay",
     "MLCECurveDisplay",
     "ReliabilityDisplay",
@@ -68,6 +71,22 @@ def reliability_diagram(frame: Frame, prob: str | Sequence[str] | None = None, l
     'Accuracy'
     """
     return ReliabilityDisplay.from_frame(frame, prob, label, **kwargs)
+
+
+def calibration_belt(frame: Frame, prob: str | Sequence[str] | None = None, label: str | None = None,
+                     **kwargs: Any) -> CalibrationBeltDisplay:
+    """The calibration belt of a frame, one panel per group (``by``): :meth:`CalibrationBeltDisplay.from_frame`.
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl, calframe, calframe.plot
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.01, 0.99, size=1000)
+    >>> df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=1000) < p).astype(int)})
+    >>> calframe.plot.calibration_belt(df, points=20).figure_.get_axes()[0].get_xlabel()
+    'Predicted probability'
+    """
+    return CalibrationBeltDisplay.from_frame(frame, prob, label, **kwargs)
 
 
 def vce_curve_plot(frame: Frame, variable: str, prob: str | Sequence[str] | None = None, label: str | None = None,

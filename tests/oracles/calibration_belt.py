@@ -13,7 +13,8 @@ holds what it wrote. Produced with calibration-belt 0.1.41, statsmodels 0.14, sc
 
 For each case: ``CalibrationBelt(P, E).test(q=0.95)`` (statistic, p-value), ``forward_select(0.95)`` (degree, the
 log-likelihood) and ``calculate_boundaries(c, size=50, q=0.95)`` for c in (0.8, 0.95) (the grid's predictions,
-lower, upper). The data: numpy's seeded generators (PCG64, the same streams on every numpy) and calframe's
+lower, upper); and ``CalibrationBelt.calculate_cdf(t, m, 0.95)``, the law of the
+statistic, at ``CDF_AT`` for m = 1 to 4. The data: numpy's seeded generators (PCG64, the same streams on every numpy) and calframe's
 bundled Adult data. Nothing is imported at module level but numpy: pytest collects this module for its doctests.
 """
 
@@ -37,8 +38,17 @@ def cases() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     g = rng.normal(0, 2, 4000)
     p = 1 / (1 + np.exp(-g))
     truth = 1 / (1 + np.exp(-(0.2 + 0.8 * g + 0.04 * g**3)))
-    out["cubic"] = (p, (rng.uniform(size=4000) < truth).astype(np.int64))
+    out["cubic"] = (p, (rng.uniform(size=4000) < truth).astype(np.int64))  # odd: the selection stops at 1
+    for name, coef in (("quadratic", (0.0, 1.0, 0.1)), ("cubic_even", (0.1, 0.9, 0.15, 0.06)),
+                       ("quartic", (0.0, 1.0, -0.2, 0.05, 0.04))):
+        g = rng.normal(0, 1.5, 3000)
+        truth = 1 / (1 + np.exp(-sum(c * g**j for j, c in enumerate(coef))))
+        out[name] = (1 / (1 + np.exp(-g)), (rng.uniform(size=3000) < truth).astype(np.int64))
     return out
+
+
+#: the statistics at which the law's distribution function is compared, per degree
+CDF_AT = (0.5, 2.0, 4.0, 6.0, 8.0, 9.0, 10.0, 12.0, 15.0, 20.0, 30.0)
 
 
 def main() -> None:
@@ -50,7 +60,8 @@ def main() -> None:
     male = adult["male"].astype(bool)
     data["adult_male"] = (adult["prob"][male], adult["label"][male].astype(np.int64))
     data["adult_female"] = (adult["prob"][~male], adult["label"][~male].astype(np.int64))
-    out = {}
+    out = {"cdf": {str(m): [float(CalibrationBelt.calculate_cdf(t, m, 0.95)) for t in CDF_AT]
+                   for m in (1, 2, 3, 4)}}
     for name, (p, y) in data.items():
         belt = CalibrationBelt(y, p)
         t, pv = belt.test(q=0.95)
