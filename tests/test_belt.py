@@ -106,7 +106,12 @@ def test_bad_input() -> None:
     df = pl.DataFrame({"prob": [0.0, 0.3, 0.6, 1.0], "label": [0, 0, 1, 1]})
     with pytest.raises(InvalidValueError, match=r"'prob' has 2 rows .* exactly 0 or 1"):
         calframe.calibration_belt(df)
+    clipped = calframe.calibration_belt(df, clip=1e-6).row(0)
+    want = calframe.calibration_belt(df.with_columns(prob=pl.Series([1e-6, 0.3, 0.6, 1 - 1e-6]))).row(0)
+    assert clipped == want
     ok = FRAMES["calibrated"]
+    with pytest.raises(ParameterError, match="clip"):
+        calframe.calibration_belt(ok, clip=0.5)
     with pytest.raises(ParameterError, match="max_degree"):
         calframe.calibration_belt(ok, max_degree=5)
     with pytest.raises(ParameterError, match="confidence"):

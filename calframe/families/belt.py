@@ -25,7 +25,8 @@ The ``calibration-belt`` package (0.1.41) finds the same bounds with scipy's ``t
 ``logit(p)`` between the group's smallest and largest prediction.
 
 The fit needs the rows of each group: eager frames compute it, a LazyFrame and a pyarrow Table are collected
-first (docs/engines.md). Predictions of exactly 0 or 1 have no logit: they are refused.
+first (docs/engines.md). Predictions of exactly 0 or 1 have no logit: they are refused, unless ``clip`` moves
+every prediction into ``[clip, 1 - clip]``.
 """
 
 from __future__ import annotations
@@ -209,9 +210,10 @@ class Options(NamedTuple):
     max_degree: int
     confidence: tuple[float, ...]
     points: int
+    clip: float | None = None
 
 
-def options(func: str, q: Any, max_degree: Any, confidence: Any, points: Any) -> Options:
+def options(func: str, q: Any, max_degree: Any, confidence: Any, points: Any, clip: Any = None) -> Options:
     """The checked parameters (a ParameterError naming the parameter)."""
     def level(name: str, v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
@@ -226,20 +228,27 @@ def options(func: str, q: Any, max_degree: Any, confidence: Any, points: Any) ->
                              f"the statistic's law up to degree 4), got {max_degree!r}", "max_degree")
     if isinstance(points, bool) or not isinstance(points, int) or points < 4:
         raise ParameterError(f"{func}: points must be an integer of at least 4, got {points!r}", "points")
-    return Options(level("q", q), max_degree, tuple(level("confidence", c) for c in levels), points)
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not 0 < clip < 0.5):
+        raise ParameterError(f"{func}: clip must be None or a number strictly between 0 and 0.5, got {clip!r}",
+                             "clip")
+    return Options(level("q", q), max_degree, tuple(level("confidence", c) for c in levels), points,
+                   None if clip is None else float(clip))
 
 
-def rows(scored: Scored, req: R.Request) -> tuple[np.ndarray, ...]:
+def rows(scored: Scored, req: R.Request, clip: float | None = None) -> tuple[np.ndarray, ...]:
     """The lens's (group, prediction, outcome, weight) of every row, sorted by them (the same sums for any order
-    of the frame's rows), the weights the caller's; predictions of 0 or 1 refused."""
+    of the frame's rows), the weights the caller's; predictions of 0 or 1 refused, or clipped to ``[clip, 1 -
+    clip]``."""
     conf, acc = L.scalar(scored, req.lens, req.func)
     conf, acc = np.asarray(conf, dtype=np.float64), np.asarray(acc, dtype=np.float64)
+    if clip is not None:
+        conf = np.clip(conf, clip, 1.0 - clip)
     edge = int(np.count_nonzero((conf <= 0) | (conf >= 1)))
     if edge:
         raise InvalidValueError(
             f"{req.func}: column {scored.prob_name!r} has {_rows(edge)} with a prediction of exactly 0 or 1 (of "
             f"{_rows(scored.n)}): the calibration belt regresses on logit(p), which is infinite there. Clip the "
-            "predictions (e.g. to [1e-12, 1 - 1e-12]) or drop those rows.")
+            "predictions (clip=1e-6, say) or drop those rows.")
     w = np.ones(scored.n) if scored.weights is None else np.asarray(scored.weights, dtype=np.float64)
     g = scored.group_codes.astype(np.int64)
     scale = np.asarray(scored.weight_scale, dtype=np.float64)
@@ -250,7 +259,7 @@ def rows(scored: Scored, req: R.Request) -> tuple[np.ndarray, ...]:
 
 def per_group(scored: Scored, req: R.Request, opts: Options) -> list[tuple[int, np.ndarray, ...] | None]:
     """Each group's (rows, p, y, w, fit), None for a group without rows of positive weight."""
-    g, p, y, w = rows(scored, req)
+    g, p, y, w = rows(scored, req, opts.clip)
     starts = np.searchsorted(g, np.arange(scored.n_groups + 1))
     out: list[Any] = []
     for j in range(scored.n_groups):

@@ -213,7 +213,7 @@ def _belt_figures(req: R.Request, opts: B.Options) -> dict[str, Computed]:
     lensed=True, on=frozenset({"disparity", "monitor", "expr", "sklearn"})))
 @R.keywords(R.Tested)
 def calibration_belt(frame: Frame, prob: Columns = None, label: str | None = None, *, q: float = 0.95,
-                     max_degree: int = 4, **options: Unpack[R.Tested]) -> Result:
+                     max_degree: int = 4, clip: float | None = None, **options: Unpack[R.Tested]) -> Result:
     """The GiViTI calibration belt's test of exact calibration (Finazzi et al. 2011; Nattino et al. 2014), per
     group: ``belt_degree`` (the polynomial's degree in ``logit(p)``, forward-selected at level ``q`` up to
     ``max_degree``), ``belt_statistic`` and ``belt_p_value`` (module :mod:`calframe.families.belt`).
@@ -221,8 +221,9 @@ def calibration_belt(frame: Frame, prob: Columns = None, label: str | None = Non
     The belt itself (its bounds at each prediction, and where it leaves the bisector) is
     :func:`calibration_belt_bands`; its plot :func:`calframe.plot.calibration_belt`. The lens: ``class:1`` for one
     probability column, ``top1`` for class probabilities. Weights are frequency weights. Predictions of exactly 0
-    or 1 are refused (no logit). A group with one distinct prediction has NaN figures. Values agree with the
-    ``calibration-belt`` package (tests/test_belt.py).
+    or 1 are refused (no logit), unless ``clip`` moves every prediction into ``[clip, 1 - clip]``. A group with
+    one distinct prediction has NaN figures. Values agree with the ``calibration-belt`` package
+    (tests/test_belt.py).
 
     Examples
     --------
@@ -235,7 +236,7 @@ def calibration_belt(frame: Frame, prob: Columns = None, label: str | None = Non
     >>> bool(calframe.calibration_belt(df.with_columns(prob=pl.col("prob") ** 1.5))["belt_p_value"][0] < 1e-6)
     True
     """
-    opts = B.options("calibration_belt", q, max_degree, 0.95, 4)
+    opts = B.options("calibration_belt", q, max_degree, 0.95, 4, clip)
     req = R.scalar_rows("calibration_belt", prob, label, **options)
     return run_plan(req, frame, _belt_figures(req, opts), scalar=False)
 
@@ -244,7 +245,7 @@ def calibration_belt(frame: Frame, prob: Columns = None, label: str | None = Non
 @R.keywords(R.Tested)
 def calibration_belt_bands(frame: Frame, prob: Columns = None, label: str | None = None, *,
                            confidence: float | tuple[float, ...] = (0.8, 0.95), q: float = 0.95, max_degree: int = 4,
-                           points: int = 100, **options: Unpack[R.Tested]) -> Any:
+                           points: int = 100, clip: float | None = None, **options: Unpack[R.Tested]) -> Any:
     """The calibration belt itself, per group: at each ``confidence`` level and each of ``points`` predictions
     ``p`` (half evenly spaced in ``p``, half in ``logit(p)``, over the group's range, as the ``calibration-belt``
     package), the ``lower`` and ``upper`` bounds of the true outcome rate, and ``side``: ``"above"`` where the
@@ -269,10 +270,10 @@ def calibration_belt_bands(frame: Frame, prob: Columns = None, label: str | None
 
     from .._columns import score, select_rows
     from ..figures import to_flavor
+    from ..frames.convert import in_flavor_of
 
-    opts = B.options("calibration_belt_bands", q, max_degree, confidence, points)
+    opts = B.options("calibration_belt_bands", q, max_degree, confidence, points, clip)
     req = R.scalar_rows("calibration_belt_bands", prob, label, **options)
-    lazy = isinstance(frame, pl.LazyFrame)
     sel = select_rows(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
                       nulls=req.nulls)
     scored = score(sel)
@@ -286,4 +287,4 @@ def calibration_belt_bands(frame: Frame, prob: Columns = None, label: str | None
         keys = scored.keys[cols["group"].astype(np.int64)] if len(cols["group"]) else scored.keys.clear()
         df = pl.concat([keys, df], how="horizontal")
     out = to_flavor(df, scored.flavor)
-    return out.lazy() if lazy else out
+    return in_flavor_of(frame, out.lazy()) if isinstance(out, pl.DataFrame) else out  # a LazyFrame: lazy again
