@@ -273,7 +273,7 @@ def per_group(scored: Scored, req: R.Request, opts: Options) -> list[tuple[int, 
     return out
 
 
-def test(scored: Scored, req: R.Request, opts: Options) -> dict[str, np.ndarray]:
+def figures(scored: Scored, req: R.Request, opts: Options) -> dict[str, np.ndarray]:
     """Per group: the degree, the statistic and its p-value (NaN for a group with fewer than two distinct
     predictions)."""
     n = scored.n_groups

@@ -196,7 +196,7 @@ def _belt_figures(req: R.Request, opts: B.Options) -> dict[str, Computed]:
 
     def columns(scored: Scored) -> dict[str, np.ndarray]:
         if last.get("scored") is not scored:  # the frame itself is kept, so its identity is not reused
-            last.update(scored=scored, out=B.test(scored, req, opts))
+            last.update(scored=scored, out=B.figures(scored, req, opts))
         return last["out"]
 
     return {c: (lambda scored, c=c: columns(scored)[c]) for c in B.COLUMNS}
@@ -287,4 +287,4 @@ def calibration_belt_bands(frame: Frame, prob: Columns = None, label: str | None
         keys = scored.keys[cols["group"].astype(np.int64)] if len(cols["group"]) else scored.keys.clear()
         df = pl.concat([keys, df], how="horizontal")
     out = to_flavor(df, scored.flavor)
-    return in_flavor_of(frame, out.lazy()) if isinstance(out, pl.DataFrame) else out  # a LazyFrame: lazy again
+    return in_flavor_of(frame, df.lazy()) if scored.flavor == "polars" else out  # a LazyFrame: lazy again
