@@ -119,6 +119,12 @@ def quantile(level: float, m: int, q: float) -> float:
 # --------------------------------------------------------------------------- the logistic fits
 
 
+def _expit(v: np.ndarray) -> np.ndarray:
+    from scipy.special import expit
+
+    return expit(v)
+
+
 def _design(g: np.ndarray, m: int) -> np.ndarray:
     return g[:, None] ** np.arange(m + 1)
 
@@ -134,7 +140,7 @@ def logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, start: np.ndarray | No
     beta = np.zeros(x.shape[1]) if start is None else start.copy()
     ll = _loglik(x @ beta, y, w)
     for _ in range(100):
-        mu = 1.0 / (1.0 + np.exp(-(x @ beta)))
+        mu = _expit(x @ beta)
         grad = x.T @ (w * (y - mu))
         hess = (x * (w * mu * (1 - mu))[:, None]).T @ x
         step = np.linalg.lstsq(hess, grad, rcond=None)[0]
@@ -171,7 +177,7 @@ def bound(x: np.ndarray, y: np.ndarray, w: np.ndarray, fit: Fit, k: float, at: n
     on ``grad l(a) + t at = 0, l(a) = llf - k / 2``, started from the Wald bound."""
     target = fit.llf - k / 2
     a = fit.coef
-    mu = 1.0 / (1.0 + np.exp(-(x @ a)))
+    mu = _expit(x @ a)
     hess = (x * (w * mu * (1 - mu))[:, None]).T @ x
     h_at = np.linalg.solve(hess, at)
     s = sqrt(float(at @ h_at))
@@ -179,7 +185,7 @@ def bound(x: np.ndarray, y: np.ndarray, w: np.ndarray, fit: Fit, k: float, at: n
     a = a + t * h_at
     for _ in range(100):
         eta = x @ a
-        mu = 1.0 / (1.0 + np.exp(-eta))
+        mu = _expit(eta)
         grad = x.T @ (w * (y - mu))
         hess = (x * (w * mu * (1 - mu))[:, None]).T @ x
         r1 = grad + t * at  # stationarity of at @ a + (l(a) - target) / t
@@ -303,6 +309,6 @@ def bands(scored: Scored, req: R.Request, opts: Options) -> list[dict[str, np.nd
             lo = np.array([bound(x, y, w, fit, k, a, -1) for a in at])
             hi = np.array([bound(x, y, w, fit, k, a, 1) for a in at])
             out.append({"group": np.full(at.shape[0], j), "confidence": np.full(at.shape[0], c),
-                        "p": 1.0 / (1.0 + np.exp(-at[:, 1])), "lower": 1.0 / (1.0 + np.exp(-lo)),
-                        "upper": 1.0 / (1.0 + np.exp(-hi))})
+                        "p": _expit(at[:, 1]), "lower": _expit(lo),
+                        "upper": _expit(hi)})
     return out
