@@ -163,3 +163,18 @@ def test_false_alarms_at_5_percent() -> None:
         y = (rng.uniform(size=400) < p).astype(int)
         rejected += calframe.calibration_belt(pl.DataFrame({"prob": p, "label": y}))["belt_p_value"][0] < 0.05
     assert 5 <= rejected <= 27  # a binomial(300, 0.05) lies here with chance above 0.999
+
+
+def test_reaches_expr_and_monitor() -> None:
+    """The figure table's row: the same numbers as an expression per group and per window of monitor."""
+    import calframe.expr as ce
+
+    adult = FRAMES["adult"]
+    want = calframe.calibration_belt(adult, by="sex").sort("sex")
+    got = adult.group_by("sex").agg(b=ce.calibration_belt("prob", "label")).sort("sex").unnest("b")
+    for c in ("belt_degree", "belt_statistic", "belt_p_value"):
+        assert got[c].to_list() == want[c].to_list()
+    df = adult.with_columns(ts=pl.datetime(2024, 1, 1) + pl.duration(hours=pl.int_range(pl.len()) % 48))
+    windows = calframe.monitor(df, "ts", every="1d", figures=["calibration_belt"])
+    first = calframe.calibration_belt(df.filter(pl.col("ts") < pl.datetime(2024, 1, 2)))
+    assert windows.row(0, named=True)["belt_p_value"] == first["belt_p_value"][0]

@@ -210,7 +210,7 @@ def _belt_figures(req: R.Request, opts: B.Options) -> dict[str, Computed]:
     Column("belt_p_value", "belt p-value", "the chance of a statistic this large if the model were exactly "
            "calibrated (Nattino et al. 2014); small values reject exact calibration, which large data always do",
            "higher")),
-    lensed=True, on=frozenset({"disparity", "monitor", "expr", "sklearn"})))
+    lensed=True, on=frozenset({"monitor", "expr", "sklearn"})))
 @R.keywords(R.Tested)
 def calibration_belt(frame: Frame, prob: Columns = None, label: str | None = None, *, q: float = 0.95,
                      max_degree: int = 4, clip: float | None = None, **options: Unpack[R.Tested]) -> Result:
