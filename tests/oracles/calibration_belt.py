@@ -3,7 +3,9 @@ tests/test_belt.py), and how they were produced.
 
 calibration-belt 0.1.41 (MIT; Bulgarelli's Python port of Nattino et al.'s GiViTI belt) pulls in statsmodels,
 patsy and tqdm, so it is not a test extra: this script is run by hand in a virtualenv of its own, and the JSON file
-holds what it wrote. Produced with calibration-belt 0.1.41, statsmodels 0.14, scipy, numpy 2, polars::
+holds what it wrote. Produced with calibration-belt 0.1.41, statsmodels 0.15.0, scipy 1.17.1, numpy 2.4.6,
+polars 2.1.0. Its module is named ``calibration``, as uncertainty-calibration's (a test extra): another reason to keep it
+out of the test venv::
 
     python3 -m venv /tmp/belt-venv && /tmp/belt-venv/bin/pip install calibration-belt==0.1.41 polars pandas
     PYTHONPATH=. python -c "import calframe, numpy as np; d = calframe.datasets.adult_scored(); \\
