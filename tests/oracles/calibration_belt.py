@@ -4,8 +4,8 @@ tests/test_belt.py), and how they were produced.
 calibration-belt 0.1.41 (MIT; Bulgarelli's Python port of Nattino et al.'s GiViTI belt) pulls in statsmodels,
 patsy and tqdm, so it is not a test extra: this script is run by hand in a virtualenv of its own, and the JSON file
 holds what it wrote. Produced with calibration-belt 0.1.41, statsmodels 0.15.0, scipy 1.17.1, numpy 2.4.6,
-polars 2.1.0. Its module is named ``calibration``, as uncertainty-calibration's (a test extra): another reason to keep it
-out of the test venv::
+polars 2.1.0. Its module is named ``calibration``, as uncertainty-calibration's (a test extra): another reason
+to keep it out of the test venv::
 
     python3 -m venv /tmp/belt-venv && /tmp/belt-venv/bin/pip install calibration-belt==0.1.41 polars pandas
     PYTHONPATH=. python -c "import calframe, numpy as np; d = calframe.datasets.adult_scored(); \\
@@ -15,9 +15,9 @@ out of the test venv::
 
 For each case: ``CalibrationBelt(P, E).test(q=0.95)`` (statistic, p-value), ``forward_select(0.95)`` (degree, the
 log-likelihood) and ``calculate_boundaries(c, size=50, q=0.95)`` for c in (0.8, 0.95) (the grid's predictions,
-lower, upper); and ``CalibrationBelt.calculate_cdf(t, m, 0.95)``, the law of the
-statistic, at ``CDF_AT`` for m = 1 to 4. The data: numpy's seeded generators (PCG64, the same streams on every numpy) and calframe's
-bundled Adult data. Nothing is imported at module level but numpy: pytest collects this module for its doctests.
+lower, upper); and ``CalibrationBelt.calculate_cdf(t, m, 0.95)``, the law of the statistic, at ``CDF_AT`` for
+m = 1 to 4. The data: numpy's seeded generators (PCG64, the same streams on every numpy) and calframe's bundled
+Adult data. Nothing is imported at module level but numpy: pytest collects this module for its doctests.
 """
 
 from __future__ import annotations
