@@ -78,14 +78,14 @@ from .families.binned import accuracy, ace, brier, ce, ece, log_loss, mce, relia
 from .families.decomposition import brier_decomposition, ece_split, oe
 from .families.disparity import disparity
 from .families.gece import gece
-from .families.goodness import bias, hosmer_lemeshow, spiegelhalter
+from .families.goodness import bias, calibration_belt, calibration_belt_bands, hosmer_lemeshow, spiegelhalter
 from .families.local import lce, mlce, mlce_curve
 from .families.recal import apply, fit, load
 from .families.variable import VCECurve, vce_curve, vece, vece_rank, vmce
 from .families.verdict import calibration_test
 
 __all__ = [
-    "accuracy", "ace", "apply", "bias", "brier", "brier_decomposition", "calibration_test", "ce", "corp_decomposition", "disparity", "ece",
+    "accuracy", "ace", "apply", "bias", "brier", "brier_decomposition", "calibration_belt", "calibration_belt_bands", "calibration_test", "ce", "corp_decomposition", "disparity", "ece",
     "ece_split", "fit", "gece", "hosmer_lemeshow", "ks_calibration", "lce", "load", "log_loss", "mce", "mlce", "mlce_curve", "mmce", "oe",
     "reliability", "reliability_curve", "rmsce", "smece", "spiegelhalter", "summary", "VCECurve", "vce_curve", "vece", "vece_rank", "vmce",
 ]

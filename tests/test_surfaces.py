@@ -238,6 +238,8 @@ MATRIX_CALLS = {
     "calibration_test": ((), {"by": "region", "n_sim": 200}),
     "monitor": (("ts",), {"every": "1d"}),
     "corp_decomposition": ((), {"by": "region", "score": "log_loss"}),
+    "calibration_belt": ((), {"by": "region", "clip": 1e-6}),  # the data hold predictions of 0 and 1
+    "calibration_belt_bands": ((), {"by": "region", "points": 10, "confidence": 0.95, "clip": 1e-6}),
     "fit": (("platt",), {}),
     "apply": ((), {"name": "q"}),
 }

@@ -28,6 +28,7 @@ from .. import figures as F
 from .. import lenses as L
 from .. import request as R
 from .. import row_sums as RS
+from . import belt as B
 from .._columns import Scored
 from .._keywords import Columns
 from ..engines.eager import Figure as Computed, Frame, Result
@@ -184,3 +185,106 @@ def spiegelhalter(frame: Frame, prob: Columns = None, label: str | None = None, 
     True
     """
     return _row_sums("spiegelhalter", RS.SPIEGELHALTER, frame, prob, label, p_adjust, options)
+
+
+# --------------------------------------------------------------------------- the calibration belt (families.belt)
+
+
+def _belt_figures(req: R.Request, opts: B.Options) -> dict[str, Computed]:
+    """The three columns from one fit per group per scored frame."""
+    last: dict[str, Any] = {}
+
+    def columns(scored: Scored) -> dict[str, np.ndarray]:
+        if last.get("scored") is not scored:  # the frame itself is kept, so its identity is not reused
+            last.update(scored=scored, out=B.figures(scored, req, opts))
+        return last["out"]
+
+    return {c: (lambda scored, c=c: columns(scored)[c]) for c in B.COLUMNS}
+
+
+@public(state="sorted_rows", figure=Figure((
+    Column("belt_degree", "belt degree", "the degree of the calibration curve's polynomial in logit(p), chosen by "
+           "forward selection"),
+    Column("belt_statistic", "belt statistic", "the calibration belt's likelihood-ratio statistic of the fitted "
+           "curve against the predictions; 0 is perfect"),
+    Column("belt_p_value", "belt p-value", "the chance of a statistic this large if the model were exactly "
+           "calibrated (Nattino et al. 2014); small values reject exact calibration, which large data always do",
+           "higher")),
+    lensed=True, on=frozenset({"monitor", "expr", "sklearn"})))
+@R.keywords(R.Tested)
+def calibration_belt(frame: Frame, prob: Columns = None, label: str | None = None, *, q: float = 0.95,
+                     max_degree: int = 4, clip: float | None = None, **options: Unpack[R.Tested]) -> Result:
+    """The GiViTI calibration belt's test of exact calibration (Finazzi et al. 2011; Nattino et al. 2014), per
+    group: ``belt_degree`` (the polynomial's degree in ``logit(p)``, forward-selected at level ``q`` up to
+    ``max_degree``), ``belt_statistic`` and ``belt_p_value`` (module :mod:`calframe.families.belt`).
+
+    The belt itself (its bounds at each prediction, and where it leaves the bisector) is
+    :func:`calibration_belt_bands`; its plot :func:`calframe.plot.calibration_belt`. The lens: ``class:1`` for one
+    probability column, ``top1`` for class probabilities. Weights are frequency weights. Predictions of exactly 0
+    or 1 are refused (no logit), unless ``clip`` moves every prediction into ``[clip, 1 - clip]``. A group with
+    one distinct prediction has NaN figures. Values agree with the ``calibration-belt`` package
+    (tests/test_belt.py).
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl, calframe
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.01, 0.99, size=5000)
+    >>> df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=5000) < p).astype(int)})
+    >>> bool(calframe.calibration_belt(df)["belt_p_value"][0] > 0.05)  # calibrated: not rejected
+    True
+    >>> bool(calframe.calibration_belt(df.with_columns(prob=pl.col("prob") ** 1.5))["belt_p_value"][0] < 1e-6)
+    True
+    """
+    opts = B.options("calibration_belt", q, max_degree, 0.95, 4, clip)
+    req = R.scalar_rows("calibration_belt", prob, label, **options)
+    return run_plan(req, frame, _belt_figures(req, opts), scalar=False)
+
+
+@public(state="sorted_rows")
+@R.keywords(R.Tested)
+def calibration_belt_bands(frame: Frame, prob: Columns = None, label: str | None = None, *,
+                           confidence: float | tuple[float, ...] = (0.8, 0.95), q: float = 0.95, max_degree: int = 4,
+                           points: int = 100, clip: float | None = None, **options: Unpack[R.Tested]) -> Any:
+    """The calibration belt itself, per group: at each ``confidence`` level and each of ``points`` predictions
+    ``p`` (half evenly spaced in ``p``, half in ``logit(p)``, over the group's range, as the ``calibration-belt``
+    package), the ``lower`` and ``upper`` bounds of the true outcome rate, and ``side``: ``"above"`` where the
+    belt lies above the bisector (``lower > p``: the model under-predicts there), ``"below"`` where it lies below
+    (``upper < p``: it over-predicts), null where it holds the bisector. The ranges of ``p`` where the model is
+    miscalibrated at a level are the runs of rows with a ``side``. Columns: the ``by`` keys, ``confidence``,
+    ``p``, ``lower``, ``upper``, ``side``, in the caller's flavor.
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl, calframe
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.01, 0.99, size=2000)
+    >>> df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=2000) < p ** 0.7).astype(int)})
+    >>> b = calframe.calibration_belt_bands(df, confidence=0.95, points=20)
+    >>> b.columns
+    ['confidence', 'p', 'lower', 'upper', 'side']
+    >>> b.filter(pl.col("side").is_not_null())["side"].unique().to_list()  # p ** 0.7 > p: under-predicts
+    ['above']
+    """
+    import polars as pl
+
+    from .._columns import score, select_rows
+    from ..figures import to_flavor
+    from ..frames.convert import in_flavor_of
+
+    opts = B.options("calibration_belt_bands", q, max_degree, confidence, points, clip)
+    req = R.scalar_rows("calibration_belt_bands", prob, label, **options)
+    sel = select_rows(frame, func=req.func, prob=req.prob, label=req.label, by=req.by, weights=req.weights,
+                      nulls=req.nulls)
+    scored = score(sel)
+    parts = B.bands(scored, req, opts)
+    cols = {k: np.concatenate([d[k] for d in parts]) if parts else np.zeros(0) for k in
+            ("group", "confidence", "p", "lower", "upper")}
+    df = pl.DataFrame({k: cols[k] for k in ("confidence", "p", "lower", "upper")})
+    df = df.with_columns(side=pl.when(pl.col("lower") > pl.col("p")).then(pl.lit("above"))
+                         .when(pl.col("upper") < pl.col("p")).then(pl.lit("below")).otherwise(None))
+    if scored.keys is not None:
+        keys = scored.keys[cols["group"].astype(np.int64)] if len(cols["group"]) else scored.keys.clear()
+        df = pl.concat([keys, df], how="horizontal")
+    out = to_flavor(df, scored.flavor)
+    return in_flavor_of(frame, df.lazy()) if scored.flavor == "polars" else out  # a LazyFrame: lazy again

@@ -38,11 +38,14 @@ from ._common import (  # noqa: F401  (the colours and label helpers, as calfram
 )
 from ._corp import CorpReliabilityDisplay
 from ._curves import MLCECurveDisplay, VariableCurveDisplay, VeceRankDisplay
+from ._belt import CalibrationBeltDisplay
 from ._drift import DriftDisplay
 from ._reliability import ReliabilityDisplay, SmoothReliabilityDisplay
 
 __all__ = [
     "CorpReliabilityDisplay",
+    "CalibrationBeltDisplay",
+    "calibration_belt",
     "DriftDisplay",
     "MLCECurveDisplay",
     "ReliabilityDisplay",
@@ -89,6 +92,22 @@ def reliability_curve(frame: Frame, prob: str | Sequence[str] | None = None, lab
     'CORP reliability diagram'
     """
     return CorpReliabilityDisplay.from_frame(frame, prob, label, **kwargs)
+
+
+def calibration_belt(frame: Frame, prob: str | Sequence[str] | None = None, label: str | None = None,
+                     **kwargs: Any) -> CalibrationBeltDisplay:
+    """The calibration belt of a frame, one panel per group (``by``): :meth:`CalibrationBeltDisplay.from_frame`.
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl, calframe, calframe.plot
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.01, 0.99, size=1000)
+    >>> df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=1000) < p).astype(int)})
+    >>> calframe.plot.calibration_belt(df, points=20).figure_.get_axes()[0].get_xlabel()
+    'Predicted probability'
+    """
+    return CalibrationBeltDisplay.from_frame(frame, prob, label, **kwargs)
 
 
 def vce_curve_plot(frame: Frame, variable: str, prob: str | Sequence[str] | None = None, label: str | None = None,
