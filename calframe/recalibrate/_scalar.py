@@ -45,8 +45,9 @@ class ScalarRecalibrator(Recalibrator):
     @classmethod
     def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, weights=None, **kwargs):
         s, t = lens_view(pr, y, lens)
-        if cls.needs_both and t.size and (t == t[0]).all():
-            raise one_class_error(f"{cls.method}.fit", lens, int(t[0]), pr.n)
+        tt = t if weights is None else t[weights > 0]  # rows of weight 0 count as absent
+        if cls.needs_both and tt.size and (tt == tt[0]).all():
+            raise one_class_error(f"{cls.method}.fit", lens, int(tt[0]), pr.n)
         if cls.takes_weights:
             kwargs["w"] = weights
         params, arrays, children = cls._fit_scores(s, t, n=pr.n, **kwargs)
