@@ -102,6 +102,43 @@ def test_beta_v_weights_are_repeated_rows(seed, n, degree):
     np.testing.assert_allclose(a.predict(GRID, v=vt), b.predict(GRID, v=vt), rtol=0, atol=ITER)
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 150), depth=st.integers(1, 3),
+       min_leaf=st.sampled_from([1, 5, 0.1, 0.25]), leaf=st.sampled_from(["beta", "isotonic", "histogram"]))
+def test_tree_weights_are_repeated_rows(seed, n, depth, min_leaf, leaf):
+    """The gini split search on weights (class weights, child weights >= min_leaf, a fractional min_leaf of the
+    weights' sum) gives the repeated rows' thresholds bit for bit; the leaves' weighted fits follow."""
+    p, y, rng = _data(seed, n)
+    v = np.round(rng.normal(size=n), 1)
+    y = np.where(rng.random(n) < 0.3, 1 - y, y)
+    w = _int_weights(rng, n)
+    idx = np.repeat(np.arange(n), w)
+    kw = {"max_depth": depth, "min_leaf": min_leaf, "leaf": leaf}
+    a = R.fit("tree", p, y, v, weights=w, **kw)
+    b = R.fit("tree", p[idx], y[idx], v[idx], **kw)
+    np.testing.assert_array_equal(a.thresholds, b.thresholds)
+    np.testing.assert_array_equal(a.arrays["leaf_fallback"], b.arrays["leaf_fallback"])
+    vt = np.round(rng.normal(size=GRID.size), 1)
+    np.testing.assert_allclose(a.predict(GRID, v=vt), b.predict(GRID, v=vt), rtol=0, atol=ITER)
+
+
+def test_tree_weighted_splits_match_sklearn_with_weighted_min_leaf():
+    """scikit-learn's weighted gini split (``sample_weight``; its min_samples_leaf counts rows, so the weighted
+    leaf size is compared through ``min_weight_fraction_leaf`` with min_samples_leaf=1)."""
+    tree = pytest.importorskip("sklearn.tree")
+    rng = np.random.default_rng(12)
+    n = 2000
+    v = np.round(rng.normal(size=n) * 8).astype(np.float32).astype(np.float64)
+    y = (rng.random(n) < 1 / (1 + np.exp(-v / 6))).astype(np.int64)
+    w = rng.random(n) * 2 + 0.1
+    ref = tree.DecisionTreeClassifier(criterion="gini", max_depth=2, min_weight_fraction_leaf=0.1,
+                                      random_state=0).fit(v.reshape(-1, 1), y, sample_weight=w)
+    t = ref.tree_
+    thr_ref = np.sort(t.threshold[t.children_left >= 0])
+    ours = R.fit("tree", rng.random(n), y, v, weights=w, max_depth=2, min_leaf=0.1)  # ceil(0.1 W) vs 0.1 W
+    np.testing.assert_allclose(ours.thresholds, thr_ref, rtol=0, atol=1e-6)
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 60), n_bins=st.integers(1, 20))
 def test_weighted_equal_mass_edges_are_those_of_the_repeated_rows(seed, n, n_bins):
@@ -241,8 +278,12 @@ def test_zero_weight_rows_are_absent():
 
 
 def test_methods_without_weights_refuse_them():
-    assert R.weighted_methods() == ["beta", "beta_v", "histogram", "isotonic", "platt", "temperature",
+    assert R.weighted_methods() == ["beta", "beta_v", "histogram", "isotonic", "platt", "temperature", "tree",
                                     "venn_abers"]
     p, y, _ = _data(11, 100)
     with pytest.raises(calframe.ParameterError, match="does not take weights"):
         R.fit("scaling_binning", p, y, weights=np.ones(100))
+    with pytest.raises(calframe.ParameterError, match="does not take weights"):
+        R.fit("lore", p, y, p.reshape(-1, 1), weights=np.ones(100))
+    with pytest.raises(calframe.ParameterError, match="leaf method 'scaling_binning' does not take weights"):
+        R.fit("tree", p, y, p, leaf="scaling_binning", weights=np.ones(100))

@@ -59,7 +59,7 @@ def fit(
     of row weights (finite, non-negative; a row of weight 2 counts as two
     rows: frequency weights, docs/spec.md "Weights"), for the methods whose
     fit takes them (``recalibrate.weighted_methods()``: platt, temperature,
-    beta, beta_v, histogram, isotonic); the saved recalibrator holds the
+    beta, beta_v, histogram, isotonic, venn_abers, tree); the saved recalibrator holds the
     fitted function only.
 
     The column names are stored with the recalibrator, so ``apply`` finds them
