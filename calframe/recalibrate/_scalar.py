@@ -40,10 +40,10 @@ class ScalarRecalibrator(Recalibrator):
         y = as_labels(labels, pr.n, pr.K, func)
         w = as_weights(weights, pr.n, func)
         lens_ = parse_lens(lens, pr.K, func)
-        return cls._fit_probs(pr, y, lens_, meta=meta, **extra, **kwargs, **({} if w is None else {"weights": w}))
+        return cls.fit_probs(pr, y, lens_, meta=meta, **extra, **kwargs, **({} if w is None else {"weights": w}))
 
     @classmethod
-    def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, weights=None, **kwargs):
+    def fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, weights=None, **kwargs):
         s, t = lens_view(pr, y, lens)
         tt = t if weights is None else t[weights > 0]  # rows of weight 0 count as absent
         if cls.needs_both and tt.size and (tt == tt[0]).all():

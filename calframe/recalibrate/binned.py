@@ -260,7 +260,7 @@ class ScalingBinning(ScalarRecalibrator):
         return super().fit(probs, labels, lens=lens, meta=meta, n_bins=n_bins, split=split, seed=seed, C=C)
 
     @classmethod
-    def _fit_probs(cls, pr, y, lens, *, meta=None, n_bins=10, split=True, seed=0, C=UNSET):
+    def fit_probs(cls, pr, y, lens, *, meta=None, n_bins=10, split=True, seed=0, C=UNSET):
         if split:
             if pr.n < 3:
                 raise InvalidValueError("scaling_binning.fit: split=True needs at least 3 rows.")
