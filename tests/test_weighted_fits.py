@@ -287,3 +287,13 @@ def test_methods_without_weights_refuse_them():
         R.fit("lore", p, y, p.reshape(-1, 1), weights=np.ones(100))
     with pytest.raises(calframe.ParameterError, match="leaf method 'scaling_binning' does not take weights"):
         R.fit("tree", p, y, p, leaf="scaling_binning", weights=np.ones(100))
+
+
+def test_frame_tree_takes_the_weights_column():
+    df = calframe.datasets.grouped_miscalibration(n=3000, seed=1).with_columns(w=pl.col("age") / 10)
+    rec = calframe.fit(df, "tree", variable="age", weights="w")
+    arr = R.fit("tree", df["prob"].to_numpy(), df["label"].to_numpy(), df["age"].to_numpy().astype(float),
+                weights=df["w"].to_numpy())
+    np.testing.assert_array_equal(rec.thresholds, arr.thresholds)
+    np.testing.assert_array_equal(calframe.apply(df, rec)["p_tree"].to_numpy(),
+                                  arr.predict(df["prob"].to_numpy(), v=df["age"].to_numpy().astype(float)))
