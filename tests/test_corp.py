@@ -238,9 +238,9 @@ def test_bad_input():
     with pytest.raises(calframe.InvalidValueError, match="'w'"):
         calframe.corp_decomposition(df.with_columns(w=-pl.col("w")), weights="w")
     with pytest.raises(calframe.ParameterError, match="does not take weights.*isotonic"):
-        calframe.fit(df, "platt", weights="w")
+        calframe.fit(df, "scaling_binning", weights="w")
     with pytest.raises(calframe.ParameterError, match="does not take weights"):
-        recalibrate.fit("histogram", df["prob"].to_numpy(), df["label"].to_numpy(), weights=df["w"].to_numpy())
+        recalibrate.fit("scaling_binning", df["prob"].to_numpy(), df["label"].to_numpy(), weights=df["w"].to_numpy())
     with pytest.raises(calframe.InvalidValueError, match="weights must be finite and non-negative; 1 row"):
         recalibrate.fit("isotonic", [0.2, 0.4], [0, 1], weights=[1.0, -1.0])
     with pytest.raises(calframe.InvalidValueError, match="every weight is 0"):

@@ -33,8 +33,11 @@ def _loss(eta, e, y):
 
 
 @njit(parallel=True, cache=True)
-def objective(Z, y, theta, nchunks):
-    """sum_i log(1 + exp(z_i . theta)) - y_i z_i . theta (the penalty is added by the caller)."""
+def objective(Z, y, sw, theta, nchunks):
+    """sum_i sw_i (log(1 + exp(z_i . theta)) - y_i z_i . theta) (the penalty is added by the caller).
+
+    ``sw``: the row weights (all 1.0 without weights: a product by 1.0 is exact, so the unweighted sums
+    keep their bits)."""
     n, p = Z.shape
     part = np.zeros(nchunks)
     step = (n + nchunks - 1) // nchunks
@@ -44,7 +47,7 @@ def objective(Z, y, theta, nchunks):
             eta = 0.0
             for j in range(p):
                 eta += Z[i, j] * theta[j]
-            t += _loss(eta, np.exp(-abs(eta)), y[i])
+            t += sw[i] * _loss(eta, np.exp(-abs(eta)), y[i])
         part[c] = t
     f = 0.0
     for c in range(nchunks):
@@ -53,8 +56,9 @@ def objective(Z, y, theta, nchunks):
 
 
 @njit(parallel=True, cache=True)
-def newton_terms(Z, y, theta, nchunks, with_f):
-    """(objective, gradient (p,), Hessian (p, p)) of the unpenalised objective at theta, in one pass.
+def newton_terms(Z, y, sw, theta, nchunks, with_f):
+    """(objective, gradient (p,), Hessian (p, p)) of the unpenalised objective at theta, in one pass;
+    row i weighted by ``sw[i]`` (1.0 without weights: the same bits).
 
     ``with_f=False`` skips the objective (returned as NaN): no log1p per row. Each chunk keeps
     its sums in local scalars for p <= 3 (the Platt and beta designs), so no row waits on a
@@ -86,8 +90,9 @@ def newton_terms(Z, y, theta, nchunks, with_f):
                     eta += Z[i, j] * theta[j]
             e = np.exp(-abs(eta))  # one exp for the loss and the probability
             yi = y[i]
+            wi = sw[i]
             if with_f:
-                fs += _loss(eta, e, yi)
+                fs += wi * _loss(eta, e, yi)
             # mu = expit(eta) and q = 1 - mu, each from the side where it does not round to 1:
             # `1 - mu` and `mu - 1` are 0 once exp(-eta) < 2^-53, which zeroes the gradient and
             # Hessian of every well-fitted row and stalls Newton on separable data
@@ -97,8 +102,8 @@ def newton_terms(Z, y, theta, nchunks, with_f):
             else:
                 mu = e / (1.0 + e)
                 q = 1.0 / (1.0 + e)
-            r = mu * (1.0 - yi) - q * yi  # mu - y, exact for y in {0, 1}
-            w = mu * q
+            r = (mu * (1.0 - yi) - q * yi) * wi  # (mu - y) w, mu - y exact for y in {0, 1}
+            w = mu * q * wi
             if p <= 3:
                 g0 += z0 * r
                 g1 += z1 * r

@@ -29,10 +29,11 @@ _EPS = np.finfo(np.float64).eps
 
 
 @njit(cache=True)
-def _counts(cs, lo, hi, K):
-    c = np.zeros(K, np.int64)
+def _counts(cs, ws, lo, hi, K):
+    """Class weights of [lo, hi) (rows without weights have weight 1.0: the counts, exactly)."""
+    c = np.zeros(K, np.float64)
     for i in range(lo, hi):
-        c[cs[i]] += 1
+        c[cs[i]] += ws[i]
     return c
 
 
@@ -40,33 +41,38 @@ def _counts(cs, lo, hi, K):
 def _gini(c, n):
     sq = 0.0
     for k in range(c.shape[0]):
-        ck = float(c[k])
+        ck = c[k]
         sq += ck * ck
     nn = float(n)
     return 1.0 - sq / (nn * nn)
 
 
 @njit(cache=True)
-def _best_split(vs, cs, lo, hi, K, min_leaf):
+def _best_split(vs, cs, ws, lo, hi, K, min_leaf):
     """Position p of the best split of [lo, hi) (left = [lo, p)), or -1.
 
-    One pass with running (prefix) class counts of the left child.
+    One pass with running (prefix) class weights of the left child; a child's size is its weight (its
+    rows without weights: the same numbers, so the same bits).
     """
-    total = _counts(cs, lo, hi, K)
-    left = np.zeros(K, np.int64)
+    total = _counts(cs, ws, lo, hi, K)
+    ntot = 0.0
+    for k in range(K):
+        ntot += total[k]
+    left = np.zeros(K, np.float64)
+    nl = 0.0
     best = -np.inf
     best_p = -1
     for p in range(lo + 1, hi):
-        left[cs[p - 1]] += 1
-        if p - lo < min_leaf or hi - p < min_leaf or not (vs[p] > vs[p - 1]):
+        left[cs[p - 1]] += ws[p - 1]
+        nl += ws[p - 1]
+        nr = ntot - nl
+        if nl < min_leaf or nr < min_leaf or not (vs[p] > vs[p - 1]):
             continue
-        nl = float(p - lo)
-        nr = float(hi - p)
         sql = 0.0
         sqr = 0.0
         for k in range(K):
-            cl = float(left[k])
-            cr = float(total[k] - left[k])
+            cl = left[k]
+            cr = total[k] - left[k]
             sql += cl * cl
             sqr += cr * cr
         gl = 1.0 - sql / (nl * nl)
@@ -79,7 +85,7 @@ def _best_split(vs, cs, lo, hi, K, min_leaf):
 
 
 @njit(cache=True)
-def _grow(vs, cs, K, max_depth, min_leaf):
+def _grow(vs, cs, ws, K, max_depth, min_leaf):
     """Thresholds of all splits (unsorted), depth-first with an explicit stack."""
     n = vs.shape[0]
     cap = 1
@@ -98,17 +104,21 @@ def _grow(vs, cs, K, max_depth, min_leaf):
     st_hi[0] = n
     st_d[0] = 0
     top = 1
-    min_split = max(2, 2 * min_leaf)
+    min_split = max(2.0, 2.0 * min_leaf)
     while top > 0:
         top -= 1
         lo = st_lo[top]
         hi = st_hi[top]
         d = st_d[top]
-        if d >= max_depth or hi - lo < min_split:
+        if d >= max_depth:
             continue
-        if _gini(_counts(cs, lo, hi, K), hi - lo) <= _EPS:
+        c = _counts(cs, ws, lo, hi, K)
+        nw = 0.0
+        for k in range(K):
+            nw += c[k]
+        if nw < min_split or _gini(c, nw) <= _EPS:
             continue
-        p = _best_split(vs, cs, lo, hi, K, min_leaf)
+        p = _best_split(vs, cs, ws, lo, hi, K, min_leaf)
         if p < 0:
             continue
         t = vs[p - 1] / 2.0 + vs[p] / 2.0
@@ -141,14 +151,22 @@ def _integer_order(v: np.ndarray) -> np.ndarray | None:
     return order
 
 
-def tree_thresholds(v: np.ndarray, codes: np.ndarray, K: int, max_depth: int, min_leaf: int) -> np.ndarray:
-    """Sorted split thresholds; the leaves are the intervals (-inf, t_0], (t_0, t_1], ..., (t_last, inf)."""
+def tree_thresholds(v: np.ndarray, codes: np.ndarray, K: int, max_depth: int, min_leaf: int | float,
+                    weights: np.ndarray | None = None) -> np.ndarray:
+    """Sorted split thresholds; the leaves are the intervals (-inf, t_0], (t_0, t_1], ..., (t_last, inf).
+
+    ``weights``: frequency weights (rows of weight 0 are absent; child sizes and ``min_leaf`` are weights), so
+    integer weights give the thresholds of the rows repeated w_i times, bit for bit."""
+    if weights is not None:
+        keep = weights > 0
+        v, codes, weights = v[keep], codes[keep], weights[keep]
     order = _integer_order(v)
     if order is None:
         order = np.argsort(v, kind="stable")
     vs = np.ascontiguousarray(v[order], dtype=np.float64)
     cs = np.ascontiguousarray(codes[order], dtype=np.int64)
-    return np.sort(_grow(vs, cs, int(K), int(max_depth), int(min_leaf)))
+    ws = np.ones(len(vs)) if weights is None else np.ascontiguousarray(weights[order], dtype=np.float64)
+    return np.sort(_grow(vs, cs, ws, int(K), int(max_depth), float(min_leaf)))
 
 
 def leaf_of(thresholds: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -57,9 +57,10 @@ def fit(
     columns. ``progress``: a bar over the groups, and a tree's leaves, when the
     fit takes seconds (spec section 8, "Progress bars"). ``weights``: a column
     of row weights (finite, non-negative; a row of weight 2 counts as two
-    rows), for the methods whose fit takes them (``isotonic``: scikit-learn's
-    ``IsotonicRegression(sample_weight=)``); the saved recalibrator holds
-    the fitted function only.
+    rows: frequency weights, docs/spec.md "Weights"), for the methods whose
+    fit takes them (``recalibrate.weighted_methods()``: platt, temperature,
+    beta, beta_v, histogram, isotonic, venn_abers, tree); the saved recalibrator holds the
+    fitted function only.
 
     The column names are stored with the recalibrator, so ``apply`` finds them
     on a new frame by default. Saved files hold only data (JSON + Parquet).
@@ -113,7 +114,7 @@ def fit(
     meta = {"prob": scored.prob_name, "label": scored.label_name, "variable": variable, "features": feat_cols,
             "by": as_names(by), "n_classes": scored.n_classes, "binary": scored.binary}
 
-    def fit_one(sc: Scored) -> Any:
+    def fit_one(sc: Scored, g: int = 0) -> Any:
         kw = dict(params)
         args = []
         if variable is not None:
@@ -122,8 +123,10 @@ def fit(
             args.append(sc.extra[variable])
         if feat_cols:
             args.append(feature_matrix(sc, feat_cols, func))
-        if sc.weights is not None:  # scaled by a power of two (Scored.weight_scale): the same fit, bit for bit
-            kw["weights"] = sc.weights
+        if sc.weights is not None:  # the caller's weights (Scored.weight_scale undone, exactly: a power of two),
+            # since a penalised logistic fit (platt, beta with a finite C) depends on their scale
+            ws = sc.weight_scale
+            kw["weights"] = sc.weights * (float(ws[g]) if isinstance(ws, np.ndarray) else float(ws))
         try:
             return R.fit(method, sc.probs, sc.labels.astype(np.int64), *args, **kw)
         except R.OneClassError as exc:  # the arrays' message, naming the label column
@@ -142,7 +145,7 @@ def fit(
     for g in iterate(range(scored.n_groups), func, unit="group"):
         sub = scored.subset(scored.group_codes == g)
         try:
-            children.append(fit_one(sub))
+            children.append(fit_one(sub, g))
         except ParameterError:  # a parameter, not a group, is to blame
             raise
         except CalframeError as exc:

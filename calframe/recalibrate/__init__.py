@@ -61,8 +61,8 @@ METHODS = tuple(REGISTRY)
 
 
 def fit(method: str, probs, labels, *args, **kwargs) -> Recalibrator:
-    """Fit the recalibrator ``method`` (one of ``METHODS``); arguments as that class's ``fit``. ``weights=``: row
-    weights, for the methods that take them (``isotonic``).
+    """Fit the recalibrator ``method`` (one of ``METHODS``); arguments as that class's ``fit``. ``weights=``: frequency
+    weights (a row of weight k counts as k rows), for the methods that take them (``weighted_methods()``).
 
     The keyword parameters are checked first (``check_params``: a ``ParameterError`` naming the
     parameter for an unknown name or a bad value)."""

@@ -22,9 +22,9 @@ from .._imports import LazyModule
 LK = LazyModule("calframe._kernels.logistic")  # numba kernels: imported at first use
 
 
-def _objective(Z: np.ndarray, y: np.ndarray, theta: np.ndarray, pen: np.ndarray) -> float:
+def _objective(Z: np.ndarray, y: np.ndarray, sw: np.ndarray, theta: np.ndarray, pen: np.ndarray) -> float:
     """The penalised objective (one numba pass over the rows)."""
-    return float(LK.objective(Z, y, theta, LK.n_chunks(Z.shape[0])) + 0.5 * np.sum(pen * theta * theta))
+    return float(LK.objective(Z, y, sw, theta, LK.n_chunks(Z.shape[0])) + 0.5 * np.sum(pen * theta * theta))
 
 
 def logistic_fit(
@@ -36,6 +36,7 @@ def logistic_fit(
     max_iter: int = 200,
     func: str = "recalibrate",
     init: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """(coef (m,), intercept) of the penalised logistic fit; see the module docstring.
 
@@ -43,6 +44,9 @@ def logistic_fit(
     unpenalised fit (C=None) meets classes completely separated by X (the
     maximum-likelihood coefficients are infinite; pass a finite C), or when the
     fit does not converge in max_iter steps (the message's advice depends on C).
+    ``weights``: frequency weights (non-negative, checked by the caller): row i's loss counts w_i times,
+    as scikit-learn's ``sample_weight`` (the penalty is not scaled, so multiplying every weight by c is
+    the fit with C * c); rows of weight 0 are left out.
     Separable data with a finite C fits: the kernel computes mu and 1 - mu
     each without rounding to 1 (see calframe._kernels.logistic).
     """
@@ -50,6 +54,14 @@ def logistic_fit(
     if X.ndim == 1:
         X = X.reshape(-1, 1)
     y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if weights is not None:
+        sw = np.asarray(weights, dtype=np.float64).reshape(-1)
+        keep = sw > 0
+        if not keep.all():
+            X, y, sw = X[keep], y[keep], sw[keep]
+        sw = np.ascontiguousarray(sw)
+    else:
+        sw = np.ones(y.shape[0])
     n, m = X.shape
     if n == 0:
         raise E.no_rows_to_fit(func)
@@ -72,7 +84,7 @@ def logistic_fit(
 
     def terms(th: np.ndarray, with_f: bool = True) -> tuple[float, np.ndarray, np.ndarray]:
         """Penalised objective (NaN unless with_f), gradient and Hessian at th in one pass over the rows."""
-        f0, g0, h0 = LK.newton_terms(Z, y, th, nch, with_f)
+        f0, g0, h0 = LK.newton_terms(Z, y, sw, th, nch, with_f)
         h0[np.diag_indices(p)] += pen
         return float(f0 + 0.5 * np.sum(pen * th * th)), g0 + pen * th, h0
 
@@ -102,7 +114,7 @@ def logistic_fit(
             if (stalled or dec < 1e-24 * max(1.0, abs(f))
                     or np.max(np.abs(step)) <= 1e-15 * (1.0 + np.max(np.abs(theta)))):
                 if C is None:  # the separation check below needs the objective at the optimum
-                    f = _objective(Z, y, theta, pen)
+                    f = _objective(Z, y, sw, theta, pen)
                 converged = True
                 break
             # f keeps the last value computed: here it only scales the stopping thresholds
@@ -118,7 +130,7 @@ def logistic_fit(
             for _ls in range(60):
                 t *= 0.5
                 cand = theta - t * step
-                fc = _objective(Z, y, cand, pen)
+                fc = _objective(Z, y, sw, cand, pen)
                 if fc <= f - 1e-4 * t * dec:
                     break
             else:

@@ -40,13 +40,14 @@ class ScalarRecalibrator(Recalibrator):
         y = as_labels(labels, pr.n, pr.K, func)
         w = as_weights(weights, pr.n, func)
         lens_ = parse_lens(lens, pr.K, func)
-        return cls._fit_probs(pr, y, lens_, meta=meta, **extra, **kwargs, **({} if w is None else {"weights": w}))
+        return cls.fit_probs(pr, y, lens_, meta=meta, **extra, **kwargs, **({} if w is None else {"weights": w}))
 
     @classmethod
-    def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, weights=None, **kwargs):
+    def fit_probs(cls, pr: Probs, y: np.ndarray, lens: str, *, meta: dict | None = None, weights=None, **kwargs):
         s, t = lens_view(pr, y, lens)
-        if cls.needs_both and t.size and (t == t[0]).all():
-            raise one_class_error(f"{cls.method}.fit", lens, int(t[0]), pr.n)
+        tt = t if weights is None else t[weights > 0]  # rows of weight 0 count as absent
+        if cls.needs_both and tt.size and (tt == tt[0]).all():
+            raise one_class_error(f"{cls.method}.fit", lens, int(tt[0]), pr.n)
         if cls.takes_weights:
             kwargs["w"] = weights
         params, arrays, children = cls._fit_scores(s, t, n=pr.n, **kwargs)

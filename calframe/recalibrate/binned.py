@@ -40,19 +40,52 @@ def equal_mass_edges(s: np.ndarray, n_bins: int) -> np.ndarray:
     return np.unique(np.asarray(edges, dtype=np.float64))
 
 
+def weighted_equal_mass_edges(s: np.ndarray, n_bins: int, w: np.ndarray) -> np.ndarray:
+    """``equal_mass_edges`` with frequency weights: the edges of the scores with row i repeated w_i times.
+
+    The sorted scores are laid end to end, row i taking a stretch of length w_i of [0, W) (W the weights'
+    sum, rows of weight 0 none). ``numpy.array_split`` of W positions into B = min(n_bins, W) parts starts
+    part k at c_k = k q + min(k, r) (q = floor(W / B), r = W - B q); the inner edge k is the midpoint of
+    the scores at positions c_k - 1 and c_k. For integer weights these are the positions of the repeated
+    array, so the edges are ``equal_mass_edges`` of it, bit for bit; other weights use the same formula.
+    """
+    keep = w > 0
+    s, w = s[keep], w[keep]
+    if len(s) == 0:
+        raise InvalidValueError("no rows of positive weight to build bins from.")
+    order = np.argsort(s, kind="stable")
+    ss, cw = s[order], np.cumsum(w[order])
+    total = float(cw[-1])
+    B = int(min(n_bins, max(1.0, np.floor(total)))) if total >= 1 else 1
+    q = np.floor(total / B)
+    r = total - B * q
+    k = np.arange(1, B)
+    c = k * q + np.minimum(k, r)
+    at = np.minimum(np.searchsorted(cw, c, side="right"), len(ss) - 1)  # the row covering [c, c + 1)
+    before = np.minimum(np.searchsorted(cw, c - 1.0, side="right"), len(ss) - 1)
+    edges = list((ss[before] + ss[at]) / 2.0) + [1.0]
+    return np.unique(np.asarray(edges, dtype=np.float64))
+
+
 def bin_index(edges: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Right-closed bin of each score (scores above the last edge go to the last bin)."""
     return np.minimum(np.searchsorted(edges, s, side="left"), len(edges) - 1)
 
 
-def bin_means(edges: np.ndarray, s: np.ndarray, values: np.ndarray) -> np.ndarray:
+def bin_means(edges: np.ndarray, s: np.ndarray, values: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """Kumar et al.'s ``get_histogram_calibrator`` bin values: the mean of ``values`` per bin of s.
 
     An empty bin gets the midpoint of its edges (the first bin: e_0 / 2), as
     that library does.  Means are numpy means of each bin's values in row
-    order, so they equal the library's bit for bit.
+    order, so they equal the library's bit for bit. With frequency weights
+    ``w``: each bin's weighted mean (a bin of weight 0 is empty).
     """
     idx = bin_index(edges, s)
+    if w is not None:
+        wt = np.bincount(idx, weights=w, minlength=len(edges))
+        wv = np.bincount(idx, weights=w * np.asarray(values, dtype=np.float64), minlength=len(edges))
+        mid = np.concatenate(([edges[0] / 2.0], (edges[1:] + edges[:-1]) / 2.0))
+        return np.where(wt > 0, wv / np.where(wt > 0, wt, 1.0), mid)
     order = np.argsort(idx, kind="stable")
     sv = np.asarray(values, dtype=np.float64)[order]
     counts = np.bincount(idx, minlength=len(edges))
@@ -81,17 +114,23 @@ class Histogram(ScalarRecalibrator):
     """
 
     method = "histogram"
+    takes_weights = True
     PARAMS = {**ScalarRecalibrator.PARAMS, "n_bins": check_n_bins}
 
     @classmethod
-    def fit(cls, probs, labels, *, n_bins: int = 15, lens=None, meta=None) -> "Histogram":
-        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1)."""
-        return super().fit(probs, labels, lens=lens, meta=meta, n_bins=n_bins)
+    def fit(cls, probs, labels, *, n_bins: int = 15, lens=None, weights=None, meta=None) -> "Histogram":
+        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1).
+        weights: frequency weights (None: all 1): the edges and bin means of the rows repeated w_i times
+        (``weighted_equal_mass_edges``)."""
+        return super().fit(probs, labels, lens=lens, meta=meta, n_bins=n_bins, weights=weights)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n, n_bins=15):
-        edges = equal_mass_edges(s, n_bins)
-        return {"n_bins": n_bins}, {"edges": edges, "values": bin_means(edges, s, t)}, []
+    def _fit_scores(cls, s, t, *, n, n_bins=15, w=None):
+        if w is None:
+            edges = equal_mass_edges(s, n_bins)
+        else:
+            edges = weighted_equal_mass_edges(s, n_bins, w)
+        return {"n_bins": n_bins}, {"edges": edges, "values": bin_means(edges, s, t, w)}, []
 
     def _map(self, s, **extra):
         return self.arrays["values"][bin_index(self.arrays["edges"], s)]
@@ -221,7 +260,7 @@ class ScalingBinning(ScalarRecalibrator):
         return super().fit(probs, labels, lens=lens, meta=meta, n_bins=n_bins, split=split, seed=seed, C=C)
 
     @classmethod
-    def _fit_probs(cls, pr, y, lens, *, meta=None, n_bins=10, split=True, seed=0, C=UNSET):
+    def fit_probs(cls, pr, y, lens, *, meta=None, n_bins=10, split=True, seed=0, C=UNSET):
         if split:
             if pr.n < 3:
                 raise InvalidValueError("scaling_binning.fit: split=True needs at least 3 rows.")
@@ -231,7 +270,7 @@ class ScalingBinning(ScalarRecalibrator):
         def sub(idx):
             return Probs(pr.P[idx], None if pr.p is None else pr.p[idx])
 
-        platt = Platt._fit_probs(sub(t1), y[t1], lens, C=resolve_c(C))
+        platt = Platt.fit_probs(sub(t1), y[t1], lens, C=resolve_c(C))
         g2 = platt._map(lens_view(sub(t2), y[t2], lens)[0])
         edges = equal_mass_edges(g2, n_bins)
         g3 = platt._map(lens_view(sub(t3), y[t3], lens)[0])

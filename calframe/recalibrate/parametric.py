@@ -11,7 +11,7 @@ from scipy.special import expit, logsumexp
 
 from .. import _errors as E
 from .._params import check_bool, check_choice, check_int_range, check_positive_float
-from ._inputs import Probs, as_labels, as_probs, as_variable
+from ._inputs import Probs, as_labels, as_probs, as_variable, as_weights
 from ._logistic import logistic_fit
 from ._scalar import UNSET, ScalarRecalibrator, resolve
 from .base import Recalibrator, Schema, register
@@ -53,24 +53,27 @@ class Platt(ScalarRecalibrator):
 
     method = "platt"
     needs_both = True
+    takes_weights = True
     PARAMS = {**ScalarRecalibrator.PARAMS, "variant": partial(check_choice, choices=("kumar", "kelly_smyth")),
               "feature": partial(check_choice, choices=("logit", "raw")), "C": check_C}
 
     @classmethod
     def fit(cls, probs, labels, *, lens=None, variant: str = "kumar", feature: str = UNSET, C=UNSET,
-            meta=None) -> "Platt":
-        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1)."""
-        return super().fit(probs, labels, lens=lens, meta=meta, variant=variant, feature=feature, C=C)
+            weights=None, meta=None) -> "Platt":
+        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1).
+        weights: frequency weights, one per row (None: all 1), as scikit-learn's ``sample_weight``."""
+        return super().fit(probs, labels, lens=lens, meta=meta, variant=variant, feature=feature, C=C,
+                           weights=weights)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n, variant="kumar", feature=UNSET, C=UNSET):
+    def _fit_scores(cls, s, t, *, n, variant="kumar", feature=UNSET, C=UNSET, w=None):
         # values checked by check_params (PARAMS); here the variant's defaults
         if variant == "kumar":
             feature, C = resolve(feature, "logit"), resolve(C, KUMAR_C)
         else:
             feature, C = resolve(feature, "raw"), resolve(C, 1.0)
         x = cls._feature(s, feature, KUMAR_EPS)
-        coef, intercept = logistic_fit(x, t, C, func="platt.fit")
+        coef, intercept = logistic_fit(x, t, C, func="platt.fit", weights=w)
         params = {"variant": variant, "feature": feature, "C": C, "eps": KUMAR_EPS,
                   "coef": float(coef[0]), "intercept": intercept}
         return params, {}, []
@@ -126,27 +129,37 @@ class Temperature(Recalibrator):
     """
 
     method = "temperature"
+    takes_weights = True
 
     @classmethod
-    def fit(cls, probs, labels, *, meta=None) -> "Temperature":
-        """Fit on probs ((n,) binary or (n, K)) and integer labels."""
+    def fit(cls, probs, labels, *, weights=None, meta=None) -> "Temperature":
+        """Fit on probs ((n,) binary or (n, K)) and integer labels; weights: frequency weights, one per row
+        (None: all 1): the weighted mean NLL is minimised, so scaling every weight changes nothing."""
         pr = as_probs(probs, "temperature.fit")
         y = as_labels(labels, pr.n, pr.K, "temperature.fit")
-        return cls._fit_probs(pr, y, "probs", meta=meta)
+        return cls.fit_probs(pr, y, "probs", meta=meta, weights=as_weights(weights, pr.n, "temperature.fit"))
 
     @classmethod
-    def _fit_probs(cls, pr: Probs, y: np.ndarray, lens: str = "probs", *, meta=None) -> "Temperature":
+    def fit_probs(cls, pr: Probs, y: np.ndarray, lens: str = "probs", *, meta=None,
+                  weights: np.ndarray | None = None) -> "Temperature":
         if pr.n == 0:
             raise E.no_rows_to_fit("temperature.fit")
         z = _log_probs(pr.P)
         zy = z[np.arange(pr.n), y]
+        if weights is not None:  # rows of weight 0 left out; the mean below is the weighted mean
+            keep = weights > 0
+            sw = weights[keep] / np.max(weights)  # in (0, 1]: the sum cannot overflow
+            z, zy, sw = z[keep], zy[keep], sw / np.sum(sw)
+        else:
+            sw = None
 
         def grad(beta: float) -> float:
             a = beta * z
             a -= a.max(axis=1, keepdims=True)
             w = np.exp(a)
             w /= w.sum(axis=1, keepdims=True)
-            return float(np.mean(np.sum(w * z, axis=1) - zy))
+            d = np.sum(w * z, axis=1) - zy
+            return float(np.mean(d) if sw is None else np.sum(sw * d))
 
         g0 = grad(0.0)
         if g0 >= 0.0:
@@ -251,28 +264,31 @@ class Beta(ScalarRecalibrator):
 
     method = "beta"
     needs_both = True
+    takes_weights = True
     PARAMS = {**_BETA_PARAMS, "constrained": check_bool}
 
     @classmethod
     def fit(cls, probs, labels, *, lens=None, variant: str = "betacal", C=UNSET, constrained=UNSET,
-            clip=UNSET, edge: float = KS_EDGE, meta=None) -> "Beta":
-        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1)."""
+            clip=UNSET, edge: float = KS_EDGE, weights=None, meta=None) -> "Beta":
+        """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1).
+        weights: frequency weights, one per row (None: all 1), as betacal's ``fit(sample_weight=)``."""
         return super().fit(probs, labels, lens=lens, meta=meta, variant=variant, C=C, constrained=constrained,
-                           clip=clip, edge=edge)
+                           clip=clip, edge=edge, weights=weights)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n, variant="betacal", C=UNSET, constrained=UNSET, clip=UNSET, edge=KS_EDGE):
+    def _fit_scores(cls, s, t, *, n, variant="betacal", C=UNSET, constrained=UNSET, clip=UNSET, edge=KS_EDGE,
+                    w=None):
         C, constrained, clip = _beta_options(variant, C, constrained, clip)
         X = _beta_features(_beta_clip(s, clip, edge))
         # start from the identity map (a = b = 1, c = 0: logit of the fit = logit s), usually a few steps away
-        coef, c = logistic_fit(X, t, C, func="beta.fit", init=np.array([1.0, 1.0, 0.0]))
+        coef, c = logistic_fit(X, t, C, func="beta.fit", init=np.array([1.0, 1.0, 0.0]), weights=w)
         a, b = float(coef[0]), float(coef[1])
         if constrained:
             if a < 0:
-                coef, c = logistic_fit(X[:, 1], t, C, func="beta.fit")
+                coef, c = logistic_fit(X[:, 1], t, C, func="beta.fit", weights=w)
                 a, b = 0.0, float(coef[0])
             elif b < 0:
-                coef, c = logistic_fit(X[:, 0], t, C, func="beta.fit")
+                coef, c = logistic_fit(X[:, 0], t, C, func="beta.fit", weights=w)
                 a, b = float(coef[0]), 0.0
         params = {"variant": variant, "C": C, "constrained": constrained, "clip": clip, "edge": edge,
                   "a": a, "b": b, "c": c}
@@ -317,23 +333,30 @@ class BetaV(ScalarRecalibrator):
 
     method = "beta_v"
     needs_both = True
+    takes_weights = True
     extras = ("v",)
     PARAMS = {**_BETA_PARAMS, "degree": partial(check_int_range, low=1, high=2), "standardize": check_bool}
 
     @classmethod
     def fit(cls, probs, labels, v, *, degree: int = 1, lens=None, variant: str = "betacal", C=UNSET,
-            clip=UNSET, edge: float = KS_EDGE, standardize=UNSET, meta=None) -> "BetaV":
-        """Fit on probs ((n,) binary or (n, K)), labels and the variable v (n,)."""
+            clip=UNSET, edge: float = KS_EDGE, standardize=UNSET, weights=None, meta=None) -> "BetaV":
+        """Fit on probs ((n,) binary or (n, K)), labels and the variable v (n,); weights: frequency weights
+        (None: all 1; the standardisation then uses the weighted mean and standard deviation of v)."""
         return super().fit(probs, labels, lens=lens, meta=meta, v=v, degree=degree, variant=variant, C=C,
-                           clip=clip, edge=edge, standardize=standardize)
+                           clip=clip, edge=edge, standardize=standardize, weights=weights)
 
     @classmethod
     def _fit_scores(cls, s, t, *, n, v=None, degree=1, variant="betacal", C=UNSET, clip=UNSET, edge=KS_EDGE,
-                    standardize=UNSET):
+                    standardize=UNSET, w=None):
         v = as_variable(v, n, "beta_v.fit")
         C, _, clip = _beta_options(variant, C, False, clip)
         standardize = resolve(standardize, variant != "kelly_smyth")
-        if standardize:
+        if standardize and w is not None:  # the frequency-weighted mean and (population) standard deviation
+            center = float(np.sum(w * v) / np.sum(w))
+            scale = float(np.sqrt(np.sum(w * (v - center) ** 2) / np.sum(w)))
+            if not scale > 0:
+                scale = 1.0
+        elif standardize:
             center = float(np.mean(v))
             scale = float(np.std(v))
             if not scale > 0:
@@ -341,7 +364,7 @@ class BetaV(ScalarRecalibrator):
         else:
             center, scale = 0.0, 1.0
         X = cls._design(s, v, clip, edge, center, scale, degree)
-        coef, c = logistic_fit(X, t, C, func="beta_v.fit")
+        coef, c = logistic_fit(X, t, C, func="beta_v.fit", weights=w)
         params = {"variant": variant, "degree": degree, "C": C, "clip": clip, "edge": edge,
                   "standardize": standardize, "v_center": center, "v_scale": scale,
                   "coef": [float(x) for x in coef], "intercept": c}

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._errors import ParameterError, bad_param
 from .._params import check_choice, check_int_range, is_int, is_real
-from ._inputs import Probs, as_labels, as_probs, as_variable, min_leaf_count
+from ._inputs import Probs, as_labels, as_probs, as_variable, as_weights, min_leaf_count
 from .._imports import lazy_function
 
 leaf_of = lazy_function("calframe._kernels.tree", "leaf_of")  # numba: imported at first use
@@ -67,6 +67,7 @@ class Tree(Recalibrator):
     """
 
     method = "tree"
+    takes_weights = True
     PARAMS = {"max_depth": partial(check_int_range, low=0, high=30), "min_leaf": check_min_leaf,
               "leaf": partial(check_choice, choices=LEAF_METHODS, allow_none=True), "leaf_params": check_leaf_params}
 
@@ -86,8 +87,11 @@ class Tree(Recalibrator):
 
     @classmethod
     def fit(cls, probs, labels, v, *, max_depth: int = 2, min_leaf: int | float = 0.1, leaf: str | None = None,
-            leaf_params: dict[str, Any] | None = None, meta=None) -> "Tree":
-        """Fit on probs ((n,) binary or (n, K)), integer labels and the variable v (n,)."""
+            leaf_params: dict[str, Any] | None = None, weights=None, meta=None) -> "Tree":
+        """Fit on probs ((n,) binary or (n, K)), integer labels and the variable v (n,). ``weights``: frequency
+        weights (None: all 1): the tree's class counts, child sizes and ``min_leaf`` are weights (a float
+        ``min_leaf`` is a fraction of the weights' sum), and each leaf's calibrator gets its rows' weights; so
+        integer weights give the tree of the rows repeated w_i times. Not with ``leaf="scaling_binning"``."""
         func = "tree.fit"
         kw = cls.check_params({"max_depth": max_depth, "min_leaf": min_leaf, "leaf": leaf,
                                "leaf_params": leaf_params})
@@ -95,16 +99,22 @@ class Tree(Recalibrator):
         pr = as_probs(probs, func)
         y = as_labels(labels, pr.n, pr.K, func)
         vv = as_variable(v, pr.n, func)
-        nmin = min_leaf_count(min_leaf, pr.n)
+        w = as_weights(weights, pr.n, func)
+        nmin = min_leaf_count(min_leaf, pr.n if w is None else float(np.sum(w)))
         leaf = leaf or ("beta" if pr.K == 2 else "temperature")
+        if w is not None and not getattr(REGISTRY[leaf], "takes_weights", False):
+            raise ParameterError(f"{func}: the leaf method {leaf!r} does not take weights; with weights= use one "
+                                 f"that does: {sorted(m for m in LEAF_METHODS if REGISTRY[m].takes_weights)}.",
+                                 "leaf")
+        wkw = {} if w is None else {"weights": w}
         leaf_params = cls.check_params({"leaf": leaf, "leaf_params": kw["leaf_params"]}, pr.K)["leaf_params"] or {}
         leaf_cls = REGISTRY[leaf]
         raw = pr.p if pr.p is not None else pr.P
 
-        thr = tree_thresholds(vv, y, pr.K, int(max_depth), nmin)
+        thr = tree_thresholds(vv, y, pr.K, int(max_depth), nmin, w)
         lf = leaf_of(thr, vv)
         n_leaves = len(thr) + 1
-        children: list[Recalibrator] = [leaf_cls.fit(raw, y, **leaf_params)]
+        children: list[Recalibrator] = [leaf_cls.fit(raw, y, **leaf_params, **wkw)]
         leaf_child = np.zeros(n_leaves, np.int64)
         leaf_rows = np.bincount(lf, minlength=n_leaves).astype(np.int64)
         fallback = np.zeros(n_leaves, bool)
@@ -112,11 +122,12 @@ class Tree(Recalibrator):
 
         for j in iterate(range(n_leaves), "tree leaves", unit="leaf"):
             rows_j = np.flatnonzero(lf == j)
-            y_j = y[rows_j]
+            y_j = y[rows_j] if w is None else y[rows_j][w[rows_j] > 0]  # rows of weight 0 are absent
             if y_j.size == 0 or y_j.min() == y_j.max():  # one class only
                 fallback[j] = True
                 continue
-            children.append(leaf_cls.fit(raw[rows_j], y[rows_j], **leaf_params))
+            children.append(leaf_cls.fit(raw[rows_j], y[rows_j], **leaf_params,
+                                         **({} if w is None else {"weights": w[rows_j]})))
             leaf_child[j] = len(children) - 1
         params = {"n_classes": pr.K, "max_depth": int(max_depth), "min_leaf": min_leaf, "min_leaf_rows": nmin,
                   "leaf": leaf, "leaf_params": leaf_params}

@@ -33,22 +33,32 @@ class VennAbers(ScalarRecalibrator):
     """
 
     method = "venn_abers"
+    takes_weights = True
     PARAMS = {**ScalarRecalibrator.PARAMS, "interval": check_bool}
 
     @classmethod
-    def fit(cls, probs, labels, *, interval: bool = False, lens=None, meta=None) -> "VennAbers":
+    def fit(cls, probs, labels, *, interval: bool = False, lens=None, weights=None, meta=None) -> "VennAbers":
         """Fit on probs ((n,) binary or (n, K)) and labels; lens: 'class:c' or 'top1' (default class:1 / top1);
-        ``interval``: :func:`calframe.apply` also writes ``p0`` and ``p1``."""
-        return super().fit(probs, labels, lens=lens, meta=meta, interval=interval)
+        ``interval``: :func:`calframe.apply` also writes ``p0`` and ``p1``; ``weights``: frequency weights
+        (None: all 1), the tables of the rows repeated w_i times (the added test row keeps weight 1)."""
+        return super().fit(probs, labels, lens=lens, meta=meta, interval=interval, weights=weights)
 
     @classmethod
-    def _fit_scores(cls, s, t, *, n, interval=False):
+    def _fit_scores(cls, s, t, *, n, interval=False, w=None):
         if n == 0:
             raise E.no_rows_to_fit("venn_abers.fit")
+        if w is not None:  # rows of weight 0 are absent
+            keep = w > 0
+            s, t, w = s[keep], t[keep], w[keep]
         c, inv = np.unique(s, return_inverse=True)
         inv = inv.reshape(-1)
-        w = np.bincount(inv, minlength=len(c)).astype(np.float64)
-        pos = np.bincount(inv, weights=np.asarray(t, dtype=np.float64), minlength=len(c))
+        tf = np.asarray(t, dtype=np.float64)
+        if w is None:
+            w = np.bincount(inv, minlength=len(c)).astype(np.float64)
+            pos = np.bincount(inv, weights=tf, minlength=len(c))
+        else:
+            pos = np.bincount(inv, weights=w * tf, minlength=len(c))
+            w = np.bincount(inv, weights=w, minlength=len(c))
         p0, p1 = venn_abers_tables(w, pos)
         return {"interval": bool(interval)}, {"c": c.astype(np.float64), "p0": p0, "p1": p1}, []
 
