@@ -6,6 +6,8 @@ numba's own import checks for).
 
 from __future__ import annotations
 
+import atexit
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +27,31 @@ class Kernel(CPUDispatcher):
             with kernel_lock:
                 return super().__call__(*args, **kwargs)
         return super().__call__(*args, **kwargs)
+
+
+#: the environment variable naming a JSON file to which a process writes, at exit, the argument types each cached
+#: kernel ran with (``{kernel: [types, ...]}``): how tests/test_warmup_coverage.py compares what ``calframe warmup``
+#: prepares with what the documented uses run
+RECORD_ENV = "CALFRAME_RECORD_KERNELS"
+
+
+def used_signatures() -> dict[str, list[str]]:
+    """The argument types each cached kernel of this process was loaded or compiled for, by kernel name."""
+    out: dict[str, set[str]] = {}
+    for d in CACHED:
+        out.setdefault(f"{d.py_func.__module__}.{d.py_func.__qualname__}", set()).update(map(str, d.signatures))
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def _write_used() -> None:
+    import json
+
+    with open(os.environ[RECORD_ENV], "w", encoding="utf-8") as f:
+        json.dump(used_signatures(), f)
+
+
+if os.environ.get(RECORD_ENV):
+    atexit.register(_write_used)
 
 
 def njit(*args: Any, **options: Any) -> Any:

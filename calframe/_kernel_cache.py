@@ -98,20 +98,43 @@ def _file_digest(path: str) -> str:
         return ""
 
 
-def announce() -> None:
-    """Say once per process, on stderr, that kernels are being compiled (the first cache miss calls it)."""
+#: the environment variable that turns a kernel compile into an error (:class:`KernelCompileForbidden`): set it
+#: after ``calframe warmup`` to prove that a job compiles nothing (a CI step, a container's health check)
+FORBID_ENV = "CALFRAME_FORBID_COMPILE"
+
+
+def forbidden() -> bool:
+    """Whether ``CALFRAME_FORBID_COMPILE`` is set to a true value (``1``, ``true``, ``yes``)."""
+    return os.environ.get(FORBID_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+class KernelCompileForbidden(RuntimeError):
+    """A calframe kernel would be compiled while ``CALFRAME_FORBID_COMPILE=1``: its machine code for these
+    argument types is not in the cache. Run ``calframe warmup`` first, or report the call: warm-up should cover
+    every documented use."""
+
+    def __init__(self, kernel: str, sig: Any) -> None:
+        super().__init__(
+            f"calframe kernel {kernel} would be compiled for the argument types {sig} while "
+            f"{FORBID_ENV}=1: its machine code is not in the cache ({', '.join(map(str, cache_dirs()))}). Run "
+            f"`calframe warmup` first (in this environment, with the same calframe and numba); if warm-up ran, "
+            f"it does not cover this call: please report it with the call that raised.")
+
+
+def announce(kernel: str | None = None) -> None:
+    """Say on stderr that kernels are being compiled (a cache miss calls it): once per process with what
+    ``calframe warmup`` does, then the name of each kernel compiled after it, so that no wait is silent."""
     global _announced
-    if _announced or quiet:
+    if quiet:
         return
     with _said:
-        if _announced:
-            return
+        first = not _announced
         _announced = True
-    print(
-        "compiling calframe kernels (first use; `calframe warmup` does this ahead)",
-        file=sys.stderr,
-        flush=True,
-    )
+    if first:
+        print("compiling calframe kernels (first use; `calframe warmup` does this ahead)", file=sys.stderr,
+              flush=True)
+    if kernel is not None:
+        print(f"  compiling {kernel}", file=sys.stderr, flush=True)
 
 
 def _warn_discarded(name: str, why: str, path: str) -> None:
@@ -250,10 +273,14 @@ class KernelCache(FunctionCache):
         )
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
-        """The cached compile result, or None after saying (once) that kernels are being compiled."""
+        """The cached compile result, or None after saying that a kernel is being compiled (once per process,
+        then each kernel's name while they follow each other); with ``CALFRAME_FORBID_COMPILE=1`` a miss raises
+        :class:`KernelCompileForbidden` instead."""
         got = super().load_overload(sig, target_context)
         if got is None and self._enabled:
-            announce()
+            if forbidden():
+                raise KernelCompileForbidden(self._py_func.__qualname__, sig)
+            announce(self._py_func.__qualname__)
         return got
 
     def _load_overload(self, sig: Any, target_context: Any) -> Any:
