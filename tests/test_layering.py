@@ -31,6 +31,15 @@ def modules() -> dict[str, Path]:
     return out
 
 
+def imported_from(node: ast.ImportFrom, name: str, is_pkg: bool) -> str:
+    """The module a ``from ... import`` statement of module ``name`` imports from (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     is_pkg = path.name == "__init__.py"
     deps: set[str] = set()
@@ -38,12 +47,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         if isinstance(node, ast.Import):
             deps |= {a.name for a in node.names if a.name in known}
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = imported_from(node, name, is_pkg)
             subs = {f"{prefix}.{a.name}" for a in node.names if f"{prefix}.{a.name}" in known}
             deps |= subs
             if len(subs) < len(node.names) and prefix in known:
@@ -194,12 +198,7 @@ def private_imports(source: str, name: str, is_pkg: bool, known: dict[str, Path]
     found: set[tuple[str, str]] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = imported_from(node, name, is_pkg)
             for a in node.names:
                 full = f"{prefix}.{a.name}"
                 if full in known:
