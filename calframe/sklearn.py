@@ -87,9 +87,19 @@ __all__ = [
 METRICS = (*registry.figures("sklearn"), "reliability")
 
 
-def _scorable() -> list[str]:
-    """The figures a scorer may use: those of :data:`METRICS` with one column (one number without ``by``)."""
-    return [m for m in METRICS if m != "reliability" and len(registry.figure_of(m).columns) == 1]
+def _scorable() -> dict[str, tuple[str, str | None]]:
+    """What a scorer may use, by name: each figure of :data:`METRICS` with one column (``(figure, None)``: one
+    number without ``by``), and each column of a figure of several by the column's name (``(figure, column)``;
+    ``"hl_p_value"``, ``"mcb"``, ``"ece_over"``), unless that name is already a function's."""
+    one = {m: (m, None) for m in METRICS if m != "reliability" and len(registry.figure_of(m).columns) == 1}
+    out = dict(one)
+    for m in METRICS:
+        if m == "reliability" or m in one:
+            continue
+        for c in registry.figure_of(m).columns:
+            if c.name not in METRICS:
+                out.setdefault(c.name, (m, c.name))
+    return out
 
 
 def to_frame(y_true: Any, y_prob: Any, sample_weight: Any = None, *, func: str = "to_frame") -> pl.DataFrame:
@@ -182,10 +192,13 @@ class CalframeScorer:
 
     def __init__(self, metric: str, sign: int, options: dict[str, Any]) -> None:
         self.metric, self.sign, self.options = metric, sign, options
+        self.figure, self.column = _scorable()[metric]
 
     def __call__(self, estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> float:
         labels, proba = predictions(estimator, X, y, f"calframe.sklearn.make_scorer({self.metric!r})")
-        value = getattr(sys.modules[__name__], self.metric)(labels, proba, sample_weight=sample_weight, **self.options)
+        value = getattr(sys.modules[__name__], self.figure)(labels, proba, sample_weight=sample_weight, **self.options)
+        if self.column is not None:  # a column of a figure of several: its one row
+            value = value[self.column][0]
         return self.sign * float(value)
 
     def __repr__(self) -> str:
@@ -198,7 +211,9 @@ def make_scorer(metric: str, *, greater_is_better: bool | None = None, **options
 
     ``metric`` is a figure of one column on "sklearn" in the figure table
     (``ce``, ``ece``, ``ace``, ``mce``, ``rmsce``, ``oe``, ``brier``, ``log_loss``,
-    ``accuracy``, ``gece``, ...: ``calframe.registry.figures("sklearn")``); ``options`` go to it (``bins``,
+    ``accuracy``, ``gece``, ...: ``calframe.registry.figures("sklearn")``), or a
+    column of a figure of several (``hl_p_value``, ``mcb``, ``ece_over``, ``ks``, ...),
+    scored on that column; ``options`` go to the figure (``bins``,
     ``lens``, ``binning``, ...; not ``ci`` or ``by``: a score is one number).
     The scorer calls ``predict_proba``; for two classes it scores the
     probability of ``estimator.classes_[1]`` (lens ``class:1`` by default),
@@ -220,11 +235,13 @@ def make_scorer(metric: str, *, greater_is_better: bool | None = None, **options
     scalar = _scorable()
     if metric not in scalar:
         raise bad_param("calframe.sklearn.make_scorer", "metric", f"one of {sorted(scalar)}", metric)
+    figure, column = scalar[metric]
     for key in ("ci", "by"):
         if options.get(key) is not None:
             raise bad_param("calframe.sklearn.make_scorer", key, "None (a score is one number)", options[key])
     if greater_is_better is None:
-        greater_is_better = registry.figure_of(metric).columns[0].better == "higher"
+        cols = registry.figure_of(figure).columns
+        greater_is_better = next(c for c in cols if column is None or c.name == column).better == "higher"
     return CalframeScorer(metric, 1 if greater_is_better else -1, options)
 
 

@@ -364,3 +364,28 @@ def test_from_estimator_multiclass_is_top_label_and_unknown_labels_raise():
     assert disp.hist_ax_.get_xlabel() != "Mean predicted probability of class 1"
     with pytest.raises(calframe.InvalidValueError, match="not fitted on"):
         ReliabilityDisplay.from_estimator(model, X, np.where(y == 2, 7, y))
+
+
+def test_a_scorer_on_a_column_of_a_figure_of_several():
+    """make_scorer takes a column of a figure of several columns (the figure table's names): the scorer's value
+    is that column of the figure on the estimator's held-out probabilities, signed by the column's direction."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+
+    import calframe
+    import calframe.sklearn as cs
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 2))
+    y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+    model = LogisticRegression().fit(X[:400], y[:400])
+    held = pl.DataFrame({"prob": model.predict_proba(X[400:])[:, 1], "label": y[400:]})
+    for column, figure, sign in (("hl_p_value", "hosmer_lemeshow", 1), ("mcb", "corp_decomposition", -1),
+                                 ("ece_over", "ece_split", -1)):
+        want = getattr(calframe, figure)(held)[column][0]
+        got = cs.make_scorer(column)(model, X[400:], y[400:])
+        assert got == sign * want, (column, got, want)
+    scores = cross_val_score(LogisticRegression(), X, y, cv=3, scoring=cs.make_scorer("spiegelhalter_p_value"))
+    assert ((scores >= 0) & (scores <= 1)).all()
+    with pytest.raises(calframe.ParameterError, match="hl_p_value"):
+        cs.make_scorer("no_such_column")
