@@ -111,14 +111,16 @@ def forbidden() -> bool:
 class KernelCompileForbidden(RuntimeError):
     """A calframe kernel would be compiled while ``CALFRAME_FORBID_COMPILE=1``: its machine code for these
     argument types is not in the cache. Run ``calframe warmup`` first, or report the call: warm-up should cover
-    every documented use."""
+    every documented use. (One argument, the message, so that Polars can raise it again from a UDF.)"""
 
-    def __init__(self, kernel: str, sig: Any) -> None:
-        super().__init__(
-            f"calframe kernel {kernel} would be compiled for the argument types {sig} while "
-            f"{FORBID_ENV}=1: its machine code is not in the cache ({', '.join(map(str, cache_dirs()))}). Run "
-            f"`calframe warmup` first (in this environment, with the same calframe and numba); if warm-up ran, "
-            f"it does not cover this call: please report it with the call that raised.")
+
+def forbidden_compile(kernel: str, sig: Any) -> KernelCompileForbidden:
+    """The error for a compile of ``kernel`` for the types ``sig`` under ``CALFRAME_FORBID_COMPILE=1``."""
+    return KernelCompileForbidden(
+        f"calframe kernel {kernel} would be compiled for the argument types {sig} while "
+        f"{FORBID_ENV}=1: its machine code is not in the cache ({', '.join(map(str, cache_dirs()))}). Run "
+        f"`calframe warmup` first (in this environment, with the same calframe and numba); if warm-up ran, "
+        f"it does not cover this call: please report it with the call that raised.")
 
 
 def announce(kernel: str | None = None) -> None:
@@ -279,7 +281,7 @@ class KernelCache(FunctionCache):
         got = super().load_overload(sig, target_context)
         if got is None and self._enabled:
             if forbidden():
-                raise KernelCompileForbidden(self._py_func.__qualname__, sig)
+                raise forbidden_compile(self._py_func.__qualname__, sig)
             announce(self._py_func.__qualname__)
         return got
 

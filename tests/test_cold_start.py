@@ -46,6 +46,7 @@ def _quickstart() -> str:
     return next(b.code for b in blocks(ROOT / "README.md") if b.lang == "python" and b.line > start)
 
 
+@pytest.mark.xdist_group("warmup")  # with tests/test_warmup_coverage.py's warm-up, on one worker: one compile
 def test_quickstart_after_warmup_compiles_nothing(tmp_path: Path) -> None:
     """``calframe warmup`` fills the cache the suite's processes share; a fresh process then runs the README
     quickstart without compiling (no "compiling" line on stderr)."""
