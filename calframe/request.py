@@ -324,7 +324,8 @@ def summary(prob: Columns = None, label: str | None = None, *, disparity: Any = 
                            "compares the groups)")
     lens_ = scalar_lens(func, o["lens"])
     uniform = make_binning(func, "uniform", o["bins"], "left")
-    make_binning(func, "equal_mass", o["bins"], "left")  # the debiased figure's bins (summary_parts)
+    if o["weights"] is None:
+        make_binning(func, "equal_mass", o["bins"], "left")  # the debiased figure's bins (summary_parts)
     return _checked_ci(func, o, Request(func, "summary", func, prob, label, o["by"], o["weights"], o["nulls"],
                                         lens_, uniform))
 
@@ -368,8 +369,10 @@ def _checked_ci(func: str, o: dict[str, Any], req: Request) -> Request:
 
 def summary_parts(req: Request) -> dict[str, Request]:
     """The CE figures of a summary: ECE, MCE, RMSCE (plugin, uniform bins) and Kumar's debiased l2 CE (equal-mass
-    bins, weighted as the frame with each row repeated w_i times)."""
-    debiased_bins = make_binning(req.func, "equal_mass", req.binning.bins, "left")
+    bins; with weights uniform, so that every engine computes it from sums: weighted equal-mass edges need the
+    rows in memory, ``Request.weighted_ranks``)."""
+    debiased_bins = req.binning if req.weights is not None else make_binning(req.func, "equal_mass", req.binning.bins,
+                                                                             "left")
     return {
         "ece": replace(req, kind="ce", p=1.0),
         "mce": replace(req, kind="ce", p=float("inf")),

@@ -265,21 +265,12 @@ def table(kind: str, frame: Any, req: Request, finish: Finish, schema: dict[str,
     return run(frame, req, finish)
 
 
-def _weighted_summary(req: Request) -> bool:
-    """A summary with weights: its debiased figure's equal-mass edges need the rows (``Request.weighted_ranks``)."""
-    return req.kind == "summary" and any(sub.weighted_ranks for sub in summary_parts(req).values())
-
-
 def run(frame: Any, req: Request, finish: Finish | None = None) -> Any:
     """``req`` (a companion, summary, or a CE_p figure) in the narwhals engine: ``finish`` of its values (default:
     the figures' result), in the input's type. A call it does not run raises :class:`narwhals.Unsupported`."""
     eng = NW.Engine(frame)
     if req.ci is not None:
         raise NW.Unsupported(f"{req.func}: " + NW.refusal(eng.kind, "ci="))
-    if _weighted_summary(req):  # a pyarrow Table goes to the eager engine (NW.call)
-        raise NW.Unsupported(f"{req.func}: " + NW.refusal(eng.kind, "summary with weights (its debiased figure's "
-                                                                    "equal-mass edges are those of the rows repeated "
-                                                                    "w_i times, computed in memory only)"))
     NW.admit(eng, replace(req, kind="ce") if req.kind in KINDS else req, F.output_columns(names(req)))
     vals, counts, keys = values(req, lambda n: _narwhals_means(eng, req, n), _narwhals_sums(eng))
     if finish is None:
@@ -292,8 +283,7 @@ def streamed(frame: Any, req: Request, finish: Finish | None = None,
     """``req`` on a LazyFrame as a LazyFrame, computed by Polars' streaming engine when collected (``finish`` of
     its values, a frame of ``schema``; default: the figures, one row without ``by``), or None when the call needs
     the rows (``lazy.supports``)."""
-    if req.ci is not None or _weighted_summary(req) or not LZ.supports(
-            frame, replace(req, kind="ce") if req.kind in KINDS else req):
+    if req.ci is not None or not LZ.supports(frame, replace(req, kind="ce") if req.kind in KINDS else req):
         return None  # the row means' intervals need the rows (the CE family's come from the moments of its bins)
     plan = LZ.make_plan(frame, req)  # the column errors now, the data's when collected
     F.check_by_names(req.func, req.by, F.output_columns(names(req)), frame)

@@ -716,14 +716,13 @@ def _ce_values(req: Request, m: Merged) -> dict[str, np.ndarray]:
 
 def summary(ddf: Any, req: Request, figures: dict, finish: Callable[..., Any] | None = None) -> DaskResult:
     """:func:`calframe.summary` (``figures``: the eager engine's, for ``ci=``, which collects the needed columns).
-    Its figures come from exact sums, in one graph (with weights: the eager engine on the collected columns):
-    the uniform bins' sums (ECE, MCE, RMSCE), the equal-mass sums of the debiased figure (its exact edges: further passes when
+    Its figures come from exact sums, in one graph: the uniform bins' sums (ECE, MCE, RMSCE and, with weights,
+    the debiased figure), the equal-mass sums of the debiased figure (its exact edges: further passes when
     computed), and the one-bin sums of accuracy, Brier score and log loss."""
     from ..request import summary_parts
 
     F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
-    # ci=, and weights (the debiased figure's equal-mass edges are those of the rows repeated w_i times): collected
-    if req.ci is not None or req.weights is not None:
+    if req.ci is not None:
         return collected(req.func, ddf, dask_spec(ddf, req).needed, partial(eager_figures, req, figures, scalar=False))
     parts = summary_parts(req)
     debiased = parts["ce_debiased"]
