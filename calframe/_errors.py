@@ -341,17 +341,21 @@ def unseen_groups(func: str, by: list[str], n_rows: int, n_groups: int, examples
     )
 
 
-def weights_need_uniform_bins(func: str) -> ParameterError:
-    """``weights=`` with data-dependent (quantile / equal-mass) bins."""
+def weights_refuse_sweep(func: str) -> ParameterError:
+    """``weights=`` with ``binning="sweep"``."""
     return ParameterError(
-        f"{func}: weights are supported with binning='uniform' only (data-dependent bins would need "
-        "weighted quantiles). Drop weights= or use uniform bins."
+        f"{func}: weights are not supported with binning='sweep' (the sweep splits each group's rows by rank "
+        "and stops at the first bin count whose accuracies fall; no weighted sweep is defined). Use "
+        "binning='equal_mass' or 'quantile' (their edges are those of the rows repeated w_i times), 'uniform', "
+        "or drop weights=.", "binning"
     )
 
 
-def weights_need_variable_edges(func: str) -> ParameterError:
-    """``weights=`` with a variable binned without explicit edges."""
-    return ParameterError(f"{func}: weights need explicit bin edges (bins=[...]) for a variable.")
+def weights_on_engine(func: str, engine: str) -> str:
+    """What an engine that computes its own quantile / equal-mass edges says of weights with them."""
+    return (f"{func}: weights with binning='quantile' or 'equal_mass' are not supported on {engine} (the edges "
+            "are those of the rows repeated w_i times, which only the in-memory engine computes). Use uniform "
+            "or explicit-edge bins there, or compute on a Polars / pandas frame of the rows.")
 
 
 # ----------------------------------------------------------------- variables

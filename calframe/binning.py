@@ -337,10 +337,11 @@ def lerp(a: Any, b: Any, gamma: Any, xp: Any = np) -> Any:
     return xp.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
 
 
-def _quantile_ranks(counts: np.ndarray, q: np.ndarray):
-    """:func:`linear_quantile` of every (group, level): the two ranks (int64) and the weight."""
+def _quantile_ranks(counts: np.ndarray, q: np.ndarray, weighted: bool = False):
+    """:func:`linear_quantile` of every (group, level): the two ranks (int64; float64 positions ``weighted``)
+    and the weight."""
     prev, nxt, gamma = linear_quantile(counts[:, None] - 1, q[None, :])
-    return prev.astype(np.int64), nxt.astype(np.int64), gamma
+    return (prev, nxt, gamma) if weighted else (prev.astype(np.int64), nxt.astype(np.int64), gamma)
 
 
 def qcut_order_statistics(n: int, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -349,11 +350,16 @@ def qcut_order_statistics(n: int, bins: int) -> tuple[np.ndarray, np.ndarray, np
 
 
 def _equal_mass_ranks(counts: np.ndarray, bins: int):
-    """Kumar's get_equal_bins: the ranks around each inner edge, which edges exist, and b_eff per group."""
-    b_eff = np.minimum(counts, bins)
+    """Kumar's get_equal_bins: the ranks around each inner edge, which edges exist, and b_eff per group.
+
+    ``counts`` may be weight totals W (float, :func:`weighted_take`): ``b_eff = min(B, max(1, floor(W)))``
+    and the chunk starts ``j q + min(j, r)`` (``q = floor(W / b_eff)``, ``r = W - b_eff q``) are the same
+    numbers as for W rows when W is whole."""
+    b_eff = np.minimum(np.maximum(np.floor(counts), 1), bins).astype(np.int64)
     # array_split: the first n % b chunks have n // b + 1 values, the rest n // b
     j = np.arange(1, bins)[None, :]
-    size, extra = counts[:, None] // b_eff[:, None], counts[:, None] % b_eff[:, None]
+    size = np.floor(counts[:, None] / b_eff[:, None]) if counts.dtype.kind == "f" else counts[:, None] // b_eff[:, None]
+    extra = counts[:, None] - b_eff[:, None] * size
     ends = j * size + np.minimum(j, extra)  # rank of the first value of chunk j
     valid = j < b_eff[:, None]
     idx = np.where(valid, ends, 1)
@@ -369,8 +375,13 @@ def edge_table(counts: np.ndarray, binning: Binning, take: Take) -> np.ndarray:
     (:func:`linear_quantile`, :func:`lerp`). ``equal_mass``: Kumar's
     get_equal_bins (inner edges at the midpoints of array_split chunk ends, last
     edge ``max(1, top value)``; B_eff = min(n, B) chunks).
+
+    With frequency weights ``counts`` are float64 weight totals W and ``take`` gets float64 positions in
+    [0, W) of the rows laid end to end (:func:`weighted_take`): the same rule on the frame with each row
+    repeated w_i times.
     """
-    counts = np.asarray(counts, dtype=np.int64)
+    weighted = np.asarray(counts).dtype.kind == "f"
+    counts = np.asarray(counts, dtype=np.float64 if weighted else np.int64)
     bins = binning.bins
     table = np.full((counts.shape[0], bins + 1), np.nan)
     present = counts > 0
@@ -378,12 +389,12 @@ def edge_table(counts: np.ndarray, binning: Binning, take: Take) -> np.ndarray:
     if not c.shape[0]:
         return table
     if binning.scheme == "quantile":
-        prev_i, next_i, gamma = _quantile_ranks(c, qcut_quantiles(bins))
+        prev_i, next_i, gamma = _quantile_ranks(c, qcut_quantiles(bins), weighted)
         parts = [prev_i, next_i]
     else:
         lo, hi, valid, b_eff = _equal_mass_ranks(c, bins)
         parts = [lo, hi, (c - 1)[:, None]]
-    ranks = np.full((counts.shape[0], sum(p.shape[1] for p in parts)), -1, dtype=np.int64)
+    ranks = np.full((counts.shape[0], sum(p.shape[1] for p in parts)), -1, dtype=counts.dtype)
     ranks[present] = np.concatenate(parts, axis=1)
     got = np.split(np.asarray(take(ranks), dtype=np.float64)[present], np.cumsum([p.shape[1] for p in parts])[:-1],
                    axis=1)
@@ -395,6 +406,47 @@ def edge_table(counts: np.ndarray, binning: Binning, take: Take) -> np.ndarray:
         em[np.arange(c.shape[0]), b_eff - 1] = np.maximum(1.0, got[2][:, 0])  # the final edge after the inner ones
         table[present, :bins] = em
     return table
+
+
+def weighted_take(values: np.ndarray, weights: np.ndarray, groups: np.ndarray | None,
+                  n_groups: int) -> tuple[np.ndarray, Take]:
+    """Frequency weights for :func:`edge_table`: (each group's weight total W, float64; a :data:`Take` of positions).
+
+    A group's rows of positive weight are sorted by value (ties in row order) and laid end to end, row i
+    covering ``[C_{i-1}, C_i)`` with ``C_i`` the running sum of the weights in that order (``numpy.cumsum``).
+    The value at position p is that of the row whose stretch holds p (the first row for p < 0, the last for
+    p >= W). For whole weights, position p is rank p of the frame with each row repeated w_i times, so the
+    edges are that frame's, bit for bit; other weights use the same formula.
+
+    >>> W, take = weighted_take(np.array([0.3, 0.1, 0.2]), np.array([2.0, 1.0, 0.0]), None, 1)
+    >>> W.tolist(), take(np.array([[0.0, 1.0, 2.0]])).tolist()  # 0.1, 0.3, 0.3 (0.2 has weight 0)
+    ([3.0], [[0.1, 0.3, 0.3]])
+    """
+    keep = weights > 0
+    g = np.zeros(values.shape[0], dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
+    v, w, g = values[keep], weights[keep], g[keep]
+    order = np.lexsort((v, g))  # stable: ties keep row order
+    v, w, g = v[order], w[order], g[order]
+    starts = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(g, minlength=n_groups), out=starts[1:])
+    cum = np.empty_like(w)
+    totals = np.zeros(n_groups)
+    for k in range(n_groups):  # each group's running sum from its own first row (bits independent of the others)
+        a, b = starts[k], starts[k + 1]
+        if b > a:
+            np.cumsum(w[a:b], out=cum[a:b])
+            totals[k] = cum[b - 1]
+
+    def take(ranks: np.ndarray) -> np.ndarray:
+        out = np.full(ranks.shape, np.nan)
+        for k in range(ranks.shape[0]):
+            a, b = starts[k], starts[k + 1]
+            if b > a:
+                at = np.minimum(np.searchsorted(cum[a:b], ranks[k], side="right"), b - a - 1)
+                out[k] = v[a:b][at]
+        return out
+
+    return totals, take
 
 
 def take_each(counts: np.ndarray, fetch: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Take:
@@ -433,8 +485,13 @@ def pack_edges(table: np.ndarray, binning: Binning) -> tuple[np.ndarray, np.ndar
 
 
 def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, binning: Binning,
-               acc: np.ndarray | None = None) -> Bins:
-    """Bin one float64 value per row, per group, with ``binning`` (``sweep`` reads the rows' ``acc`` too)."""
+               acc: np.ndarray | None = None, weights: np.ndarray | None = None) -> Bins:
+    """Bin one float64 value per row, per group, with ``binning`` (``sweep`` reads the rows' ``acc`` too).
+
+    ``weights``: the caller's frequency weights (not rescaled): quantile / equal-mass edges are those of the
+    rows repeated w_i times (:func:`weighted_take`); a row outside its group's edges (weight 0, or above the
+    top edge with fractional weights) goes to the nearest bin.
+    """
     if binning.scheme == "sweep":
         if acc is None:
             raise TypeError("bin_values: binning='sweep' needs the rows' acc")
@@ -444,8 +501,11 @@ def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, bin
         return Bins(edge_bins(values, edges[1:-1], binning.closed), binning.bins, edges, None, binning)
     if binning.scheme == "uniform":
         return Bins(None, binning.bins, uniform_edges(binning.bins, binning.closed), None, binning)
+    if weights is not None:
+        totals, take = weighted_take(values, weights, groups, 1 if groups is None else n_groups)
+        table = edge_table(totals, binning, take)
     # only a few order statistics per group are needed: a multi-rank quickselect, not a full sort
-    if groups is None:  # one group: a fixed-grid histogram, then sort only the cells holding the ranks
+    elif groups is None:  # one group: a fixed-grid histogram, then sort only the cells holding the ranks
         counts = np.array([values.shape[0]], dtype=np.int64)
         table = edge_table(counts, binning, lambda ranks: K.select_1d(values, ranks))
     else:
@@ -453,6 +513,9 @@ def bin_values(values: np.ndarray, groups: np.ndarray | None, n_groups: int, bin
         table = edge_table(np.diff(starts), binning, lambda ranks: K.select_within_groups(grouped, starts, ranks))
     edges, offsets, n_bins = pack_edges(table, binning)
     ids = K.assign_bins(values, groups, edges, offsets, binning.scheme == "quantile")
+    if weights is not None and binning.scheme == "quantile":  # a row above its group's top edge: the last bin
+        last = np.maximum(np.diff(offsets) - 2, 0)
+        ids = np.minimum(ids, last if groups is None else last[groups]).astype(np.int32)
     return Bins(ids, n_bins, edges, offsets, binning)
 
 
@@ -490,7 +553,8 @@ def sweep_bins(values: np.ndarray, acc: np.ndarray, groups: np.ndarray | None, n
     return Bins(ids, int(counts.max()) if counts.shape[0] else 1, edges, offsets, binning)
 
 
-def bin_variable(values: np.ndarray, kind: str, groups: np.ndarray | None, n_groups: int, binning: Binning) -> Bins:
+def bin_variable(values: np.ndarray, kind: str, groups: np.ndarray | None, n_groups: int, binning: Binning,
+                 weights: np.ndarray | None = None) -> Bins:
     """Bin a variable (VECE): one bin per category, or ``binning`` of the numeric values per group.
 
     Numeric variables take ``quantile`` (the default, as Kelly & Smyth),
@@ -500,4 +564,4 @@ def bin_variable(values: np.ndarray, kind: str, groups: np.ndarray | None, n_gro
     if kind == "categorical":
         n_bins = int(values.max()) + 1 if values.shape[0] else 1
         return Bins(values.astype(np.int32, copy=False), n_bins, np.empty(0), None, binning)
-    return bin_values(values, groups, n_groups, binning)
+    return bin_values(values, groups, n_groups, binning, weights=weights)

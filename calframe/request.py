@@ -134,6 +134,14 @@ class Request:
         return self.binning is not None and self.binning.scheme == "sweep"
 
     @property
+    def weighted_ranks(self) -> bool:
+        """Whether weights meet quantile / equal-mass bins computed from the data: edges of the rows repeated
+        w_i times (:func:`calframe.binning.weighted_take`), which only the eager engine computes."""
+        b = self.binning
+        return self.weights is not None and b is not None and b.edges is None and b.scheme in ("quantile",
+                                                                                               "equal_mass")
+
+    @property
     def sq(self) -> bool:
         """Whether the per-class values are squared errors (combined before the root)."""
         return self.squared or (self.lens.kind == "marginal" and self.estimator == "debiased" and self.p == 2)
@@ -207,9 +215,9 @@ def variable_binning(func: str, binning: str, bins: "int | Sequence[float]", clo
     return make_binning(func, binning, bins, closed, param)
 
 
-def _uniform_only_with_weights(func: str, binning: Binning, weights: str | None) -> None:
-    if weights is not None and binning.scheme != "uniform":
-        raise E.weights_need_uniform_bins(func)
+def _no_sweep_with_weights(func: str, binning: Binning, weights: str | None) -> None:
+    if weights is not None and binning.scheme == "sweep":
+        raise E.weights_refuse_sweep(func)
 
 
 # --------------------------------------------------------------------------- one parser per family
@@ -251,7 +259,7 @@ def ce(func: str, name: str, prob: Columns = None, label: str | None = None, **c
     binning_ = make_binning(func, binning, o["bins"], o["closed"])
     if binning_.scheme == "sweep":
         _sweep_limits(func, name, o["estimator"], lens_)
-    _uniform_only_with_weights(func, binning_, o["weights"])
+    _no_sweep_with_weights(func, binning_, o["weights"])
     return _checked_ci(func, o, Request(func, "ce", name, prob, label, o["by"], o["weights"], o["nulls"], lens_,
                                         binning_, pv, dist, o["estimator"], bool(o["squared"]), int(n_resamples)))
 
@@ -284,8 +292,6 @@ def vece(func: str, name: str, variable: Any, prob: Columns = None, label: str |
     pv, dist = _ce_params(func, o["p"], o["estimator"], o["distance"])
     lens_ = L.parse_lens(func, o["lens"])
     binning_ = variable_binning(func, o["binning"], o["bins"], o["closed"], bins_param)
-    if o["weights"] is not None and binning_.edges is None:
-        raise E.weights_need_variable_edges(func)
     return _checked_ci(func, o, Request(func, "ce", name, prob, label, o["by"], o["weights"], o["nulls"], lens_,
                                         binning_, pv, dist, o["estimator"], variables=tuple(variables),
                                         several=not isinstance(variable, str)))
@@ -296,7 +302,7 @@ def reliability(func: str, prob: Columns = None, label: str | None = None, **cal
     o = _options(call)
     lens_ = scalar_lens(func, o["lens"])
     binning_ = make_binning(func, o["binning"], o["bins"], o["closed"])
-    _uniform_only_with_weights(func, binning_, o["weights"])
+    _no_sweep_with_weights(func, binning_, o["weights"])
     return Request(func, "reliability", func, prob, label, o["by"], o["weights"], o["nulls"], lens_, binning_)
 
 
@@ -363,7 +369,8 @@ def _checked_ci(func: str, o: dict[str, Any], req: Request) -> Request:
 
 def summary_parts(req: Request) -> dict[str, Request]:
     """The CE figures of a summary: ECE, MCE, RMSCE (plugin, uniform bins) and Kumar's debiased l2 CE (equal-mass
-    bins; uniform with weights, which data-dependent bins do not take)."""
+    bins; with weights uniform, so that every engine computes it from sums: weighted equal-mass edges need the
+    rows in memory, ``Request.weighted_ranks``)."""
     debiased_bins = req.binning if req.weights is not None else make_binning(req.func, "equal_mass", req.binning.bins,
                                                                              "left")
     return {

@@ -702,19 +702,12 @@ def test_lens_class_out_of_range_binary_with_ci() -> None:
                  param("lens"), "class 2", "2 classes")
 
 
-@pytest.mark.parametrize("binning", ["quantile", "equal_mass"])
 @pytest.mark.parametrize("metric", ["ece", "ce", "reliability"])
-def test_weights_with_data_dependent_binning(binning: str, metric: str) -> None:
+def test_weights_with_sweep_binning(metric: str) -> None:
+    # quantile / equal-mass bins take weights (the rows repeated w_i times); the sweep does not
     df = binary([0.1, 0.2, 0.7, 0.95]).with_columns(w=pl.lit(1.0))
-    check_raises(ParameterError, df, lambda f: METRICS[metric](f, weights="w", binning=binning),
-                 "weights", "uniform")
-
-
-def test_weights_with_debiased_default_binning() -> None:
-    # the debiased estimator bins on equal-mass bins by default: weights need binning="uniform"
-    df = binary([0.1, 0.2, 0.7, 0.95]).with_columns(w=pl.lit(1.0))
-    check_raises(ParameterError, df, lambda f: calframe.ce(f, p=2, estimator="debiased", weights="w"),
-                 "weights", "uniform")
+    check_raises(ParameterError, df, lambda f: METRICS[metric](f, weights="w", binning="sweep"),
+                 "weights", "sweep", "no weighted sweep")
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)

@@ -333,8 +333,8 @@ def test_sweep_bins_counts_per_group():
 
 
 @pytest.mark.parametrize("call, param, match", [
-    (lambda df: calframe.ece(df.with_columns(w=pl.lit(1.0)), binning="sweep", weights="w"), None,
-     "weights are supported with binning='uniform' only"),
+    (lambda df: calframe.ece(df.with_columns(w=pl.lit(1.0)), binning="sweep", weights="w"), "binning",
+     "weights are not supported with binning='sweep'"),
     (lambda df: calframe.rmsce(df, binning="sweep", estimator="debiased"), "estimator", "plugin estimate"),
     (lambda df: calframe.ce(df, binning="sweep", name="n_bins"), "name", "adds the chosen count"),
     (lambda df: calframe.vece(df, "prob", binning="sweep"), "binning", "chooses the number of confidence bins"),

@@ -662,6 +662,8 @@ def run(ddf: Any, req: Request, figures: dict | None = None, finish: Callable[..
     finish = finish or partial(F.shape, req, flavor="pandas")
     if req.ci is not None:
         return collected(req.func, ddf, dask_spec(ddf, req).needed, partial(eager_figures, req, figures))
+    if req.weighted_ranks:
+        raise ParameterError(E.weights_on_engine(req.func, "Dask DataFrames") + " (e.g. ddf.compute())", "weights")
     if req.sweep:
         raise ParameterError(
             f"The 'binning' parameter of {req.func}: 'sweep' is not available on Dask DataFrames (it sorts each "

@@ -51,14 +51,26 @@ Figure = Callable[[Scored], np.ndarray]
 Binner = Callable[[Scored, np.ndarray], Bins]
 
 
+def caller_weights(scored: Scored) -> np.ndarray | None:
+    """The caller's frequency weights (``scored.weights`` times their power-of-two scale, exact): what
+    quantile / equal-mass edges read (a row of weight k counts as k rows; a scaled weight would not)."""
+    if scored.weights is None:
+        return None
+    scale = scored.weight_scale
+    if isinstance(scale, np.ndarray):
+        return scored.weights * (scale if scored.groups is None else scale[scored.groups])
+    return scored.weights * scale
+
+
 def conf_binner(binning: Binning, acc: np.ndarray | None = None) -> Binner:
     """The confidence's bins (``acc``: the rows' accuracies, which ``binning="sweep"`` reads)."""
-    return lambda scored, conf: bin_values(conf, scored.groups, scored.n_groups, binning, acc)
+    return lambda scored, conf: bin_values(conf, scored.groups, scored.n_groups, binning, acc, caller_weights(scored))
 
 
 def variable_binner(variable: str, binning: Binning) -> Binner:
     def binner(scored: Scored, conf: np.ndarray) -> Bins:
-        return bin_variable(scored.extra[variable], scored.extra_kind[variable], scored.groups, scored.n_groups, binning)
+        return bin_variable(scored.extra[variable], scored.extra_kind[variable], scored.groups, scored.n_groups,
+                            binning, caller_weights(scored))
 
     binner.key = ("variable", variable, binning)  # type: ignore[attr-defined]  (the moments' stream: moments.Summed)
     return binner

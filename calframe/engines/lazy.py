@@ -381,10 +381,11 @@ def supports(frame: Any, req: Request) -> bool:
     column (binary or ``Array``) or a list of class columns, with the
     ``top1`` or ``class:c`` lens, uniform / explicit-edge / quantile /
     equal-mass bins (not the sweep: it sorts each group's rows, and the
-    frame is collected) and at most one variable. Bad column names or values do
+    frame is collected; nor weights with quantile / equal-mass bins, whose edges the eager engine computes on
+    the collected frame) and at most one variable. Bad column names or values do
     not make it False: :func:`lazy_sums` raises the eager path's errors for them.
     """
-    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.sweep:
+    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.sweep or req.weighted_ranks:
         return False
     if req.ci is not None and not moment_ci(req):
         return False

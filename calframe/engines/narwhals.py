@@ -652,6 +652,9 @@ def unsupported(req: Request) -> str | None:
         return "ci= with bootstrap='rows' or on data-dependent bins"
     if req.sweep:
         return "binning='sweep'"
+    if req.weighted_ranks:  # a pyarrow Table goes to the eager engine (``call``)
+        return ("weights with binning='quantile' or 'equal_mass' (edges of the rows repeated w_i times, computed "
+                "in memory only)")
     if req.lens.kind == "marginal":
         return "the marginal lens"
     if req.variables and req.variable is None:

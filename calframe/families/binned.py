@@ -407,7 +407,7 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     sums, bins_ = binned_sums(conf, acc, scored, req.binning)
     counts = sums
     if scored.weights is not None:  # row counts beside the weighted sums
-        counts, _ = binned_sums(conf, acc, replace(scored, weights=None), req.binning)
+        counts, _ = binned_sums(conf, acc, replace(scored, weights=None), lambda s, c: bins_)  # the same bins
     return F.to_flavor(F.reliability_table(sums, counts[..., 0], bins_, scored.keys), scored.flavor)
 
 

@@ -9,6 +9,7 @@ from scipy.optimize import isotonic_regression
 
 from .. import _errors as E
 from .._errors import InvalidValueError
+from ..binning import Binning, edge_table, weighted_take
 from .._params import check_bool, check_int_range
 from ..metrics import check_seed
 from ._inputs import Probs, lens_view
@@ -43,28 +44,20 @@ def equal_mass_edges(s: np.ndarray, n_bins: int) -> np.ndarray:
 def weighted_equal_mass_edges(s: np.ndarray, n_bins: int, w: np.ndarray) -> np.ndarray:
     """``equal_mass_edges`` with frequency weights: the edges of the scores with row i repeated w_i times.
 
-    The sorted scores are laid end to end, row i taking a stretch of length w_i of [0, W) (W the weights'
-    sum, rows of weight 0 none). ``numpy.array_split`` of W positions into B = min(n_bins, W) parts starts
-    part k at c_k = k q + min(k, r) (q = floor(W / B), r = W - B q); the inner edge k is the midpoint of
-    the scores at positions c_k - 1 and c_k. For integer weights these are the positions of the repeated
-    array, so the edges are ``equal_mass_edges`` of it, bit for bit; other weights use the same formula.
+    The metrics' rule (:func:`calframe.binning.edge_table` on :func:`calframe.binning.weighted_take`): the
+    sorted scores are laid end to end, row i taking a stretch of length w_i of [0, W) (W the weights' sum,
+    rows of weight 0 none). ``numpy.array_split`` of W positions into B = min(n_bins, max(1, floor(W))) parts
+    starts part k at c_k = k q + min(k, r) (q = floor(W / B), r = W - B q); the inner edge k is the midpoint
+    of the scores at positions c_k - 1 and c_k; the last edge is 1.0. For integer weights these are the
+    positions of the repeated array, so the edges are ``equal_mass_edges`` of it, bit for bit; other weights
+    use the same formula.
     """
-    keep = w > 0
-    s, w = s[keep], w[keep]
-    if len(s) == 0:
+    if not (w > 0).any():
         raise InvalidValueError("no rows of positive weight to build bins from.")
-    order = np.argsort(s, kind="stable")
-    ss, cw = s[order], np.cumsum(w[order])
-    total = float(cw[-1])
-    B = int(min(n_bins, max(1.0, np.floor(total)))) if total >= 1 else 1
-    q = np.floor(total / B)
-    r = total - B * q
-    k = np.arange(1, B)
-    c = k * q + np.minimum(k, r)
-    at = np.minimum(np.searchsorted(cw, c, side="right"), len(ss) - 1)  # the row covering [c, c + 1)
-    before = np.minimum(np.searchsorted(cw, c - 1.0, side="right"), len(ss) - 1)
-    edges = list((ss[before] + ss[at]) / 2.0) + [1.0]
-    return np.unique(np.asarray(edges, dtype=np.float64))
+    totals, take = weighted_take(np.asarray(s, dtype=np.float64), np.asarray(w, dtype=np.float64), None, 1)
+    row = edge_table(totals, Binning("equal_mass", int(n_bins)), take)[0]
+    inner = row[~np.isnan(row)][:-1]
+    return np.unique(np.append(inner, 1.0))
 
 
 def bin_index(edges: np.ndarray, s: np.ndarray) -> np.ndarray:
