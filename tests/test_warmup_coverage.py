@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: runs every page but those that start Spark, in a fresh process (the working directory a temporary one)
 PAGES_DRIVER = """
-import sys, os
+import sys, os, tempfile
 sys.path.insert(0, {tests!r})
 import test_readme as T
 failed = []
@@ -31,6 +31,7 @@ for path in T.PAGES:
     if "pyspark" in T.page_modules(path):
         continue
     os.environ.pop("CALIB_KEY", None)
+    os.chdir(tempfile.mkdtemp(prefix=path.stem))  # each page in a fresh directory, as tests/test_readme.py runs it
     try:
         T.run_page(path)
     except BaseException as e:  # one page's failure is reported with the others

@@ -114,7 +114,12 @@ def test_tree_weights_are_repeated_rows(seed, n, depth, min_leaf, leaf):
     w = _int_weights(rng, n)
     idx = np.repeat(np.arange(n), w)
     kw = {"max_depth": depth, "min_leaf": min_leaf, "leaf": leaf}
-    a = R.fit("tree", p, y, v, weights=w, **kw)
+    try:
+        a = R.fit("tree", p, y, v, weights=w, **kw)
+    except Exception as e:  # a leaf of one class (few rows): the repeated rows fail the same way
+        with pytest.raises(type(e)):
+            R.fit("tree", p[idx], y[idx], v[idx], **kw)
+        return
     b = R.fit("tree", p[idx], y[idx], v[idx], **kw)
     np.testing.assert_array_equal(a.thresholds, b.thresholds)
     np.testing.assert_array_equal(a.arrays["leaf_fallback"], b.arrays["leaf_fallback"])
