@@ -176,12 +176,13 @@ def spiegelhalter(frame: Frame, prob: Columns = None, label: str | None = None, 
     Examples
     --------
     >>> import numpy as np, polars as pl, calframe
-    >>> rng = np.random.default_rng(0)
-    >>> p = rng.uniform(size=5000)
-    >>> df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=5000) < p).astype(int)})
-    >>> bool(calframe.spiegelhalter(df)["spiegelhalter_p_value"][0] > 0.05)  # calibrated: not rejected
+    >>> p = np.random.default_rng(1).uniform(size=4000)
+    >>> calibrated = pl.DataFrame({"prob": p, "label": np.random.default_rng(2).uniform(size=4000) < p})
+    >>> z = calframe.spiegelhalter(calibrated)
+    >>> bool(z["spiegelhalter_p_value"][0] > 0.05)  # calibrated: not rejected
     True
-    >>> bool(calframe.spiegelhalter(df.with_columns(prob=pl.col("prob") ** 2))["spiegelhalter_p_value"][0] < 1e-6)
+    >>> squared = calibrated.with_columns(prob=pl.col("prob") ** 2)
+    >>> bool(calframe.spiegelhalter(squared)["spiegelhalter_p_value"][0] < 1e-6)
     True
     """
     return _row_sums("spiegelhalter", RS.SPIEGELHALTER, frame, prob, label, p_adjust, options)
