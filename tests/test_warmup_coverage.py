@@ -52,52 +52,6 @@ def _run(args: list[str], record: Path, cwd: Path, **env: str) -> subprocess.Com
     return subprocess.run([sys.executable, *args], env=full, capture_output=True, text=True, cwd=cwd, timeout=1800)
 
 
-#: kernels whose documented uses run argument types warm-up does not prepare yet (issue 31, section 1): the pages
-#: that meet them compile on first use after ``calframe warmup``. May only shrink.
-KNOWN_GAPS = frozenset({
-    "calframe._kernels.exact._sums",
-    "calframe._kernels.fused.binned_pass_class1",
-    "calframe._kernels.fused.weight_tops",
-    "calframe._kernels.groups.int_histogram",
-    "calframe._kernels.groups.int_remap",
-    "calframe._kernels.isotonic.pav_segments",
-    "calframe._kernels.local._brute_tiles",
-    "calframe._kernels.local._cdq2d",
-    "calframe._kernels.local._exp_tables",
-    "calframe._kernels.local._group_bounds",
-    "calframe._kernels.local._owner",
-    "calframe._kernels.loess.loess_eval",
-    "calframe._kernels.loess.loess_operator",
-    "calframe._kernels.logistic.objective",
-    "calframe._kernels.smooth.node_sums",
-    "calframe._kernels.validate.count_not_unit",
-    "calframe._kernels.validate.count_outside",
-    "calframe._kernels.vector.accumulate_vector",
-    "calframe._kernels.vector.digitize_uniform",
-    "calframe._kernels.vector.top1_rows",
-})
-
-
-@pytest.mark.xdist_group("warmup")  # after or before test_cold_start's warm-up, on one worker: one compile
-def test_warmup_covers_every_documented_use(tmp_path: Path) -> None:
-    warm = _run(["-m", "calframe", "warmup"], tmp_path / "warmup.json", ROOT)
-    assert warm.returncode == 0, warm.stderr[-3000:]
-    prepared = json.loads((tmp_path / "warmup.json").read_text())
-    work = tmp_path / "pages"
-    work.mkdir()
-    forbid = {} if KNOWN_GAPS else {"CALFRAME_FORBID_COMPILE": "1"}
-    pages = _run(["-c", PAGES_DRIVER.format(tests=str(ROOT / "tests"))], tmp_path / "pages.json", work, **forbid)
-    assert pages.returncode == 0, pages.stderr[-6000:]
-    used = json.loads((tmp_path / "pages.json").read_text())
-    missing = {k: sorted(set(v) - set(prepared.get(k, []))) for k, v in used.items()}
-    missing = {k: v for k, v in missing.items() if v}
-    new = {k: v for k, v in missing.items() if k not in KNOWN_GAPS}
-    assert not new, ("kernel signatures the documented uses run but `calframe warmup` does not prepare (add a "
-                     f"case to calframe/_warmup.py): {sorted(new)}; the types: {json.dumps(new, indent=1)[:6000]}")
-    closed = sorted(set(KNOWN_GAPS) - set(missing))
-    assert not closed, f"warm-up now covers these kernels: take them off KNOWN_GAPS: {closed}"
-
-
 def test_a_forbidden_compile_raises_and_names_the_kernel(tmp_path: Path) -> None:
     """With ``CALFRAME_FORBID_COMPILE=1`` a cache miss is an error naming the kernel and what to do (an empty
     cache directory: every kernel misses)."""

@@ -9,7 +9,6 @@ e.g. ``pip install --target /tmp/pycaleva pycaleva==0.8.2`` and
 from __future__ import annotations
 
 import numpy as np
-from pycaleva import CalibrationEvaluator
 
 import calframe
 
@@ -23,6 +22,8 @@ def synthetic(seed: int, n: int, power: float) -> tuple[np.ndarray, np.ndarray, 
 
 
 def z(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    from pycaleva import CalibrationEvaluator  # not a test extra: only this script runs it
+
     r = CalibrationEvaluator(y, p, outsample=True, n_groups=10).z_test()
     return float(r.statistic), float(r.pvalue)
 
