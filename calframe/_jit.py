@@ -12,17 +12,46 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+import numpy as np
 from numba.core.registry import CPUDispatcher
 
 from ._runtime import CACHED, kernel_lock, check_fork, serialising
 
 
+def _frozen(args: tuple, positions: tuple[int, ...]) -> tuple:
+    """``args`` with the writable arrays at ``positions`` replaced by read-only views of them (no copy)."""
+    out = list(args)
+    for i in positions:
+        a = out[i] if i < len(out) else None
+        if isinstance(a, np.ndarray) and a.flags.writeable:
+            view = a.view()
+            view.flags.writeable = False
+            out[i] = view
+    return tuple(out)
+
+
+class Frozen(CPUDispatcher):
+    """A dispatcher whose input arrays (``njit(readonly=...)``) are passed read-only from Python: numba types a
+    read-only array apart from a writable one, so a kernel fed both (an Arrow buffer, a computed array) compiled
+    twice. Jitted callers call it directly, with their own types."""
+
+    readonly_positions: tuple[int, ...] = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(*_frozen(args, self.readonly_positions), **kwargs)
+
+
 class Kernel(CPUDispatcher):
     """A ``parallel=True`` numba dispatcher that checks the process may run it and holds the kernel lock
-    while numba's threading layer is not thread-safe. Jitted callers call it directly, as any dispatcher."""
+    while numba's threading layer is not thread-safe. Jitted callers call it directly, as any dispatcher.
+    Its ``readonly`` inputs are passed read-only, as :class:`Frozen` does."""
+
+    readonly_positions: tuple[int, ...] = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         check_fork(self.__name__)
+        if self.readonly_positions:
+            args = _frozen(args, self.readonly_positions)
         if serialising():
             with kernel_lock:
                 return super().__call__(*args, **kwargs)
@@ -56,8 +85,10 @@ if os.environ.get(RECORD_ENV):
 
 def njit(*args: Any, **options: Any) -> Any:
     """``numba.njit`` for calframe's kernels: a ``parallel=True`` function becomes a :class:`Kernel`, a
-    ``cache=True`` one gets :class:`calframe._kernel_cache.KernelCache`. numba is imported with this module,
-    when a kernel module is first imported, not by ``import calframe``.
+    ``cache=True`` one gets :class:`calframe._kernel_cache.KernelCache`. ``readonly=("name", ...)`` names the
+    array parameters the kernel only reads: called from Python they are passed as read-only views, so one
+    compiled variant serves Arrow's read-only buffers and computed arrays alike (numba types the two apart).
+    numba is imported with this module, when a kernel module is first imported, not by ``import calframe``.
 
     Examples
     --------
@@ -75,6 +106,7 @@ def njit(*args: Any, **options: Any) -> Any:
     """
     if args:  # bare @njit
         return numba.njit(*args, **options)
+    readonly = tuple(options.pop("readonly", ()))
 
     def make(fn: Callable[..., Any]) -> Any:
         if options.get("cache") and fn.__closure__ and "<locals>" in fn.__qualname__:
@@ -84,6 +116,14 @@ def njit(*args: Any, **options: Any) -> Any:
         dispatcher = numba.njit(**options)(fn)
         if options.get("parallel") and type(dispatcher) is CPUDispatcher:  # not with NUMBA_DISABLE_JIT
             dispatcher.__class__ = Kernel
+        elif readonly and type(dispatcher) is CPUDispatcher:
+            dispatcher.__class__ = Frozen
+        if readonly and isinstance(dispatcher, (Kernel, Frozen)):
+            names = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+            unknown = set(readonly) - set(names)
+            if unknown:
+                raise TypeError(f"{fn.__qualname__}: readonly names no parameter {sorted(unknown)}")
+            dispatcher.readonly_positions = tuple(names.index(n) for n in readonly)
         if options.get("cache") and isinstance(dispatcher, CPUDispatcher):
             from ._kernel_cache import KernelCache  # numba's cache, keyed and locked (see that module)
 

@@ -23,6 +23,7 @@ of its outputs (docs/spec.md section 8, "Command line: outputs and errors").
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
@@ -457,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
                           epilog=_epilog("warmup"), formatter_class=argparse.RawDescriptionHelpFormatter)
     warm.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     warm.add_argument("--no-multiclass", action="store_true", help="skip the multiclass and GECE kernels")
+    warm.add_argument("--jobs", "-j", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
+                      help="compile in N processes at once (default: one per core, at most 4)")
+    warm.add_argument("--part", type=_part, default=None, help=argparse.SUPPRESS)  # i/N: one of --jobs' processes
     warm.set_defaults(run=_warmup)
     for command in (rep, fit, app, demo, warm):
         command.add_argument("--no-progress", action="store_true",
@@ -465,17 +469,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _part(text: str) -> tuple[int, int]:
+    i, _, n = text.partition("/")
+    return int(i), int(n)
+
+
 def _warmup(args: argparse.Namespace) -> int:
     """``calframe warmup``: compile every kernel the public functions use, and say where the cache is."""
     import time
 
     from ._warmup import warmup
 
-    if not args.quiet:
+    if not args.quiet and not args.part:
         print("calframe warmup: compiling the kernels the public functions use (minutes on a fresh install, "
               "about a second when cached)", file=sys.stderr, flush=True)
     start = time.perf_counter()
-    dirs = warmup(verbose=not args.quiet, multiclass=not args.no_multiclass)
+    if args.jobs < 1:
+        print(f"calframe warmup: --jobs takes a count of at least 1, not {args.jobs}", file=sys.stderr)
+        return EXIT_USAGE
+    dirs = warmup(verbose=not args.quiet, multiclass=not args.no_multiclass,
+                  jobs=1 if args.part else args.jobs, part=args.part)
+    if args.part:
+        return 0
     if not args.quiet:
         print(f"calframe warmup: done in {time.perf_counter() - start:.1f} s; kernel cache: {', '.join(dirs)}")
     return 0

@@ -221,7 +221,7 @@ def count_below(x, edges, lo, hi):
     return k
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("values", "groups", "edges", "offsets"))
 def assign_bins(values, groups, edges, offsets, qcut):
     """Bin of each row on its group's sorted edges ``edges[offsets[g]:offsets[g+1]]``.
 
@@ -369,7 +369,7 @@ def value_range(v):
     return min(min(a0, a1), min(a2, a3)), max(max(b0, b1), max(b2, b3)), z0 + z1
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("values",))
 def _minmax(values, nchunks):
     n = values.shape[0]
     step = (n + nchunks - 1) // nchunks
@@ -387,7 +387,7 @@ def cell_of(x, lo, scale, n_cells):
     return min(max(k, 0), n_cells - 1)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("values",))
 def _cell_histogram(values, lo, scale, n_cells, nchunks):
     n = values.shape[0]
     step = (n + nchunks - 1) // nchunks
@@ -399,7 +399,7 @@ def _cell_histogram(values, lo, scale, n_cells, nchunks):
     return part.sum(axis=0)
 
 
-@njit(cache=True)
+@njit(cache=True, readonly=("values",))
 def _gather_cells(values, lo, scale, n_cells, wanted, slot_start, total):
     """Values of the wanted cells, each cell's values contiguous (slot_start gives where)."""
     buf = np.empty(total)

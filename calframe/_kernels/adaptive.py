@@ -70,7 +70,7 @@ def _tolerances(cnt, e1, e2, big):
     return t_mean, t_var
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("g",))
 def root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid):
     """Per group [n, sum x_0..m-1, sum x_0^2..x_m-1^2, label counts 0..m-1] (n_groups, 1 + 3m) and the largest |x|.
 
@@ -144,7 +144,7 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid):
     return out, bigs.max()
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("g",))
 def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, take_high, first_child, n_slots):
     """Split the rows of the frontier nodes (``slot_of[node] >= 0``) at ``g[:, cols[slot]] < thr[slot]``.
 

@@ -166,7 +166,7 @@ def _to_float(hi, lo, exp):
     return fixed_to_float(np.int64(hi), np.int64(lo >> np.uint64(32)), np.int64(lo & np.uint64(0xFFFFFFFF)), exp)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("groups", "values", "weights"))
 def _sums(groups, values, weights, buckets, rank, width, bitmap, base, scale, factors, part, total_w, total_v):
     """Per cell (group; weighted, (group, bucket)): the 128-bit sums of the weight's and the weighted value's
     integers (unweighted: the row count and the value's), in chunks of rows whose integers are then added; each

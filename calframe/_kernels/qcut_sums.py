@@ -32,7 +32,7 @@ from .accumulate import cell_of, count_below, value_range
 N_CELLS = 1 << 12
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, readonly=("v",))
 def qcut_bin_sums(v, d, prev_i, next_i, gamma):
     """(count, sum d) per bin of pandas.qcut(v) at the levels whose ranks/weights are given.
 

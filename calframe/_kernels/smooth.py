@@ -26,7 +26,7 @@ def _node(x, scale, m):
     return min(max(int(x * scale), 0), m - 2)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("conf", "acc", "weights", "groups", "slots"))
 def node_sums(conf, acc, weights, groups, slots, n_slots, m, part, out):
     """The ``m``-node grids of the rows, in one pass -> flat ``(n_slots, m, 2)``: [..., 0] the weights, [..., 1]
     the weighted residuals ``conf - acc``, each row spread on the two nodes around it as relplot's
