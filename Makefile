@@ -64,9 +64,11 @@ browser:
 # --require-extras: a test extra that fails to import fails the run (tests/conftest.py);
 # --hypothesis-profile=ci: derandomized, reproducible property tests;
 # -n 2 --dist loadgroup: two pytest-xdist workers (the machine's two cores), every Spark test in one of them
-# (tests/conftest.py groups them), so one Spark session starts.
+# (tests/conftest.py groups them), so one Spark session starts;
+# --warm-cache: `calframe warmup` first, into a fresh kernel cache the run shares; the docs pages run on a copy
+# of it with compiling forbidden (tests/conftest.py, tests/test_readme.py).
 test: $(VENV)/.installed-test java browser
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --require-extras --hypothesis-profile=ci
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --require-extras --hypothesis-profile=ci --warm-cache
 
 # pyspark (a test extra, installed into .venv) runs on Java 17, which is never installed here: shown, or a clear stop.
 java:

@@ -125,18 +125,22 @@ def forbidden_compile(kernel: str, sig: Any) -> KernelCompileForbidden:
 
 def announce(kernel: str | None = None) -> None:
     """Say on stderr that kernels are being compiled (a cache miss calls it): once per process with what
-    ``calframe warmup`` does, then the name of each kernel compiled after it, so that no wait is silent."""
+    ``calframe warmup`` does, then the name of each kernel compiled, and the public function it is compiled for
+    (``compiling binned_pass_class1 for calframe.summary``), so that no wait is silent."""
     global _announced
     if quiet:
         return
     with _said:
         first = not _announced
         _announced = True
+    from ._runtime import current_call
+
+    call = current_call()
     if first:
         print("compiling calframe kernels (first use; `calframe warmup` does this ahead)", file=sys.stderr,
               flush=True)
     if kernel is not None:
-        print(f"  compiling {kernel}", file=sys.stderr, flush=True)
+        print(f"  compiling {kernel}" + (f" for calframe.{call}" if call else ""), file=sys.stderr, flush=True)
 
 
 def _warn_discarded(name: str, why: str, path: str) -> None:

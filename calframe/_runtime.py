@@ -149,15 +149,30 @@ def check_fork(func: str) -> None:
         )
 
 
+_calling = threading.local()  # .name: the public function this thread is in (the outermost), for the compile notice
+
+
+def current_call() -> str | None:
+    """The public function this thread is running (the outermost one), or None: what a kernel compile is for."""
+    return getattr(_calling, "name", None)
+
+
 def entry(func: F) -> F:
-    """Wrap a public function: refuse to run in an unsafe fork child, and note that calframe has run."""
+    """Wrap a public function: refuse to run in an unsafe fork child, note that calframe has run, and name the
+    call a kernel compile is for (:func:`current_call`)."""
 
     @functools.wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         global _used
         check_fork(func.__name__)
         _used = True
-        return func(*args, **kwargs)
+        if getattr(_calling, "name", None) is not None:
+            return func(*args, **kwargs)
+        _calling.name = func.__name__
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _calling.name = None
 
     return guarded  # type: ignore[return-value]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 __all__ = ["warmup"]
@@ -71,6 +72,14 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
         ("vce_curve", lambda: cf.vce_curve(df, "age")),
         ("lce, mlce", lambda: (cf.lce(df, ["age"], gamma=0.2), cf.mlce(df, ["age"], gamma=0.2, prepare="standardize"),
                                cf.mlce(df, ["age"], gamma=0.2, prepare="standardize", by="region"))),
+        # two features: the 2-D sweep of the local sums
+        ("lce, mlce on two features", lambda: (cf.lce(df, ["age", "prob"], gamma=0.2),
+                                               cf.mlce(df, ["age", "prob"], gamma=0.2, by="region"),
+                                               cf.mlce(df, ["age", "prob"], gamma=0.2, by="region", neighbours="frame"))),
+        ("vce_curve loess", lambda: cf.vce_curve(df, "age", smoother="loess", n_boot=0)),
+        ("ece weights, one group", lambda: cf.ece(df, weights="w")),
+        ("pandas, a null label dropped", lambda: cf.ece(df.select("prob", "label").to_pandas().assign(
+            label=lambda p: p["label"].astype("float64").where(p.index % 7 != 0)), nulls="drop")),
         ("expressions", lambda: df.group_by("region").agg(expr.ece(prob="prob", label="label"),
                                                           expr.mce(prob="prob", label="label"))),
         ("lazy", lambda: cf.ece(df.lazy(), by="region").collect()),
@@ -82,8 +91,21 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
         ("fit/apply beta_v", lambda: cf.apply(df, cf.fit(df, "beta_v", variable="age"), name="q")),
         ("fit/apply lore", lambda: cf.apply(df, cf.fit(df, "lore", features=["age"], gamma=0.2, standardize=True), name="q")),
         ("fit by group", lambda: cf.apply(df, cf.fit(df, "isotonic", by="region"), name="q")),
+        ("weighted fits", lambda: [cf.fit(df, m, weights="w") for m in ("platt", "beta", "temperature")]),
+        ("kernels some data reach", _data_dependent),
     ]
     return cases
+
+
+def _data_dependent() -> None:
+    """Kernels a call runs only on some data, called directly with the types the calls pass: the logistic fits'
+    objective (evaluated when a Newton step must be shortened)."""
+    import numpy as np
+
+    from ._kernels import logistic
+
+    z = np.array([[0.5, 1.0], [-0.5, 1.0]])
+    logistic.objective(z, np.array([1.0, 0.0]), np.ones(2), np.zeros(2), logistic.n_chunks(2))
 
 
 def _multiclass_cases() -> list[tuple[str, Callable[[], Any]]]:
@@ -101,12 +123,14 @@ def _multiclass_cases() -> list[tuple[str, Callable[[], Any]]]:
     ]
 
 
-def warmup(*, verbose: bool = False, multiclass: bool = True, jobs: int = 1, part: tuple[int, int] | None = None) -> list[str]:
+def warmup(*, verbose: bool = False, multiclass: bool = True, jobs: int = 1, part: tuple[int, int] | None = None,
+           force: bool = False) -> list[str]:
     """Compile the kernels the public functions use, for the common dtypes, into numba's disk cache.
 
     Runs each public function once on small built-in frames (binary and multiclass), over the options and
-    dtypes that compile different code. Takes a few minutes on a fresh install and about a second once the
-    cache is filled. Safe to run in several processes at once.
+    dtypes that compile different code. Takes a few minutes on a fresh install; once it has completed, it
+    leaves a mark in the cache (for this calframe, numba and these steps) and returns at once while every
+    index file it wrote is still there. Safe to run in several processes at once.
 
     Parameters
     ----------
@@ -119,6 +143,8 @@ def warmup(*, verbose: bool = False, multiclass: bool = True, jobs: int = 1, par
         per core, at most 4): on two cores about half the time of one process.
     part
         ``(i, n)``: run only steps ``i, i + n, ...`` (what each of ``jobs`` processes runs).
+    force
+        Run every step even when the cache is marked warm (see :func:`is_warm`).
 
     Returns
     -------
@@ -135,6 +161,11 @@ def warmup(*, verbose: bool = False, multiclass: bool = True, jobs: int = 1, par
 
     from . import _kernel_cache
 
+    if part is None and not force and is_warm(multiclass=multiclass):
+        if verbose:
+            print("calframe warmup: the cache holds what warm-up compiles for this calframe and numba "
+                  "(--force compiles again)", file=sys.stderr)
+        return _kernel_cache.cache_dirs()
     if jobs > 1:
         _in_processes(jobs, verbose=verbose, multiclass=multiclass)
         return _kernel_cache.cache_dirs()
@@ -155,7 +186,57 @@ def warmup(*, verbose: bool = False, multiclass: bool = True, jobs: int = 1, par
         _kernel_cache.quiet = False
     if verbose:
         print(f"calframe warmup: {len(cases)} steps in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if part is None:
+        _mark_warm(multiclass=multiclass)
     return _kernel_cache.cache_dirs()
+
+
+def _marker(multiclass: bool) -> Path:
+    """The file that says a warm-up of these steps completed into the cache, for these sources and numba."""
+    import hashlib
+    import platform
+
+    import numba
+
+    from . import _kernel_cache
+    from ._version import __version__
+
+    cases = [name for name, _ in _binary_cases() + (_multiclass_cases() if multiclass else [])]
+    key = repr((_kernel_cache.package_stamp(), __version__, numba.__version__, platform.python_version(), cases))
+    return Path(_kernel_cache.cache_dirs()[0]) / f"calframe-warmup-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
+def _index_files() -> list[str]:
+    from . import _kernel_cache
+
+    return sorted(str(p) for d in _kernel_cache.cache_dirs() for p in Path(d).glob("*.nbi"))
+
+
+def is_warm(*, multiclass: bool = True) -> bool:
+    """Whether a completed warm-up of these steps marked the cache, and every index file it wrote is there.
+
+    Examples
+    --------
+    >>> from calframe._warmup import is_warm
+    >>> is_warm() in (True, False)
+    True
+    """
+    import json
+
+    try:
+        listed = json.loads(_marker(multiclass).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(listed, list) and all(Path(p).is_file() for p in listed)
+
+
+def _mark_warm(*, multiclass: bool) -> None:
+    import json
+
+    try:
+        _marker(multiclass).write_text(json.dumps(_index_files()), encoding="utf-8")
+    except OSError:  # a read-only cache: the next warm-up runs its steps again
+        pass
 
 
 def _in_processes(jobs: int, *, verbose: bool, multiclass: bool) -> None:
@@ -170,3 +251,4 @@ def _in_processes(jobs: int, *, verbose: bool, multiclass: bool) -> None:
     if failed:
         raise RuntimeError(f"calframe warmup: the process of part(s) {failed} of {jobs} failed (its error is "
                            "printed above); run `calframe warmup --jobs 1` to see it in order")
+    _mark_warm(multiclass=multiclass)

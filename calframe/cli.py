@@ -461,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--jobs", "-j", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
                       help="compile in N processes at once (default: one per core, at most 4)")
     warm.add_argument("--part", type=_part, default=None, help=argparse.SUPPRESS)  # i/N: one of --jobs' processes
+    warm.add_argument("--force", action="store_true", help="compile again even when the cache is marked warm")
     warm.set_defaults(run=_warmup)
     for command in (rep, fit, app, demo, warm):
         command.add_argument("--no-progress", action="store_true",
@@ -488,7 +489,7 @@ def _warmup(args: argparse.Namespace) -> int:
         print(f"calframe warmup: --jobs takes a count of at least 1, not {args.jobs}", file=sys.stderr)
         return EXIT_USAGE
     dirs = warmup(verbose=not args.quiet, multiclass=not args.no_multiclass,
-                  jobs=1 if args.part else args.jobs, part=args.part)
+                  jobs=1 if args.part else args.jobs, part=args.part, force=args.force)
     if args.part:
         return 0
     if not args.quiet:

@@ -62,14 +62,54 @@ def _import_or_fail(modname: str, minversion: str | None = None, reason: str | N
                     "install it with pip install -e '.[test,plot,dask]'", pytrace=False)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+#: set by ``--warm-cache``: a frozen copy of the kernel cache ``calframe warmup`` filled, and nothing else
+WARM_CACHE_ENV = "CALFRAME_SUITE_WARM_CACHE"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--require-extras", action="store_true", default=False,
                      help="fail (instead of skip) where a test extra cannot be imported (make test passes it)")
+    parser.addoption("--warm-cache", action="store_true", default=False,
+                     help="first run `calframe warmup` into a fresh kernel cache the whole run shares (NUMBA_CACHE_DIR), "
+                     "and keep a copy of it as warm-up left it: the README and docs pages then run in fresh "
+                     "processes on that copy with compiling forbidden (make test passes it)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--require-extras"):
         pytest.importorskip = _import_or_fail  # module-level importorskip calls look it up at collection time
+    # in the controlling process only, before pytest-xdist starts the workers (they inherit the environment)
+    if config.getoption("--warm-cache") and not hasattr(config, "workerinput") and WARM_CACHE_ENV not in os.environ:
+        _warm_first(config)
+
+
+def _warm_first(config: pytest.Config) -> None:
+    """``calframe warmup --jobs 2`` into a fresh cache: the tests then load what it compiled instead of each worker
+    compiling it, and its frozen copy is what a user has after ``calframe warmup`` (tests/test_readme.py runs the
+    pages on it with ``CALFRAME_FORBID_COMPILE=1``)."""
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    root = Path(tempfile.mkdtemp(prefix="calframe-suite-"))
+    cache, frozen = root / "numba-cache", root / "warm-cache"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    env.pop("CALFRAME_FORBID_COMPILE", None)
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "calframe", "warmup", "--quiet", "--jobs", "2"], env=env, cwd=ROOT,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise pytest.UsageError(f"--warm-cache: calframe warmup failed:\n{out.stdout[-2000:]}{out.stderr[-4000:]}")
+    shutil.copytree(cache, frozen)
+    os.environ["NUMBA_CACHE_DIR"], os.environ[WARM_CACHE_ENV] = str(cache), str(frozen)
+    numba.core.config.reload_config()  # this process too (a run without workers)
+    config.stash[_WARMUP] = (time.perf_counter() - start, root)
+
+
+_WARMUP = pytest.StashKey[tuple[float, Path]]()
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups (--dist loadgroup)
@@ -82,6 +122,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     pytest.importorskip = _importorskip
+    if _WARMUP in config.stash:
+        import shutil
+
+        shutil.rmtree(config.stash[_WARMUP][1], ignore_errors=True)
 
 
 # The distributions whose versions the pytest header shows: calframe's runtime, then the peers the tests check
@@ -120,6 +164,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """Under ``-q`` (``make test``), which hides the header, the versions line closes the run's summary instead."""
     if config.get_verbosity() < 0:
         terminalreporter.write_line(f"versions: {installed_versions()}")
+    if _WARMUP in config.stash:
+        terminalreporter.write_line(f"calframe warmup --jobs 2 (--warm-cache, before the tests): "
+                                    f"{config.stash[_WARMUP][0]:.1f} s")
 
 
 def pandas_constructor(obj: dict[str, Any]) -> pd.DataFrame:

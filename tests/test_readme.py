@@ -57,6 +57,8 @@ import pytest
 import calframe
 
 ROOT = Path(__file__).resolve().parent.parent
+#: tests/conftest.py's --warm-cache: the kernel cache as ``calframe warmup`` left it (see run_page_after_warmup)
+WARM_CACHE_ENV = "CALFRAME_SUITE_WARM_CACHE"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 EXAMPLES = ROOT / "docs" / "examples"
 #: modules a page may import that come with a test extra (pytest.importorskip), by the module imported
@@ -315,9 +317,39 @@ def in_tmp(tmp_path, monkeypatch):
 def test_page(path, in_tmp, request):
     if "pyspark" in page_modules(path):
         request.getfixturevalue("spark")  # the page's getOrCreate() returns the tests' one session
+    elif os.environ.get(WARM_CACHE_ENV):
+        run_page_after_warmup(path, in_tmp, Path(os.environ[WARM_CACHE_ENV]))
+        return
     namespace = run_page(path)
     if path.name in AFTER:
         AFTER[path.name](namespace)
+
+
+#: runs one page in a fresh process (argv: the page), as test_page does in this one
+PAGE_DRIVER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+import test_readme as T
+path = Path(sys.argv[1])
+namespace = T.run_page(path)
+if path.name in T.AFTER:
+    T.AFTER[path.name](namespace)
+"""
+
+
+def run_page_after_warmup(path: Path, cwd: Path, warm_cache: Path) -> None:
+    """The page in a fresh process, as a user runs it after ``calframe warmup`` (issue 31, section 1): on the
+    kernel cache warm-up left (``make test``'s ``--warm-cache``) with ``CALFRAME_FORBID_COMPILE=1``, so a kernel
+    the page needs that warm-up did not compile fails the page, naming the kernel."""
+    for mod in sorted({EXTRA_MODULES[m] for m in page_modules(path) & set(EXTRA_MODULES)}):
+        pytest.importorskip(mod)  # here, where --require-extras turns a missing extra into a failure
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(warm_cache), CALFRAME_FORBID_COMPILE="1", PYTHONPATH=str(ROOT),
+               MPLBACKEND="Agg")
+    env.pop("CALIB_KEY", None)
+    out = subprocess.run([sys.executable, "-c", PAGE_DRIVER.format(tests=str(ROOT / "tests")), str(path)], env=env,
+                         cwd=cwd, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, f"{path.name} after calframe warmup, compiling forbidden:\n{out.stderr[-6000:]}"
 
 
 def test_every_block_is_run():

@@ -9,7 +9,7 @@ from .._jit import njit  # parallel kernels: fork check, lock under a thread-uns
 from .accumulate import sum_partials
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("v",))
 def int_histogram(v, lo, span, nchunks):
     """Counts of v - lo over [0, span), from per-chunk partial histograms added in chunk order."""
     n = v.shape[0]
@@ -22,7 +22,7 @@ def int_histogram(v, lo, span, nchunks):
     return sum_partials(part)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("v", "remap"))
 def int_remap(v, lo, remap):
     """int32 code of each key: remap[v - lo]."""
     n = v.shape[0]

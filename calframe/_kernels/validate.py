@@ -12,7 +12,7 @@ from .._jit import njit  # parallel kernels: fork check, lock under a thread-uns
 from .prefetch import AHEAD, prefetch_row
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("p",))
 def count_not_unit(p):
     """Number of values (of a 1-D array) that are not in [0, 1]: NaN, inf and out of range."""
     bad = 0
@@ -22,7 +22,7 @@ def count_not_unit(p):
     return bad
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("p",))
 def count_bad_rows(p, tol):
     """(rows with a value not in [0, 1] or NaN, rows whose sum is more than ``tol`` from 1) of (n, k) probabilities.
 
@@ -48,7 +48,7 @@ def count_bad_rows(p, tol):
     return bad, off
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("y",))
 def count_outside(y, k):
     """Labels outside [0, k)."""
     bad = 0

@@ -51,7 +51,7 @@ def n_chunks(n_rows: int, n_cells: int, width: int) -> int:
 # --------------------------------------------------------------------------- lenses
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("g", "labels"))
 def top1_rows(g, labels):
     """[m, 1 - m] and [c, 1 - c] per row: m = g at numpy.argmax (first maximum), c = 1 if that class is the label."""
     n, k = g.shape
@@ -111,7 +111,7 @@ def topk_indices(g, k):
 # --------------------------------------------------------------------------- uniform grid
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("g", "edges"))
 def digitize_uniform(g, n_coords, edges):
     """``numpy.digitize(g[:, j], edges[1:-1])`` for j < n_coords, with edges = ``numpy.linspace(0, 1, bins + 1)``.
 
@@ -376,7 +376,7 @@ def adaptive_bins(g, order, starts, min_sizes, use_median):
 # --------------------------------------------------------------------------- accumulate
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, readonly=("groups", "bins", "gp", "yp", "ypos", "weights"))
 def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, part, out):
     """Per (group, bin) ``[sum w, sum w g'_0..m-1, sum w y'_0..m-1]`` as a flat (n_cells * (1 + 2m)) array.
 
