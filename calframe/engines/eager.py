@@ -443,7 +443,7 @@ def _bootstrap(
         draws = _row_draws(scored, resampled, n_boot, seed)
     values = values if values is not None else {}
     return F.bounds(figures, scales, draws, lambda name, f: values[name] if name in values else f(scored),
-                    lambda f: f(scored), level, method, keep, group_counts(scored))
+                    lambda f: f(scored), level, method, keep, scored.frequencies())
 
 
 def _by_moments(resampled: dict[str, Figure], how: str) -> bool:

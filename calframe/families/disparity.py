@@ -49,7 +49,8 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     ``calframe.<figure>(frame, by=by, ...)`` does.
 
     The ranking accounts for group size. Groups with fewer than ``min_n``
-    rows (default 50) are listed in ``below_min_n``, not ranked. With ``ci``
+    rows (default 50; with ``weights=``, frequency weights, a sum of weights
+    below ``min_n``) are listed in ``below_min_n``, not ranked. With ``ci``
     (default 0.95) the groups are ranked on their bootstrap intervals
     (``ci_method``, ``n_boot`` draws, ``seed``; docs/statistics.md): the worst
     is the group whose lower bound is highest, the one surely that bad, and

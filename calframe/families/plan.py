@@ -91,6 +91,7 @@ def spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float |
         values = {name: M.sums_of(f).finalize(sums, scale) for name, f in spread.figures.items()}
         bounds = M.bounds_from_moments(req, spread.figures, sums, m, keys, scale, keep=spread.draws)
         spread.keys, spread.flavor = keys, "polars"
+        spread.sizes = M.frequencies(m, sums.shape[0], scale) if m is not None and m.weighted else None
         return F.shape(req, values, counts, keys, "polars", bounds, scalar=False), spread, req.ci
     return (evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
             spread, req.ci)

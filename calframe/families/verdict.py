@@ -49,8 +49,10 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     group's position: docs/statistics.md ("The verdict") gives the method, why
     it holds, and its false-alarm and power table from 50 to 100,000 rows.
     ``bins``, ``binning``, ``lens``, ``weights`` and ``nulls`` are :func:`ece`'s
-    (with ``weights``, a bin's noise is simulated with its row count: an
-    approximation). The test reads the rows only through the reliability
+    (``weights`` are frequency weights: a bin's noise is simulated with its
+    sum of weights as its rows, rounded, so integer weights give the verdicts
+    of the frame with each row repeated; docs/spec.md §8 "Weights"; the
+    groups' sums of weights take one more pass). The test reads the rows only through the reliability
     table's per (group, bin) sums, so it runs wherever :func:`reliability`
     does: a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow Table
     is summed in its own engine (the result in its type), a Dask DataFrame by
@@ -83,14 +85,28 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
         options["binning"] = binning
     table = reliability(frame, prob, label, **options)
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
+    # frequency weights: a bin's noise has its sum of weights as rows; the groups' sums from the same engine
+    totals = None if weights is None else _weight_totals(frame, prob, label, by=by, weights=weights, nulls=nulls,
+                                                         lens=lens)
 
     def judged(t: Any) -> Any:
         out = V.judge_groups(convert.to_polars(t), keys, tolerance=tolerance, alpha=alpha, n_sim=n_sim, seed=seed,
-                             method=method)  # type: ignore[arg-type]
+                             method=method, totals=totals)  # type: ignore[arg-type]
         return F.to_flavor(out, convert.flavor(t))  # type: ignore[arg-type]
 
     # the test reads the reliability table only (per (group, bin) sums): where the table was summed, its type
     return engines.route(frame, lambda: judged(table),
                          narwhals=lambda e: e.Engine(frame).out(judged(e.Engine.back(table))),
                          dask=lambda e: e.DaskResult(table._first, lambda x: judged(table._then(x)), table._what))
+
+
+def _weight_totals(frame: Frame, prob: Columns, label: str | None, **options: Any) -> Any:
+    """Each group's sum of weights in the caller's units (the group columns and ``total``), summed where the rows
+    are (:func:`calframe.bias`'s ``bias_weights``: one pass of per-group sums on every engine)."""
+    from .goodness import bias
+
+    out = bias(frame, prob, label, **options)
+    out = engines.route(frame, lambda: convert.to_polars(out), narwhals=lambda e: e.Engine.back(out),
+                        dask=lambda e: convert.to_polars(out.compute()))  # small: one row per group
+    return out.rename({"bias_weights": "total"})
 
