@@ -121,8 +121,8 @@ def moments(value: np.ndarray, split: np.ndarray, bins: np.ndarray, groups: np.n
     w = np.ones_like(value) if weights is None else weights
     wv = value if weights is None else weights * value
     present = np.flatnonzero(n)
-    sums = np.stack([np.bincount(code, w, size), np.bincount(code, wv, size),
-                     np.bincount(code, wv * value, size)], axis=1)[present]
+    sums = np.stack([n.astype(np.float64) if weights is None else np.bincount(code, w, size),
+                     np.bincount(code, wv, size), np.bincount(code, wv * value, size)], axis=1)[present]
     group, rest = np.divmod(present, 2 * n_bins)
     bin_, split_ = np.divmod(rest, 2)
     cell_of = np.full(size, -1, dtype=np.int64)
@@ -275,18 +275,26 @@ def _chunk(m: Moments, groups: range, n_boot: int, n_bins: int, rngs: list[np.ra
         owner = np.repeat(np.arange(n_g), [p[0].size for p in parts])  # chunk group of each large cell
         freq = (m.freq[big] * unit_of[big - c0]) if m.weighted else m.n[big].astype(np.float64)
         seg = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # first large cell of each group
-        q = freq / np.add.reduceat(freq, seg)[np.searchsorted(seg, np.arange(big.size), side="right") - 1]
-        root_q = np.sqrt(q)
-        x = np.concatenate([p[2] for p in parts], axis=1) * root_q
-        which = np.searchsorted(seg, np.arange(big.size), side="right") - 1
-        dev = x - q * np.add.reduceat(x, seg, axis=1)[:, which]
-        rest = np.stack([p[1] for p in parts], axis=1)[:, owner]  # (n_boot, large cells)
-        k = np.maximum(rest * q + np.sqrt(rest) * dev, 0.0)
-        v = np.sqrt(k) * np.concatenate([p[3] for p in parts], axis=1)
+        which = np.searchsorted(seg, np.arange(big.size), side="right") - 1  # its group among those
+        q = freq / np.add.reduceat(freq, seg)[which]
+        x = np.concatenate([p[2] for p in parts], axis=1)
+        x *= np.sqrt(q)
+        x -= q * np.add.reduceat(x, seg, axis=1)[:, which]  # the multinomial's deviations: they add up to 0
+        rest = np.stack([p[1] for p in parts], axis=1)[:, owner[seg]]  # (n_boot, groups with large cells)
+        x *= np.sqrt(rest)[:, which]
+        k = rest[:, which] * q
+        k += x
+        np.maximum(k, 0.0, out=k)
+        v = np.sqrt(k)
+        v *= np.concatenate([p[3] for p in parts], axis=1)
         v *= m.sd[big]
         v += k * m.mean[big]
-        v = np.minimum(np.maximum(v, bounds[0] * k), bounds[1] * k)
-        sw[:, big - c0], sv[:, big - c0] = k, v
+        np.maximum(v, bounds[0] * k, out=v)
+        np.minimum(v, bounds[1] * k, out=v)
+        if big.size == c1 - c0:  # no small cell: the arrays themselves
+            sw, sv = k, v
+        else:
+            sw[:, big - c0], sv[:, big - c0] = k, v
     few = np.concatenate([p[4] for p in parts]).astype(np.int64)
     if few.size:
         drawn = np.concatenate([p[5] for p in parts], axis=1)

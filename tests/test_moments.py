@@ -172,3 +172,18 @@ def test_coverage_of_the_top_label_ece_on_three_classes():
     r = calframe.ece(df, prob=["p0", "p1", "p2"], label="label", lens="top1", by="seed", ci=0.95, n_boot=200)
     covered = int(((r["ece_lo"] <= pop) & (pop <= r["ece_hi"])).sum())
     assert stats.binom.cdf(covered, seeds, 0.90) > 0.01, (covered, pop)
+
+
+@pytest.mark.parametrize("closed", ["left", "right"])
+def test_the_cells_uniform_bins_are_numpys_digitize(closed):
+    """The moments' bin of a value on uniform edges (floor(x B), then one comparison with each neighbouring edge)
+    is numpy.searchsorted's on the inner edges, on and next to every edge, for 1 to 80 bins."""
+    from calframe.binning import uniform_edges
+    from calframe.engines.eager import _uniform_ids
+
+    rng = np.random.default_rng(0)
+    for b in range(1, 81):
+        e = uniform_edges(b, closed)
+        x = np.clip(np.concatenate([rng.uniform(size=500), e, np.nextafter(e, 2), np.nextafter(e, -1)]), 0, 1)
+        side = "right" if closed == "left" else "left"
+        np.testing.assert_array_equal(_uniform_ids(x, e, closed), np.searchsorted(e[1:-1], x, side=side))
