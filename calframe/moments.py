@@ -45,7 +45,7 @@ SMALL = 32
 #: a weighted group's sum of weights above which no cell is drawn exactly (its count is no int64): all normal
 HUGE = 2.0 ** 52
 #: the most float64 values of drawn sums held at once (groups are drawn in chunks below it)
-_CHUNK_VALUES = 4_000_000
+_CHUNK_VALUES = 200_000
 
 Cells = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
@@ -303,13 +303,13 @@ def _chunk(m: Moments, groups: range, n_boot: int, n_bins: int, rngs: list[np.ra
         sw /= unit_of
         sv /= unit_of
     out = np.zeros((n_boot, n_g * n_bins, 3))
-    if c1 > c0:
-        gb = (m.group[c0:c1] - g0) * n_bins + m.bin[c0:c1]  # sorted: a (group, bin)'s cells are adjacent
-        first = np.flatnonzero(np.r_[True, gb[1:] != gb[:-1]])
-        idx = gb[first]
-        out[:, idx, 0] = np.add.reduceat(sw, first, axis=1)
-        out[:, idx, 1] = np.add.reduceat(sv, first, axis=1)
-        out[:, idx, 2] = np.add.reduceat(sw * m.split[c0:c1], first, axis=1)
+    gb = (m.group[c0:c1] - g0) * n_bins + m.bin[c0:c1]  # sorted: a (group, bin)'s one or two cells adjacent
+    second = np.flatnonzero(np.r_[False, gb[1:] == gb[:-1]])  # a bin's split-1 cell beside its split-0 one
+    first = np.setdiff1d(np.arange(c1 - c0), second, assume_unique=True)
+    acc = sw * m.split[c0:c1]
+    for j, x in enumerate((sw, sv, acc)):  # no matrix product: BLAS threads stall on a loaded machine
+        out[:, gb[first], j] = x[:, first]
+        out[:, gb[second], j] += x[:, second]
     return out.reshape(n_boot, n_g, n_bins, 3)
 
 

@@ -314,6 +314,10 @@ def _int128(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
     return res.with_columns(big).drop([n + p for n in names for p in (HI, LO)] if not wide else [])
 
 
+#: :func:`_int128` by its public name (calframe.engines._row_means' moments pass adds its cells up with it)
+int128_sums = _int128
+
+
 def _moment_columns(plan: LZ.EnginePlan, wide: bool, conf: Any, w: Any = None, k: Any = None) -> tuple[list[Any], list[str]]:
     """The second moment's fixed-point column (``lazy._moment_aggs``: sum w conf^2, in the weight's bucket)."""
     if plan.weight_col is None:

@@ -18,6 +18,7 @@ from ..engines.eager import Frame
 from ..frames.dispatch import public
 from .. import registry
 from . import binned, gece, variable  # noqa: F401  (their figures are declared before a call)
+from .goodness import weight_totals
 from .plan import PLANNING, disparity_table
 
 # --------------------------------------------------------------------------- disparity between groups
@@ -141,7 +142,7 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
                                  ci_method=ci_method, **figure_options)
     finally:
         PLANNING.reset(token)
-    return disparity_table(plan, func, min_n)
+    return disparity_table(plan, func, min_n, weight_totals)
 
 
 def _figure_options(figure: str) -> list[str]:

@@ -13,6 +13,7 @@ from ..engines.eager import Frame, Result
 from ..frames import convert
 from ..frames.dispatch import public
 from .binned import reliability
+from .goodness import weight_totals
 
 # --------------------------------------------------------------------------- the verdict as a test
 
@@ -86,7 +87,7 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     table = reliability(frame, prob, label, **options)
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
     # frequency weights: a bin's noise has its sum of weights as rows; the groups' sums from the same engine
-    totals = None if weights is None else _weight_totals(frame, prob, label, by=by, weights=weights, nulls=nulls,
+    totals = None if weights is None else weight_totals(frame, prob, label, by=by, weights=weights, nulls=nulls,
                                                          lens=lens)
 
     def judged(t: Any) -> Any:
@@ -98,15 +99,4 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     return engines.route(frame, lambda: judged(table),
                          narwhals=lambda e: e.Engine(frame).out(judged(e.Engine.back(table))),
                          dask=lambda e: e.DaskResult(table._first, lambda x: judged(table._then(x)), table._what))
-
-
-def _weight_totals(frame: Frame, prob: Columns, label: str | None, **options: Any) -> Any:
-    """Each group's sum of weights in the caller's units (the group columns and ``total``), summed where the rows
-    are (:func:`calframe.bias`'s ``bias_weights``: one pass of per-group sums on every engine)."""
-    from .goodness import bias
-
-    out = bias(frame, prob, label, **options)
-    out = engines.route(frame, lambda: convert.to_polars(out), narwhals=lambda e: e.Engine.back(out),
-                        dask=lambda e: convert.to_polars(out.compute()))  # small: one row per group
-    return out.rename({"bias_weights": "total"})
 
