@@ -192,7 +192,7 @@ def _trials(total: float, rng: np.random.Generator, n_boot: int) -> np.ndarray:
 
 
 def _draw_small_weighted(m: Moments, c0: int, few: np.ndarray, k: np.ndarray, sw: np.ndarray, sv: np.ndarray,
-                         unit: float, rng: np.random.Generator) -> None:
+                         rng: np.random.Generator) -> None:
     """The small cells' sums of a weighted group (frequency weights): the small cells' total of rows per draw
     (``k[:, few[0]]``) split among their rows by ``Multinomial(total, w_i / sum w)``, a row of
     weight w_i being w_i rows each drawn alone; a cell's sums are then its rows' counts and ``counts @ value``."""
@@ -203,17 +203,15 @@ def _draw_small_weighted(m: Moments, c0: int, few: np.ndarray, k: np.ndarray, sw
     with np.errstate(invalid="ignore", divide="ignore"):
         value = np.where(w > 0, rows[:, 1] / w, 0.0)
     total = w.sum()
-    cell = np.repeat(np.arange(few.size), hi - lo)
+    starts = np.concatenate([[0], np.cumsum(hi - lo)[:-1]])  # each cell's first row (a small cell has one)
     picks = rng.multinomial(k[:, few[0]].astype(np.int64), w / total if total > 0 else np.full(w.size, 1 / w.size))
-    into = np.zeros((w.size, few.size))
-    into[np.arange(w.size), cell] = 1.0
-    sw[:, few] = picks @ into
-    sv[:, few] = (picks * value) @ into
+    sw[:, few] = np.add.reduceat(picks, starts, axis=1)
+    sv[:, few] = np.add.reduceat(picks * value, starts, axis=1)
 
 
 def _group_random(m: Moments, g: int, n_boot: int, rng: np.random.Generator, unit: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Group g's random part, in :func:`_group_random`'s order of draws (its stream): ``(big cells, rest, count
+    """Group g's random part, drawn from its own stream ``rng`` in one fixed order: ``(big cells, rest, count
     normals, value normals, small cells, their drawn [sum w, sum w value])``: the rows left to the large cells per
     draw, standard normals for their counts and values ``(n_boot, big)``, and the small cells' sums drawn exactly
     ``(n_boot, small, 2)``, frequencies in the caller's units. :func:`_chunk` does the arithmetic of every
@@ -246,7 +244,7 @@ def _group_random(m: Moments, g: int, n_boot: int, rng: np.random.Generator, uni
         k = np.zeros((n_boot, c1 - c0))
         k[:, few[0]] = k_small
         sw, sv = np.zeros_like(k), np.zeros_like(k)
-        _draw_small_weighted(m, c0, few, k, sw, sv, unit, rng)
+        _draw_small_weighted(m, c0, few, k, sw, sv, rng)
         sums[:, :, 0], sums[:, :, 1] = sw[:, few], sv[:, few]
     elif few.size:
         total = int(kf.sum())
@@ -261,9 +259,9 @@ def _group_random(m: Moments, g: int, n_boot: int, rng: np.random.Generator, uni
 
 def _chunk(m: Moments, groups: range, n_boot: int, n_bins: int, rngs: list[np.random.Generator],
            bounds: tuple[float, float], units: np.ndarray) -> np.ndarray:
-    """``(n_boot, groups, n_bins, 3)`` draws of the per-bin sums of ``groups`` (each drawing from its own
-    generator, as :func:`_group_random` does): the random numbers per group, the arithmetic of every group's large
-    cells in one pass of array operations (no Python loop over groups or cells)."""
+    """``(n_boot, groups, n_bins, 3)`` draws of the per-bin sums of ``groups`` (each from its own generator,
+    :func:`_group_random`): the random numbers per group, the arithmetic of every group's large cells in one pass of
+    array operations (no Python loop over cells; no matrix product: BLAS threads stall on a loaded machine)."""
     parts = [_group_random(m, g, n_boot, rng, float(units[i])) for i, (g, rng) in enumerate(zip(groups, rngs))]
     g0, n_g = groups[0], len(groups)
     c0, c1 = int(m.start[g0]), int(m.start[g0 + n_g])
