@@ -326,8 +326,6 @@ def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Value
     and one bounded query for the rows of the cells under :data:`calframe.moments.SMALL` rows. Returns (the
     values, counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of the row values, the
     groups' ``[sum w, sum w v, 0]`` table, the weights' scale)."""
-    from .. import moments as M
-
     plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=_lens_of(req))), lf)
     weighted, keep, span = plan.weight_col is not None, LP.keep_expr(plan), _span(name)
     value = _row_exprs(plan, pl, (name,))[name] * (1.0 / span)
@@ -342,36 +340,49 @@ def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Value
     if weighted:
         q = q.with_columns(LZ.weight_bucket(pl.col(WT)).alias(EB))
     c = pl.col(LZ.CONF)
-    aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK), LZ.fixed_sum(w * c if weighted else c, bucket).alias(LZ.SC),
+    aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK),
+            LZ.fixed_sum(w * c if weighted else c, bucket).alias(LZ.SC),
             LZ.fixed_sum((w * c) * c if weighted else c * c, bucket).alias(LZ.Q[2])]
     if weighted:
         aggs.append(LZ.fixed_sum(w, bucket).alias(W))
     res = LZ.collect_frame(q.group_by(plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else [])).agg(aggs))
     point, cells = LZ.split_moments(plan, res)
-    point = LZ.checked(plan, lf, LZ.exact_floats(point)).rename({LZ.SC: _col(name)})
-    vals, counts, keys = _means(plan, point, (name,))
+
+    def rows_of(fetch: pl.DataFrame) -> tuple:  # the small cells' rows: at most SMALL - 1 per cell
+        got = LZ.collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True)
+                               .select(pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * c).alias(LZ.SC)))
+        return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[LZ.SC].to_numpy()
+
+    return _companion_state(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, name, rows_of)
+
+
+def _companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
+                     rows_of: Callable[[pl.DataFrame], tuple]) -> tuple[Values, Any, np.ndarray, Any]:
+    """A companion's values from its checked cells per group (``point``) and the moments of its cells per (group,
+    correctness) (``cells``, Int128 sums of the value over its :data:`SPAN`), the small cells' rows from
+    ``rows_of(fetch)`` ((cell, w, w v / span) per row): :func:`_lazy_moment_means`' return."""
+    from .. import moments as M
+
+    span, weighted = _span(name), plan.weight_col is not None
+    vals, counts, keys = _means(plan, point.rename({LZ.SC: _col(name)}), (name,))
     one_bin = replace(plan, binning=Binning("uniform", 1))  # the cells of one bin, split by correctness
     (g, b, a, n, sums, n_groups), fetch = LZ.cell_moments(one_bin, cells, LZ.int128_float)
     sums = sums * np.array([1.0, span, span * span])  # powers of two: exact
     small = M.NO_ROWS
-    if fetch is not None:  # the small cells' rows: at most SMALL - 1 per cell
-        got = LZ.collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True)
-                               .select(pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * c * span).alias(LZ.SC)))
-        small = (got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[LZ.SC].to_numpy())
+    if fetch is not None:
+        cell, w, wv = rows_of(fetch)
+        small = (cell, w, wv * span)
     m = M.from_cells(g, b, a, n, sums, n_groups, small, weighted)
     table = np.zeros((n_groups, 1, 3))
     table[:, 0, 0] = np.bincount(g, sums[:, 0], n_groups)
     table[:, 0, 1] = np.bincount(g, sums[:, 1], n_groups)
-    scale = LP.group_scales(plan, keys) if weighted else 1.0
-    return (vals, counts, keys), m, table, scale
+    return (vals, counts, keys), m, table, LZ.group_scales(plan, keys) if weighted else 1.0
 
 
 def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Values, Any, np.ndarray, Any]:
     """:func:`_lazy_moment_means` in the narwhals engine (DuckDB, Spark, Ibis, pyarrow): the same cells and sums
     in one query of the user's engine (``narwhals.Run.main``'s layout), the small cells' rows by
     ``narwhals.Run.small_rows``."""
-    from .. import moments as M
-
     r = NW.Run(eng, replace(req, kind="companion", lens=_lens_of(req), ci=None))
     plan = r.prepared()
     nw, weighted, wide, span = r.nw, plan.weight_col is not None, r.wide, _span(name)
@@ -398,20 +409,8 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Val
     res = res.with_columns(pl.col(LEN).cast(pl.Int64), pl.col(LZ.ACC).cast(pl.Int64),
                            pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
     point, cells = LZ.split_moments(plan, NW.int128_sums(res, summed, wide))
-    point = r.checked(LZ.exact_floats(point)).rename({LZ.SC: _col(name)})
-    vals, counts, keys = _means(plan, point, (name,))
-    one_bin = replace(plan, binning=Binning("uniform", 1))  # the cells of one bin, split by correctness
-    (g, b, a, n, sums, n_groups), fetch = LZ.cell_moments(one_bin, cells, LZ.int128_float)
-    sums = sums * np.array([1.0, span, span * span])  # powers of two: exact
-    small = M.NO_ROWS
-    if fetch is not None:  # the small cells' rows: at most SMALL - 1 per cell
-        cell_, w_, wv = r.small_rows(rows, nw.col(BIN), fetch)
-        small = (cell_, w_, wv * span)
-    m = M.from_cells(g, b, a, n, sums, n_groups, small, weighted)
-    table = np.zeros((n_groups, 1, 3))
-    table[:, 0, 0] = np.bincount(g, sums[:, 0], n_groups)
-    table[:, 0, 1] = np.bincount(g, sums[:, 1], n_groups)
-    return (vals, counts, keys), m, table, LZ.group_scales(plan, keys) if weighted else 1.0
+    return _companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
+                            lambda fetch: r.small_rows(rows, nw.col(BIN), fetch))
 
 
 def _moment_ready(req: Request, figures: dict | None) -> bool:
