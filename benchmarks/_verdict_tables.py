@@ -166,7 +166,10 @@ rows: a perfectly calibrated model shows T of about 0.08 on 150 rows in 15 bins 
 is above the tolerance", therefore called calibrated groups miscalibrated: 92% of groups of 644 rows, all of 150.
 
 Both p-values come from simulating labels bin by bin, given the rows' bins and mean predictions (consistency
-resampling, Bröcker & Smith 2007), with the bin frequencies of a model whose population gaps are known:
+resampling, Bröcker & Smith 2007), with the bin frequencies of a model whose population gaps are known. With
+`weights=` (frequency weights) a bin's binomial noise has its sum of weights as its number of rows (rounded to
+the nearest whole number, at least 1): integer weights give the verdicts and p-values of the frame with each row
+repeated w times (tests/test_frequency_weights.py), so `noise_ece` and `small` count weight, not rows.
 
 - `p_not_calibrated` (`method="boundary"`, the default): T's law under the model **on the null's boundary
   nearest the data**: bin b's frequency is conf_b + delta_b with sum_b w_b |delta_b| = tolerance, the

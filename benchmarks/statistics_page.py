@@ -299,11 +299,24 @@ def moments(s: Settings) -> str:
 
 `bootstrap="moments"` (the default wherever a call's figures read their rows through per (group, bin) sums)
 draws each bin's sums from their law under the row bootstrap instead of resampling the rows: the cells'
-(group, bin, label) row counts from their multinomial law exactly, a cell's sum of confidences (and weights)
-given its count from its normal law (mean and covariance from the cell's first and second moments), and a cell
-of fewer than 32 rows by drawing its own rows. It costs about what the figure costs. The bins stay the call's,
-so for data-dependent bins (quantile, equal-mass, a variable's) it is the bootstrap conditional on the bin
-edges. `bootstrap="rows"` keeps the row bootstrap.
+(group, bin, label) row counts from their multinomial law exactly, a cell's sum of confidences given its
+count from its normal law (mean and variance from the cell's first and second moments), and a cell of fewer
+than 32 rows by drawing its own rows. It costs about what the figure costs. The bins stay the call's, so for
+data-dependent bins (quantile, equal-mass, a variable's) it is the bootstrap conditional on the bin edges.
+`bootstrap="rows"` keeps the row bootstrap.
+
+**Weights are frequency weights** (docs/spec.md §8 "Weights"): a row of weight w counts as w rows, each
+resampled on its own. A cell's count is then its sum of weights, and one drawn row's confidence follows the
+cell's confidences each counted its weight (mean sum w conf / sum w, variance sum w conf^2 / sum w - mean^2),
+so every engine sums [sum w, sum w conf, sum w conf^2] per cell in the figure's pass. With integer weights the
+draws follow the row bootstrap of the frame with each row repeated w times, and the moment state is that
+frame's (tests/test_frequency_weights.py). Non-integer weights use the same formulas; only the exact draws of
+small cells need a whole number of rows, and there a group's sum of weights is rounded down or up at random
+(its mean kept), at least 1. So weights of 1/2 on a frame repeated twice give the frame's intervals, and
+multiplying every weight by c narrows the intervals as repeating every row c times would: weights are
+counts, not importance ratios (for those, normalise them so that they sum to the effective number of rows).
+The verdict reads weights the same way (below), and `disparity`'s `min_n` compares a group's sum of
+weights. `bootstrap="rows"` resamples the rows, each carrying its weight: it is not the frequency bootstrap.
 
 Coverage of the population ECE by the default (`symmetric`) {LEVEL:.0%} interval, {s.seeds} seeds per cell,
 {s.n_boot} draws, {BINS} uniform bins, both bootstraps on the same samples (exact 95% lower bound in brackets).

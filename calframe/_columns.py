@@ -76,6 +76,14 @@ class Scored:
     def n(self) -> int:
         return int(self.labels.shape[0])
 
+    def frequencies(self) -> np.ndarray:
+        """Each group's rows as frequency weights count them (docs/spec.md §8 "Weights"): its sum of weights in
+        the caller's units (the power of two undone), its row count without weights. What ``min_n``, a group's
+        size for an interval (``figures.MIN_ROWS``) and the bootstrap count."""
+        if self.weights is None:
+            return np.bincount(self.group_codes, minlength=self.n_groups).astype(np.float64)
+        return np.bincount(self.group_codes, weights=self.weights, minlength=self.n_groups) * self.weight_scale
+
     @property
     def group_codes(self) -> np.ndarray:
         """Group codes, all zero when there is no ``by``."""

@@ -94,6 +94,8 @@ class Spread:
         self.min_n = min_n
         self.method = method
         self.draws: dict[str, F.Draws] = {}
+        #: each group's sum of weights (frequency weights: what ``min_n`` compares), None: its rows (``n``)
+        self.sizes: np.ndarray | None = None
         self.figures: dict[str, Figure] = {label: F.with_scale(self._noting_rows(f), F.scale_of(f))
                                            for label, f in figures.items()}
 
@@ -102,6 +104,7 @@ class Spread:
         def noted(s: Scored) -> np.ndarray:
             if s.keys is not None and (self.keys is None or s.keys.height <= self.keys.height):
                 self.keys, self.flavor = s.keys, s.flavor  # the call's rows (a draw stacks its groups: more)
+                self.sizes = s.frequencies() if s.weights is not None else None
             return figure(s)
 
         summed = sums_of(figure)  # drawn from its sums as the figure itself is (calframe.moments)
@@ -154,7 +157,7 @@ def table(func: str, result: Any, spread_: Spread, ci: float | None) -> pl.DataF
     """
     result = collect(result)
     names = group_labels(spread_.keys)  # type: ignore[arg-type]
-    counts = np.asarray(result["n"])
+    counts = np.asarray(result["n"]) if spread_.sizes is None else spread_.sizes  # frequency weights: sum w
     ranked = np.flatnonzero(counts >= spread_.min_n)
     everyone = ranked.size == 0
     if everyone:

@@ -283,16 +283,33 @@ def judge_bins(w: np.ndarray, n_b: np.ndarray, conf: np.ndarray, acc: np.ndarray
             "test": used, "ece": ece}
 
 
+def bin_frequencies(weight: np.ndarray, total: float) -> np.ndarray:
+    """A group's bins' rows as frequency weights count them (docs/spec.md §8 "Weights"): each bin's share of the
+    group's weight times the group's sum of weights ``total`` (caller's units), to the nearest whole number and
+    at least 1 (the noise is binomial: a whole number of rows; integer weights give the repeated frame's counts).
+
+    >>> bin_frequencies(np.array([0.25, 0.75]), 8.0).tolist()
+    [2, 6]
+    """
+    return np.maximum(np.rint(np.asarray(weight) * total), 1).astype(np.int64)
+
+
 def judge_groups(table: pl.DataFrame, keys: list[str], *, tolerance: float, alpha: float, n_sim: int = N_SIM,
-                   seed: int = 0, method: str = "boundary") -> pl.DataFrame:
+                   seed: int = 0, method: str = "boundary", totals: pl.DataFrame | None = None) -> pl.DataFrame:
     """:func:`calibration_test` on a reliability table (:func:`calframe.reliability`) grouped by ``keys``:
     the group columns, ``n``, ``ece``, ``verdict`` and the fields of :func:`judge_bins`, groups in the table's
-    order."""
+    order. ``totals``: with weights, each group's sum of weights (``keys`` and ``total``): a bin's noise is then
+    simulated with its frequency (:func:`bin_frequencies`), not its rows."""
+    if totals is not None:
+        table = table.join(totals.select(*keys, "total"), on=keys, how="left", nulls_equal=True,
+                           maintain_order="left") if keys else table.with_columns(total=totals["total"][0])
     parts = table.partition_by(keys, maintain_order=True) if keys else [table]
     rows = []
     for i, part in enumerate(parts):
         rng = np.random.default_rng([seed, i])
-        got = judge_bins(part["weight"].to_numpy(), part["n"].to_numpy(), part["conf"].to_numpy(),
+        n_b = part["n"].to_numpy() if totals is None else bin_frequencies(part["weight"].to_numpy(),
+                                                                            float(part["total"][0]))
+        got = judge_bins(part["weight"].to_numpy(), n_b, part["conf"].to_numpy(),
                         part["acc"].to_numpy(), tolerance=tolerance, alpha=alpha, n_sim=n_sim, method=method,
                         rng=rng)
         row = {k: part[k][0] for k in keys}

@@ -40,7 +40,7 @@ def frame(n: int, seed: int, a: float = 1.3, weights: bool = False) -> pl.DataFr
     p = rng.uniform(size=n)
     cols = {"prob": p, "label": (rng.uniform(size=n) < p ** a).astype(np.int8)}
     if weights:
-        cols["w"] = rng.gamma(2.0, 1.0, size=n)
+        cols["w"] = rng.integers(0, 5, size=n)  # frequency weights (0 included: an absent row)
     return pl.DataFrame(cols)
 
 
@@ -67,11 +67,14 @@ def test_the_draws_follow_the_row_bootstrap(n, bins, weights):
     """Large cells (normal sums given exact counts; one bin: the confidence's spread matters as much as the
     labels') and small ones (exact resampling): the quantiles of the
     draws agree with the row bootstrap's within Monte Carlo error (2000 draws each: a quantile's standard error
-    is under 0.06 draw sd; the tolerance is 0.25 sd)."""
+    is under 0.06 draw sd; the tolerance is 0.25 sd). Weights are frequency weights: the reference is the row
+    bootstrap of the frame with each row repeated w times (docs/spec.md §8 "Weights")."""
     df = frame(n, 1, weights=weights)
     p, y = df["prob"].to_numpy(), df["label"].to_numpy().astype(float)
-    w = df["w"].to_numpy() if weights else None
-    hand = row_bootstrap(p, y, bins, 2000, 11, w)
+    if weights:
+        reps = df["w"].to_numpy()
+        p, y = np.repeat(p, reps), np.repeat(y, reps)
+    hand = row_bootstrap(p, y, bins, 2000, 11)
     got = drawn_quantiles(df, bins, 2000, weights="w" if weights else None)
     np.testing.assert_allclose(got, quantiles(hand), atol=0.25 * hand.std())
 
@@ -169,3 +172,18 @@ def test_coverage_of_the_top_label_ece_on_three_classes():
     r = calframe.ece(df, prob=["p0", "p1", "p2"], label="label", lens="top1", by="seed", ci=0.95, n_boot=200)
     covered = int(((r["ece_lo"] <= pop) & (pop <= r["ece_hi"])).sum())
     assert stats.binom.cdf(covered, seeds, 0.90) > 0.01, (covered, pop)
+
+
+@pytest.mark.parametrize("closed", ["left", "right"])
+def test_the_cells_uniform_bins_are_numpys_digitize(closed):
+    """The moments' bin of a value on uniform edges (floor(x B), then one comparison with each neighbouring edge)
+    is numpy.searchsorted's on the inner edges, on and next to every edge, for 1 to 80 bins."""
+    from calframe.binning import uniform_edges
+    from calframe.engines.eager import _uniform_ids
+
+    rng = np.random.default_rng(0)
+    for b in range(1, 81):
+        e = uniform_edges(b, closed)
+        x = np.clip(np.concatenate([rng.uniform(size=500), e, np.nextafter(e, 2), np.nextafter(e, -1)]), 0, 1)
+        side = "right" if closed == "left" else "left"
+        np.testing.assert_array_equal(_uniform_ids(x, e, closed), np.searchsorted(e[1:-1], x, side=side))

@@ -10,8 +10,10 @@ check). The row values are written once here for Polars and narwhals expressions
 ``(p - y)^2`` (two classes; over K > 2 classes the sum of ``(g_k - y_k)^2`` in numpy's pairwise order), the log
 loss ``-ln(clip(g_y, eps, 1 - eps))`` and the accuracy, the top-1 lens's ``acc`` (:mod:`calframe.lenses`: its
 tie rule). ``summary`` adds the CE figures from the engine's bin sums (uniform bins, and the debiased figure's
-equal-mass bins). ``ci=`` needs the rows: the narwhals engine refuses it (a pyarrow Table is then run eagerly),
-and a LazyFrame is collected.
+equal-mass bins). A companion's ``ci=`` is drawn from the moments of its row values where the rows are
+(:func:`moment_companion` streamed on a LazyFrame, :func:`_narwhals_companion` in the narwhals engine); other
+``ci=`` needs the rows: the narwhals engine refuses it (a pyarrow Table is then run eagerly), and a LazyFrame is
+collected.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import polars as pl
 from .. import figures as F
 from .. import lenses as L
 from .. import row_sums as RS
+from ..binning import Binning
 from .._columns import check_group_weights
 from .._render import flag, where
 from ..request import Request, summary_parts
@@ -247,9 +250,23 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
     """A companion or summary on a frame of :data:`ON` (:func:`calframe.engines.run_binned`): the narwhals engine,
     streamed on a LazyFrame, else (``ci=``, List probabilities) the eager engine on the collected columns."""
     if isinstance(frame, pl.LazyFrame):
-        out = streamed(frame, req)
+        out = streamed(frame, req) if req.ci is None else moment_companion(frame, req, figures)
         return out if out is not None else evaluate(req, frame, figures)
+    if _moment_ready(req, figures):  # the narwhals engine: its intervals from the moments, in its own engine
+        return _narwhals_companion(frame, req, figures)
     return run(frame, req)
+
+
+def _narwhals_companion(frame: Any, req: Request, figures: dict) -> Any:
+    """A companion's ``ci=`` in the narwhals engine (the result in the input's type)."""
+    from .. import moments as M
+
+    eng = NW.Engine(frame)
+    NW.admit(eng, replace(req, kind="ce", ci=None), F.output_columns([req.func], req.ci))
+    (vals, counts, keys), m, table, scale = _narwhals_moment_means(eng, req, req.func)
+    bounds = M.bounds_from_moments(req, figures, table, m, keys, scale)
+    out = F.shape(req, vals, counts, keys, "polars", bounds, scalar=False)
+    return eng.out(out)
 
 
 def table(kind: str, frame: Any, req: Request, finish: Finish, schema: dict[str, pl.DataType], plain: bool,
@@ -295,5 +312,132 @@ def streamed(frame: Any, req: Request, finish: Finish | None = None,
 
     def compute() -> pl.DataFrame:
         return finish(*values(req, lambda n: _lazy_means(frame, req, n), _lazy_sums(frame)), "polars")
+
+    return pl.defer(compute, schema=schema)
+
+
+# --------------------------------------------------------------------------- intervals from moments
+
+
+def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Values, Any, np.ndarray, Any]:
+    """A companion's row means and the moments of its cells, streamed: one pass per (keys, top-1 correctness
+    [, weight bucket]) with the exact sums of w, w v and w v^2 (v the row value over its :data:`SPAN`, so in
+    [0, 1]: ``lazy._moment_aggs``' layout), added up again exactly per group for the figure (``lazy.split_moments``),
+    and one bounded query for the rows of the cells under :data:`calframe.moments.SMALL` rows. Returns (the
+    values, counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of the row values, the
+    groups' ``[sum w, sum w v, 0]`` table, the weights' scale)."""
+    plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=_lens_of(req))), lf)
+    weighted, keep, span = plan.weight_col is not None, LP.keep_expr(plan), _span(name)
+    value = _row_exprs(plan, pl, (name,))[name] * (1.0 / span)
+    split = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), pl)[1]
+    marker = pl.lit(0, pl.Int32) if keep is None else pl.when(keep).then(0).otherwise(-1).cast(pl.Int32)
+    cols = LP.key_cols(plan) + [value.alias(LZ.CONF), split.fill_null(0).cast(pl.Int8).alias(LZ.ACC),
+                                LP.row_ok(plan).alias(OK), marker.alias(BIN)]
+    if weighted:
+        cols.append(LP.weights_expr(plan).alias(WT))
+    q = LP.with_scales(plan, lf).select(cols)
+    w, bucket = (pl.col(WT), pl.col(EB)) if weighted else (pl.lit(1.0), None)
+    if weighted:
+        q = q.with_columns(LZ.weight_bucket(pl.col(WT)).alias(EB))
+    c = pl.col(LZ.CONF)
+    aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK),
+            LZ.fixed_sum(w * c if weighted else c, bucket).alias(LZ.SC),
+            LZ.fixed_sum((w * c) * c if weighted else c * c, bucket).alias(LZ.Q[2])]
+    if weighted:
+        aggs.append(LZ.fixed_sum(w, bucket).alias(W))
+    res = LZ.collect_frame(q.group_by(plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else [])).agg(aggs))
+    point, cells = LZ.split_moments(plan, res)
+
+    def rows_of(fetch: pl.DataFrame) -> tuple:  # the small cells' rows: at most SMALL - 1 per cell
+        got = LZ.collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True)
+                               .select(pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * c).alias(LZ.SC)))
+        return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[LZ.SC].to_numpy()
+
+    return _companion_state(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, name, rows_of)
+
+
+def _companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
+                     rows_of: Callable[[pl.DataFrame], tuple]) -> tuple[Values, Any, np.ndarray, Any]:
+    """A companion's values from its checked cells per group (``point``) and the moments of its cells per (group,
+    correctness) (``cells``, Int128 sums of the value over its :data:`SPAN`), the small cells' rows from
+    ``rows_of(fetch)`` ((cell, w, w v / span) per row): :func:`_lazy_moment_means`' return."""
+    from .. import moments as M
+
+    span, weighted = _span(name), plan.weight_col is not None
+    vals, counts, keys = _means(plan, point.rename({LZ.SC: _col(name)}), (name,))
+    one_bin = replace(plan, binning=Binning("uniform", 1))  # the cells of one bin, split by correctness
+    (g, b, a, n, sums, n_groups), fetch = LZ.cell_moments(one_bin, cells, LZ.int128_float)
+    sums = sums * np.array([1.0, span, span * span])  # powers of two: exact
+    small = M.NO_ROWS
+    if fetch is not None:
+        cell, w, wv = rows_of(fetch)
+        small = (cell, w, wv * span)
+    m = M.from_cells(g, b, a, n, sums, n_groups, small, weighted)
+    table = np.zeros((n_groups, 1, 3))
+    table[:, 0, 0] = np.bincount(g, sums[:, 0], n_groups)
+    table[:, 0, 1] = np.bincount(g, sums[:, 1], n_groups)
+    return (vals, counts, keys), m, table, LZ.group_scales(plan, keys) if weighted else 1.0
+
+
+def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Values, Any, np.ndarray, Any]:
+    """:func:`_lazy_moment_means` in the narwhals engine (DuckDB, Spark, Ibis, pyarrow): the same cells and sums
+    in one query of the user's engine (``narwhals.Run.main``'s layout), the small cells' rows by
+    ``narwhals.Run.small_rows``."""
+    r = NW.Run(eng, replace(req, kind="companion", lens=_lens_of(req), ci=None))
+    plan = r.prepared()
+    nw, weighted, wide, span = r.nw, plan.weight_col is not None, r.wide, _span(name)
+    ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
+    value = _row_exprs(plan, nw, (name,))[name] * (1.0 / span)
+    split = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), nw)[1]
+    marker = nw.when(ok).then(nw.lit(0)).otherwise(nw.lit(-2))
+    rows = NW.key_cols(plan, r.schema) + [
+        nw.when(ok).then(value).alias(LZ.CONF), nw.when(ok).then(split).otherwise(nw.lit(0)).cast(nw.Int64)
+        .alias(LZ.ACC),
+        (marker if keep is None else nw.when(keep).then(marker).otherwise(nw.lit(-1))).cast(nw.Int32).alias(BIN)]
+    if weighted:
+        w = nw.when(ok).then(r.weights())
+        rows += [w.alias(WT), NW.bucket_expr(w).alias(EB)]
+    bucket, x = (nw.col(EB) if weighted else None), nw.col(LZ.CONF)
+    wx = nw.col(WT) * x if weighted else x
+    parts = (NW.fixed_parts(W, nw.col(WT), bucket, wide) if weighted else []) + NW.fixed_parts(
+        LZ.SC, wx, bucket, wide) + NW.fixed_parts(LZ.Q[2], wx * x, bucket, wide)
+    summed = ([W] if weighted else []) + [LZ.SC, LZ.Q[2]]
+    cell = plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else [])
+    aggs = [nw.col(c).sum().alias(c) for s in summed for c in NW.part_names(s, wide)]
+    res = NW.collect_frame(r.base(rows).select(*[nw.col(c) for c in cell], *parts).group_by(cell).agg(
+        nw.len().alias(LEN), *aggs))
+    res = res.with_columns(pl.col(LEN).cast(pl.Int64), pl.col(LZ.ACC).cast(pl.Int64),
+                           pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
+    point, cells = LZ.split_moments(plan, NW.int128_sums(res, summed, wide))
+    return _companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
+                            lambda fetch: r.small_rows(rows, nw.col(BIN), fetch))
+
+
+def _moment_ready(req: Request, figures: dict | None) -> bool:
+    """Whether a companion's ``ci=`` is drawn from the moments of its row values where the rows are."""
+    from .. import moments as M
+
+    return (req.kind == "companion" and req.ci is not None and req.bootstrap != "rows" and figures is not None
+            and all(M.sums_of(f) is not None for f in figures.values()))
+
+
+def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.LazyFrame | None:
+    """A companion's ``ci=`` on a LazyFrame, streamed (LazyFrame out): its value and the bootstrap from the
+    moments of its row values (:mod:`calframe.moments`, the eager figure's :class:`~calframe.moments.Summed`:
+    the same law and streams), or None when the call needs the rows (``bootstrap="rows"``, List probabilities, a
+    row selection)."""
+    from .. import moments as M
+
+    if not _moment_ready(req, figures) or not LZ.supports(frame, replace(req, kind="ce", ci=None)):
+        return None
+    plan = LZ.make_plan(frame, replace(req, ci=None))  # the column errors now, the data's when collected
+    F.check_by_names(req.func, req.by, F.output_columns([req.func], req.ci), frame)
+    schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64}
+    schema |= {f"{req.func}{end}": pl.Float64 for end in ("", "_lo", "_hi")} | {F.CI_METHOD: pl.String}
+
+    def compute() -> pl.DataFrame:
+        (vals, counts, keys), m, table, scale = _lazy_moment_means(frame, req, req.func)
+        bounds = M.bounds_from_moments(req, figures, table, m, keys, scale)
+        return F.shape(req, vals, counts, keys, "polars", bounds, scalar=False)
 
     return pl.defer(compute, schema=schema)

@@ -32,7 +32,7 @@ from .._kernels import codes as CODES  # noqa: E402  (no numba)
 from .._errors import ParameterError
 from .._names import fresh_name
 from .._limits import TableTooLargeError, check_cells
-from ..binning import Binning, Bins, bin_values, bin_variable, edge_bins, uniform_edges
+from ..binning import Binning, Bins, bin_values, bin_variable, edge_bins, uniform_edges, uniform_nudge
 from ..figures import check_by_names, output_columns
 from ..registry import EVERY_STATE, Capabilities
 
@@ -147,8 +147,26 @@ def _cells(req: R.Request, binning: Binning | Binner, scored: Scored) -> M.Cells
     conf, acc = L.scalar(scored, req.lens, req.func)
     binner = conf_binner(binning, acc) if isinstance(binning, Binning) else binning
     bins = binner(scored, conf)
-    ids = bins.ids if bins.ids is not None else edge_bins(conf, bins.edges[1:-1], bins.binning.closed)
+    if bins.ids is not None:
+        ids = bins.ids
+    elif bins.binning.scheme == "uniform" and bins.offsets is None:
+        ids = _uniform_ids(conf, bins.edges, bins.binning.closed)
+    else:
+        ids = edge_bins(conf, bins.edges[1:-1], bins.binning.closed)
     return conf, acc, ids, bins.n_bins
+
+
+def _uniform_ids(x: np.ndarray, edges: np.ndarray, closed: str) -> np.ndarray:
+    """:func:`calframe.binning.edge_bins` on uniform ``edges`` (B + 1) without a search: the bin ``floor(x B)``
+    (within one bin of x's, :func:`calframe.binning.uniform_k0`) moved by one comparison with each neighbouring
+    edge (:func:`calframe.binning.uniform_nudge`, the edges read from the table: the same bits).
+
+    >>> _uniform_ids(np.array([0.0, 0.1, 0.2, 0.99, 1.0]), uniform_edges(10, "left"), "left").tolist()
+    [0, 1, 2, 9, 9]
+    """
+    b = edges.size - 1
+    k0 = np.minimum((np.asarray(x) * b).astype(np.int64), b - 1)  # x in [0, 1]: the cast floors
+    return uniform_nudge(x, k0, b, closed, lambda k: edges[k]).astype(np.int32)
 
 
 #: a power of two at least each companion's largest row value (Brier: 2 over K > 2 classes; log loss:
@@ -443,7 +461,7 @@ def _bootstrap(
         draws = _row_draws(scored, resampled, n_boot, seed)
     values = values if values is not None else {}
     return F.bounds(figures, scales, draws, lambda name, f: values[name] if name in values else f(scored),
-                    lambda f: f(scored), level, method, keep, group_counts(scored))
+                    lambda f: f(scored), level, method, keep, scored.frequencies())
 
 
 def _by_moments(resampled: dict[str, Figure], how: str) -> bool:

@@ -219,22 +219,18 @@ def _binned_rows(plan: EnginePlan, q: pl.LazyFrame) -> pl.LazyFrame:
     return q
 
 
-#: the second moments of a cell's rows (calframe.moments): sum (w v)^2 unweighted (v = conf, w = 1), and
-#: sum w^2, sum w^2 v, sum (w v)^2 weighted, as exact fixed-point sums (a weight of bucket k has its square in
-#: bucket 2 k: below 2^(2 - 16 k), so 2^(60 + 16 k) times it fits an Int64)
+#: the second moment of a cell's rows (calframe.moments: frequency weights): sum w v^2 (v = conf; w = 1
+#: unweighted) as an exact fixed-point sum, a weight of bucket k in bucket k (w v^2 <= w). ``Q[0]``, ``Q[1]``:
+#: names no pass sums any more (the squared weights of an importance reading), kept out of the point sums
 Q = (f"{COL_PREFIX}qww", f"{COL_PREFIX}qwv", f"{COL_PREFIX}qvv")
-#: the largest bucket of a squared weight: 2^(60 + 8 * 117) is finite (a weight past bucket 58 has a square
-#: below 2^-942, which this bucket still holds in an Int64)
-Q_BUCKET_MAX = 117
 
 
 def _moment_aggs(plan: EnginePlan) -> list[pl.Expr]:
     c = pl.col(CONF)
     if plan.weight_col is None:
         return [fixed_sum(c * c, None).alias(Q[2])]
-    w, k2 = pl.col(WT), (pl.col(EB) * 2).clip(0, Q_BUCKET_MAX)
-    return [fixed_sum(w * w, k2).alias(Q[0]), fixed_sum(w * w * c, k2).alias(Q[1]),
-            fixed_sum((w * c) * (w * c), k2).alias(Q[2])]
+    w = pl.col(WT)
+    return [fixed_sum((w * c) * c, pl.col(EB)).alias(Q[2])]
 
 
 def split_moments(plan: EnginePlan, res: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -256,14 +252,11 @@ def cell_moments(plan: EnginePlan, cells: pl.DataFrame, exact: Any) -> tuple[tup
     weighted = plan.weight_col is not None
     eb = cells[EB].fill_null(0).to_numpy().astype(np.int64) if weighted else np.zeros(cells.height, np.int64)
     first = -WEIGHTED_BITS - BUCKET_BITS * eb if weighted else np.full(cells.height, -FIXED_BITS)
-    second = -WEIGHTED_BITS - BUCKET_BITS * np.minimum(2 * eb, Q_BUCKET_MAX) if weighted else first
     n = cells[LEN].to_numpy().astype(np.float64)
     if weighted:
-        cols = [exact(cells, c, e) for c, e in ((W, first), (SC, first), (Q[0], second), (Q[1], second),
-                                                 (Q[2], second))]
+        cols = [exact(cells, c, first) for c in (W, SC, Q[2])]
     else:
-        sc = exact(cells, SC, first)
-        cols = [n, sc, n, sc, exact(cells, Q[2], second)]
+        cols = [n, exact(cells, SC, first), exact(cells, Q[2], first)]
     merged, rows, small = M.merge_cells(g, cells[BIN].to_numpy().astype(np.int64),
                                         cells[ACC].fill_null(0).to_numpy().astype(np.int64), eb, n,
                                         np.stack(cols, axis=1), plan.binning.bins, n_groups)

@@ -314,14 +314,15 @@ def _int128(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
     return res.with_columns(big).drop([n + p for n in names for p in (HI, LO)] if not wide else [])
 
 
+#: :func:`_int128` by its public name (calframe.engines._row_means' moments pass adds its cells up with it)
+int128_sums = _int128
+
+
 def _moment_columns(plan: LZ.EnginePlan, wide: bool, conf: Any, w: Any = None, k: Any = None) -> tuple[list[Any], list[str]]:
-    """The second moments' fixed-point columns (``lazy._moment_aggs``; a bucket k weight's square in bucket 2 k)."""
+    """The second moment's fixed-point column (``lazy._moment_aggs``: sum w conf^2, in the weight's bucket)."""
     if plan.weight_col is None:
         return fixed_parts(LZ.Q[2], conf * conf, None, wide), [LZ.Q[2]]
-    cols = []
-    for name, x in zip(LZ.Q, (w * w, w * w * conf, (w * conf) * (w * conf))):
-        cols += fixed_parts(name, x, (k * 2).clip(0, LZ.Q_BUCKET_MAX), wide)
-    return cols, list(LZ.Q)
+    return fixed_parts(LZ.Q[2], (w * conf) * conf, k, wide), [LZ.Q[2]]
 
 
 def _sum_columns(plan: LZ.EnginePlan, wide: bool, conf: Any, acc: Any, w: Any = None,

@@ -31,6 +31,7 @@ from ..engines.eager import (
 from ..figures import check_by_names
 from ..frames.dispatch import public
 from ..registry import Column, Figure
+from .goodness import weight_totals
 from .plan import Plan, disparity_table, run_plan
 
 # --------------------------------------------------------------------------- CE family
@@ -372,7 +373,7 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
         "log_loss": mean_figure("log_loss", log_loss_rows, _RANGE["log_loss"]),
     }
     if disparity:
-        return disparity_table(Plan(req, frame, figures))
+        return disparity_table(Plan(req, frame, figures), weight_totals=weight_totals)
     return run_plan(req, frame, figures, binned=True)  # type: ignore[no-any-return]
 
 

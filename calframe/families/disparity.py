@@ -18,6 +18,7 @@ from ..engines.eager import Frame
 from ..frames.dispatch import public
 from .. import registry
 from . import binned, gece, variable  # noqa: F401  (their figures are declared before a call)
+from .goodness import weight_totals
 from .plan import PLANNING, disparity_table
 
 # --------------------------------------------------------------------------- disparity between groups
@@ -49,7 +50,8 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     ``calframe.<figure>(frame, by=by, ...)`` does.
 
     The ranking accounts for group size. Groups with fewer than ``min_n``
-    rows (default 50) are listed in ``below_min_n``, not ranked. With ``ci``
+    rows (default 50; with ``weights=``, frequency weights, a sum of weights
+    below ``min_n``) are listed in ``below_min_n``, not ranked. With ``ci``
     (default 0.95) the groups are ranked on their bootstrap intervals
     (``ci_method``, ``n_boot`` draws, ``seed``; docs/statistics.md): the worst
     is the group whose lower bound is highest, the one surely that bad, and
@@ -140,7 +142,7 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
                                  ci_method=ci_method, **figure_options)
     finally:
         PLANNING.reset(token)
-    return disparity_table(plan, func, min_n)
+    return disparity_table(plan, func, min_n, weight_totals)
 
 
 def _figure_options(figure: str) -> list[str]:

@@ -289,3 +289,16 @@ def calibration_belt_bands(frame: Frame, prob: Columns = None, label: str | None
         df = pl.concat([keys, df], how="horizontal")
     out = to_flavor(df, scored.flavor)
     return in_flavor_of(frame, df.lazy()) if scored.flavor == "polars" else out  # a LazyFrame: lazy again
+
+
+def weight_totals(frame: Frame, prob: Columns, label: str | None, **options: Any) -> Any:
+    """Each group's sum of weights in the caller's units (the group columns and ``total``), summed where the rows
+    are (:func:`calframe.bias`'s ``bias_weights``: one pass of per-group sums on every engine)."""
+    from .. import engines
+    from ..frames import convert
+
+    out = bias(frame, prob, label, **options)
+    out = engines.route(frame, lambda: convert.to_polars(out), narwhals=lambda e: e.Engine.back(out),
+                        dask=lambda e: convert.to_polars(out.compute()))  # small: one row per group
+    return out.rename({"bias_weights": "total"})
+

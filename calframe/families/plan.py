@@ -59,10 +59,13 @@ def run_finalize(func: str, frame: Any, prob: Any, label: str | None, options: d
     return run_plan(replace(req, figure=func, parts=names if len(names) > 1 else ()), frame, binned=True)
 
 
-def disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
-                     ) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
+def disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N,
+                    weight_totals: Callable[..., pl.DataFrame] | None = None
+                    ) -> pl.DataFrame | pd.DataFrame | pl.LazyFrame:
     """Run ``plan``'s figures, keeping their draws (:class:`~calframe.disparities.Spread`), and read the disparity
-    table off the ``by=`` result. Several variables (vece) are figures side by side. Without ``ci`` and a row
+    table off the ``by=`` result. ``weight_totals``: the groups' sums of weights in the frame's engine
+    (:func:`calframe.families.goodness.weight_totals`), which ``min_n`` compares when the values come from an
+    engine's table (frequency weights). Several variables (vece) are figures side by side. Without ``ci`` and a row
     selection, the figures per group come from the engine where the rows are (:func:`calframe.engines.run_table`:
     Dask, the narwhals engine, a LazyFrame streamed)."""
     req = plan.req
@@ -70,6 +73,8 @@ def disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
     def finish(values: dict[str, np.ndarray], counts: np.ndarray, keys: pl.DataFrame | None, flavor: str) -> Any:
         spread = _spread(plan, min_n)  # no draws: ranked on the values (no ci)
         spread.keys, spread.flavor = keys, flavor
+        if req.weights is not None and weight_totals is not None:  # frequency weights: min_n compares sum w
+            spread.sizes = _group_weights(plan, keys, weight_totals)
         return D.table(func, {"n": counts, **dict(zip(spread.labels, values.values()))}, spread, None)
 
     def rows(frame: Any) -> pl.DataFrame | pd.DataFrame:
@@ -78,6 +83,18 @@ def disparity_table(plan: Plan, func: str = "summary", min_n: int = D.MIN_N
 
     schema = D.schema() if req.ci is None else {**D.schema(req.ci), F.CI_METHOD: pl.String}
     return _run_table(req, plan.frame, finish, schema, rows, native=plan.prepare is None)
+
+
+def _group_weights(plan: Plan, keys: pl.DataFrame | None, weight_totals: Callable[..., pl.DataFrame]) -> np.ndarray:
+    """Each group's sum of weights (caller's units) in the order of ``keys``, summed in the frame's engine (one
+    more pass: :func:`calframe.families.goodness.weight_totals`)."""
+    req = plan.req
+    totals = weight_totals(plan.frame, req.prob, req.label, by=req.by, weights=req.weights, nulls=req.nulls)
+    if keys is None:
+        return totals["total"].to_numpy()
+    on = keys.columns
+    return keys.join(totals.select(*on, "total"), on=on, how="left", nulls_equal=True,
+                     maintain_order="left")["total"].to_numpy()
 
 
 def spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float | None]:
@@ -91,6 +108,7 @@ def spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float |
         values = {name: M.sums_of(f).finalize(sums, scale) for name, f in spread.figures.items()}
         bounds = M.bounds_from_moments(req, spread.figures, sums, m, keys, scale, keep=spread.draws)
         spread.keys, spread.flavor = keys, "polars"
+        spread.sizes = M.frequencies(m, sums.shape[0], scale) if m is not None and m.weighted else None
         return F.shape(req, values, counts, keys, "polars", bounds, scalar=False), spread, req.ci
     return (evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
             spread, req.ci)

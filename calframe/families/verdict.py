@@ -13,6 +13,7 @@ from ..engines.eager import Frame, Result
 from ..frames import convert
 from ..frames.dispatch import public
 from .binned import reliability
+from .goodness import weight_totals
 
 # --------------------------------------------------------------------------- the verdict as a test
 
@@ -49,8 +50,10 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     group's position: docs/statistics.md ("The verdict") gives the method, why
     it holds, and its false-alarm and power table from 50 to 100,000 rows.
     ``bins``, ``binning``, ``lens``, ``weights`` and ``nulls`` are :func:`ece`'s
-    (with ``weights``, a bin's noise is simulated with its row count: an
-    approximation). The test reads the rows only through the reliability
+    (``weights`` are frequency weights: a bin's noise is simulated with its
+    sum of weights as its rows, rounded, so integer weights give the verdicts
+    of the frame with each row repeated; docs/spec.md §8 "Weights"; the
+    groups' sums of weights take one more pass). The test reads the rows only through the reliability
     table's per (group, bin) sums, so it runs wherever :func:`reliability`
     does: a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow Table
     is summed in its own engine (the result in its type), a Dask DataFrame by
@@ -83,10 +86,13 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
         options["binning"] = binning
     table = reliability(frame, prob, label, **options)
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
+    # frequency weights: a bin's noise has its sum of weights as rows; the groups' sums from the same engine
+    totals = None if weights is None else weight_totals(frame, prob, label, by=by, weights=weights, nulls=nulls,
+                                                         lens=lens)
 
     def judged(t: Any) -> Any:
         out = V.judge_groups(convert.to_polars(t), keys, tolerance=tolerance, alpha=alpha, n_sim=n_sim, seed=seed,
-                             method=method)  # type: ignore[arg-type]
+                             method=method, totals=totals)  # type: ignore[arg-type]
         return F.to_flavor(out, convert.flavor(t))  # type: ignore[arg-type]
 
     # the test reads the reliability table only (per (group, bin) sums): where the table was summed, its type
