@@ -388,6 +388,9 @@ n2 = 1_200_000
 p2 = rng.random(n2); y2 = rng.random(n2) < p2
 for dt in (pl.Int8, pl.Boolean, pl.Float64, pl.Int64):
     out.append(calframe.ece(pl.DataFrame({"prob": p2, "label": pl.Series(y2).cast(dt)})).hex())
+big = pl.DataFrame({"prob": p2, "label": pl.Series(y2).cast(pl.Float64), "g": rng.integers(0, 700, n2),
+                    "w": rng.random(n2)})
+out += [v.hex() for v in calframe.ece(big, by="g", weights="w", lens="top1")["ece"].to_list()]
 print(json.dumps({"threads": numba.get_num_threads(), "out": out}))
 """
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
@@ -83,6 +85,22 @@ def weight_tops(keys, lo, w, n_slots, nchunks):
     return out, bad.sum()
 
 
+@intrinsic
+def _take(typingctx, counter):
+    """``counter[0] += 1`` as one atomic step (an int64 array): the value before. How the threads of
+    :func:`binned_pass` share out its chunks."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64 and counter.mutable):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [context.get_constant(types.intp, 0)])
+        return builder.atomic_rmw("add", ptr, context.get_constant(types.int64, 1), "monotonic")
+
+    return types.int64(counter), codegen
+
+
 #: an unweighted chunk counts a cell's rows and its sum of acc in one int64 (:func:`_chunk`): rows << ROWS_AT | acc
 ROWS_AT = np.int64(32)
 _ACC = np.int64((1 << 32) - 1)
@@ -150,20 +168,24 @@ def _make_pass(lens: int):
     pass). One kernel per lens, so a call compiles only the lens it uses. The closed side is an argument: the
     bin reads it only next to an edge (:func:`calframe._kernels.accumulate.uniform_bin`)."""
 
-    def pass_(p, y, one, zero2, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out):
+    def pass_(p, y, one, zero2, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out, workers, taken):
         n = p.shape[0]
         n_cells = n_slots * n_bins
         nchunks = part.shape[0]
         counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
         bad = np.zeros(nchunks, dtype=np.int64)
         far = n_cells > PREFETCH_CELLS
-        for c in prange(nchunks):
-            tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
-            lo_i, hi_i = chunk_bounds(n, nchunks, c)
-            bad[c] = _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i, far,
-                            right, lens)
-            if w is None:
-                _unpack(part[c], n_cells)
+        for _ in prange(workers):  # each worker takes the next chunk until none is left (_take)
+            while True:
+                c = _take(taken)
+                if c >= nchunks:
+                    break
+                tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
+                lo_i, hi_i = chunk_bounds(n, nchunks, c)
+                bad[c] = _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i,
+                                far, right, lens)
+                if w is None:
+                    _unpack(part[c], n_cells)
         return sum_partials_into(part, out), sum_partials(counts), bad.sum()
 
     # One name per lens: numba's cache index is keyed on the qualname, and three closures with one name would
@@ -233,18 +255,19 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     ``codes``), read-only, so a fresh install compiles few versions of it; labels as int8 or int64 words
     (:func:`label_words`: float64 labels are read as their bit patterns, int32 turned into bytes).
 
-    The pass runs on :func:`pass_threads` threads, which changes neither the chunks nor the order of their sums:
-    the same bits. (numba's ``parallel_chunksize`` does not make the OpenMP schedule dynamic: with chunk size
-    1 the first half of the chunks still ran on thread 0, docs/benchmarks.md, "One call".)
+    The pass runs on :func:`pass_threads` threads, each taking the next chunk as it is free (an atomic counter,
+    :func:`_take`): a thread that the shared machine holds back takes fewer chunks instead of holding up the
+    pass (numba's OpenMP schedule is static: half the chunks each, and its ``parallel_chunksize`` did not change
+    that; docs/benchmarks.md, "One call"). Neither changes the chunks or the order of their sums: the same bits.
     """
     nchunks = max(nchunks, -(-p.shape[0] // (PACKED_ROWS - 1)))  # chunks of fewer than 2^32 rows (_chunk)
     part, out = tables(nchunks, 3 * n_slots * n_bins)  # numpy's allocation (accumulate.tables says why)
     y, one, zero2 = label_words(y)
     kernel = _PASSES[int(lens)]
-    args = (A.real(p), y, one, zero2, A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right),
-            n_bins, n_slots, part, out)
     most = numba.get_num_threads()
     threads = pass_threads(p.shape[0])
+    args = (A.real(p), y, one, zero2, A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right),
+            n_bins, n_slots, part, out, threads, np.zeros(1, dtype=np.int64))
     if threads == most:
         return kernel(*args)
     numba.set_num_threads(threads)  # this thread's number only (numba keeps one per calling thread)
