@@ -16,8 +16,10 @@ Contenders, each timed from the Parquet files (the read is part of the work):
   here: the integer-valued ages leave nothing to gather). ECE with equal-mass
   bins is added as a case that gathers.
 
-Timings are the best of ``--repeat`` runs after one warm-up run (which also
-loads the numba kernels in the workers). Both paths must agree to 1e-12; the
+Two timings per figure (benchmarks/_timing.py): the single call (the figures
+of one side alternating, one warm-up each, which also loads the numba kernels
+in the workers, then the best of 3 rounds) and the hot loop (each repeated, its
+best run over >= 1 s after 0.5 s of warm-up). ``--quick``: 2e6 rows. Both paths must agree to 1e-12; the
 script checks it. Ratio = Dask time / in-memory time (read included).
 """
 
@@ -28,7 +30,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ import pandas as pd
 import polars as pl
 
 import calframe
+from _timing import LEGEND, both  # benchmarks/_timing.py (the scripts run from benchmarks/ on sys.path)
 
 
 def write_dataset(path: str, rows: int, files: int, groups: int, seed: int) -> None:
@@ -59,16 +61,6 @@ def touch(pdf: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"rows": [len(pdf)], "sum": [float(pdf.select_dtypes("number").to_numpy().sum())]})
 
 
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    out = fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
-
-
 def same(a: Any, b: Any) -> bool:
     a = a.to_pandas() if isinstance(a, pl.DataFrame) else a
     b = b.to_pandas() if isinstance(b, pl.DataFrame) else b
@@ -85,7 +77,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", default=None, help="write the dataset here and keep it")
+    ap.add_argument("--quick", action="store_true", help="2e6 rows")
     args = ap.parse_args()
+    if args.quick:
+        args.rows = 2e6
     rows = int(args.rows)
 
     import dask
@@ -104,11 +99,9 @@ def main() -> None:
         def read() -> pl.DataFrame:
             return pl.read_parquet(os.path.join(path, "*.parquet"))
 
-        t_read, df = best(read, args.repeat)
-        t_ece_mem, ece_mem = best(lambda: calframe.ece(read(), by="g"), args.repeat)
-        t_vece_mem, vece_mem = best(lambda: calframe.vece(read(), "age", by="g"), args.repeat)
-        t_em_mem, em_mem = best(lambda: calframe.ece(read(), by="g", binning="equal_mass"), args.repeat)
-        del df
+        mem = both({"read": read, "ece": lambda: calframe.ece(read(), by="g"),
+                    "vece": lambda: calframe.vece(read(), "age", by="g"),
+                    "em": lambda: calframe.ece(read(), by="g", binning="equal_mass")}, args.repeat)
 
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                           dashboard_address=None) as cluster, Client(cluster):
@@ -116,23 +109,26 @@ def main() -> None:
             def fresh() -> Any:
                 return dd.read_parquet(path)
 
-            t_ece_dask, ece_dask = best(lambda: fresh().calib.ece(by="g").compute(), args.repeat)
-            t_vece_dask, vece_dask = best(lambda: fresh().calib.vece("age", by="g").compute(), args.repeat)
-            t_em_dask, em_dask = best(lambda: fresh().calib.ece(by="g", binning="equal_mass").compute(), args.repeat)
-            t_count, _ = best(lambda: fresh().map_partitions(touch).compute(), args.repeat)
+            dsk = both({"read": lambda: fresh().map_partitions(touch).compute(),
+                        "ece": lambda: fresh().calib.ece(by="g").compute(),
+                        "vece": lambda: fresh().calib.vece("age", by="g").compute(),
+                        "em": lambda: fresh().calib.ece(by="g", binning="equal_mass").compute()}, args.repeat)
             nparts = fresh().npartitions
 
-        ok_ece, ok_vece, ok_em = same(ece_dask, ece_mem), same(vece_dask, vece_mem), same(em_dask, em_mem)
+        ok = {k: same(dsk[k].value, mem[k].value) for k in ("ece", "vece", "em")}
+        ok_ece, ok_vece, ok_em = ok["ece"], ok["vece"], ok["em"]
         print(f"\n## {rows:,} rows, {args.groups} groups, {nparts} Dask partitions; dask {dask.__version__}, "
-              f"{os.cpu_count()} cores; best of {args.repeat}")
-        print(f"{'figure':28s} {'in memory (s)':>14s} {'Dask (s)':>10s} {'ratio':>7s}  equal to 1e-12")
-        print(f"{'read only':28s} {t_read:14.2f} {t_count:10.2f} {t_count / t_read:7.2f}  "
-              "(pl.read_parquet / every partition read)")
-        print(f"{'ECE by g (uniform 15)':28s} {t_ece_mem:14.2f} {t_ece_dask:10.2f} {t_ece_dask / t_ece_mem:7.2f}  {ok_ece}")
-        print(f"{'VECE age by g (quantile 10)':28s} {t_vece_mem:14.2f} {t_vece_dask:10.2f} "
-              f"{t_vece_dask / t_vece_mem:7.2f}  {ok_vece}")
-        print(f"{'ECE by g (equal_mass 15)':28s} {t_em_mem:14.2f} {t_em_dask:10.2f} "
-              f"{t_em_dask / t_em_mem:7.2f}  {ok_em}")
+              f"{os.cpu_count()} cores")
+        print(LEGEND)
+        print(f"{'figure':28s} {'in memory':>21s} {'Dask':>21s} {'ratio':>13s}  equal to 1e-12")
+        print(f"{'':28s} {'single s':>10s} {'hot s':>10s} {'single s':>10s} {'hot s':>10s} {'single':>6s} {'hot':>6s}")
+        names = {"read": "read only", "ece": "ECE by g (uniform 15)", "vece": "VECE age by g (quantile 10)",
+                 "em": "ECE by g (equal_mass 15)"}
+        for k, what in names.items():
+            m, d = mem[k], dsk[k]
+            note = "(pl.read_parquet / every partition read)" if k == "read" else str(ok[k])
+            print(f"{what:28s} {m.single:10.2f} {m.hot:10.2f} {d.single:10.2f} {d.hot:10.2f} "
+                  f"{d.single / m.single:6.2f} {d.hot / m.hot:6.2f}  {note}")
         if not (ok_ece and ok_vece and ok_em):
             raise SystemExit("Dask and in-memory results differ")
     finally:

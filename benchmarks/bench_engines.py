@@ -145,6 +145,13 @@ def interleaved(title: str, ours: Callable[[], Any], hand: Callable[[], Any], re
     for side, ts in times.items():
         print(f"{side:9s} {min(ts):.3f}-{max(ts):.3f} s (median {np.median(ts):.3f})")
     print(f"ratio     {ratio.min():.2f}-{ratio.max():.2f}x (median {np.median(ratio):.2f}x; target <= 1.5x)")
+    from _timing import LEGEND, ROUNDS, timeit
+
+    s_ours, s_hand = min(times["calframe"][:ROUNDS]), min(times["hand"][:ROUNDS])
+    h_ours, h_hand = timeit(ours, 1)[0], timeit(hand, 1)[0]
+    print(f"single call: calframe {s_ours:.3f} s, hand {s_hand:.3f} s, ratio {s_ours / s_hand:.2f}x; "
+          f"hot loop: calframe {h_ours:.3f} s, hand {h_hand:.3f} s, ratio {h_ours / h_hand:.2f}x")
+    print(LEGEND)
 
 
 def child(engine: str, side: str, path: str) -> None:
@@ -199,6 +206,8 @@ def main() -> None:
     ap.add_argument("--child", nargs=2, metavar=("ENGINE", "SIDE"), help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        args.rows, args.no_rss = 1e6, True
     if args.child:
         child(*args.child, args.path)
         return

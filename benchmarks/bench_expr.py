@@ -9,7 +9,11 @@ groups). The contenders run interleaved, one round after another, so load from
 other jobs hits every side alike; each ratio is taken within its round
 (contender / ``by=`` of the same round) and the table gives the median ratio
 with its range over the rounds, and the median seconds. Every contender's
-figures are checked against ``by=`` first (largest difference printed).
+figures are checked against ``by=`` first (largest difference printed). Beside
+them, the two figures every script prints (benchmarks/_timing.py): the single
+call (the best of the first 3 interleaved rounds, after the warm-up round) and
+the hot loop (each contender repeated, its best run over >= 1 s after 0.5 s of
+warm-up), each with its ratio to ``by=``. ``--quick``: ``--scale 0.1``.
 
 - ``by=``: ``calframe.ece(df, prob="p", label="y", by="g")``;
 - ``expr``: ``df.group_by("g").agg(calframe.expr.ece("p", "y"))``;
@@ -48,6 +52,7 @@ import numpy as np
 import polars as pl
 
 import calframe
+from _timing import LEGEND, ROUNDS, timeit  # benchmarks/_timing.py (the scripts run from benchmarks/ on sys.path)
 from calframe.binning import uniform_bin_expr
 
 BINS = 15
@@ -121,23 +126,32 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--slow", action="store_true", help="add the masked sums and pl.map_groups(calframe.ece) (one call per group)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the row counts (a quick run: 0.1)")
+    ap.add_argument("--quick", action="store_true", help="--scale 0.1")
     args = ap.parse_args()
+    if args.quick:
+        args.scale = 0.1
+    print(LEGEND)
     for rows_, groups, target in CASES:
         n = int(rows_ * args.scale)
         df = make_frame(n, groups)
         runs = contenders(df, args.slow)
         diffs = check(runs)
         times = measure(runs, args.repeat)
+        hot = {name: timeit(fn, 3)[0] for name, fn in runs.items()}
         base = np.array(times["by="])
-        print(f"\n## {n:.0e} rows x {groups:.0e} groups (target: expr <= {target:g}x by=; {args.repeat} rounds)")
-        print(f"{'contender':30s} {'median s':>9s} {'ratio':>7s} {'range':>13s}  max |diff| vs by=")
+        single = {name: min(ts[:ROUNDS]) for name, ts in times.items()}
+        print(f"\n## {n:.0e} rows x {groups:.0e} groups (target: expr <= {target:g}x by=, on the median ratio; "
+              f"{args.repeat} rounds)")
+        print(f"{'contender':30s} {'median s':>9s} {'ratio':>7s} {'range':>13s} {'single s':>9s} {'ratio':>6s} "
+              f"{'hot s':>8s} {'ratio':>6s}  max |diff| vs by=")
         for name, ts in times.items():
             t = np.array(ts)
             ratio = t / base
             mark = f"  target {target:g}x: {'ok' if np.median(ratio) <= target else 'MISS'}" if name == "expr" else ""
             diff = f"  {diffs[name]:.1e}" if name in diffs else ""
-            print(f"{name:30s} {np.median(t):9.4f} {np.median(ratio):6.2f}x {ratio.min():5.2f}-{ratio.max():5.2f}x"
-                  f"{diff}{mark}")
+            print(f"{name:30s} {np.median(t):9.4f} {np.median(ratio):6.2f}x {ratio.min():5.2f}-{ratio.max():5.2f}x "
+                  f"{single[name]:9.4f} {single[name] / single['by=']:5.2f}x {hot[name]:8.4f} "
+                  f"{hot[name] / hot['by=']:5.2f}x{diff}{mark}")
 
 
 if __name__ == "__main__":

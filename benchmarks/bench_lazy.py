@@ -12,7 +12,11 @@ Two measurements on seeded Parquet files (``bench_scale.generate``: ``prob``,
    same sums (``floor(conf * 15)`` bins, float sums, no validation, the same
    finalize). The machine may be shared: both run in one process, interleaved
    (calframe, bare, calframe, bare, ...) after a warm-up of each, and the
-   ratio of each pair is printed with its spread (min / median / max).
+   ratio of each pair is printed with its spread (min / median / max). Beside
+   it, the two figures every script prints (benchmarks/_timing.py): the single
+   call (the best of the first 3 interleaved pairs) and the hot loop (each side
+   repeated, its best run over >= 1 s after 0.5 s of warm-up). ``--quick``:
+   2e6 rows, no peak-memory runs.
 2. peak memory, at ``--rss-rows`` (1e8): each side in a fresh process
    (``VmHWM``, see ``bench_scale.peak_rss_kb``). Targets (issue 12): ratio
    <= 1.5x, peak <= 1.5 GB.
@@ -83,6 +87,8 @@ def main() -> None:
     ap.add_argument("--child", choices=["ours", "bare"])
     ap.add_argument("--path")
     args = ap.parse_args()
+    if args.quick:
+        args.rows, args.rss_rows = 2e6, 0
     if args.child:
         child(args.child, args.path)
         return
@@ -101,6 +107,13 @@ def main() -> None:
     print(f"calframe  {min(t_ours):.3f}-{max(t_ours):.3f} s (median {np.median(t_ours):.3f})")
     print(f"bare      {min(t_bare):.3f}-{max(t_bare):.3f} s (median {np.median(t_bare):.3f})")
     print(f"ratio     {ratio.min():.2f}-{ratio.max():.2f}x (median {np.median(ratio):.2f}x; target <= 1.5x)")
+    from _timing import LEGEND, ROUNDS, timeit
+
+    s_ours, s_bare = min(t_ours[:ROUNDS]), min(t_bare[:ROUNDS])
+    h_ours, h_bare = timeit(lambda: ours(path), 1)[0], timeit(lambda: bare(path), 1)[0]
+    print(f"single call: calframe {s_ours:.3f} s, bare {s_bare:.3f} s, ratio {s_ours / s_bare:.2f}x; "
+          f"hot loop: calframe {h_ours:.3f} s, bare {h_bare:.3f} s, ratio {h_ours / h_bare:.2f}x")
+    print(LEGEND)
     if args.rss_rows:
         big = str(data(args.rss_rows, args.groups, args.data))
         print(f"## Peak memory (VmHWM of a fresh process), {args.rss_rows:.0e} rows")

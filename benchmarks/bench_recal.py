@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 import calframe
-from _timing import timeit  # benchmarks/_timing.py (the scripts run from benchmarks/ on sys.path)
+from _timing import LEGEND, both, show  # benchmarks/_timing.py (the scripts run from benchmarks/ on sys.path)
 
 
 
@@ -51,29 +51,40 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="1e5 rows")
     args = ap.parse_args()
+    if args.quick:
+        args.rows = 100_000
+    print(LEGEND)
     cal = frame(args.rows, 0)
     new = frame(args.rows, 1)
 
     print(f"## tree on V + beta leaves, fitted on {args.rows:,} rows (target >= 2.5x)")
-    t_cf, rec = timeit(lambda: calframe.fit(cal, "tree", variable="v"), args.repeat)
     p, y, v = cal["prob"].to_numpy(), cal["label"].to_numpy(), cal["v"].to_numpy()
+    runs = {"calframe.fit('tree')": lambda: calframe.fit(cal, "tree", variable="v")}
     try:
-        t_sk, (tree, _) = timeit(lambda: sklearn_tree_beta(p, y, v), max(1, args.repeat - 1))
-        sk_thr = sorted(t for t in tree.tree_.threshold if t != -2)
-        print(f"  calframe.fit('tree')                      {t_cf:8.3f} s   thresholds {list(rec.arrays['thresholds'])}")
-        print(f"  sklearn tree + LogisticRegression/leaf    {t_sk:8.3f} s   thresholds {sk_thr}")
-        print(f"  ratio                                     {t_sk / t_cf:8.1f}x")
+        import sklearn  # noqa: F401
+
+        runs["sklearn tree + LogisticRegression/leaf"] = lambda: sklearn_tree_beta(p, y, v)
     except ImportError:
-        print(f"  calframe.fit('tree') {t_cf:.3f} s; scikit-learn not installed")
+        print("  scikit-learn not installed")
+    t = both(runs, {"calframe.fit('tree')": args.repeat, "sklearn tree + LogisticRegression/leaf": max(1, args.repeat - 1)})
+    rec = t["calframe.fit('tree')"].value
+    values = {"calframe.fit('tree')": f"thresholds {list(rec.arrays['thresholds'])}"}
+    if len(t) > 1:
+        tree = t["sklearn tree + LogisticRegression/leaf"].value[0]
+        values["sklearn tree + LogisticRegression/leaf"] = f"thresholds {sorted(x for x in tree.tree_.threshold if x != -2)}"
+    show("tree (ratio: scikit-learn / calframe)", t, "calframe.fit('tree')",
+         {"sklearn tree + LogisticRegression/leaf": 2.5}, values)
 
     print(f"\n## LoRe, d = 2, gamma = 0.2: fit on {args.rows:,} rows, apply to {args.rows:,} new rows")
-    t_fit, lore = timeit(lambda: calframe.fit(cal, "lore", features=["e0", "e1"], gamma=0.2), args.repeat)
-    t_apply, out = timeit(lambda: calframe.apply(new, lore, name="p_lore"), args.repeat)
-    print(f"  fit (stores the rows)                     {t_fit:8.3f} s")
-    print(f"  apply (exact kernel sums)                 {t_apply:8.3f} s   mean p_lore {out['p_lore'].mean():.6f}")
-    t_lce, lce = timeit(lambda: calframe.mlce(new, ["e0", "e1"], gamma=0.2), args.repeat)
-    print(f"  MLCE of the {args.rows:,} new rows           {t_lce:8.3f} s   mlce {lce:.6f}")
+    lore = calframe.fit(cal, "lore", features=["e0", "e1"], gamma=0.2)
+    t = both({"fit (stores the rows)": lambda: calframe.fit(cal, "lore", features=["e0", "e1"], gamma=0.2),
+              "apply (exact kernel sums)": lambda: calframe.apply(new, lore, name="p_lore"),
+              f"MLCE of the {args.rows:,} new rows": lambda: calframe.mlce(new, ["e0", "e1"], gamma=0.2)}, args.repeat)
+    show("LoRe (no peer: seconds only)", t, values={
+        "apply (exact kernel sums)": f"mean p_lore {t['apply (exact kernel sums)'].value['p_lore'].mean():.6f}",
+        f"MLCE of the {args.rows:,} new rows": f"mlce {t[f'MLCE of the {args.rows:,} new rows'].value:.6f}"})
 
 
 if __name__ == "__main__":

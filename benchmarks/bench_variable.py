@@ -22,7 +22,7 @@ import pandas as pd
 import polars as pl
 
 import calframe
-from _timing import timeit  # benchmarks/_timing.py (the scripts run from benchmarks/ on sys.path)
+from _timing import LEGEND, both, show  # benchmarks/_timing.py (the scripts run from benchmarks/ on sys.path)
 
 
 
@@ -65,7 +65,11 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--columns", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="1e5 rows, 10 columns")
     args = ap.parse_args()
+    if args.quick:
+        args.rows, args.columns = 100_000, 10
+    print(LEGEND)
     rng = np.random.default_rng(0)
     n = args.rows
 
@@ -77,22 +81,24 @@ def main() -> None:
     true = np.clip(p + shift, 0.01, 0.99)
     df = pl.DataFrame({"prob": p, "label": (rng.random(n) < true).astype(np.int8), **cols})
     pdf = df.to_pandas()
-    t_cf, r_cf = timeit(lambda: calframe.vece_rank(df), args.repeat)
-    t_pd, r_pd = timeit(lambda: pandas_vece_rank(pdf, list(cols)), max(1, args.repeat - 2))
+    t = both({"calframe.vece_rank": lambda: calframe.vece_rank(df),
+              "pandas qcut + groupby": lambda: pandas_vece_rank(pdf, list(cols))},
+             {"calframe.vece_rank": args.repeat, "pandas qcut + groupby": max(1, args.repeat - 2)})
+    r_cf, r_pd = t["calframe.vece_rank"].value, t["pandas qcut + groupby"].value
     ours = dict(zip(r_cf["variable"].to_list(), r_cf["vece"].to_list()))
     diff = max(abs(ours[v] - r_pd[v]) for v in r_pd.index)
-    print(f"  calframe.vece_rank           {t_cf:8.3f} s   mean VECE {np.mean(list(ours.values())):.6f}")
-    print(f"  pandas qcut + groupby        {t_pd:8.3f} s   mean VECE {r_pd.mean():.6f}  (max |difference| {diff:.1e})")
-    print(f"  ratio                        {t_pd / t_cf:8.1f}x")
+    show("vece_rank (ratio: pandas / calframe)", t, "calframe.vece_rank", {"pandas qcut + groupby": 20},
+         {"calframe.vece_rank": f"mean VECE {np.mean(list(ours.values())):.6f}",
+          "pandas qcut + groupby": f"mean VECE {r_pd.mean():.6f}  (max |difference| {diff:.1e})"})
 
     print(f"\n## gece, full lens, adaptive(0.1), {n:,} rows x 10 classes (target >= 20x)")
     mc = calframe.datasets.multiclass(n=n, k=10, seed=1)
     probs, labels = mc["probs"].to_numpy(), mc["label"].to_numpy()
-    t_cf, v_cf = timeit(lambda: calframe.gece(mc, lens="full", binning="adaptive", gamma=0.1), args.repeat)
-    t_ref, v_ref = timeit(lambda: reference_gece_full_adaptive(probs, labels, 0.1), max(1, args.repeat - 2))
-    print(f"  calframe.gece                {t_cf:8.3f} s   {v_cf:.12f}")
-    print(f"  reference algorithm (numpy)  {t_ref:8.3f} s   {v_ref:.12f}")
-    print(f"  ratio                        {t_ref / t_cf:8.1f}x")
+    t = both({"calframe.gece": lambda: calframe.gece(mc, lens="full", binning="adaptive", gamma=0.1),
+              "reference algorithm (numpy)": lambda: reference_gece_full_adaptive(probs, labels, 0.1)},
+             {"calframe.gece": args.repeat, "reference algorithm (numpy)": max(1, args.repeat - 2)})
+    show("gece (ratio: reference / calframe)", t, "calframe.gece", {"reference algorithm (numpy)": 20},
+         {k: f"{v.value:.12f}" for k, v in t.items()})
 
 
 if __name__ == "__main__":

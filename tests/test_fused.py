@@ -337,7 +337,8 @@ LABEL_DTYPES = [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.u
 
 @pytest.mark.parametrize("dtype", LABEL_DTYPES)
 def test_every_label_dtype_gives_the_int8_table_and_bad_rows(dtype):
-    """Labels reach the pass as int8 or int64 (int32 and floats through fused.label_bytes): the same table, and a
+    """Labels reach the pass as int8 or int64 words (fused.label_words: int32 as bytes, floats as float64 bit
+    patterns): the same table, and a
     label other than 0 / 1 is bad in every dtype (2, 255, 0.5, NaN; -1 where the dtype has it)."""
     rng = np.random.default_rng(4)
     n = 5000
@@ -382,6 +383,14 @@ df = pl.DataFrame({"prob": p, "label": y, "g": rng.integers(0, 700, n), "w": rng
 out = [calframe.ece(df).hex(), calframe.ece(df, weights="w").hex()]
 for by in ("g", "s"):
     out += [v.hex() for v in calframe.ece(df, by=by, weights="w")["ece"].to_list()]
+# big enough for two threads (fused.pass_threads), each label type read as it is
+n2 = 1_200_000
+p2 = rng.random(n2); y2 = rng.random(n2) < p2
+for dt in (pl.Int8, pl.Boolean, pl.Float64, pl.Int64):
+    out.append(calframe.ece(pl.DataFrame({"prob": p2, "label": pl.Series(y2).cast(dt)})).hex())
+big = pl.DataFrame({"prob": p2, "label": pl.Series(y2).cast(pl.Float64), "g": rng.integers(0, 700, n2),
+                    "w": rng.random(n2)})
+out += [v.hex() for v in calframe.ece(big, by="g", weights="w", lens="top1")["ece"].to_list()]
 print(json.dumps({"threads": numba.get_num_threads(), "out": out}))
 """
 
@@ -396,3 +405,80 @@ def test_same_bits_on_one_and_two_threads():
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert [r["threads"] for r in runs] == [1, 2]
     assert runs[0]["out"] == runs[1]["out"]
+
+
+# --------------------------------------------------------------------------- labels read as they are (issue 33)
+
+
+def label_frames(n=20_000, seed=11):
+    """One seeded frame per label type, the same 0/1 labels in each, edge probabilities included."""
+    p, y, rng = edge_data(n, seed)
+    g = rng.integers(0, 7, p.size)
+    return {t: pl.DataFrame({"prob": p, "label": pl.Series(y).cast(dt), "g": g})
+            for t, dt in (("Int8", pl.Int8), ("Int64", pl.Int64), ("Boolean", pl.Boolean),
+                          ("Float64", pl.Float64), ("Float32", pl.Float32), ("Int32", pl.Int32))}
+
+
+@pytest.mark.parametrize("lens", ["class:1", "class:0", "top1"])
+@pytest.mark.parametrize("by", [None, "g"])
+def test_boolean_and_float_labels_read_directly_equal_the_int8_path_bit_for_bit(lens, by):
+    """Boolean labels unpacked from their bitmap (eager.label_values), Float64 ones read as their bit patterns
+    (fused.label_words), Int64 read as they are: the same bits as the Int8 labels, whose bytes the pass reads;
+    and the same value as numpy by hand (the independent check)."""
+    frames = label_frames()
+    sel = select_rows(frames["Float64"], func="ece", by=by)
+    assert eager.fused_sums(R.ce("ece", "ece", None, None, p=1, by=by, lens=lens), sel) is not None
+    got = {t: calframe.ece(df, lens=lens, by=by) for t, df in frames.items()}
+    key = (lambda v: v.hex()) if by is None else (lambda v: [x.hex() for x in v["ece"].to_list()])
+    assert {t: key(v) for t, v in got.items()} == {t: key(got["Int8"]) for t in got}
+    if by is None and lens == "class:1":
+        df = frames["Int8"]
+        assert got["Boolean"] == pytest.approx(ece_by_hand(df["prob"].to_numpy(), df["label"].to_numpy()), rel=1e-12)
+
+
+def test_float_label_words():
+    """The words the pass compares: 1.0 is the word of 1, 0.0 and -0.0 the two words of 0, every other value
+    (0.5, 2.0, -1.0, inf, NaN, the smallest subnormal) neither."""
+    y = np.array([0.0, 1.0, -0.0, 0.5, 2.0, -1.0, np.inf, np.nan, 5e-324, -5e-324])
+    words, one, zero2 = FK.label_words(y)
+    assert words.dtype == np.int64 and np.shares_memory(words, y)  # a view: never copied
+    label = np.where(words == one, 1, np.where((words == 0) | (words == zero2), 0, -1))
+    assert label.tolist() == [0, 1, 0] + [-1] * 7
+    p = np.full(y.size, 0.3)
+    _, _, bad = FK.binned_pass(p, y, None, 0, None, np.ones(1), np.linspace(0, 1, 16), False, FK.CLASS1, 15, 1, 1)
+    assert bad == 7
+
+
+def test_bad_float64_labels_still_give_the_calframe_error():
+    """0.5 and 2.0 in a Float64 label column: the pass counts them bad and the general path names the column,
+    the problem and the rows (as tests/test_bad_input.py for the other dtypes)."""
+    p = np.linspace(0.05, 0.95, 10)
+    for bad, what in ((0.5, "not whole numbers"), (2.0, "outside the classes")):
+        y = np.array([0.0, 1.0] * 5)
+        y[[3, 7]] = bad
+        df = pl.DataFrame({"prob": p, "label": y})
+        with pytest.raises(calframe.InvalidValueError, match=rf"(?s)'label'.*2 rows.*{what}"):
+            calframe.ece(df)
+
+
+@pytest.mark.parametrize("offset", [0, 3, 13])
+def test_boolean_labels_from_the_bitmap(offset):
+    """eager.label_values against Polars' own to_numpy: sliced (a bitmap offset), several chunks."""
+    rng = np.random.default_rng(offset)
+    s = pl.Series("label", rng.random(1000) < 0.4)
+    parts = [s.slice(offset, 500), pl.concat([s.slice(offset, 300), s.slice(7, 201)], rechunk=False)]
+    for part in parts:
+        got = eager.label_values(part)
+        assert got.dtype == np.int8 and got.tolist() == part.to_numpy().astype(np.int8).tolist()
+
+
+def test_threads_by_size_and_restored():
+    """A small pass runs on one thread, a large one on numba's number, and the number is the caller's again after
+    the call."""
+    import numba
+
+    most = numba.get_num_threads()
+    assert FK.pass_threads(1000) == 1
+    assert FK.pass_threads(FK.ROWS_PER_THREAD * 64) == most
+    calframe.ece(pl.DataFrame({"prob": [0.2, 0.7], "label": [0, 1]}))
+    assert numba.get_num_threads() == most

@@ -9,8 +9,8 @@ functions bring a column to one of a few types before a kernel sees it:
   2^53, and an integer probability outside [0, 1] stays outside);
 - :func:`label`: int8 (Booleans and 1-byte integers viewed, never copied), int64 (kept), int32 or float64
   (other integers and floats converted: a value is 0 or 1 after it exactly when it was before); the fused
-  pass reads int32 and float64 labels as bytes (``fused.label_bytes``), so it is compiled for int8 and int64
-  labels only;
+  pass reads float64 labels as their int64 bit patterns and int32 labels as bytes (``fused.label_words``), so it
+  is compiled for int8 and int64 labels only;
 - :func:`codes`: int32 or int64 group codes.
 
 Every result is a read-only view, so a writable and a read-only column share one compiled kernel; the

@@ -10,8 +10,11 @@ partial table and the tables are added in chunk order: the same bits for any thr
 
 from __future__ import annotations
 
+import numba
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
@@ -82,6 +85,22 @@ def weight_tops(keys, lo, w, n_slots, nchunks):
     return out, bad.sum()
 
 
+@intrinsic
+def _take(typingctx, counter):
+    """``counter[0] += 1`` as one atomic step (an int64 array): the value before. How the threads of
+    :func:`binned_pass` share out its chunks."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64 and counter.mutable):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [context.get_constant(types.intp, 0)])
+        return builder.atomic_rmw("add", ptr, context.get_constant(types.int64, 1), "monotonic")
+
+    return types.int64(counter), codegen
+
+
 #: an unweighted chunk counts a cell's rows and its sum of acc in one int64 (:func:`_chunk`): rows << ROWS_AT | acc
 ROWS_AT = np.int64(32)
 _ACC = np.int64((1 << 32) - 1)
@@ -90,9 +109,12 @@ PACKED_ROWS = 1 << 32
 
 
 @njit(inline="always")
-def _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, lens):
+def _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, right, lens):
     """Rows ``lo_i:hi_i`` into the chunk's table ``tab`` and row counts ``cnt``: the number of bad rows. Inlined
     with ``lens`` a constant (:func:`_make_pass`), so it is not tested per row.
+
+    A label is 0 where it equals 0 or ``zero2``, 1 where it equals ``one``, bad otherwise: integer labels pass
+    (1, 0), float64 labels their bit patterns as int64 (those of 1.0 and -0.0; :func:`label_words`).
 
     Weighted: ``tab`` is (n_cells, 3) sums ``[w, w conf, w acc]``. Unweighted: (n_cells, 2), cell k's rows and
     sum of acc (0 or 1 per row) in one int64 (rows << ROWS_AT | acc, exact while the chunk has fewer than
@@ -107,11 +129,12 @@ def _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i, hi_i, far, 
             kj = int(min(xj, 1.0) * n_bins) if xj > 0.0 else 0
             prefetch_row(tab, _slot(keys, j, lo) * n_bins + min(kj, n_bins - 1))
         x = np.float64(p[i])
-        a = y[i]
-        if not (x >= 0.0 and x <= 1.0 and (a == 0 or a == 1)):
+        a = np.int64(y[i])
+        hit = a == one
+        if not (x >= 0.0 and x <= 1.0 and (hit or a == 0 or a == zero2)):
             nb += 1
             continue
-        conf, acc = _lensed(x, np.int64(a), lens)
+        conf, acc = _lensed(x, np.int64(hit), lens)
         s = _slot(keys, i, lo)
         k = s * n_bins + uniform_bin(conf, edges, n_bins, right)
         if w is None:
@@ -145,19 +168,24 @@ def _make_pass(lens: int):
     pass). One kernel per lens, so a call compiles only the lens it uses. The closed side is an argument: the
     bin reads it only next to an edge (:func:`calframe._kernels.accumulate.uniform_bin`)."""
 
-    def pass_(p, y, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out):
+    def pass_(p, y, one, zero2, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out, workers, taken):
         n = p.shape[0]
         n_cells = n_slots * n_bins
         nchunks = part.shape[0]
         counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
         bad = np.zeros(nchunks, dtype=np.int64)
         far = n_cells > PREFETCH_CELLS
-        for c in prange(nchunks):
-            tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
-            lo_i, hi_i = chunk_bounds(n, nchunks, c)
-            bad[c] = _chunk(p, y, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i, far, right, lens)
-            if w is None:
-                _unpack(part[c], n_cells)
+        for _ in prange(workers):  # each worker takes the next chunk until none is left (_take)
+            while True:
+                c = _take(taken)
+                if c >= nchunks:
+                    break
+                tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
+                lo_i, hi_i = chunk_bounds(n, nchunks, c)
+                bad[c] = _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i,
+                                far, right, lens)
+                if w is None:
+                    _unpack(part[c], n_cells)
         return sum_partials_into(part, out), sum_partials(counts), bad.sum()
 
     # One name per lens: numba's cache index is keyed on the qualname, and three closures with one name would
@@ -168,8 +196,8 @@ def _make_pass(lens: int):
 
 @njit(parallel=True, cache=True)
 def label_bytes(y):
-    """int32 or float64 labels as int8: 0 and 1 kept (-0.0 is 0), every other value (NaN included) 2, which the
-    pass counts as bad, as it counted the original."""
+    """int32 labels as int8: 0 and 1 kept, every other value 2, which the pass counts as bad, as it counted the
+    original."""
     out = np.empty(y.shape[0], dtype=np.int8)
     for i in prange(y.shape[0]):
         v = y[i]
@@ -179,6 +207,37 @@ def label_bytes(y):
 
 _LENS_NAMES = {CLASS1: "class1", CLASS0: "class0", TOP1: "top1"}
 _PASSES = {lens: _make_pass(lens) for lens in (CLASS1, CLASS0, TOP1)}
+
+
+#: the bit patterns of the float64 labels 1.0 and -0.0 as int64: how the pass reads float64 labels (label_words)
+F64_ONE = np.int64(0x3FF0000000000000)
+F64_MINUS_ZERO = np.int64(-(1 << 63))
+#: a pass over fewer rows than this per thread runs on fewer threads (waking a sleeping thread cost 0.8-2 ms in
+#: docs/benchmarks.md, "One call"); the chunks, and so the bits, do not change
+ROWS_PER_THREAD = 1 << 19
+
+
+def label_words(y: np.ndarray) -> tuple[np.ndarray, np.int64, np.int64]:
+    """(labels as the pass reads them, the word of 1, a second word of 0): int8 and int64 kept (1, 0); float64
+    viewed as int64 bit patterns, never copied (1.0, -0.0: 0.0 is the word 0, NaN and every other value none of
+    them, so bad as before); int32 turned into bytes (:func:`label_bytes`).
+
+    >>> y, one, zero2 = label_words(np.array([0.0, 1.0, -0.0, 0.5]))
+    >>> [int(v == one) - int(v != one and v != 0 and v != zero2) for v in y]  # 1, 0 or -1 (bad)
+    [0, 1, 0, -1]
+    """
+    y = A.label(y)
+    if y.dtype == np.float64:  # docs/benchmarks.md, "One call": the conversion cost more than reading 8 bytes
+        return A.frozen(y.view(np.int64)), F64_ONE, F64_MINUS_ZERO
+    if y.dtype != np.int8 and y.dtype != np.int64:  # int32: bytes first
+        y = A.frozen(label_bytes(y))
+    return y, np.int64(1), np.int64(0)
+
+
+def pass_threads(n_rows: int) -> int:
+    """Threads for a pass over ``n_rows``: numba's number, fewer where each would get fewer than ROWS_PER_THREAD
+    rows."""
+    return max(1, min(numba.get_num_threads(), n_rows // ROWS_PER_THREAD))
 
 
 def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, nchunks):
@@ -193,19 +252,29 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     ``uniform_bin`` on the uniform ``edges``.
 
     The columns reach the kernel in a few dtypes only (:func:`calframe._kernels.arrays.real`, ``label``,
-    ``codes``), read-only, so a fresh install compiles few versions of it; int32 and float labels are turned
-    into bytes by :func:`label_bytes` (the float64 versions of the pass cost a compile each and ran 2.4x slower
-    than the conversion and the byte pass; int32 was copied to int64).
+    ``codes``), read-only, so a fresh install compiles few versions of it; labels as int8 or int64 words
+    (:func:`label_words`: float64 labels are read as their bit patterns, int32 turned into bytes).
+
+    The pass runs on :func:`pass_threads` threads, each taking the next chunk as it is free (an atomic counter,
+    :func:`_take`): a thread that the shared machine holds back takes fewer chunks instead of holding up the
+    pass (numba's OpenMP schedule is static: half the chunks each, and its ``parallel_chunksize`` did not change
+    that; docs/benchmarks.md, "One call"). Neither changes the chunks or the order of their sums: the same bits.
     """
     nchunks = max(nchunks, -(-p.shape[0] // (PACKED_ROWS - 1)))  # chunks of fewer than 2^32 rows (_chunk)
     part, out = tables(nchunks, 3 * n_slots * n_bins)  # numpy's allocation (accumulate.tables says why)
-    y = A.label(y)
-    if y.dtype != np.int8 and y.dtype != np.int64:  # int32, float64: bytes first (docs/benchmarks.md, "Specialisations")
-        y = A.frozen(label_bytes(y))
-    return _PASSES[int(lens)](
-        A.real(p), y, A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right), n_bins,
-        n_slots, part, out
-    )
+    y, one, zero2 = label_words(y)
+    kernel = _PASSES[int(lens)]
+    most = numba.get_num_threads()
+    threads = pass_threads(p.shape[0])
+    args = (A.real(p), y, one, zero2, A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right),
+            n_bins, n_slots, part, out, threads, np.zeros(1, dtype=np.int64))
+    if threads == most:
+        return kernel(*args)
+    numba.set_num_threads(threads)  # this thread's number only (numba keeps one per calling thread)
+    try:
+        return kernel(*args)
+    finally:
+        numba.set_num_threads(most)
 
 
 @njit(cache=True)

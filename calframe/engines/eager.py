@@ -232,6 +232,25 @@ def _real(dtype: pl.DataType) -> bool:
     return dtype.is_float() or dtype.is_integer()
 
 
+def label_values(s: pl.Series) -> np.ndarray:
+    """A label column as numpy, a Boolean one (no nulls: the caller refused them) as int8 0/1 unpacked from its
+    Arrow bitmap with numpy (0.6 ms at 1e7 rows, where Polars' ``to_numpy`` took 13.5 ms: docs/benchmarks.md,
+    "One call").
+
+    >>> label_values(pl.Series([True, False, True])).tolist()
+    [1, 0, 1]
+    """
+    if s.dtype != pl.Boolean or s.null_count():
+        return s.to_numpy()
+    arr = s.to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.buffers()[1] is None:
+        return s.to_numpy()
+    bits = np.frombuffer(arr.buffers()[1], dtype=np.uint8)
+    return np.unpackbits(bits, count=arr.offset + len(arr), bitorder="little")[arr.offset:].view(np.int8)
+
+
 def _direct_keys(s: pl.Series, n_bins: int) -> tuple[np.ndarray, int, int] | None:
     """An integer key column as direct table slots (key - lo): (values, lo, n_slots), or None (nulls, UInt64,
     or a range whose partial tables would pass accumulate.PARTIAL_BUDGET)."""
@@ -330,7 +349,7 @@ def fused_sums(
             keys, n_slots, key_table = hashed
     keys = KA.codes(keys)  # the types binned_pass brings its columns to: weight_tops reads keys and w first
     p = df[sel.prob_cols[0]].to_numpy()
-    y = df[sel.label_col].to_numpy()
+    y = label_values(df[sel.label_col])
     nchunks = FK.n_chunks(p.shape[0], n_slots * b.bins)
     w = None
     mult = np.ones(n_slots)
