@@ -82,6 +82,11 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
             label=lambda p: p["label"].astype("float64").where(p.index % 7 != 0)), nulls="drop")),
         ("expressions", lambda: df.group_by("region").agg(expr.ece(prob="prob", label="label"),
                                                           expr.mce(prob="prob", label="label"))),
+        ("expression companions, over, windows", lambda: _expressions(df)),
+        ("CORP decomposition and curve", lambda: (cf.corp_decomposition(df, by="region"),
+                                                  cf.reliability_curve(df, n_boot=20))),
+        ("monitor", lambda: _monitor(df)),
+        ("the calframe command", lambda: _commands(df)),
         ("lazy", lambda: cf.ece(df.lazy(), by="region").collect()),
     ]
     for method in ("platt", "temperature", "histogram", "isotonic", "beta", "scaling_binning", "venn_abers"):
@@ -95,6 +100,51 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
         ("kernels some data reach", _data_dependent),
     ]
     return cases
+
+
+def _timed(df: Any) -> Any:
+    import polars as pl
+
+    return df.with_columns(ts=pl.datetime(2024, 1, 1) + pl.duration(minutes=37 * pl.int_range(pl.len())))
+
+
+def _expressions(df: Any) -> None:
+    import polars as pl
+
+    from . import expr
+
+    df.group_by("region").agg(expr.brier("prob", "label"), expr.log_loss("prob", "label"),
+                              expr.accuracy("prob", "label"), pl.col("prob").calib.brier(label="label").alias("b"))
+    df.select(expr.ece("prob", "label").over("region"))
+    _timed(df).group_by_dynamic("ts", every="1w", period="2w", group_by="region").agg(expr.ece("prob", "label"))
+
+
+def _monitor(df: Any) -> None:
+    from .monitoring import monitor
+
+    timed = _timed(df)
+    monitor(timed, "ts", every="1w", bins=10)
+    monitor(timed, "ts", every="1w", figures=["ece", "accuracy"], ci=0.9, n_boot=20)
+    monitor(timed.lazy(), "ts", every="1d", period="7d", bins=10)
+
+
+def _commands(df: Any) -> None:
+    """``calframe report`` (its figures and sections: smooth curve, CORP, windows) and ``fit`` / ``apply``, on
+    files in a temporary folder, their output discarded."""
+    import contextlib
+    import io
+    import tempfile
+
+    from .cli import main
+
+    with tempfile.TemporaryDirectory(prefix="calframe-warmup-") as tmp, contextlib.redirect_stdout(io.StringIO()):
+        scores, rec = f"{tmp}/scores.parquet", f"{tmp}/rec.calib"
+        _timed(df).write_parquet(scores)
+        main(["report", scores, "--by", "region", "--vece", "age,device", "--n-boot", "20", "--no-progress",
+              "--out", f"{tmp}/report.html", "--json", f"{tmp}/figures.json"])
+        main(["report", scores, "--time-col", "ts", "--every", "1w", "--no-ci", "--no-progress"])
+        main(["fit", scores, "--method", "tree", "--variable", "age", "-o", rec, "--no-progress"])
+        main(["apply", rec, scores, "-o", f"{tmp}/out", "--no-progress"])
 
 
 def _data_dependent() -> None:
@@ -249,6 +299,8 @@ def _in_processes(jobs: int, *, verbose: bool, multiclass: bool) -> None:
     procs = [subprocess.Popen([*args, "--part", f"{i}/{jobs}"]) for i in range(jobs)]
     failed = [i for i, proc in enumerate(procs) if proc.wait() != 0]
     if failed:
-        raise RuntimeError(f"calframe warmup: the process of part(s) {failed} of {jobs} failed (its error is "
-                           "printed above); run `calframe warmup --jobs 1` to see it in order")
+        from ._errors import CalframeError
+
+        raise CalframeError(f"warmup: the process of part(s) {failed} of {jobs} failed (its error is printed "
+                            "above); run `calframe warmup --jobs 1` to see it in order")
     _mark_warm(multiclass=multiclass)
