@@ -381,7 +381,7 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 #: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
 #: "groups" (disparity) is collected: its default ci= has no moments pass on Dask yet (ci=None runs on partitions)
 CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
-                                                "batches"}), collects=frozenset({"variables", "fit", "groups"}))}
+                                                "batches", "windows"}), collects=frozenset({"variables", "fit", "groups"}))}
 
 
 def supported() -> tuple[str, ...]:
