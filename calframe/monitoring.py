@@ -292,7 +292,7 @@ def _windows_native(frame: Any, kind: str, w: R.Windows, prob: Any, label: str,
         parts.append(table.rename({key: t}))  # type: ignore[union-attr]
     windows = pl.concat(parts, how="vertical_relaxed")
     last = int(counts[WN.BUCKET][-1])
-    starts = pl.DataFrame({t: pl.Series([won.grid.start(b) for b in range(first, last + 1)]).cast(dtype),
+    starts = pl.DataFrame({t: WN.typed(won.grid, range(first, last + 1), dtype),
                            "n": _forward_sums(counts, first, last, k)})  # a window's rows: its k buckets'
     windows = starts.join(windows, on=t, how="left", maintain_order="left").filter(
         pl.col("n") > 0)
@@ -321,14 +321,10 @@ def _baseline_native(out: pl.LazyFrame, windows: pl.DataFrame, won: Any, w: R.Wi
     if not isinstance(w.baseline, tuple):
         base = windows.filter(pl.col(w.time_col) == lo).select(cols)
     else:
-        nw = won.nw
-        t = nw.col(w.time_col)
-        rows = won.lf.filter((t >= nw.lit(lo)) & (t < nw.lit(hi)))
-        base = None
-        if int(WN.collect(rows.select(nw.len().alias("n")))["n"][0]):
-            native = rows.drop(WN.BUCKET).to_native()
-            base = pl.concat([WN.scalar_result(getattr(api, f)(native, prob, label, **figure_args[f]), _columns(f))
-                              for f in w.figures], how="horizontal")
+        native = won.between(lo, hi)
+        base = None if native is None else pl.concat(
+            [WN.scalar_result(getattr(api, f)(native, prob, label, **figure_args[f]), _columns(f))
+             for f in w.figures], how="horizontal")
     if base is None or base.height == 0 or base.select(pl.any_horizontal(pl.all().is_null())).item():
         raise EmptyInputError(f"{FUNC}: the baseline ({what}) holds no rows to evaluate; choose a baseline with "
                               "rows.")

@@ -3,8 +3,8 @@ per (group, bin) sums.
 
 Every row's **bucket** is computed in the frame's own engine from its time's calendar fields (year, day of the
 year, hour, minute, second, microsecond: exact integers on every engine), as Polars' ``group_by_dynamic`` places
-it: ``floor((t - offset - origin) / every)`` for a fixed ``every`` that divides a day or is a whole number of
-days (the origin 1970-01-01, a Monday for weeks), ``floor(months / n)`` for ``every`` in months (mo, q, y).
+it: ``floor((t - offset - origin) / every)`` for a fixed ``every`` (the origin 1970-01-01, its next Monday for weeks;
+the days and the time of day apart when ``every`` divides a day or is a whole number of days), ``floor(months since 1970-01 / n)`` for ``every`` in months (mo, q, y).
 One small query counts the rows per bucket (the windows' ``n``, and the null times' count); each window's start
 is put back into the engine as a small table of (bucket, start) joined on the bucket, so that a window's key is
 its start, with the time column's type (the key of its bootstrap draws, as in memory).
@@ -13,7 +13,7 @@ A ``period`` of ``k`` times ``every`` gives windows of ``k`` buckets that overla
 buckets ``j, j + k, j + 2k, ...`` tile the rows (each row in exactly one), so the windows are ``k`` ``by=``
 calls, one per tiling ``j``, each one pass over the rows in their engine (the bucket sums of a window added up
 by the engine's group-by). Anything else (``window_closed`` "both" / "none", ``every`` of mixed calendar and
-fixed units or that neither divides nor is a multiple of a day, an offset with calendar ``every``, a period that
+fixed units, an offset with calendar ``every``, a period that
 is not a multiple of ``every``, a time zone) is :class:`Unsupported`: a pyarrow Table and a LazyFrame then run
 it in memory, a DuckDB, Spark or Ibis frame refuses it naming what runs, a Dask frame collects the columns.
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -35,7 +36,7 @@ import polars as pl
 from .._errors import ParameterError
 
 __all__ = ["Unsupported", "Grid", "grid", "bucket_expr", "Windowed", "windowed", "column_names", "time_type", "collect", "as_polars",
-           "scalar_result", "deferred_dask", "BUCKET", "WINDOW", "DAY"]
+           "scalar_result", "deferred_dask", "typed", "BUCKET", "WINDOW", "DAY"]
 
 #: microseconds in a day
 DAY = 86_400_000_000
@@ -68,7 +69,7 @@ class Grid:
         """The start of bucket ``bucket`` (a naive datetime)."""
         if self.months:
             m = bucket * self.size + self.shift
-            return _dt.datetime(m // 12, m % 12 + 1, 1)
+            return _dt.datetime(1970 + m // 12, m % 12 + 1, 1)
         return _EPOCH + _dt.timedelta(microseconds=bucket * self.size + self.shift)
 
 
@@ -103,11 +104,10 @@ def grid(w: Any, unit: str) -> Grid:
         if ou or pm % em:
             raise Unsupported("an offset with every= in months, or a period that is not a multiple of every")
         return Grid(True, em, 0, pm // em, w.closed == "right")
-    if eu % DAY and DAY % eu or pu % eu:
-        raise Unsupported("every= that neither divides a day nor is a whole number of days, or a period that is "
-                          "not a multiple of every")
+    if pu % eu:
+        raise Unsupported("a period that is not a multiple of every")
     weeks = eu % (7 * DAY) == 0
-    shift = ou - (3 * DAY if weeks else 0)  # 1969-12-29, a Monday, starts Polars' weeks
+    shift = ou + (4 * DAY if weeks else 0)  # 1970-01-05, a Monday, starts Polars' weeks
     if unit == "ms" and (eu % 1000 or shift % 1000) or unit == "ns" and w.closed == "right":
         raise Unsupported("durations below the time column's unit, or windows closed on the right of a "
                           "nanosecond time")
@@ -127,7 +127,7 @@ def bucket_expr(nw: Any, g: Grid, col: str, date: bool) -> Any:
     t = nw.col(col)
     y = t.dt.year().cast(nw.Int64)
     if g.months:
-        m = y * 12 + t.dt.month().cast(nw.Int64) - 1
+        m = (y - 1970) * 12 + t.dt.month().cast(nw.Int64) - 1  # months since 1970-01, as Polars counts them
         if g.right:  # start < t <= end: a time at a month's first instant belongs to the month before
             first = (t.dt.day() == 1) & _midnight(t, date)
             m = nw.when(first).then(m - 1).otherwise(m)
@@ -143,7 +143,9 @@ def bucket_expr(nw: Any, g: Grid, col: str, date: bool) -> Any:
     r = nw.when(r < 0).then(r + DAY).otherwise(r)
     if g.size % DAY == 0:
         return d // (g.size // DAY)
-    return d * (DAY // g.size) + r // g.size
+    if DAY % g.size == 0:
+        return d * (DAY // g.size) + r // g.size
+    return (d * DAY + r) // g.size  # below 2^52 until 2112: exact where an engine divides in float64
 
 
 def _midnight(t: Any, date: bool) -> Any:
@@ -154,52 +156,122 @@ def _midnight(t: Any, date: bool) -> Any:
 
 @dataclass
 class Windowed:
-    """A frame with each row's bucket (``lf``, a narwhals LazyFrame), the rows per bucket (``counts``: a Polars
-    frame of (bucket, n), sorted), the rows with a null time (``nulls``), the grid, and ``table(df)``: a small
-    Polars frame in the same engine (a narwhals LazyFrame, for joins)."""
+    """A frame's windows: the rows per bucket (``counts``: a Polars frame of (bucket, n), sorted), the rows with a
+    null time (``nulls``), the grid and the time column's type; ``tiling(j)``: the frame (native, of the input's
+    kind) with the key of its window in tiling ``j`` (the windows starting at buckets congruent to ``j`` modulo
+    ``k``: each row in one) as a column of the time column's type, and that column's name; ``between(lo, hi)``:
+    the frame's rows with lo <= time < hi (native), None when there are none."""
 
-    lf: Any
     counts: pl.DataFrame
     nulls: int
     grid: Grid
     dtype: pl.DataType
-    table: Any
-    nw: Any
+    tiling: Callable[[int], tuple[Any, str]]
+    between: Callable[[Any, Any], Any]
 
-    def tiling(self, j: int) -> tuple[Any, str]:
-        """The frame (native, of the input's kind) with the key of its window in tiling ``j`` (the windows
-        starting at buckets congruent to ``j`` modulo ``k``: each row in one) as a column of the time column's
-        type, and the column's name."""
-        nw, k = self.nw, self.grid.k
-        key = f"{WINDOW}{j}"
-        starts = sorted({j + k * ((b - j) // k) for b in self.counts[BUCKET].to_list()})
-        small = pl.DataFrame({key + "b": pl.Series(starts, dtype=pl.Int64),
-                              key: pl.Series([self.grid.start(s) for s in starts]).cast(self.dtype)})
-        col = nw.col(BUCKET)
-        tile = col if k == 1 else (col - j) // k * k + j
-        out = self.lf.with_columns(tile.alias(key + "b")).join(self.table(small), on=key + "b", how="inner")
-        return out.drop(BUCKET, key + "b").to_native(), key
+    def starts(self, j: int) -> list[int]:
+        """The first buckets of tiling ``j``'s windows that hold rows."""
+        k = self.grid.k
+        return sorted({j + k * ((b - j) // k) for b in self.counts[BUCKET].to_list()})
+
+
+def typed(g: Grid, buckets: Any, dtype: pl.DataType) -> pl.Series:
+    """The starts of ``buckets`` as a Series of the time column's type ``dtype``."""
+    s = pl.Series([g.start(int(b)) for b in buckets], dtype=pl.Datetime("us"))
+    tz = getattr(dtype, "time_zone", None)
+    return (s.dt.replace_time_zone(tz) if tz is not None else s).cast(dtype)
 
 
 def windowed(frame: Any, kind: str, w: Any, time_col: str, nulls_drop: bool) -> Windowed:
     """:class:`Windowed` of ``frame`` (of ``kind``: "lazy", "dask" or a narwhals engine kind) for the windows
-    ``w``: the time column's type checked by the caller (:class:`Unsupported` for a time zone)."""
+    ``w`` (a time zone other than UTC: :class:`Unsupported`)."""
+    dtype = time_type(frame, time_col)
+    if getattr(dtype, "time_zone", None) not in (None, "UTC"):
+        raise Unsupported("a time column with a time zone other than UTC")
+    date = dtype == pl.Date
+    g = grid(w, "d" if date else dtype.time_unit)  # type: ignore[attr-defined]
+    if kind == "dask":
+        return _dask_windowed(frame, g, dtype, time_col, nulls_drop)
     import narwhals as nw
 
     lf = _lazy(frame)
-    dtype = time_type(frame, time_col)
-    if getattr(dtype, "time_zone", None) is not None:
-        raise Unsupported("a time column with a time zone")
-    date = dtype == pl.Date
-    g = grid(w, "d" if date else dtype.time_unit)  # type: ignore[attr-defined]
     if nulls_drop:
         lf = lf.filter(~nw.col(time_col).is_null())
     lf = lf.with_columns(bucket_expr(nw, g, time_col, date).alias(BUCKET))
-    counts = collect(lf.group_by(BUCKET).agg(nw.len().alias("n")))
+    counts, nulls = _counts(collect(lf.group_by(BUCKET).agg(nw.len().alias("n"))))
+    table = _tables(frame, kind, nw)
+
+    def tiling(j: int) -> tuple[Any, str]:
+        key = f"{WINDOW}{j}"
+        starts = won.starts(j)
+        small = pl.DataFrame({key + "b": pl.Series(starts, dtype=pl.Int64), key: typed(g, starts, dtype)})
+        col = nw.col(BUCKET)
+        tile = col if g.k == 1 else (col - j) // g.k * g.k + j
+        out = lf.with_columns(tile.alias(key + "b")).join(table(small), on=key + "b", how="inner")
+        return out.drop(BUCKET, key + "b").to_native(), key
+
+    def between(lo: Any, hi: Any) -> Any:
+        t = nw.col(time_col)
+        rows = lf.filter((t >= nw.lit(lo)) & (t < nw.lit(hi)))
+        return rows.drop(BUCKET).to_native() if int(collect(rows.select(nw.len().alias("n")))["n"][0]) else None
+
+    won = Windowed(counts, nulls, g, dtype, tiling, between)
+    return won
+
+
+def _counts(counts: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """(rows per bucket, sorted; rows of a null time) of a (bucket, n) table."""
     nulls = int(counts.filter(pl.col(BUCKET).is_null())["n"].sum())
-    counts = counts.filter(pl.col(BUCKET).is_not_null()).with_columns(pl.col(BUCKET).cast(pl.Int64),
-                                                                       pl.col("n").cast(pl.Int64)).sort(BUCKET)
-    return Windowed(lf, counts, nulls, g, dtype, _tables(frame, kind, nw), nw)
+    return counts.filter(pl.col(BUCKET).is_not_null()).with_columns(
+        pl.col(BUCKET).cast(pl.Int64), pl.col("n").cast(pl.Int64)).sort(BUCKET), nulls
+
+
+def _dask_windowed(ddf: Any, g: Grid, dtype: pl.DataType, time_col: str, nulls_drop: bool) -> Windowed:
+    """:class:`Windowed` of a Dask DataFrame: the buckets and keys computed per partition (Polars on the
+    partition's time column), the rows per bucket added up by Dask."""
+    import numpy as np
+    import pandas as pd
+
+    if nulls_drop:
+        ddf = ddf[ddf[time_col].notna()]
+    meta = ddf._meta.assign(**{BUCKET: pd.Series([], dtype="Int64")})
+    ddf = ddf.map_partitions(_with_bucket, g, time_col, dtype == pl.Date, meta=meta)
+    sizes = ddf[BUCKET].value_counts(dropna=False).compute()
+    counts, nulls = _counts(pl.DataFrame({BUCKET: pl.Series(sizes.index.astype("Int64").to_numpy(
+        dtype=np.float64, na_value=np.nan), nan_to_null=True).cast(pl.Int64), "n": sizes.to_numpy()}))
+
+    def tiling(j: int) -> tuple[Any, str]:
+        key = f"{WINDOW}{j}"
+        meta = ddf._meta.assign(**{key: ddf._meta[time_col]}).drop(columns=[BUCKET])
+        return ddf.map_partitions(_with_key, g, j, key, dtype, meta=meta), key
+
+    def between(lo: Any, hi: Any) -> Any:
+        t = ddf[time_col]
+        rows = ddf[(t >= pd.Timestamp(lo)) & (t < pd.Timestamp(hi))].drop(columns=[BUCKET])
+        return rows if int(rows.shape[0].compute()) else None
+
+    won = Windowed(counts, nulls, g, dtype, tiling, between)
+    return won
+
+
+def _with_bucket(part: Any, g: Grid, time_col: str, date: bool) -> Any:
+    """A pandas partition with its rows' buckets (nullable Int64)."""
+    import narwhals as nw
+    import pandas as pd
+
+    times = nw.from_native(pl.from_pandas(part[[time_col]]))
+    b = times.select(bucket_expr(nw, g, time_col, date).alias(BUCKET)).to_native()[BUCKET]
+    return part.assign(**{BUCKET: pd.array(b.to_list(), dtype="Int64")})
+
+
+def _with_key(part: Any, g: Grid, j: int, key: str, dtype: pl.DataType) -> Any:
+    """A pandas partition with the start of each row's window in tiling ``j`` (the time column's type)."""
+    import numpy as np
+
+    b = part[BUCKET].to_numpy(dtype="int64")
+    uniq, inverse = np.unique(j + g.k * ((b - j) // g.k), return_inverse=True)
+    keys = typed(g, uniq, dtype).to_pandas()
+    return part.drop(columns=[BUCKET]).assign(**{key: keys.iloc[inverse].to_numpy()})
 
 
 def _lazy(frame: Any) -> Any:
@@ -212,6 +284,8 @@ def _lazy(frame: Any) -> Any:
 
 def column_names(frame: Any) -> list[str]:
     """``frame``'s column names (any engine's frame)."""
+    if hasattr(frame, "map_partitions"):  # a Dask DataFrame
+        return [str(c) for c in frame.columns]
     return list(_lazy(frame).collect_schema().names())
 
 
@@ -219,6 +293,8 @@ def time_type(frame: Any, time_col: str) -> pl.DataType:
     """The Polars type of ``frame``'s column ``time_col`` (a date or datetime; another type as its name)."""
     import narwhals as nw
 
+    if hasattr(frame, "map_partitions"):  # a Dask DataFrame: its partitions' pandas type
+        return pl.from_pandas(frame._meta[[time_col]]).schema[time_col]
     return _polars_dtype(nw, _lazy(frame).collect_schema()[time_col])
 
 
@@ -273,10 +349,6 @@ def _tables(frame: Any, kind: str, nw: Any) -> Any:
     """``table(df)``: a small Polars frame as a narwhals LazyFrame of ``frame``'s engine."""
     if kind == "lazy":
         return lambda df: nw.from_native(df.lazy())
-    if kind == "dask":
-        import dask.dataframe as dd
-
-        return lambda df: nw.from_native(dd.from_pandas(df.to_pandas(), npartitions=1))
     from .narwhals import Engine
 
     return Engine(frame).table
