@@ -247,7 +247,7 @@ def where_the_rows_are(frame: Any, kind: str, w: R.Windows, prob: Any, label: st
             return dask_engine().collected(FUNC, frame, needed, here)
         from .engines.narwhals import refusal
 
-        raise ParameterError(f"{FUNC}: " + refusal(kind, f"monitor with {exc}")) from None
+        raise ParameterError(f"{FUNC}: " + refusal(kind, f"calframe.monitor with {exc}")) from None
     if kind == "pyarrow":
         return out.to_arrow()
     from .engines.narwhals import Engine
@@ -270,14 +270,16 @@ def _windows_native(frame: Any, kind: str, w: R.Windows, prob: Any, label: str,
     t = w.time_col
     dtype = WN.time_type(frame, t)
     check_time_type(w, dtype)
-    won = WN.windowed(frame, kind, w, t, options.get("nulls", "raise") == "drop")
+    names = WN.column_names(frame)
+    key = fresh_name(names, "window")  # the windows' key, named as in memory (its errors name it)
+    won = WN.windowed(frame, kind, w, t, options.get("nulls", "raise") == "drop", key, fresh_name(names, "bucket"))
     if won.nulls:
         raise InvalidValueError(f"{FUNC}: the time column {t!r} has null values in {E.rows(won.nulls)}; each row "
                                 "needs a time to fall in a window. Drop them, or pass nulls='drop'.")
     if won.counts.height == 0:
         raise E.no_rows(FUNC)
     k, counts = won.grid.k, won.counts
-    first = int(counts[WN.BUCKET][0])
+    first = int(counts["bucket"][0])
     parts = []
     for j in range(k):
         native, key = won.tiling(j)
@@ -285,13 +287,18 @@ def _windows_native(frame: Any, kind: str, w: R.Windows, prob: Any, label: str,
         for f in w.figures:
             kwargs = figure_args[f] if w.ci is None else {**figure_args[f], "ci": w.ci, "n_boot": w.n_boot,
                                                           "ci_method": w.ci_method, "seed": w.seed}
-            res = WN.as_polars(getattr(api, f)(native, prob, label, by=key, **kwargs))
+            try:
+                res = WN.as_polars(getattr(api, f)(native, prob, label, by=key, **kwargs))
+            except InvalidValueError as exc:  # a window of zero weights: in memory, the figure's expression says
+                if w.ci is None and "is 0 in every row of" in str(exc):
+                    raise E.zero_weights(f, options["weights"]) from None
+                raise
             cols = [f"{c}{end}" for c in _columns(f) for end in (("", "_lo", "_hi") if w.ci is not None else ("",))]
             res = res.select(pl.col(key).cast(dtype), *cols)
             table = res if table is None else table.join(res, on=key, how="full", coalesce=True)
         parts.append(table.rename({key: t}))  # type: ignore[union-attr]
     windows = pl.concat(parts, how="vertical_relaxed")
-    last = int(counts[WN.BUCKET][-1])
+    last = int(counts["bucket"][-1])
     starts = pl.DataFrame({t: WN.typed(won.grid, range(first, last + 1), dtype),
                            "n": _forward_sums(counts, first, last, k)})  # a window's rows: its k buckets'
     windows = starts.join(windows, on=t, how="left", maintain_order="left").filter(
@@ -306,7 +313,7 @@ def _forward_sums(counts: pl.DataFrame, first: int, last: int, k: int) -> list[i
     """Per bucket from ``first`` to ``last``, the rows of it and the k - 1 buckets after it."""
     from .engines import windows as WN
 
-    per = dict(zip(counts[WN.BUCKET].to_list(), counts["n"].to_list()))
+    per = dict(zip(counts["bucket"].to_list(), counts["n"].to_list()))
     return [sum(per.get(b + i, 0) for i in range(k)) for b in range(first, last + 1)]
 
 

@@ -36,7 +36,7 @@ import polars as pl
 from .._errors import ParameterError
 
 __all__ = ["Unsupported", "Grid", "grid", "bucket_expr", "Windowed", "windowed", "column_names", "time_type", "collect", "as_polars",
-           "scalar_result", "deferred_dask", "typed", "BUCKET", "WINDOW", "DAY"]
+           "scalar_result", "deferred_dask", "typed", "DAY"]
 
 #: microseconds in a day
 DAY = 86_400_000_000
@@ -45,8 +45,6 @@ _UNITS = {"ns": None, "us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h"
 _MONTHS = {"mo": 1, "q": 3, "y": 12}
 _PART = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
 _EPOCH = _dt.datetime(1970, 1, 1)
-#: the bucket column, the window key columns' prefix (internal names, checked against the frame's)
-BUCKET, WINDOW = "__calframe_bucket", "__calframe_window"
 
 
 class Unsupported(ParameterError):
@@ -172,7 +170,7 @@ class Windowed:
     def starts(self, j: int) -> list[int]:
         """The first buckets of tiling ``j``'s windows that hold rows."""
         k = self.grid.k
-        return sorted({j + k * ((b - j) // k) for b in self.counts[BUCKET].to_list()})
+        return sorted({j + k * ((b - j) // k) for b in self.counts["bucket"].to_list()})
 
 
 def typed(g: Grid, buckets: Any, dtype: pl.DataType) -> pl.Series:
@@ -182,51 +180,52 @@ def typed(g: Grid, buckets: Any, dtype: pl.DataType) -> pl.Series:
     return (s.dt.replace_time_zone(tz) if tz is not None else s).cast(dtype)
 
 
-def windowed(frame: Any, kind: str, w: Any, time_col: str, nulls_drop: bool) -> Windowed:
+def windowed(frame: Any, kind: str, w: Any, time_col: str, nulls_drop: bool, key: str, bucket: str) -> Windowed:
     """:class:`Windowed` of ``frame`` (of ``kind``: "lazy", "dask" or a narwhals engine kind) for the windows
-    ``w`` (a time zone other than UTC: :class:`Unsupported`)."""
+    ``w`` (a time zone other than UTC: :class:`Unsupported`); ``key``, ``bucket``: the names of the window key and
+    bucket columns (not the frame's)."""
     dtype = time_type(frame, time_col)
     if getattr(dtype, "time_zone", None) not in (None, "UTC"):
         raise Unsupported("a time column with a time zone other than UTC")
     date = dtype == pl.Date
     g = grid(w, "d" if date else dtype.time_unit)  # type: ignore[attr-defined]
     if kind == "dask":
-        return _dask_windowed(frame, g, dtype, time_col, nulls_drop)
+        return _dask_windowed(frame, g, dtype, time_col, nulls_drop, key, bucket)
     import narwhals as nw
 
     lf = _lazy(frame)
     if nulls_drop:
         lf = lf.filter(~nw.col(time_col).is_null())
-    lf = lf.with_columns(bucket_expr(nw, g, time_col, date).alias(BUCKET))
-    counts, nulls = _counts(collect(lf.group_by(BUCKET).agg(nw.len().alias("n"))))
+    lf = lf.with_columns(bucket_expr(nw, g, time_col, date).alias(bucket))
+    counts, nulls = _counts(collect(lf.group_by(bucket).agg(nw.len().alias("n"))), bucket)
     table = _tables(frame, kind, nw)
 
     def tiling(j: int) -> tuple[Any, str]:
-        key = f"{WINDOW}{j}"
         starts = won.starts(j)
-        small = pl.DataFrame({key + "b": pl.Series(starts, dtype=pl.Int64), key: typed(g, starts, dtype)})
-        col = nw.col(BUCKET)
+        small = pl.DataFrame({bucket: pl.Series(starts, dtype=pl.Int64), key: typed(g, starts, dtype)})
+        col = nw.col(bucket)
         tile = col if g.k == 1 else (col - j) // g.k * g.k + j
-        out = lf.with_columns(tile.alias(key + "b")).join(table(small), on=key + "b", how="inner")
-        return out.drop(BUCKET, key + "b").to_native(), key
+        out = lf.with_columns(tile.alias(bucket)).join(table(small), on=bucket, how="inner")
+        return out.drop(bucket).to_native(), key
 
     def between(lo: Any, hi: Any) -> Any:
         t = nw.col(time_col)
         rows = lf.filter((t >= nw.lit(lo)) & (t < nw.lit(hi)))
-        return rows.drop(BUCKET).to_native() if int(collect(rows.select(nw.len().alias("n")))["n"][0]) else None
+        return rows.drop(bucket).to_native() if int(collect(rows.select(nw.len().alias("n")))["n"][0]) else None
 
     won = Windowed(counts, nulls, g, dtype, tiling, between)
     return won
 
 
-def _counts(counts: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """(rows per bucket, sorted; rows of a null time) of a (bucket, n) table."""
-    nulls = int(counts.filter(pl.col(BUCKET).is_null())["n"].sum())
-    return counts.filter(pl.col(BUCKET).is_not_null()).with_columns(
-        pl.col(BUCKET).cast(pl.Int64), pl.col("n").cast(pl.Int64)).sort(BUCKET), nulls
+def _counts(counts: pl.DataFrame, bucket: str) -> tuple[pl.DataFrame, int]:
+    """(rows per bucket: ("bucket", "n"), sorted; rows of a null time) of a (``bucket``, n) table."""
+    nulls = int(counts.filter(pl.col(bucket).is_null())["n"].sum())
+    return counts.filter(pl.col(bucket).is_not_null()).select(
+        pl.col(bucket).cast(pl.Int64).alias("bucket"), pl.col("n").cast(pl.Int64)).sort("bucket"), nulls
 
 
-def _dask_windowed(ddf: Any, g: Grid, dtype: pl.DataType, time_col: str, nulls_drop: bool) -> Windowed:
+def _dask_windowed(ddf: Any, g: Grid, dtype: pl.DataType, time_col: str, nulls_drop: bool, key: str,
+                   bucket: str) -> Windowed:
     """:class:`Windowed` of a Dask DataFrame: the buckets and keys computed per partition (Polars on the
     partition's time column), the rows per bucket added up by Dask."""
     import numpy as np
@@ -234,44 +233,43 @@ def _dask_windowed(ddf: Any, g: Grid, dtype: pl.DataType, time_col: str, nulls_d
 
     if nulls_drop:
         ddf = ddf[ddf[time_col].notna()]
-    meta = ddf._meta.assign(**{BUCKET: pd.Series([], dtype="Int64")})
-    ddf = ddf.map_partitions(_with_bucket, g, time_col, dtype == pl.Date, meta=meta)
-    sizes = ddf[BUCKET].value_counts(dropna=False).compute()
-    counts, nulls = _counts(pl.DataFrame({BUCKET: pl.Series(sizes.index.astype("Int64").to_numpy(
-        dtype=np.float64, na_value=np.nan), nan_to_null=True).cast(pl.Int64), "n": sizes.to_numpy()}))
+    meta = ddf._meta.assign(**{bucket: pd.Series([], dtype="Int64")})
+    ddf = ddf.map_partitions(_with_bucket, g, time_col, dtype == pl.Date, bucket, meta=meta)
+    sizes = ddf[bucket].value_counts(dropna=False).compute()
+    counts, nulls = _counts(pl.DataFrame({bucket: pl.Series(sizes.index.astype("Int64").to_numpy(
+        dtype=np.float64, na_value=np.nan), nan_to_null=True).cast(pl.Int64), "n": sizes.to_numpy()}), bucket)
 
     def tiling(j: int) -> tuple[Any, str]:
-        key = f"{WINDOW}{j}"
-        meta = ddf._meta.assign(**{key: ddf._meta[time_col]}).drop(columns=[BUCKET])
-        return ddf.map_partitions(_with_key, g, j, key, dtype, meta=meta), key
+        meta = ddf._meta.assign(**{key: ddf._meta[time_col]}).drop(columns=[bucket])
+        return ddf.map_partitions(_with_key, g, j, key, dtype, bucket, meta=meta), key
 
     def between(lo: Any, hi: Any) -> Any:
         t = ddf[time_col]
-        rows = ddf[(t >= pd.Timestamp(lo)) & (t < pd.Timestamp(hi))].drop(columns=[BUCKET])
+        rows = ddf[(t >= pd.Timestamp(lo)) & (t < pd.Timestamp(hi))].drop(columns=[bucket])
         return rows if int(rows.shape[0].compute()) else None
 
     won = Windowed(counts, nulls, g, dtype, tiling, between)
     return won
 
 
-def _with_bucket(part: Any, g: Grid, time_col: str, date: bool) -> Any:
+def _with_bucket(part: Any, g: Grid, time_col: str, date: bool, bucket: str) -> Any:
     """A pandas partition with its rows' buckets (nullable Int64)."""
     import narwhals as nw
     import pandas as pd
 
     times = nw.from_native(pl.from_pandas(part[[time_col]]))
-    b = times.select(bucket_expr(nw, g, time_col, date).alias(BUCKET)).to_native()[BUCKET]
-    return part.assign(**{BUCKET: pd.array(b.to_list(), dtype="Int64")})
+    b = times.select(bucket_expr(nw, g, time_col, date).alias(bucket)).to_native()[bucket]
+    return part.assign(**{bucket: pd.array(b.to_list(), dtype="Int64")})
 
 
-def _with_key(part: Any, g: Grid, j: int, key: str, dtype: pl.DataType) -> Any:
+def _with_key(part: Any, g: Grid, j: int, key: str, dtype: pl.DataType, bucket: str) -> Any:
     """A pandas partition with the start of each row's window in tiling ``j`` (the time column's type)."""
     import numpy as np
 
-    b = part[BUCKET].to_numpy(dtype="int64")
+    b = part[bucket].to_numpy(dtype="int64")
     uniq, inverse = np.unique(j + g.k * ((b - j) // g.k), return_inverse=True)
     keys = typed(g, uniq, dtype).to_pandas()
-    return part.drop(columns=[BUCKET]).assign(**{key: keys.iloc[inverse].to_numpy()})
+    return part.drop(columns=[bucket]).assign(**{key: keys.iloc[inverse].to_numpy()})
 
 
 def _lazy(frame: Any) -> Any:
