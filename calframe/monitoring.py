@@ -234,11 +234,10 @@ def where_the_rows_are(frame: Any, kind: str, w: R.Windows, prob: Any, label: st
         return _windows_native(frame, kind, w, prob_arg, label_col, figure_args, options)
 
     try:
-        if kind == "lazy":
-            return pl.defer(run, schema=_schema(w, WN.time_type(frame, w.time_col)))
-        if kind == "dask":
-            WN.grid(w, "us")  # the windows' own limits, known now (a time zone: when computed)
-            return WN.deferred_dask(run)
+        if kind in ("lazy", "dask"):  # what runs is known now; the rows are read when the result is computed
+            dtype = WN.time_type(frame, w.time_col)
+            WN.grid_of(w, dtype)
+            return pl.defer(run, schema=_schema(w, dtype)) if kind == "lazy" else WN.deferred_dask(run)
         out = run()
     except WN.Unsupported as exc:
         if kind in ("lazy", "pyarrow"):

@@ -35,7 +35,7 @@ import polars as pl
 
 from .._errors import ParameterError
 
-__all__ = ["Unsupported", "Grid", "grid", "bucket_expr", "Windowed", "windowed", "column_names", "time_type", "collect", "as_polars",
+__all__ = ["Unsupported", "Grid", "grid", "grid_of", "bucket_expr", "Windowed", "windowed", "column_names", "time_type", "collect", "as_polars",
            "scalar_result", "deferred_dask", "typed", "DAY"]
 
 #: microseconds in a day
@@ -180,15 +180,19 @@ def typed(g: Grid, buckets: Any, dtype: pl.DataType) -> pl.Series:
     return (s.dt.replace_time_zone(tz) if tz is not None else s).cast(dtype)
 
 
+def grid_of(w: Any, dtype: pl.DataType) -> Grid:
+    """:func:`grid` on a time column of type ``dtype`` (a time zone other than UTC: :class:`Unsupported`)."""
+    if getattr(dtype, "time_zone", None) not in (None, "UTC"):
+        raise Unsupported("a time column with a time zone other than UTC")
+    return grid(w, "d" if dtype == pl.Date else getattr(dtype, "time_unit", "us"))
+
+
 def windowed(frame: Any, kind: str, w: Any, time_col: str, nulls_drop: bool, key: str, bucket: str) -> Windowed:
     """:class:`Windowed` of ``frame`` (of ``kind``: "lazy", "dask" or a narwhals engine kind) for the windows
     ``w`` (a time zone other than UTC: :class:`Unsupported`); ``key``, ``bucket``: the names of the window key and
     bucket columns (not the frame's)."""
     dtype = time_type(frame, time_col)
-    if getattr(dtype, "time_zone", None) not in (None, "UTC"):
-        raise Unsupported("a time column with a time zone other than UTC")
-    date = dtype == pl.Date
-    g = grid(w, "d" if date else dtype.time_unit)  # type: ignore[attr-defined]
+    g, date = grid_of(w, dtype), dtype == pl.Date
     if kind == "dask":
         return _dask_windowed(frame, g, dtype, time_col, nulls_drop, key, bucket)
     import narwhals as nw
