@@ -236,6 +236,7 @@ def key_cols(plan: LZ.EnginePlan, schema: Any) -> list[Any]:
 
 #: the fill of a null date / datetime key in a null-safe join (any value: a null matches only a null)
 _EPOCH_DAY, _EPOCH = datetime.date(1970, 1, 1), datetime.datetime(1970, 1, 1)
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def join_keys(plan: LZ.EnginePlan, gk: list[str]) -> tuple[list[Any], list[str]]:
@@ -253,8 +254,8 @@ def join_keys(plan: LZ.EnginePlan, gk: list[str]) -> tuple[list[Any], list[str]]
             fill = ""
         elif dt == pl.Boolean:
             fill = False
-        elif dt in (pl.Date, pl.Datetime) and getattr(dt, "time_zone", None) is None:  # monitor's windows
-            fill = _EPOCH_DAY if dt == pl.Date else _EPOCH
+        elif dt in (pl.Date, pl.Datetime):  # monitor's windows
+            fill = _EPOCH_DAY if dt == pl.Date else _EPOCH if dt.time_zone is None else _EPOCH_UTC
         else:
             raise Unsupported(f"{plan.func}: " + "group keys of dtype " + str(dt) + " with weights and several "
                               "groups or quantile / equal-mass bins " + "are not supported here: cast the "

@@ -209,8 +209,10 @@ def windowed(frame: Any, kind: str, w: Any, time_col: str, nulls_drop: bool, key
         small = pl.DataFrame({bucket: pl.Series(starts, dtype=pl.Int64), key: typed(g, starts, dtype)})
         col = nw.col(bucket)
         tile = col if g.k == 1 else (col - j) // g.k * g.k + j
-        out = lf.with_columns(tile.alias(bucket)).join(table(small), on=bucket, how="inner")
-        return out.drop(bucket).to_native(), key
+        out = lf.with_columns(tile.alias(bucket)).join(table(small), on=bucket, how="inner").drop(bucket)
+        if getattr(dtype, "time_zone", None) is not None:  # UTC (Spark's session time): the key is the naive start,
+            out = out.with_columns(nw.col(key).cast(nw.Datetime(dtype.time_unit)))  # the draws' key in memory
+        return out.to_native(), key
 
     def between(lo: Any, hi: Any) -> Any:
         t = nw.col(time_col)
