@@ -310,8 +310,6 @@ def _windows_native(frame: Any, kind: str, w: R.Windows, prob: Any, label: str,
 
 def _forward_sums(counts: pl.DataFrame, first: int, last: int, k: int) -> list[int]:
     """Per bucket from ``first`` to ``last``, the rows of it and the k - 1 buckets after it."""
-    from .engines import windows as WN
-
     per = dict(zip(counts["bucket"].to_list(), counts["n"].to_list()))
     return [sum(per.get(b + i, 0) for i in range(k)) for b in range(first, last + 1)]
 

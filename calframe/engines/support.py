@@ -99,8 +99,11 @@ rows of the cells of fewer than 32 rows; docs/statistics.md, "The bootstrap from
 engine, streamed on a LazyFrame. Other intervals (data-dependent bins, the companions, `summary`, `disparity`,
 `bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
-(`local`), resampling (`simulation`), fitting (`fit`), time windows (`windows`, run by Polars' `group_by_dynamic`);
-on those frames compute them on a Polars frame of the needed columns, or a sample.
+(`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
+columns, or a sample. `monitor`'s windows (`windows`) are a time key of the figures' sums, computed in the frame's
+engine (one pass per figure, and per tiling of a `period` that is `k` times `every`; docs/monitoring.md, "Where the
+rows are"): windows closed on both or neither side, or of a time zone other than UTC, are collected on a pyarrow
+Table, a LazyFrame and Dask and refused on the others.
 
 {sum(map(len, refused.values()))} cells are refused today: their engine does not compute their state (and does not
 collect it).

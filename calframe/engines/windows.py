@@ -3,19 +3,20 @@ per (group, bin) sums.
 
 Every row's **bucket** is computed in the frame's own engine from its time's calendar fields (year, day of the
 year, hour, minute, second, microsecond: exact integers on every engine), as Polars' ``group_by_dynamic`` places
-it: ``floor((t - offset - origin) / every)`` for a fixed ``every`` (the origin 1970-01-01, its next Monday for weeks;
-the days and the time of day apart when ``every`` divides a day or is a whole number of days), ``floor(months since 1970-01 / n)`` for ``every`` in months (mo, q, y).
-One small query counts the rows per bucket (the windows' ``n``, and the null times' count); each window's start
-is put back into the engine as a small table of (bucket, start) joined on the bucket, so that a window's key is
-its start, with the time column's type (the key of its bootstrap draws, as in memory).
+it: ``floor((t - offset - origin) / every)`` for a fixed ``every`` (the origin 1970-01-01, its next Monday
+1970-01-05 for weeks; the days and the time of day apart when ``every`` divides a day or is a whole number of
+days, so that an engine dividing in float64 stays exact), ``floor(months since 1970-01 / n)`` for ``every`` in
+months (mo, q, y). One small query counts the rows per bucket (the windows' ``n``, and the null times' count);
+each window's start is put back into the engine as a small table of (bucket, start) joined on the bucket, so that
+a window's key is its start, with the time column's type: the key of its bootstrap draws, as in memory.
 
 A ``period`` of ``k`` times ``every`` gives windows of ``k`` buckets that overlap: the windows starting at
 buckets ``j, j + k, j + 2k, ...`` tile the rows (each row in exactly one), so the windows are ``k`` ``by=``
-calls, one per tiling ``j``, each one pass over the rows in their engine (the bucket sums of a window added up
-by the engine's group-by). Anything else (``window_closed`` "both" / "none", ``every`` of mixed calendar and
-fixed units, an offset with calendar ``every``, a period that
-is not a multiple of ``every``, a time zone) is :class:`Unsupported`: a pyarrow Table and a LazyFrame then run
-it in memory, a DuckDB, Spark or Ibis frame refuses it naming what runs, a Dask frame collects the columns.
+calls per figure, one per tiling ``j``, each one pass over the rows in their engine (each window's bucket sums
+added up by the engine's group-by). Anything else (``window_closed`` "both" / "none", ``every`` mixing calendar
+and fixed units, an offset with ``every`` in months, a period that is not a multiple of ``every``, durations in
+nanoseconds, a time zone other than UTC) is :class:`Unsupported`: a pyarrow Table and a LazyFrame then run it in
+memory, a DuckDB, Spark or Ibis frame refuses it naming what runs, a Dask frame collects the needed columns.
 
 >>> import datetime as dt
 >>> g = grid(_windows("1d", "3d", None, "left"), "us")
