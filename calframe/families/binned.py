@@ -17,6 +17,7 @@ from .._columns import Scored, resolve
 from .._keywords import Columns
 from .._imports import pd  # pandas: imported at first use
 from .. import engines
+from ..engines import lazy_table
 from ..engines.eager import (
     Figure,
     Frame,
@@ -402,6 +403,9 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     if not engines.in_memory(frame):  # Dask's partitions, the narwhals engine
         return engines.run_binned(req, frame)
     check_by_names(req.func, req.by, F.RELIABILITY_COLUMNS, frame)
+    streamed = engines.route(frame, lambda: None, lazy=lambda _: lazy_table.reliability(frame, req))
+    if streamed is not None:  # a LazyFrame's table, streamed
+        return streamed
     scored = resolve(frame, func=req.func, prob=prob, label=label, by=req.by, weights=req.weights, nulls=req.nulls)
     conf, acc = L.scalar(scored, req.lens, req.func)
     sums, bins_ = binned_sums(conf, acc, scored, req.binning)
