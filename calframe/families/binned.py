@@ -389,8 +389,8 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     label: accuracy for top1, frequency for ``class:c``) and ``gap`` =
     ``conf - acc`` (positive = over-confident). ``lens`` defaults to
     ``class:1`` (the positive class) for a single probability column and to
-    ``top1`` for class probabilities. A ``pl.LazyFrame`` is collected (its
-    needed columns) and the table returned as a ``pl.LazyFrame``.
+    ``top1`` for class probabilities. A ``pl.LazyFrame`` gives a ``pl.LazyFrame``: on uniform or explicit-edge
+    bins its sums are streamed when it is collected, on other bins its needed columns are collected.
 
     Examples
     --------
