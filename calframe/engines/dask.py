@@ -379,9 +379,9 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 #: what this engine computes (calframe.registry): every partition's sums, added (grids: _grid_dask.py); fits and
 #: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
-#: "groups" (disparity) is collected: its default ci= has no moments pass on Dask yet (ci=None runs on partitions)
+#: "groups": disparity's default ci= from the moments of the partitions' bins (engines/dask_moments.py); weights collect
 CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
-                                                "batches", "windows"}), collects=frozenset({"variables", "fit", "groups"}))}
+                                                "batches", "windows", "groups"}), collects=frozenset({"variables", "fit"}))}
 
 
 def supported() -> tuple[str, ...]:

@@ -281,7 +281,7 @@ def int128_float(res: pl.DataFrame, name: str, exp: np.ndarray) -> np.ndarray:
     return sign * fixed_to_floats(parts["hi"].to_numpy(), parts["lo"].to_numpy(), exp.astype(np.int64))
 
 
-def _small_rows(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, fetch: pl.DataFrame) -> tuple:
+def small_rows(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, fetch: pl.DataFrame) -> tuple:
     """The small cells' rows (one bounded query: at most calframe.moments.SMALL rows per cell): (cell, w, w conf)."""
     cols: list[pl.Expr] = key_cols(plan) + [conf.alias(CONF), lensed_exprs(plan)[1].alias(ACC)]
     if keep_expr(plan) is not None:
@@ -444,7 +444,7 @@ def sums_and_moments(lf: pl.LazyFrame, req: Request, moments: bool = False) -> t
         out = assemble(plan, checked(plan, lf, exact_floats(res)))
         if moments:
             merged, fetch = cell_moments(plan, cells, int128_float)
-            small = _small_rows(plan, lf, conf, fetch) if fetch is not None else M.NO_ROWS
+            small = small_rows(plan, lf, conf, fetch) if fetch is not None else M.NO_ROWS
             m = M.from_cells(*merged, small, plan.weight_col is not None)
     sums, keys, counts = out
     if plan.weight_col is not None:
