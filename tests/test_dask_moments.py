@@ -1,4 +1,4 @@
-"""disparity's default call (ci=0.95, drawn from the moments of the bins) native on Dask
+"""disparity's default call (ci=0.95, drawn from the moments of the bins) and the CE family's ci= native on Dask
 (calframe/engines/dask_moments.py), against eager Polars; bad input gives the eager errors."""
 
 from __future__ import annotations
@@ -81,3 +81,11 @@ def test_weights_and_bad_input_give_the_eager_results_and_errors():
         with pytest.raises(type(want.value)) as got:
             calframe.disparity(_ddf(frame), "ece", by="g", n_boot=20, **kw).compute()
         assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("kw", [{}, {"by": "g"}, {"by": "g", "p": 2, "estimator": "debiased", "binning": "uniform"}],
+                         ids=["one group", "by", "debiased l2"])
+def test_ce_intervals_are_native_on_dask(kw, no_rows):
+    fn = calframe.ce if "p" in kw else calframe.ece
+    want = fn(DF, ci=0.9, n_boot=100, **kw)
+    _same(pl.from_pandas(fn(_ddf(DF), ci=0.9, n_boot=100, **kw).compute()), want)

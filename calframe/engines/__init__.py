@@ -41,6 +41,9 @@ def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | No
     kind = registry.kind_of(frame)
     if req.kind in _row_means.KINDS and kind in _row_means.ON:
         return _row_means.binned(req, frame, figures)
+    if kind == "dask" and _dask_moments().runs(req):  # ci= from the moments of the partitions' bins
+        return _dask_moments().deferred(frame, req, dask_engine().needed(frame, req),
+                                        lambda rows: _dask_moments().result(req, rows, figures))
     engine = eager if kind is None else registry.engine(kind)
     return engine.binned(req, frame, figures)
 

@@ -26,7 +26,7 @@ from ..frames.convert import from_pandas
 from ..request import Request
 from . import lazy as LZ
 
-__all__ = ["runs", "moment_sums", "computed", "deferred"]
+__all__ = ["runs", "moment_sums", "computed", "deferred", "result"]
 
 #: moments computed for a Dask frame (by id) while its result is finished (:func:`computed`)
 _DONE: dict[int, tuple] = {}
@@ -99,6 +99,23 @@ def deferred(ddf: Any, req: Request, columns: list[str], rows: Any) -> Any:
         return out.to_pandas() if isinstance(out, pl.DataFrame) else out
 
     return DaskResult(dask.delayed(_nothing)(), then, req.func)
+
+
+def result(req: Request, frame: Any, figures: dict | None) -> Any:
+    """A CE figure's result with its interval: from the moments of ``frame`` (a Dask frame, :func:`computed`), or
+    the eager engine's on ``frame``, the collected pandas rows."""
+    if isinstance(frame, pd_frame()):
+        from .eager import ce_figures, evaluate
+
+        return evaluate(req, frame, figures or ce_figures(req))
+    sums, keys, counts, scale, m = _DONE[id(frame)]
+    return LZ.moment_result(req, sums, keys, counts, scale, m)
+
+
+def pd_frame() -> type:
+    import pandas as pd
+
+    return pd.DataFrame
 
 
 def _nothing() -> None:
