@@ -96,7 +96,7 @@ them is collected on a pyarrow Table and a LazyFrame and refused on the others, 
 Bootstrap intervals (`ci=`) of the CE family on uniform or explicit-edge bins of a scalar lens are drawn from the
 moments of the bins, computed where the rows are in the same pass as the figure (plus one bounded query for the
 rows of the cells of fewer than 32 rows; docs/statistics.md, "The bootstrap from moments"): native in the narwhals
-engine, streamed on a LazyFrame. Other intervals (data-dependent bins, the companions, `summary`, `disparity`,
+engine and on Dask (unweighted), streamed on a LazyFrame. Other intervals (data-dependent bins, the companions, `summary`, `disparity`,
 `bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
 (`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
