@@ -102,8 +102,9 @@ states need the rows themselves: several variables ranked or smoothed (`variable
 (`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
 columns, or a sample. `monitor`'s windows (`windows`) are a time key of the figures' sums, computed in the frame's
 engine (one pass per figure, and per tiling of a `period` that is `k` times `every`; docs/monitoring.md, "Where the
-rows are"): windows closed on both or neither side, or of a time zone other than UTC, are collected on a pyarrow
-Table, a LazyFrame and Dask and refused on the others.
+rows are"); the windows it does not place there (closed on both or neither side, a time zone other than UTC, a period
+that is not a multiple of `every`, ...: listed there) are collected on a pyarrow Table, a LazyFrame and Dask and
+refused on the others.
 
 {sum(map(len, refused.values()))} cells are refused today: their engine does not compute their state (and does not
 collect it).
