@@ -98,7 +98,9 @@ def deferred(ddf: Any, req: Request, columns: list[str], rows: Any) -> Any:
                 out = rows(ddf)
         return out.to_pandas() if isinstance(out, pl.DataFrame) else out
 
-    return DaskResult(dask.delayed(_nothing)(), then, req.func)
+    from .._progress import carry  # the call's progress= holds where the result is computed
+
+    return DaskResult(dask.delayed(_nothing)(), carry(then), req.func)
 
 
 def result(req: Request, frame: Any, figures: dict | None) -> Any:

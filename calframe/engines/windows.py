@@ -343,7 +343,9 @@ def deferred_dask(run: Any) -> Any:
 
     from .dask import DaskResult
 
-    return DaskResult(dask.delayed(_nothing)(), lambda _: run().to_pandas(), "monitor")
+    from .._progress import carry  # the call's progress= holds where the result is computed
+
+    return DaskResult(dask.delayed(_nothing)(), carry(lambda _: run().to_pandas()), "monitor")
 
 
 def _nothing() -> None:
