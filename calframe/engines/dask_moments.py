@@ -55,8 +55,10 @@ def moment_sums(ddf: Any, req: Request, columns: list[str]) -> tuple | None:
         return _DONE[id(ddf)]
     import dask
 
+    from .dask import compute_now  # (on a distributed worker: through its client)
+
     parts = ddf[columns].to_delayed()
-    cells = dask.compute(*[dask.delayed(_cells)(p, req, columns) for p in parts])
+    cells = compute_now(*[dask.delayed(_cells)(p, req, columns) for p in parts])
     if any(c is None for c in cells) or not cells:
         return None
     plan = LZ.make_plan(pl.DataFrame(schema=cells[0][1]).lazy(), req)
@@ -76,7 +78,7 @@ def moment_sums(ddf: Any, req: Request, columns: list[str]) -> tuple | None:
     merged_cells, fetch = LZ.cell_moments(plan, moment_cells, LZ.int128_float)
     small = M.NO_ROWS
     if fetch is not None:
-        rows = dask.compute(*[dask.delayed(_rows)(p, req, columns, fetch) for p in parts])
+        rows = compute_now(*[dask.delayed(_rows)(p, req, columns, fetch) for p in parts])
         small = tuple(_concat([r[i] for r in rows]) for i in range(3))  # type: ignore[assignment]
     m = M.from_cells(*merged_cells, small, False)
     return sums, keys_, counts, LZ.group_scales(plan, keys_), m
@@ -87,12 +89,12 @@ def deferred(ddf: Any, req: Request, columns: list[str], rows: Any) -> Any:
     asked: the partitions' passes then; with bad rows, ``rows`` of the collected columns (the eager errors)."""
     import dask
 
-    from .dask import DaskResult
+    from .dask import DaskResult, compute_now
 
     def then(_: Any) -> Any:
         sums = moment_sums(ddf, req, columns)
         if sums is None:
-            out = rows(ddf[columns].compute())
+            out = rows(compute_now(ddf[columns])[0])
         else:
             with computed(ddf, sums):
                 out = rows(ddf)

@@ -242,7 +242,9 @@ def _dask_windowed(ddf: Any, g: Grid, dtype: pl.DataType, time_col: str, nulls_d
         ddf = ddf[ddf[time_col].notna()]
     meta = ddf._meta.assign(**{bucket: pd.Series([], dtype="Int64")})
     ddf = ddf.map_partitions(_with_bucket, g, time_col, dtype == pl.Date, bucket, meta=meta)
-    sizes = ddf[bucket].value_counts(dropna=False).compute()
+    from .dask import compute_now
+
+    sizes = compute_now(ddf[bucket].value_counts(dropna=False))[0]
     counts, nulls = _counts(pl.DataFrame({bucket: pl.Series(sizes.index.astype("Int64").to_numpy(
         dtype=np.float64, na_value=np.nan), nan_to_null=True).cast(pl.Int64), "n": sizes.to_numpy()}), bucket)
 
@@ -253,7 +255,7 @@ def _dask_windowed(ddf: Any, g: Grid, dtype: pl.DataType, time_col: str, nulls_d
     def between(lo: Any, hi: Any) -> Any:
         t = ddf[time_col]
         rows = ddf[(t >= pd.Timestamp(lo)) & (t < pd.Timestamp(hi))].drop(columns=[bucket])
-        return rows if int(rows.shape[0].compute()) else None
+        return rows if int(compute_now(rows.shape[0])[0]) else None
 
     won = Windowed(counts, nulls, g, dtype, tiling, between)
     return won
@@ -319,7 +321,9 @@ def as_polars(res: Any) -> pl.DataFrame:
     if isinstance(res, pl.DataFrame):
         return res
     if hasattr(res, "__dask_graph__"):
-        out = res.compute()
+        from .dask import compute_now  # (on a distributed worker: through its client)
+
+        out = compute_now(res)[0]
         return out if isinstance(out, (pl.DataFrame, float)) else pl.from_pandas(out.reset_index(drop=True))
     return collect(_lazy(res))
 
@@ -328,7 +332,9 @@ def scalar_result(res: Any, columns: tuple[str, ...]) -> pl.DataFrame:
     """A figure's result without ``by`` (a float, or a one-row frame of ``n`` and its columns) as a one-row
     Polars frame of its ``columns``."""
     if hasattr(res, "__dask_graph__"):
-        res = res.compute()
+        from .dask import compute_now
+
+        res = compute_now(res)[0]
     if isinstance(res, float):
         return pl.DataFrame({columns[0]: [res]})
     if isinstance(res, dict):
