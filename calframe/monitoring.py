@@ -124,6 +124,17 @@ def monitor(
     w = R.monitor(time_col, every=every, period=period, offset=offset, window_closed=window_closed,
                   baseline=baseline, figures=figures, ci=ci, n_boot=n_boot, seed=seed, ci_method=ci_method)
     figure_args = _figure_options(w, figure_options)
+    kind = registry.kind_of(frame)
+    if kind not in ("polars", "pandas", None) and (kind != "lazy" or w.ci is not None):
+        def here(rows: Any) -> Any:  # the windows in memory (Dask's collected rows)
+            return monitor(rows, time_col, every=every, figures=figures, prob=prob, label=label, baseline=baseline,
+                           period=period, offset=offset, window_closed=window_closed, ci=ci, n_boot=n_boot,
+                           ci_method=ci_method, seed=seed, progress=progress, **figure_options)
+
+        out = where_the_rows_are(frame, kind, w, prob, label, figure_args, figure_options, here)
+        if out is not None:
+            return out
+        frame = convert.from_arrow(frame) if kind == "pyarrow" else frame  # in memory (returned as a Table)
     lf, names, prob_arg, label_col, dtype = _prepared(frame, w, prob, label, figure_options)
 
     if w.ci is None:
@@ -166,15 +177,34 @@ def _prepared(frame: Frame, w: R.Windows, prob: Any, label: str | None,
     """The needed columns as a LazyFrame, sorted by a checked time column (nulls dropped with ``nulls="drop"``),
     with the frame's column names, the probability argument, the label column and the time column's type."""
     time_col = w.time_col
-    names = columns_of(frame)
+    names, needed, prob_arg, label_col = needed_columns(frame, w, prob, label, options)
+    lf = _lazy(frame, needed)
+    dtype = lf.collect_schema()[time_col]
+    check_time_type(w, dtype)
+    if options.get("nulls", "raise") == "drop":
+        lf = lf.filter(pl.col(time_col).is_not_null())
+    lf = lf.with_columns(_checked(pl.col(time_col), _null_times)).sort(time_col, maintain_order=True)
+    return lf, names, prob_arg, label_col, dtype
+
+
+def needed_columns(frame: Any, w: R.Windows, prob: Any, label: str | None, options: dict[str, Any],
+                   names: list[str] | None = None) -> tuple[list[str], list[str], Any, str]:
+    """(the frame's columns (``names``, else read), the columns the call reads, the probability argument, the label
+    column)."""
+    time_col = w.time_col
+    names = columns_of(frame) if names is None else names
     weights = options.get("weights")
     probs, multi, label_col, _, weight_cols, _ = resolve_names(names, FUNC, prob, label, None, weights)
     if time_col not in names:
         raise ColumnNotFoundError(f"{FUNC}: the time column {time_col!r} (time_col=) is not in the frame; it has "
                                   f"columns {names}.")
     needed = list(dict.fromkeys([time_col, *probs, label_col, *weight_cols]))
-    lf = _lazy(frame, needed)
-    dtype = lf.collect_schema()[time_col]
+    return names, needed, probs if multi else probs[0], label_col
+
+
+def check_time_type(w: R.Windows, dtype: pl.DataType) -> None:
+    """The time column's type: a date (whole-day durations) or a datetime."""
+    time_col = w.time_col
     if not isinstance(dtype, (pl.Date, pl.Datetime)):
         raise ColumnTypeError(f"{FUNC}: the time column {time_col!r} has type {dtype}, not a date or datetime. "
                               f"Parse it first, e.g. pl.col({time_col!r}).str.to_datetime(), or pass another "
@@ -183,11 +213,128 @@ def _prepared(frame: Frame, w: R.Windows, prob: Any, label: str | None,
         raise ParameterError(f"The 'every' parameter of {FUNC}: the time column {time_col!r} holds dates, so "
                              "every, period and offset count whole days (d, w, mo, q, y); got every="
                              f"{w.every!r}, period={w.period!r}, offset={w.offset!r}.", "every")
-    prob_arg: Any = probs if multi else probs[0]
-    if options.get("nulls", "raise") == "drop":
-        lf = lf.filter(pl.col(time_col).is_not_null())
-    lf = lf.with_columns(_checked(pl.col(time_col), _null_times)).sort(time_col, maintain_order=True)
-    return lf, names, prob_arg, label_col, dtype
+
+
+# --------------------------------------------------------------------------- where the rows are
+
+
+def where_the_rows_are(frame: Any, kind: str, w: R.Windows, prob: Any, label: str | None,
+                       figure_args: dict[str, dict[str, Any]], options: dict[str, Any],
+                       here: Callable[[Any], Any]) -> Any:
+    """``monitor`` on a frame of another engine (DuckDB, Spark, Ibis, pyarrow, Dask; a LazyFrame with ``ci``): the
+    windows as a time key of the figures' per (group, bin) sums, in the frame's own engine
+    (:mod:`calframe.engines.windows`). A call those windows do not cover returns None on a LazyFrame and a pyarrow
+    Table (run in memory), is collected on Dask (``here`` on the rows) and refused on DuckDB, Spark and Ibis."""
+    from .engines import dask_engine
+    from .engines import windows as WN
+
+    _, needed, prob_arg, label_col = needed_columns(frame, w, prob, label, options, WN.column_names(frame))
+
+    def run() -> pl.DataFrame:
+        return _windows_native(frame, kind, w, prob_arg, label_col, figure_args, options)
+
+    try:
+        if kind in ("lazy", "dask"):  # what runs is known now; the rows are read when the result is computed
+            dtype = WN.time_type(frame, w.time_col)
+            WN.grid_of(w, dtype)
+            return pl.defer(run, schema=_schema(w, dtype)) if kind == "lazy" else WN.deferred_dask(run)
+        out = run()
+    except WN.Unsupported as exc:
+        if kind in ("lazy", "pyarrow"):
+            return None
+        if kind == "dask":
+            return dask_engine().collected(FUNC, frame, needed, here)
+        from .engines.narwhals import refusal
+
+        raise ParameterError(f"{FUNC}: " + refusal(kind, f"calframe.monitor with {exc}")) from None
+    if kind == "pyarrow":
+        return out.to_arrow()
+    from .engines.narwhals import Engine
+
+    return Engine(frame).out(out)
+
+
+def _schema(w: R.Windows, dtype: pl.DataType) -> dict[str, pl.DataType]:
+    t = w.time_col
+    return {t: dtype, f"{t}_end": dtype, "n": pl.Int64} | {c: pl.Float64 for f in w.figures
+                                                             for c in _figure_columns(f, w)}
+
+
+def _windows_native(frame: Any, kind: str, w: R.Windows, prob: Any, label: str,
+                    figure_args: dict[str, dict[str, Any]], options: dict[str, Any]) -> pl.DataFrame:
+    """The windows of ``frame`` computed in its engine: one ``by=`` call per figure and tiling (module
+    docstring of :mod:`calframe.engines.windows`), a Polars frame of the result's columns."""
+    from .engines import windows as WN
+
+    t = w.time_col
+    dtype = WN.time_type(frame, t)
+    check_time_type(w, dtype)
+    names = WN.column_names(frame)
+    key = fresh_name(names, "window")  # the windows' key, named as in memory (its errors name it)
+    won = WN.windowed(frame, kind, w, t, options.get("nulls", "raise") == "drop", key, fresh_name(names, "bucket"))
+    if won.nulls:
+        raise InvalidValueError(f"{FUNC}: the time column {t!r} has null values in {E.rows(won.nulls)}; each row "
+                                "needs a time to fall in a window. Drop them, or pass nulls='drop'.")
+    if won.counts.height == 0:
+        raise E.no_rows(FUNC)
+    k, counts = won.grid.k, won.counts
+    first = int(counts["bucket"][0])
+    parts = []
+    for j in range(k):
+        native, key = won.tiling(j)
+        table = None
+        for f in w.figures:
+            kwargs = figure_args[f] if w.ci is None else {**figure_args[f], "ci": w.ci, "n_boot": w.n_boot,
+                                                          "ci_method": w.ci_method, "seed": w.seed}
+            try:
+                res = WN.as_polars(getattr(api, f)(native, prob, label, by=key, **kwargs))
+            except InvalidValueError as exc:  # a window of zero weights: in memory, the figure's expression says
+                if w.ci is None and "is 0 in every row of" in str(exc):
+                    raise E.zero_weights(f, options["weights"]) from None
+                raise
+            cols = [f"{c}{end}" for c in _columns(f) for end in (("", "_lo", "_hi") if w.ci is not None else ("",))]
+            res = res.select(pl.col(key).cast(dtype), *cols)
+            table = res if table is None else table.join(res, on=key, how="full", coalesce=True)
+        parts.append(table.rename({key: t}))  # type: ignore[union-attr]
+    windows = pl.concat(parts, how="vertical_relaxed")
+    last = int(counts["bucket"][-1])
+    starts = pl.DataFrame({t: WN.typed(won.grid, range(first, last + 1), dtype),
+                           "n": _forward_sums(counts, first, last, k)})  # a window's rows: its k buckets'
+    windows = starts.join(windows, on=t, how="left", maintain_order="left").filter(
+        pl.col("n") > 0)
+    out = _every_window(windows, w, dtype)
+    if w.baseline is not None:
+        out = _baseline_native(out, windows, won, w, dtype, prob, label, figure_args)
+    return out.select(t, f"{t}_end", "n", *[c for f in w.figures for c in _figure_columns(f, w)]).collect()
+
+
+def _forward_sums(counts: pl.DataFrame, first: int, last: int, k: int) -> list[int]:
+    """Per bucket from ``first`` to ``last``, the rows of it and the k - 1 buckets after it."""
+    per = dict(zip(counts["bucket"].to_list(), counts["n"].to_list()))
+    return [sum(per.get(b + i, 0) for i in range(k)) for b in range(first, last + 1)]
+
+
+def _baseline_native(out: pl.LazyFrame, windows: pl.DataFrame, won: Any, w: R.Windows, dtype: pl.DataType,
+                     prob: Any, label: str, figure_args: dict[str, dict[str, Any]]) -> pl.LazyFrame:
+    """``out`` against the baseline: one window's figures (a window start), or the figures of the rows of a
+    (start, end) pair, computed in the frame's engine."""
+    from .engines import windows as WN
+
+    lo, hi, closed, what = _baseline_rows(w, dtype)
+    cols = [c for f in w.figures for c in _columns(f)]
+    if not isinstance(w.baseline, tuple):
+        base = windows.filter(pl.col(w.time_col) == lo).select(cols)
+    else:
+        native = won.between(lo, hi)
+        base = None if native is None else pl.concat(
+            [WN.scalar_result(getattr(api, f)(native, prob, label, **figure_args[f]), _columns(f))
+             for f in w.figures], how="horizontal")
+    if base is None or base.height == 0 or base.select(pl.any_horizontal(pl.all().is_null())).item():
+        raise EmptyInputError(f"{FUNC}: the baseline ({what}) holds no rows to evaluate; choose a baseline with "
+                              "rows.")
+    base = base.select(pl.col(c).alias(f"{c}_baseline") for c in cols)
+    return (out.join(base.lazy(), how="cross", maintain_order="left")
+            .with_columns((pl.col(c) - pl.col(f"{c}_baseline")).alias(f"{c}_diff") for c in cols))
 
 
 # --------------------------------------------------------------------------- the parts

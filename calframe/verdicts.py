@@ -316,10 +316,15 @@ def judge_groups(table: pl.DataFrame, keys: list[str], *, tolerance: float, alph
         row.update(n=int(part["n"].sum()), ece=got["ece"], verdict=got["result"],
                    **{f: got[f] for f in FIELDS if f not in ("result",)})
         rows.append(row)
-    schema = {**{k: table.schema[k] for k in keys}, "n": pl.Int64, "ece": pl.Float64, "verdict": pl.String,
-              "p_not_calibrated": pl.Float64, "p_calibrated": pl.Float64, "noise_ece": pl.Float64,
-              "small": pl.Boolean, "tolerance": pl.Float64, "alpha": pl.Float64, "test": pl.String}
+    schema = result_schema({k: table.schema[k] for k in keys})
     return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def result_schema(keys: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """The columns of :func:`judge_groups`' result and their types, after the group ``keys`` (name: type)."""
+    return {**keys, "n": pl.Int64, "ece": pl.Float64, "verdict": pl.String, "p_not_calibrated": pl.Float64,
+            "p_calibrated": pl.Float64, "noise_ece": pl.Float64, "small": pl.Boolean, "tolerance": pl.Float64,
+            "alpha": pl.Float64, "test": pl.String}
 
 
 def verdict_struct(tests: pl.DataFrame) -> pl.Expr:

@@ -247,8 +247,8 @@ def test_flavours_and_handles_agree(df):
     assert df.calib.summary(by="region", disparity=True).equals(calframe.summary(df, by="region", disparity=True))
 
 
-def test_dask_frames_run_it():  # natively without ci, collected with it (tests/test_row_means.py): the matrix's
-    assert registry.how("disparity", "dask") == "collected"  # cell is the default call, ci=0.95
+def test_dask_frames_run_it():  # natively, its default ci=0.95 from the partitions' moments (test_dask_moments.py)
+    assert registry.how("disparity", "dask") == "native"  # (weights and data-dependent bins collect)
     with pytest.raises(ColumnTypeError, match=r"lce: Dask DataFrames are not supported.*compute\(\)"):
         dask_call("lce", calframe.lce, (None,), {})
 

@@ -282,6 +282,8 @@ def _same(got: object, expected: object) -> None:
     assert isinstance(got, pl.DataFrame), type(got)
     assert got.columns == expected.columns
     for col in expected.columns:
+        if got[col].dtype == pl.Datetime("us", "UTC") and expected[col].dtype == pl.Datetime("us"):
+            got = got.with_columns(pl.col(col).dt.replace_time_zone(None))  # Spark's timestamps: its session's UTC
         if expected[col].dtype.is_float():
             np.testing.assert_allclose(got[col].to_numpy(), expected[col].to_numpy(), rtol=1e-12, atol=1e-15)
         else:

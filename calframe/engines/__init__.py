@@ -41,6 +41,9 @@ def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | No
     kind = registry.kind_of(frame)
     if req.kind in _row_means.KINDS and kind in _row_means.ON:
         return _row_means.binned(req, frame, figures)
+    if kind == "dask" and _dask_moments().runs(req):  # ci= from the moments of the partitions' bins
+        return _dask_moments().deferred(frame, req, dask_engine().needed(frame, req),
+                                        lambda rows: _dask_moments().result(req, rows, figures))
     engine = eager if kind is None else registry.engine(kind)
     return engine.binned(req, frame, figures)
 
@@ -81,6 +84,8 @@ def moment_sums(req: R.Request, frame: Any) -> tuple | None:
             return None
         eng = narwhals.Engine(frame)
         return (*narwhals.binned_sums(eng, req, moments=True)[:4], eng.moments)
+    if engine == "dask" and _dask_moments().runs(req):
+        return _dask_moments().moment_sums(frame, req, dask_engine().needed(frame, req))
     return None
 
 
@@ -99,6 +104,8 @@ def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dic
         return _where_the_rows_are(kind, frame, rows, schema)
     if kind == "dask":
         d = dask_engine()
+        if native and not plain and _dask_moments().runs(req):  # the moments of the bins from the partitions
+            return _dask_moments().deferred(frame, req, d.needed(frame, req), rows)
         if not plain:
             return d.collected(req.func, frame, d.needed(frame, req), rows)
         return d.binned(req, frame, None, partial(finish, flavor="pandas"))
@@ -127,6 +134,12 @@ def run_vector(req: R.Request, frame: Any, here: Callable[[], Any], selects: boo
         if out is not None:
             return out
     return here()
+
+
+def _dask_moments() -> Any:
+    from . import dask_moments
+
+    return dask_moments
 
 
 def dask_engine() -> Any:

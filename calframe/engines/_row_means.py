@@ -184,7 +184,7 @@ def _narwhals_sums(eng: NW.Engine) -> Callable[[Request], tuple]:
 
 def _lazy_means(lf: pl.LazyFrame, req: Request, names: tuple[str, ...]) -> Values:
     """One streaming pass: per (keys, bin marker[, weight bucket]) rows, valid rows and the exact sums of the
-    weight and of the weighted row values (``lazy._main_query``'s layout: a dropped row in bin -1)."""
+    weight and of the weighted row values (``lazy.main_query``'s layout: a dropped row in bin -1)."""
     plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=_lens_of(req))), lf)
     weighted, keep = plan.weight_col is not None, LP.keep_expr(plan)
     cols = LP.key_cols(plan) + [v.alias(_col(n)) for n, v in _row_exprs(plan, pl, names).items()]

@@ -78,7 +78,7 @@ from ._dask_partitions import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FI
                                key_tuples, keys_of, merge_stats, partition_stats, refuse_nested_keys,
                                sums_partition)
 
-__all__ = ["CAPABILITIES", "DaskResult", "apply", "call", "collected", "result", "run", "supported"]
+__all__ = ["CAPABILITIES", "DaskResult", "apply", "call", "collected", "compute_now", "result", "run", "supported"]
 
 #: a target cell with at most this many values is gathered; a larger one is refined by the next level
 GATHER_CELL = 1 << 18
@@ -170,8 +170,8 @@ class Runner:
 
     @staticmethod
     def _compute(coll: Any) -> pd.DataFrame:
-        """``coll`` computed now: a later pass, run while the caller computes a result (:func:`_compute_now`)."""
-        return _compute_now(coll)[0]
+        """``coll`` computed now: a later pass, run while the caller computes a result (:func:`compute_now`)."""
+        return compute_now(coll)[0]
 
     def _lazy(self, fn, cols: dict, agg: dict, *args: Any) -> Any:
         """The merged per-partition frames of ``fn``: a Delayed of one small pandas frame (computes nothing)."""
@@ -331,7 +331,7 @@ def _raise_totals(ddf: Any, spec: Spec) -> None:
     """
     import dask
 
-    parts = _compute_now(*[dask.delayed(partition_stats)(p, spec) for p in ddf.to_delayed()])
+    parts = compute_now(*[dask.delayed(partition_stats)(p, spec) for p in ddf.to_delayed()])
     for i, v in enumerate(spec.variables or (None,)):
         st = merge_stats([p[i] for p in parts])  # with a List column's rows per length, over every partition
         plan, lf, _ = check_plan(spec, ddf._meta, v, st.get("list_lengths"))
@@ -379,9 +379,9 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 #: what this engine computes (calframe.registry): every partition's sums, added (grids: _grid_dask.py); fits and
 #: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
-#: "groups" (disparity) is collected: its default ci= has no moments pass on Dask yet (ci=None runs on partitions)
+#: "groups": disparity's default ci= from the moments of the partitions' bins (engines/dask_moments.py); weights collect
 CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
-                                                "batches"}), collects=frozenset({"variables", "fit", "groups"}))}
+                                                "batches", "windows", "groups"}), collects=frozenset({"variables", "fit"}))}
 
 
 def supported() -> tuple[str, ...]:
@@ -598,7 +598,7 @@ def _on_worker() -> bool:
     return True
 
 
-def _compute_now(*colls: Any) -> tuple:
+def compute_now(*colls: Any) -> tuple:
     """``dask.compute(*colls)`` from a result's continuation: on a ``distributed`` worker, through the worker's
     client, the task seceding from the worker's threads while it waits (so the passes it starts can run)."""
     import dask

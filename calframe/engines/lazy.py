@@ -177,7 +177,7 @@ def exact_floats(res: pl.DataFrame) -> pl.DataFrame:
     return out.sort(EB, descending=True, maintain_order=True) if EB in res.columns else out
 
 
-def _main_query(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr, moments: bool = False) -> pl.LazyFrame:
+def main_query(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, acc: pl.Expr, moments: bool = False) -> pl.LazyFrame:
     """One query: per (keys, bin) row count, sum w, sum w*conf, sum w*acc, valid rows (+ variable range).
 
     nulls='drop': the dropped rows go to bin -1 of their group (a null bin for a
@@ -274,7 +274,7 @@ def int128_float(res: pl.DataFrame, name: str, exp: np.ndarray) -> np.ndarray:
     return sign * fixed_to_floats(parts["hi"].to_numpy(), parts["lo"].to_numpy(), exp.astype(np.int64))
 
 
-def _small_rows(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, fetch: pl.DataFrame) -> tuple:
+def small_rows(plan: EnginePlan, lf: pl.LazyFrame, conf: pl.Expr, fetch: pl.DataFrame) -> tuple:
     """The small cells' rows (one bounded query: at most calframe.moments.SMALL rows per cell): (cell, w, w conf)."""
     cols: list[pl.Expr] = key_cols(plan) + [conf.alias(CONF), lensed_exprs(plan)[1].alias(ACC)]
     if keep_expr(plan) is not None:
@@ -360,11 +360,11 @@ def run_checks(plan: EnginePlan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 #: (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), the smooth ECE's grid sums
 #: (engines/_grid_sums.py, without ``ci``), the companions' and summary's row means and disparity's figures per
 #: group (engines/_row_means.py, without ``ci``), GECE's cell sums (engines/_vector_sums.py: uniform bins, without
-#: ``ci`` or a row selection), ``monitor``'s windows
-#: (calframe.expr in ``group_by_dynamic``, without ``ci``) and ``apply``'s batches; the others collect the needed
+#: ``ci`` or a row selection), ``monitor``'s windows (calframe.expr in ``group_by_dynamic``; engines/windows.py with
+#: ``ci``), ``apply``'s batches and the reliability table (engines/lazy_table.py); the others collect the needed
 #: columns
-CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "grid_sums", "row_means", "groups", "vector_sums",
-                                                "windows", "batches"}), collects=None, word="streamed")}
+CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "bin_table", "grid_sums", "row_means", "groups",
+                                                "vector_sums", "windows", "batches"}), collects=None, word="streamed")}
 
 
 def supports(frame: Any, req: Request) -> bool:
@@ -431,13 +431,13 @@ def sums_and_moments(lf: pl.LazyFrame, req: Request, moments: bool = False) -> t
         out = _data_binned_sums(plan, lf)
     else:
         conf, acc = lensed_exprs(plan)
-        res = collect_frame(_main_query(plan, lf, conf, acc, moments))
+        res = collect_frame(main_query(plan, lf, conf, acc, moments))
         if moments:
             res, cells = split_moments(plan, res)
         out = assemble(plan, checked(plan, lf, exact_floats(res)))
         if moments:
             merged, fetch = cell_moments(plan, cells, int128_float)
-            small = _small_rows(plan, lf, conf, fetch) if fetch is not None else M.NO_ROWS
+            small = small_rows(plan, lf, conf, fetch) if fetch is not None else M.NO_ROWS
             m = M.from_cells(*merged, small, plan.weight_col is not None)
     sums, keys, counts = out
     if plan.weight_col is not None:

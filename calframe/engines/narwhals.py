@@ -39,6 +39,7 @@ a pyarrow Table, which is then handed to the eager engine as a Polars DataFrame
 
 from __future__ import annotations
 
+import datetime
 import itertools
 from typing import Any, Callable
 
@@ -65,8 +66,9 @@ __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 #: engines/_vector_sums.py), and disparity's groups of them, ``apply``'s batches on DuckDB and Spark; a pyarrow
 #: Table collects the rest (the eager engine on it as a Polars frame), the others refuse it
 _SUMS = frozenset({"bin_sums", "bin_table", "grid_sums", "row_means", "groups", "vector_sums"})
-CAPABILITIES = {"duckdb": Capabilities(_SUMS | {"batches"}), "spark": Capabilities(_SUMS | {"batches"}),
-                "ibis": Capabilities(_SUMS), "pyarrow": Capabilities(_SUMS, collects=None)}
+CAPABILITIES = {"duckdb": Capabilities(_SUMS | {"batches", "windows"}),
+                "spark": Capabilities(_SUMS | {"batches", "windows"}),
+                "ibis": Capabilities(_SUMS | {"windows"}), "pyarrow": Capabilities(_SUMS | {"windows"}, collects=None)}
 #: the frame types this engine takes, by the name ``native_kind`` gives them
 KINDS = {"duckdb": "a DuckDB relation", "pyarrow": "a pyarrow Table", "ibis": "an Ibis table",
          "spark": "a PySpark DataFrame"}
@@ -232,6 +234,11 @@ def key_cols(plan: LZ.EnginePlan, schema: Any) -> list[Any]:
     return out
 
 
+#: the fill of a null date / datetime key in a null-safe join (any value: a null matches only a null)
+_EPOCH_DAY, _EPOCH = datetime.date(1970, 1, 1), datetime.datetime(1970, 1, 1)
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
 def join_keys(plan: LZ.EnginePlan, gk: list[str]) -> tuple[list[Any], list[str]]:
     """Null-safe join columns for the key columns ``gk`` (narwhals joins never match nulls): per key, whether it
     is null and its value with nulls filled. (expressions, their names)"""
@@ -247,6 +254,8 @@ def join_keys(plan: LZ.EnginePlan, gk: list[str]) -> tuple[list[Any], list[str]]
             fill = ""
         elif dt == pl.Boolean:
             fill = False
+        elif dt in (pl.Date, pl.Datetime):  # monitor's windows
+            fill = _EPOCH_DAY if dt == pl.Date else _EPOCH if dt.time_zone is None else _EPOCH_UTC
         else:
             raise Unsupported(f"{plan.func}: " + "group keys of dtype " + str(dt) + " with weights and several "
                               "groups or quantile / equal-mass bins " + "are not supported here: cast the "
@@ -266,7 +275,8 @@ def polars_join_keys(df: pl.DataFrame, gk: list[str], names: list[str]) -> pl.Da
             cols.append(pl.col(k).is_null().alias(name))
         else:
             dt = df.schema[k]
-            fill: Any = 0 if dt.is_numeric() else "" if dt == pl.String else False
+            fill: Any = (0 if dt.is_numeric() else "" if dt == pl.String else _EPOCH_DAY if dt == pl.Date
+                         else _EPOCH if dt == pl.Datetime else False)
             cols.append(pl.col(k).fill_null(pl.lit(fill).cast(dt)).alias(name))
     return df.with_columns(cols)
 

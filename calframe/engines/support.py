@@ -96,13 +96,17 @@ them is collected on a pyarrow Table and a LazyFrame and refused on the others, 
 Bootstrap intervals (`ci=`) of the CE family on uniform or explicit-edge bins of a scalar lens are drawn from the
 moments of the bins, computed where the rows are in the same pass as the figure (plus one bounded query for the
 rows of the cells of fewer than 32 rows; docs/statistics.md, "The bootstrap from moments"): native in the narwhals
-engine, streamed on a LazyFrame; so are the companions' (`brier`, `log_loss`, `accuracy`: the moments of their row
-values, split by top-1 correctness). Other intervals (data-dependent bins, the companions' on Dask, `summary`,
-`disparity`'s but of the CE family, `bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and
-a pyarrow Table. The refused
+engine and on Dask (unweighted), streamed on a LazyFrame; so are the companions' (`brier`, `log_loss`,
+`accuracy`: the moments of their row values, split by top-1 correctness), but on Dask. Other intervals
+(data-dependent bins, the companions' on Dask, `summary`, `bootstrap="rows"`) need the rows: they are collected on
+Dask, a LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
-(`local`), resampling (`simulation`), fitting (`fit`), time windows (`windows`, run by Polars' `group_by_dynamic`);
-on those frames compute them on a Polars frame of the needed columns, or a sample.
+(`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
+columns, or a sample. `monitor`'s windows (`windows`) are a time key of the figures' sums, computed in the frame's
+engine (one pass per figure, and per tiling of a `period` that is `k` times `every`; docs/monitoring.md, "Where the
+rows are"); the windows it does not place there (closed on both or neither side, a time zone other than UTC, a period
+that is not a multiple of `every`, ...: listed there) are collected on a pyarrow Table, a LazyFrame and Dask and
+refused on the others.
 
 {sum(map(len, refused.values()))} cells are refused today: their engine does not compute their state (and does not
 collect it).

@@ -17,6 +17,7 @@ from .._columns import Scored, resolve
 from .._keywords import Columns
 from .._imports import pd  # pandas: imported at first use
 from .. import engines
+from ..engines import lazy_table
 from ..engines.eager import (
     Figure,
     Frame,
@@ -389,8 +390,8 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     label: accuracy for top1, frequency for ``class:c``) and ``gap`` =
     ``conf - acc`` (positive = over-confident). ``lens`` defaults to
     ``class:1`` (the positive class) for a single probability column and to
-    ``top1`` for class probabilities. A ``pl.LazyFrame`` is collected (its
-    needed columns) and the table returned as a ``pl.LazyFrame``.
+    ``top1`` for class probabilities. A ``pl.LazyFrame`` gives a ``pl.LazyFrame``: on uniform or explicit-edge
+    bins its sums are streamed when it is collected, on other bins its needed columns are collected.
 
     Examples
     --------
@@ -403,6 +404,9 @@ def reliability(frame: Frame, prob: Columns = None, label: str | None = None,
     if not engines.in_memory(frame):  # Dask's partitions, the narwhals engine
         return engines.run_binned(req, frame)
     check_by_names(req.func, req.by, F.RELIABILITY_COLUMNS, frame)
+    streamed = engines.route(frame, lambda: None, lazy=lambda _: lazy_table.reliability(frame, req))
+    if streamed is not None:  # a LazyFrame's table, streamed
+        return streamed
     scored = resolve(frame, func=req.func, prob=prob, label=label, by=req.by, weights=req.weights, nulls=req.nulls)
     conf, acc = L.scalar(scored, req.lens, req.func)
     sums, bins_ = binned_sums(conf, acc, scored, req.binning)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import polars as pl
+
 from .. import figures as F
 from .. import engines
 from .. import request as R
@@ -98,5 +100,7 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
     # the test reads the reliability table only (per (group, bin) sums): where the table was summed, its type
     return engines.route(frame, lambda: judged(table),
                          narwhals=lambda e: e.Engine(frame).out(judged(e.Engine.back(table))),
+                         lazy=lambda _: pl.defer(lambda: judged(table.collect()),  # the streamed table, when collected
+                                                 schema=V.result_schema({k: table.collect_schema()[k] for k in keys})),
                          dask=lambda e: e.DaskResult(table._first, lambda x: judged(table._then(x)), table._what))
 
