@@ -130,21 +130,24 @@ def _monitor(df: Any) -> None:
 
 def _commands(df: Any) -> None:
     """``calframe report`` (its figures and sections: smooth curve, CORP, windows) and ``fit`` / ``apply``, on
-    files in a temporary folder, their output discarded."""
-    import contextlib
-    import io
+    files in a temporary folder, each in a process of its own (the command as a user runs it)."""
+    import subprocess
     import tempfile
 
-    from .cli import main
-
-    with tempfile.TemporaryDirectory(prefix="calframe-warmup-") as tmp, contextlib.redirect_stdout(io.StringIO()):
+    with tempfile.TemporaryDirectory(prefix="calframe-warmup-") as tmp:
         scores, rec = f"{tmp}/scores.parquet", f"{tmp}/rec.calib"
         _timed(df).write_parquet(scores)
-        main(["report", scores, "--by", "region", "--vece", "age,device", "--n-boot", "20", "--no-progress",
-              "--out", f"{tmp}/report.html", "--json", f"{tmp}/figures.json"])
-        main(["report", scores, "--time-col", "ts", "--every", "1w", "--no-ci", "--no-progress"])
-        main(["fit", scores, "--method", "tree", "--variable", "age", "-o", rec, "--no-progress"])
-        main(["apply", rec, scores, "-o", f"{tmp}/out", "--no-progress"])
+        for args in (["report", scores, "--by", "region", "--vece", "age,device", "--n-boot", "20",
+                      "--out", f"{tmp}/report.html", "--json", f"{tmp}/figures.json"],
+                     ["report", scores, "--time-col", "ts", "--every", "1w", "--no-ci"],
+                     ["fit", scores, "--method", "tree", "--variable", "age", "-o", rec],
+                     ["apply", rec, scores, "-o", f"{tmp}/out"]):
+            out = subprocess.run([sys.executable, "-m", "calframe", *args, "--no-progress"], capture_output=True,
+                                 text=True, cwd=tmp)
+            if out.returncode != 0:
+                from ._errors import CalframeError
+
+                raise CalframeError(f"warmup: `calframe {' '.join(args[:1])}` failed:\n{out.stderr[-3000:]}")
 
 
 def _data_dependent() -> None:
