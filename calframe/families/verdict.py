@@ -88,11 +88,11 @@ def calibration_test(frame: Frame, prob: Columns = None, label: str | None = Non
         options["binning"] = binning
     table = reliability(frame, prob, label, **options)
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
-    # frequency weights: a bin's noise has its sum of weights as rows; the groups' sums from the same engine
-    totals = None if weights is None else weight_totals(frame, prob, label, by=by, weights=weights, nulls=nulls,
-                                                         lens=lens)
-
     def judged(t: Any) -> Any:
+        # frequency weights: a bin's noise has its sum of weights as rows; the groups' sums from the same engine,
+        # once the table is there (a LazyFrame's: at collect, after the table's own checks raised theirs)
+        totals = None if weights is None else weight_totals(frame, prob, label, by=by, weights=weights,
+                                                             nulls=nulls, lens=lens)
         out = V.judge_groups(convert.to_polars(t), keys, tolerance=tolerance, alpha=alpha, n_sim=n_sim, seed=seed,
                              method=method, totals=totals)  # type: ignore[arg-type]
         return F.to_flavor(out, convert.flavor(t))  # type: ignore[arg-type]
