@@ -483,7 +483,7 @@ def _warmup(args: argparse.Namespace) -> int:
 
     if not args.quiet and not args.part:
         print("calframe warmup: compiling the kernels the public functions use (minutes on a fresh install, "
-              "about a second when cached)", file=sys.stderr, flush=True)
+              "returns at once when a completed warm-up marked the cache)", file=sys.stderr, flush=True)
     start = time.perf_counter()
     if args.jobs < 1:
         print(f"calframe warmup: --jobs takes a count of at least 1, not {args.jobs}", file=sys.stderr)
