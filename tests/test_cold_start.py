@@ -96,3 +96,24 @@ def test_package_and_api_hold_one_object_per_function() -> None:
     got = pl.from_arrow(calframe.monitor(t, "ts"))
     # day 2: 0.7 and 0.4 fall in different uniform bins of 15, so ECE = (|0.7 - 1| + |0.4 - 1|) / 2
     assert got["ece"].to_list() == pytest.approx([0.2, (0.3 + 0.6) / 2], abs=1e-12)
+
+
+def test_warmup_mark_lists_its_index_files(tmp_path: Path) -> None:
+    """A completed warm-up marks the cache with the index files it wrote; the mark holds while they are all there,
+    so ``calframe warmup`` on a warm cache returns at once, and compiles again once one is gone (no compile here:
+    the index file is a stand-in)."""
+    code = (
+        "import json, pathlib\n"
+        "from calframe import _warmup as W, _kernel_cache as K\n"
+        "seen = [W.is_warm()]\n"
+        "index = pathlib.Path(K.cache_dirs()[0]) / 'stand_in.nbi'\n"
+        "index.parent.mkdir(parents=True, exist_ok=True)\n"
+        "index.write_bytes(b'')\n"
+        "W._mark_warm(multiclass=True)\n"
+        "seen += [W.is_warm(), W.is_warm(multiclass=False)]\n"
+        "index.unlink()\n"
+        "seen.append(W.is_warm())\n"
+        "print(json.dumps(seen))\n")
+    out = _python(code, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [False, True, False, False]
