@@ -311,6 +311,10 @@ def bad_weights(func: str, column: str, n_bad: int) -> InvalidValueError:
     return InvalidValueError(f"{func}: weights column {column!r} has {rows(n_bad)} that are negative, NaN or infinite.")
 
 
+#: the words of :func:`zero_weights`' per-group message (what a caller that re-raises it per window looks for)
+ZERO_WEIGHT_GROUPS = "is 0 in every row of"
+
+
 def zero_weights(func: str, column: str, groups: list[str] | None = None, n_groups: int = 0) -> InvalidValueError:
     """Weights that are all 0: in the whole frame (``groups`` None), or in ``n_groups`` groups (``groups``: the first
     few described, e.g. ``"g='a' (2 rows)"``)."""
@@ -319,7 +323,7 @@ def zero_weights(func: str, column: str, groups: list[str] | None = None, n_grou
     which = f"group {groups[0]}" if n_groups == 1 else f"{n_groups} groups: " + "; ".join(groups) + (
         f"; and {n_groups - len(groups)} more" if n_groups > len(groups) else "")
     return InvalidValueError(
-        f"{func}: weights column {column!r} is 0 in every row of {which}, so the group has no weight to average "
+        f"{func}: weights column {column!r} {ZERO_WEIGHT_GROUPS} {which}, so the group has no weight to average "
         "(its figures would be 0/0). Give some of its rows a positive weight, or leave the group out of the frame "
         "(filter its rows) before the call."
     )

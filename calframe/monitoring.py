@@ -289,7 +289,7 @@ def _windows_native(frame: Any, kind: str, w: R.Windows, prob: Any, label: str,
             try:
                 res = WN.as_polars(getattr(api, f)(native, prob, label, by=key, **kwargs))
             except InvalidValueError as exc:  # a window of zero weights: in memory, the figure's expression says
-                if w.ci is None and "is 0 in every row of" in str(exc):
+                if w.ci is None and E.ZERO_WEIGHT_GROUPS in str(exc):
                     raise E.zero_weights(f, options["weights"]) from None
                 raise
             cols = [f"{c}{end}" for c in _columns(f) for end in (("", "_lo", "_hi") if w.ci is not None else ("",))]

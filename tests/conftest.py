@@ -122,7 +122,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     pytest.importorskip = _importorskip
-    if _WARMUP in config.stash:
+    if _WARMUP in getattr(config, "stash", {}):
         import shutil
 
         shutil.rmtree(config.stash[_WARMUP][1], ignore_errors=True)
@@ -164,7 +164,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """Under ``-q`` (``make test``), which hides the header, the versions line closes the run's summary instead."""
     if config.get_verbosity() < 0:
         terminalreporter.write_line(f"versions: {installed_versions()}")
-    if _WARMUP in config.stash:
+    if _WARMUP in getattr(config, "stash", {}):
         terminalreporter.write_line(f"calframe warmup --jobs 2 (--warm-cache, before the tests): "
                                     f"{config.stash[_WARMUP][0]:.1f} s")
 

@@ -243,8 +243,11 @@ def test_a_damaged_index_is_discarded_and_the_kernel_compiled_again(tmp_path: Pa
     """calframe's cache (every calframe kernel's, :class:`calframe._kernel_cache.KernelCache`) on a small kernel:
     an index that cannot be read is an empty one (a warning), the kernel is compiled again, and the index written
     anew serves the next process (here: a fresh dispatcher) without compiling."""
+    import numba
+
     from calframe import _kernel_cache
 
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", "")  # beside the source (make test sets NUMBA_CACHE_DIR)
     (tmp_path / "synth_kernels.py").write_text(SYNTH)
     x = np.arange(1, 8, dtype=np.int64)
     want = float(x.sum()) * 1000.0 + x.itemsize  # what the kernel computes, by numpy
@@ -261,8 +264,11 @@ def test_a_damaged_index_is_discarded_and_the_kernel_compiled_again(tmp_path: Pa
 def test_a_data_file_whose_code_does_not_match_its_checksum_is_compiled_again(tmp_path: Path, monkeypatch) -> None:
     """A byte of a saved kernel's code changed (its file still unpickles): the checksum finds it, the entry is
     discarded (a warning) and the kernel compiled again."""
+    import numba
+
     from calframe import _kernel_cache
 
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", "")  # beside the source (make test sets NUMBA_CACHE_DIR)
     (tmp_path / "synth_kernels.py").write_text(SYNTH)
     x = np.arange(1, 8, dtype=np.float64)
     want = float(x.sum()) * 1000.0 + x.itemsize
