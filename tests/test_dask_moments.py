@@ -7,6 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from _engine_checks import assert_same, refuse_rows, small_cells_frame
+
 import calframe
 from calframe.engines import dask as dask_engine
 
@@ -14,17 +16,7 @@ dd = pytest.importorskip("dask.dataframe")
 import calframe.frames.dask  # noqa: E402,F401  (registers ddf.calib)
 
 
-def _frame(n: int = 3000, seed: int = 0) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    p = rng.uniform(size=n)
-    df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=n) < p ** 1.2).astype(np.int8),
-                       "g": rng.integers(0, 3, n), "w": rng.gamma(2.0, 1.0, n)})
-    # a one-row group, and a bin of one row in group 0 (small cells: their rows from a second, bounded pass)
-    extra = pl.DataFrame({"prob": [0.97, 0.999], "label": [0, 1], "g": [9, 0], "w": [2.0, 0.5]}, schema=df.schema)
-    return pl.concat([df.with_columns(pl.col("prob").clip(0.0, 0.99)), extra])
-
-
-DF = _frame()
+DF = small_cells_frame(power=1.2, top=0.99, last=0.999)
 
 
 def _ddf(df: pl.DataFrame):
@@ -34,19 +26,11 @@ def _ddf(df: pl.DataFrame):
 @pytest.fixture
 def no_rows(monkeypatch):
     """A collected Dask frame (the rows gathered into one pandas frame) fails the test."""
-    def refuse(*a, **k):
-        raise AssertionError("the rows were collected")
-
-    monkeypatch.setattr(dask_engine, "collected", refuse)
+    monkeypatch.setattr(dask_engine, "collected", refuse_rows)
 
 
 def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
-    assert got.columns == want.columns
-    for c in want.columns:
-        if want[c].dtype == pl.Float64:
-            np.testing.assert_allclose(got[c], want[c], rtol=1e-12, atol=1e-14, err_msg=c)
-        else:
-            assert [str(v) for v in got[c].to_list()] == [str(v) for v in want[c].to_list()], c
+    assert_same(got, want, as_text=True)
 
 
 @pytest.mark.parametrize("kw", [{}, {"min_n": 1, "ci_method": "percentile", "bins": 7}, {"p": 2, "figure": "ce"}],

@@ -9,20 +9,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from _engine_checks import assert_same, small_cells_frame
+
 import calframe
 
 
-def _frame(n: int = 3000, seed: int = 0) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    p = rng.uniform(size=n)
-    df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=n) < p ** 1.3).astype(np.int8),
-                       "g": rng.integers(0, 3, n), "w": rng.gamma(2.0, 1.0, n)})
-    # a group of one row, and a bin of one row in group 0 (its only row above 0.999)
-    extra = pl.DataFrame({"prob": [0.97, 0.9995], "label": [0, 1], "g": [9, 0], "w": [2.0, 0.5]}, schema=df.schema)
-    return pl.concat([df.with_columns(pl.col("prob").clip(0.0, 0.999)), extra])
-
-
-DF = _frame()
+DF = small_cells_frame(power=1.3, top=0.999, last=0.9995)  # a bin of one row in group 0: its only row above 0.999
 
 
 @pytest.fixture
@@ -45,11 +37,7 @@ def spy(monkeypatch):
 
 def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
     assert got.schema == want.schema
-    for c in want.columns:
-        if want[c].dtype == pl.Float64:
-            np.testing.assert_allclose(got[c], want[c], rtol=1e-12, atol=1e-15, err_msg=c)
-        else:
-            assert got[c].to_list() == want[c].to_list(), c
+    assert_same(got, want, atol=1e-15)
 
 
 OPTIONS = {

@@ -10,6 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from _engine_checks import native_frame, result_to_polars, assert_same, refuse_rows
+
 import calframe
 from calframe.engines import eager
 
@@ -32,42 +34,19 @@ def _frame(n: int = 3000, seed: int = 0) -> pl.DataFrame:
 DF = _frame()
 
 
-def _native(kind: str, df: pl.DataFrame):
-    if kind == "lazy":
-        return df.lazy()
-    if kind == "duckdb":
-        return duckdb.connect().from_arrow(df.to_arrow())
-    if kind == "pyarrow":
-        return df.to_arrow()
-    return ibis.memtable(df.to_arrow())
+_native = native_frame
 
 
-def _polars(out) -> pl.DataFrame:
-    if isinstance(out, pl.LazyFrame):
-        return out.collect()
-    if hasattr(out, "pl"):
-        return out.pl()
-    if hasattr(out, "to_pyarrow"):
-        return pl.from_arrow(out.to_pyarrow())
-    return pl.from_arrow(out)
+_polars = result_to_polars
 
 
 @pytest.fixture
 def no_rows(monkeypatch):
     """The eager engine (the rows in memory) fails the test if it is reached."""
-    def refuse(*a, **k):
-        raise AssertionError("the rows were collected")
-
-    monkeypatch.setattr(eager, "evaluate", refuse)
+    monkeypatch.setattr(eager, "evaluate", refuse_rows)
 
 
-def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
-    assert got.columns == want.columns
-    for c in want.columns:
-        if want[c].dtype == pl.Float64:
-            np.testing.assert_allclose(got[c], want[c], rtol=1e-12, atol=1e-14, err_msg=c)
-        else:
-            assert got[c].to_list() == want[c].to_list(), c
+_same = assert_same
 
 
 CALLS = {

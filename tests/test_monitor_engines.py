@@ -14,6 +14,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from _engine_checks import native_frame, result_to_polars, refuse_rows
+
 import calframe
 from calframe import monitoring
 from calframe.engines import eager
@@ -39,40 +41,17 @@ DF = _frame()
 KINDS = ["duckdb", "ibis", "pyarrow", "dask", "lazy"]
 
 
-def _native(kind: str, df: pl.DataFrame):
-    if kind == "lazy":
-        return df.lazy()
-    if kind == "duckdb":
-        return duckdb.connect().from_arrow(df.to_arrow())
-    if kind == "pyarrow":
-        return df.to_arrow()
-    if kind == "dask":
-        return dd.from_pandas(df.to_pandas(), npartitions=3)
-    return ibis.memtable(df.to_arrow())
+_native = native_frame
 
 
-def _polars(out) -> pl.DataFrame:
-    if isinstance(out, pl.LazyFrame):
-        return out.collect()
-    if hasattr(out, "compute"):
-        return pl.from_pandas(out.compute())
-    if hasattr(out, "pl"):
-        return out.pl()
-    if hasattr(out, "to_pyarrow"):
-        return pl.from_arrow(out.to_pyarrow())
-    if hasattr(out, "toArrow"):
-        return pl.from_arrow(out.toArrow())
-    return pl.from_arrow(out)
+_polars = result_to_polars
 
 
 @pytest.fixture
 def no_rows(monkeypatch):
     """The eager engine, and eager monitor's windows in memory, fail the test if they are reached."""
-    def refuse(*a, **k):
-        raise AssertionError("the rows were collected")
-
-    monkeypatch.setattr(eager, "evaluate", refuse)
-    monkeypatch.setattr(monitoring, "_prepared", refuse)
+    monkeypatch.setattr(eager, "evaluate", refuse_rows)
+    monkeypatch.setattr(monitoring, "_prepared", refuse_rows)
 
 
 def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
