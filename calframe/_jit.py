@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import atexit
 import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-from ._runtime import CACHED, kernel_lock, check_fork, serialising
+from ._runtime import CACHED, kernel_lock, check_fork, current_call, serialising, calling
 
 
 def _frozen(args: tuple, positions: tuple[int, ...]) -> tuple:
@@ -132,3 +134,44 @@ def njit(*args: Any, **options: Any) -> Any:
         return dispatcher
 
     return make
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}  # by process: a fork child starts its own
+_pools_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    with _pools_lock:
+        pool = _pools.get(pid)
+        if pool is None:
+            pool = _pools[pid] = ThreadPoolExecutor(thread_name_prefix="calframe")
+        return pool
+
+
+def on_threads(worker: Callable[..., Any], args: tuple, threads: int) -> None:
+    """``worker(*args)`` on ``threads`` threads at once, this one among them, returning when all have returned.
+
+    ``worker`` is a ``nogil`` kernel whose calls share one piece of work out among themselves, each taking the
+    next chunk from an atomic counter in ``args`` until none is left (``fused._take``): the chunks and the order
+    of their sums never depend on the threads, so the bits do not either. This replaces ``parallel=True``
+    (numba's parallel compilation of a pass took 9.0 s, the plain kernel 3.5 s: docs/benchmarks.md, "Compile
+    time"); the threads are Python's, kept in a pool, so they sleep between calls and survive no fork (a fork
+    child starts its own pool).
+
+    >>> import numpy as np
+    >>> from calframe._jit import on_threads
+    >>> out = []
+    >>> on_threads(lambda *a: out.append(a), (1, 2), 3), out
+    (None, [(1, 2), (1, 2), (1, 2)])
+    """
+    if threads <= 1:
+        worker(*args)
+        return
+    name = current_call()
+    futures = [_pool().submit(calling, name, worker, args) for _ in range(threads - 1)]
+    try:
+        worker(*args)
+    finally:
+        for f in futures:
+            f.result()

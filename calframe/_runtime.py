@@ -157,6 +157,15 @@ def current_call() -> str | None:
     return getattr(_calling, "name", None)
 
 
+def calling(name: str | None, fn: Callable[..., Any], args: tuple) -> Any:
+    """``fn(*args)`` in a worker thread, as part of the public function ``name`` (:func:`current_call`)."""
+    _calling.name = name
+    try:
+        return fn(*args)
+    finally:
+        _calling.name = None
+
+
 def entry(func: F) -> F:
     """Wrap a public function: refuse to run in an unsafe fork child, note that calframe has run, and name the
     call a kernel compile is for (:func:`current_call`)."""

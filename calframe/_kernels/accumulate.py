@@ -67,19 +67,38 @@ def uniform_bin(x, edges, n_bins, right):
     """Bin of x for edges e[0..B]: left-closed (numpy.digitize on inner edges) or right-closed.
 
     The hot-loop form of the one rule, ``calframe.binning.uniform_bins``, tested against it on and
-    next to every edge (tests/test_rules.py).
+    next to every edge (tests/test_rules.py): :func:`fast_bin`, else :func:`edge_bin`."""
+    k = fast_bin(x, n_bins)
+    return k if k >= 0 else edge_bin(x, edges, n_bins, right)
 
-    Fast path: where t = x B is at least NEAR_EDGE from an integer, the bin is floor(t), no edge read. Proof:
+
+@njit(inline="always")
+def fast_bin(x, n_bins):
+    """:func:`uniform_bin`'s fast path, -1 where it does not apply (then :func:`edge_bin`).
+
+    Where t = x B is at least NEAR_EDGE from an integer, the bin is floor(t), no edge read. Proof:
     fl(x B) is within B 2^-53 of x B (x in [0, 1]; a larger x gives floor(t) >= B and the slow path), and the
     edges (``binning.uniform_edges``: linspace or i / B) are within 2^-51 of k / B; so x is further than
     (NEAR_EDGE - B 2^-53) / B > 2^-51 from every k / B, on the same side of each edge as of k / B, for
     B <= FAST_BINS. A negative or NaN t never passes the test. (The two edge walks were a third of the
-    fused pass; this test costs a subtraction and predicted branches.)"""
+    fused pass; this test costs a subtraction and predicted branches.)
+
+    Scalars only: a plain (not ``parallel=True``) kernel that passes an array to an inlined function in its
+    row loop counts a reference to it per row, which made the fused pass twice as slow; the edge walk is a
+    call, taken rarely."""
     t = x * n_bins
     k = int(t)
     f = t - k
     if f >= NEAR_EDGE and f <= 1.0 - NEAR_EDGE and k < n_bins and n_bins <= FAST_BINS:
         return k
+    return -1
+
+
+@njit
+def edge_bin(x, edges, n_bins, right):
+    """:func:`uniform_bin` by the edges: the first guess floor(x B), clamped, moved to the side of each edge x
+    is on."""
+    k = int(x * n_bins)
     if k > n_bins - 1:
         k = n_bins - 1
     if k < 0:

@@ -16,9 +16,9 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit, on_threads  # parallel kernels: fork check, lock under a thread-unsafe layer; threads
 from . import arrays as A
-from .accumulate import uniform_bin, chunk_bounds, sum_partials, sum_partials_into, tables
+from .accumulate import chunk_bounds, edge_bin, fast_bin, tables
 from .accumulate import n_chunks as n_chunks_rows
 from .prefetch import AHEAD, prefetch_row
 from .raw import load_word
@@ -127,7 +127,8 @@ def _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i,
             j = i + AHEAD
             xj = np.float64(p[j])
             kj = int(min(xj, 1.0) * n_bins) if xj > 0.0 else 0
-            prefetch_row(tab, _slot(keys, j, lo) * n_bins + min(kj, n_bins - 1))
+            sj = 0 if keys is None else np.int64(keys[j]) - lo
+            prefetch_row(tab, sj * n_bins + min(kj, n_bins - 1))
         x = np.float64(p[i])
         a = np.int64(y[i])
         hit = a == one
@@ -135,8 +136,9 @@ def _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i,
             nb += 1
             continue
         conf, acc = _lensed(x, np.int64(hit), lens)
-        s = _slot(keys, i, lo)
-        k = s * n_bins + uniform_bin(conf, edges, n_bins, right)
+        s = 0 if keys is None else np.int64(keys[i]) - lo  # not _slot: no array to an inlined call per row
+        b = fast_bin(conf, n_bins)  # accumulate.uniform_bin, its edge walk called out of line
+        k = s * n_bins + (b if b >= 0 else edge_bin(conf, edges, n_bins, right))
         if w is None:
             packed[k, 0] += (np.int64(1) << ROWS_AT) | acc
             tab[k, 1] += conf
@@ -166,32 +168,33 @@ def _unpack(flat, n_cells):
 def _make_pass(lens: int):
     """The row pass of one lens, a compile-time constant (testing it per row cost a third of the ungrouped
     pass). One kernel per lens, so a call compiles only the lens it uses. The closed side is an argument: the
-    bin reads it only next to an edge (:func:`calframe._kernels.accumulate.uniform_bin`)."""
+    bin reads it only next to an edge (:func:`calframe._kernels.accumulate.uniform_bin`).
 
-    def pass_(p, y, one, zero2, keys, lo, w, w_mult, edges, right, n_bins, n_slots, part, out, workers, taken):
+    The kernel is one thread's share: it takes the next chunk (:func:`_take`) until none is left, and
+    :func:`binned_pass` runs it on several threads (:func:`calframe._jit.on_threads`). A plain ``nogil`` kernel
+    compiles in a third of the time numba's ``parallel=True`` took for the same loop (docs/benchmarks.md,
+    "Compile time")."""
+
+    def pass_(p, y, one, zero2, keys, lo, w, w_mult, edges, right, n_bins, part, counts, bad, taken):
         n = p.shape[0]
-        n_cells = n_slots * n_bins
+        n_cells = part.shape[1] // 3
         nchunks = part.shape[0]
-        counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
-        bad = np.zeros(nchunks, dtype=np.int64)
         far = n_cells > PREFETCH_CELLS
-        for _ in prange(workers):  # each worker takes the next chunk until none is left (_take)
-            while True:
-                c = _take(taken)
-                if c >= nchunks:
-                    break
-                tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
-                lo_i, hi_i = chunk_bounds(n, nchunks, c)
-                bad[c] = _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i,
-                                far, right, lens)
-                if w is None:
-                    _unpack(part[c], n_cells)
-        return sum_partials_into(part, out), sum_partials(counts), bad.sum()
+        while True:
+            c = _take(taken)
+            if c >= nchunks:
+                break
+            tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
+            lo_i, hi_i = chunk_bounds(n, nchunks, c)
+            bad[c] = _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, counts[c], lo_i, hi_i,
+                            far, right, lens)
+            if w is None:
+                _unpack(part[c], n_cells)
 
     # One name per lens: numba's cache index is keyed on the qualname, and three closures with one name would
     # share an index and differ only by the captured constant (calframe._kernel_cache).
     pass_.__name__ = pass_.__qualname__ = f"binned_pass_{_LENS_NAMES[lens]}"
-    return njit(parallel=True, cache=True)(pass_)
+    return njit(cache=True, nogil=True)(pass_)
 
 
 @njit(parallel=True, cache=True)
@@ -255,26 +258,40 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     ``codes``), read-only, so a fresh install compiles few versions of it; labels as int8 or int64 words
     (:func:`label_words`: float64 labels are read as their bit patterns, int32 turned into bytes).
 
-    The pass runs on :func:`pass_threads` threads, each taking the next chunk as it is free (an atomic counter,
-    :func:`_take`): a thread that the shared machine holds back takes fewer chunks instead of holding up the
-    pass (numba's OpenMP schedule is static: half the chunks each, and its ``parallel_chunksize`` did not change
-    that; docs/benchmarks.md, "One call"). Neither changes the chunks or the order of their sums: the same bits.
+    The pass runs on :func:`pass_threads` threads (:func:`calframe._jit.on_threads`: Python's threads running a
+    ``nogil`` kernel, not numba's ``parallel=True``, which compiled three times slower), each taking the next
+    chunk as it is free (an atomic counter, :func:`_take`): a thread that the shared machine holds back takes
+    fewer chunks instead of holding up the pass (a static schedule gave half the chunks to each;
+    docs/benchmarks.md, "One call"). Neither changes the chunks or the order of their sums (:func:`in_chunk_order`):
+    the same bits.
     """
     nchunks = max(nchunks, -(-p.shape[0] // (PACKED_ROWS - 1)))  # chunks of fewer than 2^32 rows (_chunk)
     part, out = tables(nchunks, 3 * n_slots * n_bins)  # numpy's allocation (accumulate.tables says why)
+    counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
+    bad = np.zeros(nchunks, dtype=np.int64)
     y, one, zero2 = label_words(y)
-    kernel = _PASSES[int(lens)]
-    most = numba.get_num_threads()
-    threads = pass_threads(p.shape[0])
-    args = (A.real(p), y, one, zero2, A.codes(keys), lo, A.real(w), A.real(w_mult), A.real(edges), bool(right),
-            n_bins, n_slots, part, out, threads, np.zeros(1, dtype=np.int64))
-    if threads == most:
-        return kernel(*args)
-    numba.set_num_threads(threads)  # this thread's number only (numba keeps one per calling thread)
-    try:
-        return kernel(*args)
-    finally:
-        numba.set_num_threads(most)
+    on_threads(_PASSES[int(lens)], (A.real(p), y, one, zero2, A.codes(keys), lo, A.real(w), A.real(w_mult),
+                                    A.real(edges), bool(right), n_bins, part, counts, bad,
+                                    np.zeros(1, dtype=np.int64)), pass_threads(p.shape[0]))
+    return in_chunk_order(part, out), in_chunk_order(counts), int(bad.sum())
+
+
+def in_chunk_order(part: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The partial tables (rows of ``part``) added in chunk order, into ``out`` (a new array by default): each
+    cell's sum is ``((part[0] + part[1]) + part[2]) + ...``, as :func:`calframe._kernels.accumulate.sum_partials`
+    adds them, so the same bits for any thread count.
+
+    >>> in_chunk_order(np.array([[1.0, 2.0], [0.5, 0.25]])).tolist()
+    [1.5, 2.25]
+    """
+    out = np.empty_like(part[0]) if out is None else out
+    if part.shape[0] == 0:
+        out[...] = 0
+        return out
+    np.copyto(out, part[0])
+    for c in range(1, part.shape[0]):
+        np.add(out, part[c], out=out)
+    return out
 
 
 @njit(cache=True)
