@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import prange
 
 from .._jit import njit, on_threads  # parallel kernels: fork check, lock under a thread-unsafe layer; threads
 from . import arrays as A
 from .accumulate import chunk_bounds, edge_bin, fast_bin, tables
 from .accumulate import n_chunks as n_chunks_rows
+from .chunks import take
 from .prefetch import AHEAD, prefetch_row
 from .raw import load_word
 
@@ -83,22 +82,6 @@ def weight_tops(keys, lo, w, n_slots, nchunks):
     for c in range(1, nchunks):
         out = np.maximum(out, part[c])
     return out, bad.sum()
-
-
-@intrinsic
-def _take(typingctx, counter):
-    """``counter[0] += 1`` as one atomic step (an int64 array): the value before. How the threads of
-    :func:`binned_pass` share out its chunks."""
-    if not (isinstance(counter, types.Array) and counter.dtype == types.int64 and counter.mutable):
-        return None
-
-    def codegen(context, builder, sig, args):
-        aryty = sig.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [context.get_constant(types.intp, 0)])
-        return builder.atomic_rmw("add", ptr, context.get_constant(types.int64, 1), "monotonic")
-
-    return types.int64(counter), codegen
 
 
 #: an unweighted chunk counts a cell's rows and its sum of acc in one int64 (:func:`_chunk`): rows << ROWS_AT | acc
@@ -170,10 +153,10 @@ def _make_pass(lens: int):
     pass). One kernel per lens, so a call compiles only the lens it uses. The closed side is an argument: the
     bin reads it only next to an edge (:func:`calframe._kernels.accumulate.uniform_bin`).
 
-    The kernel is one thread's share: it takes the next chunk (:func:`_take`) until none is left, and
-    :func:`binned_pass` runs it on several threads (:func:`calframe._jit.on_threads`). A plain ``nogil`` kernel
-    compiles in a third of the time numba's ``parallel=True`` took for the same loop (docs/benchmarks.md,
-    "Compile time")."""
+    The kernel is one thread's share: it takes the next chunk (:func:`calframe._kernels.chunks.take`) until
+    none is left, and :func:`binned_pass` runs it on several threads (:func:`calframe._jit.on_threads`). A plain
+    ``nogil`` kernel compiles in a third of the time numba's ``parallel=True`` took for the same loop
+    (docs/benchmarks.md, "Compile time")."""
 
     def pass_(p, y, one, zero2, keys, lo, w, w_mult, edges, right, n_bins, part, counts, bad, taken):
         n = p.shape[0]
@@ -181,7 +164,7 @@ def _make_pass(lens: int):
         nchunks = part.shape[0]
         far = n_cells > PREFETCH_CELLS
         while True:
-            c = _take(taken)
+            c = take(taken)
             if c >= nchunks:
                 break
             tab = part[c].reshape((n_cells, 3)) if w is not None else part[c][: 2 * n_cells].reshape((n_cells, 2))
@@ -260,9 +243,9 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
 
     The pass runs on :func:`pass_threads` threads (:func:`calframe._jit.on_threads`: Python's threads running a
     ``nogil`` kernel, not numba's ``parallel=True``, which compiled three times slower), each taking the next
-    chunk as it is free (an atomic counter, :func:`_take`): a thread that the shared machine holds back takes
-    fewer chunks instead of holding up the pass (a static schedule gave half the chunks to each;
-    docs/benchmarks.md, "One call"). Neither changes the chunks or the order of their sums (:func:`in_chunk_order`):
+    chunk as it is free (an atomic counter, :func:`calframe._kernels.chunks.take`): a thread that the shared
+    machine holds back takes fewer chunks instead of holding up the pass (a static schedule gave half the chunks
+    to each; docs/benchmarks.md, "One call"). Neither changes the chunks or the order of their sums (:func:`in_chunk_order`):
     the same bits.
     """
     nchunks = max(nchunks, -(-p.shape[0] // (PACKED_ROWS - 1)))  # chunks of fewer than 2^32 rows (_chunk)
