@@ -120,7 +120,7 @@ def test_weight_bucket_is_polars_near_every_power_of_two() -> None:
     w = np.array(ws)
     want = pl.DataFrame({"w": w}).select(LZ.weight_bucket(pl.col("w")))["w"].to_numpy()
     buckets = np.empty(w.shape[0], dtype=np.uint8)
-    X._buckets(w, buckets, 1)
+    X._buckets(w, buckets, np.zeros((1, X.MAX_BUCKET + 1), dtype=np.int64), np.zeros(1, dtype=np.int64))
     assert buckets.tolist() == want.tolist()
 
 

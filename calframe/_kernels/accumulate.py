@@ -17,6 +17,7 @@ from numba import prange
 
 from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
+from .chunks import in_chunk_order, run_chunks, take
 
 #: rows per chunk of the accumulate pass (before the caps below)
 CHUNK_ROWS = 1 << 16
@@ -55,11 +56,11 @@ def accumulate(groups, bins, conf, acc, weights, edges, right, n_groups, n_bins)
     """
     n_cells = n_groups * n_bins
     part, out = tables(n_chunks(conf.shape[0], n_cells), 3 * n_cells)
-    out = _accumulate_chunked(
+    run_chunks(_accumulate_chunked, (
         A.frozen(groups), A.frozen(bins), A.real(conf), A.frozen(acc), A.real(weights), A.real(edges), bool(right),
-        n_bins, part, out
-    )  # read-only arrays: one compiled version for writable and Arrow-backed columns (calframe._kernels.arrays)
-    return out.reshape((n_groups, n_bins, 3))
+        n_bins, part
+    ), conf.shape[0])  # read-only arrays: one compiled version for writable and Arrow-backed columns (arrays.py)
+    return in_chunk_order(part, out).reshape((n_groups, n_bins, 3))
 
 
 @njit(inline="always")
@@ -118,14 +119,6 @@ def edge_bin(x, edges, n_bins, right):
     return k
 
 
-@njit(inline="always")
-def _add_row(tab, k, x, a, w):
-    k3 = 3 * k
-    tab[k3] += w
-    tab[k3 + 1] += w * x
-    tab[k3 + 2] += w * a
-
-
 def tables(nchunks: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(zeroed partial tables, ``nchunks`` x ``width``; the array :func:`sum_partials_into` adds them into) for
     a chunked pass, allocated by numpy: numpy asks the OS for huge pages for large arrays, numba's np.zeros
@@ -162,18 +155,32 @@ def chunk_bounds(n, nchunks, c):
     return c * step, min(n, (c + 1) * step)
 
 
-@njit(parallel=True, cache=True)
-def _accumulate_chunked(groups, bins, conf, acc, weights, edges, right, n_bins, part, out):
+@njit(cache=True, nogil=True)
+def _accumulate_chunked(groups, bins, conf, acc, weights, edges, right, n_bins, part, taken):
+    """One thread's share of :func:`accumulate`: chunks taken by the counter ``taken`` until none is left
+    (:func:`calframe._kernels.chunks.run_chunks`). No array goes to an inlined call per row (a plain kernel
+    counts a reference per such call: :func:`fast_bin` says so)."""
     n = conf.shape[0]
-    for c in prange(part.shape[0]):
-        lo, hi = chunk_bounds(n, part.shape[0], c)
+    nchunks = part.shape[0]
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
+        lo, hi = chunk_bounds(n, nchunks, c)
         tab = part[c]
         for i in range(lo, hi):
             x = conf[i]
-            b = uniform_bin(x, edges, n_bins, right) if bins is None else bins[i]
-            k = b if groups is None else groups[i] * n_bins + b
-            _add_row(tab, k, x, acc[i], 1.0 if weights is None else weights[i])
-    return sum_partials_into(part, out)
+            if bins is None:
+                b = fast_bin(x, n_bins)
+                if b < 0:
+                    b = edge_bin(x, edges, n_bins, right)
+            else:
+                b = bins[i]
+            k3 = 3 * (b if groups is None else groups[i] * n_bins + b)
+            w = 1.0 if weights is None else weights[i]
+            tab[k3] += w
+            tab[k3 + 1] += w * x
+            tab[k3 + 2] += w * acc[i]
 
 
 def group_values(values, groups, n_groups):

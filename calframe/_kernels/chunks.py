@@ -7,9 +7,20 @@ chunk order afterwards, so which thread took which chunk never shows in the bits
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .._jit import on_threads
+
+#: a pass over fewer rows than this per thread runs on fewer threads (waking a sleeping thread cost 0.8-2 ms in
+#: docs/benchmarks.md, "One call"); the chunks, and so the bits, do not change
+ROWS_PER_THREAD = 1 << 19
 
 
 @intrinsic
@@ -26,3 +37,39 @@ def take(typingctx, counter):
         return builder.atomic_rmw("add", ptr, context.get_constant(types.int64, 1), "monotonic")
 
     return types.int64(counter), codegen
+
+
+def pass_threads(n_rows: int) -> int:
+    """Threads for a pass over ``n_rows``: numba's number (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``),
+    fewer where each would get fewer than ROWS_PER_THREAD rows."""
+    return max(1, min(numba.get_num_threads(), n_rows // ROWS_PER_THREAD))
+
+
+def run_chunks(worker: Callable[..., Any], args: tuple, n_rows: int) -> None:
+    """``worker(*args, counter)`` on :func:`pass_threads` threads (:func:`calframe._jit.on_threads`), ``counter``
+    a fresh chunk counter for :func:`take`: the worker takes chunks until none is left.
+
+    >>> seen = []
+    >>> run_chunks(lambda counter: seen.append(int(counter[0])), (), 10)
+    >>> seen
+    [0]
+    """
+    on_threads(worker, (*args, np.zeros(1, dtype=np.int64)), pass_threads(n_rows))
+
+
+def in_chunk_order(part: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The partial tables (rows of ``part``) added in chunk order, into ``out`` (a new array by default): each
+    cell's sum is ``((part[0] + part[1]) + part[2]) + ...``, whichever thread summed each chunk, so the same
+    bits for any thread count.
+
+    >>> in_chunk_order(np.array([[1.0, 2.0], [0.5, 0.25]])).tolist()
+    [1.5, 2.25]
+    """
+    out = np.empty_like(part[0]) if out is None else out
+    if part.shape[0] == 0:
+        out[...] = 0
+        return out
+    np.copyto(out, part[0])
+    for c in range(1, part.shape[0]):
+        np.add(out, part[c], out=out)
+    return out

@@ -20,11 +20,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
 from .accumulate import chunk_bounds, fixed_to_float, n_chunks
+from .chunks import run_chunks, take
 from .codes import BUCKET_BITS, FIXED_BITS, MAX_BUCKET, WEIGHTED_BITS
 
 #: the words of a group's bitmap of weight buckets (135 buckets)
@@ -54,7 +54,9 @@ def group_sums(groups, values, weights, n_groups, span):
     width = 1  # cells per group (dense layout)
     if weights is not None:
         buckets = np.empty(n, dtype=np.uint8)
-        present = _buckets(w, buckets, n_chunks(n, 0)) > 0
+        counts = np.zeros((n_chunks(n, 0), MAX_BUCKET + 1), dtype=np.int64)
+        run_chunks(_buckets, (w, buckets, counts), n)
+        present = counts.sum(axis=0) > 0
         width = int(present.sum())
         rank = np.where(present, np.cumsum(present) - 1, -1)
         if n_groups * width > 2 * n + n_groups:  # sparse: each group's own buckets (a cell per row at most)
@@ -62,7 +64,8 @@ def group_sums(groups, values, weights, n_groups, span):
     cells = n_groups * width if bitmap.shape[0] == 0 else _bucket_cells(g, buckets, bitmap, base)
     part = np.zeros((n_chunks(n, -(-4 * cells // 3)), 4 * cells), dtype=np.uint64)
     total_w, total_v = np.zeros(n_groups), np.zeros(n_groups)
-    _sums(g, x, w, buckets, rank, width, bitmap, base, 1.0 / span, _FACTORS, part, total_w, total_v)
+    run_chunks(_sums, (g, x, w, buckets, rank, width, bitmap, base, 1.0 / span, _FACTORS, part), n)
+    _totals(part, rank, width, bitmap, base, weights is not None, total_w, total_v)
     return total_w, total_v * span
 
 
@@ -96,13 +99,13 @@ def _fixed(s):
 
 
 @njit(inline="always")
-def _add(tab, j, v):
-    """Add the int64 ``v`` to the 128-bit integer at limbs tab[j] (high), tab[j + 1] (low)."""
+def _add128(hi, lo, v):
+    """(hi, lo) + the int64 ``v``: the limbs of the sum. Scalars only, for the row loop (a plain kernel counts a
+    reference per row for an array given to an inlined call: ``accumulate.fast_bin``)."""
     u = np.uint64(v)
-    lo = tab[j + 1] + u
-    carry = np.uint64(1) if lo < u else np.uint64(0)
-    tab[j + 1] = lo
-    tab[j] += carry + (np.uint64(0xFFFFFFFFFFFFFFFF) if v < 0 else np.uint64(0))
+    low = lo + u
+    carry = np.uint64(1) if low < u else np.uint64(0)
+    return hi + carry + (np.uint64(0xFFFFFFFFFFFFFFFF) if v < 0 else np.uint64(0)), low
 
 
 @njit(inline="always")
@@ -113,19 +116,22 @@ def _popcount(x):
     return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
-@njit(parallel=True, cache=True)
-def _buckets(weights, buckets, nchunks):
-    """Each row's weight bucket (into ``buckets``); returns the rows of each bucket."""
+@njit(cache=True, nogil=True)
+def _buckets(weights, buckets, counts, taken):
+    """Each row's weight bucket (into ``buckets``), and each chunk's rows per bucket (``counts``, chunks x
+    buckets): one thread's share of chunks (:func:`calframe._kernels.chunks.run_chunks`)."""
     n = weights.shape[0]
+    nchunks = counts.shape[0]
     bits = weights.view(np.uint64)
-    counts = np.zeros((nchunks, MAX_BUCKET + 1), dtype=np.int64)
-    for c in prange(nchunks):
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         lo, hi = chunk_bounds(n, nchunks, c)
         for i in range(lo, hi):
             k = weight_bucket(weights[i], bits[i])
             buckets[i] = k
             counts[c, k] += 1
-    return counts.sum(axis=0)
 
 
 @njit(cache=True)
@@ -151,8 +157,13 @@ def _cell(rank, width, bitmap, base, g, k):
     if bitmap.shape[0] == 0:
         return g * width + rank[k]
     j = k >> 6
-    below = bitmap[g, j] & ((np.uint64(1) << np.uint64(k & 63)) - np.uint64(1))
-    return base[g, j] + _popcount(below)
+    return _sparse_cell(base[g, j], bitmap[g, j], k)
+
+
+@njit(inline="always")
+def _sparse_cell(first, word, k):
+    """The cell of bucket ``k`` in the sparse layout, from its (group, word)'s first cell and bitmap word."""
+    return first + _popcount(word & ((np.uint64(1) << np.uint64(k & 63)) - np.uint64(1)))
 
 
 @njit(inline="always")
@@ -166,15 +177,20 @@ def _to_float(hi, lo, exp):
     return fixed_to_float(np.int64(hi), np.int64(lo >> np.uint64(32)), np.int64(lo & np.uint64(0xFFFFFFFF)), exp)
 
 
-@njit(parallel=True, cache=True, readonly=("groups", "values", "weights"))
-def _sums(groups, values, weights, buckets, rank, width, bitmap, base, scale, factors, part, total_w, total_v):
+@njit(cache=True, nogil=True, readonly=("groups", "values", "weights"))
+def _sums(groups, values, weights, buckets, rank, width, bitmap, base, scale, factors, part, taken):
     """Per cell (group; weighted, (group, bucket)): the 128-bit sums of the weight's and the weighted value's
-    integers (unweighted: the row count and the value's), in chunks of rows whose integers are then added; each
-    group's totals are its cells' floats added from the highest bucket (smallest weights) down."""
+    integers (unweighted: the row count and the value's), one chunk of rows into each row of ``part``: one
+    thread's share of chunks (:func:`calframe._kernels.chunks.run_chunks`). No array goes to an inlined call
+    per row."""
     n = values.shape[0]
     weighted = weights.shape[0] > 0
+    sparse = bitmap.shape[0] > 0
     nchunks = part.shape[0]
-    for c in prange(nchunks):
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         lo, hi = chunk_bounds(n, nchunks, c)
         tab = part[c]
         for i in range(lo, hi):
@@ -182,22 +198,33 @@ def _sums(groups, values, weights, buckets, rank, width, bitmap, base, scale, fa
             x = values[i] * scale
             if weighted:
                 k = np.int64(buckets[i])
-                j = 4 * _cell(rank, width, bitmap, base, g, k)
+                if sparse:
+                    j = 4 * _sparse_cell(base[g, k >> 6], bitmap[g, k >> 6], k)
+                else:
+                    j = 4 * (g * width + rank[k])
                 w = weights[i]
                 f = factors[k]  # two equal factors, each finite, as the engines apply 2^(60 + 8 k)
-                _add(tab, j, _fixed(w * f * f))
-                _add(tab, j + 2, _fixed(w * x * f * f))
+                a = _fixed(w * f * f)
+                b = _fixed(w * x * f * f)
             else:
                 j = 4 * g
-                _add(tab, j, np.int64(1))
-                _add(tab, j + 2, _fixed(x * 2.0**FIXED_BITS))
+                a = np.int64(1)
+                b = _fixed(x * 2.0**FIXED_BITS)
+            tab[j], tab[j + 1] = _add128(tab[j], tab[j + 1], a)
+            tab[j + 2], tab[j + 3] = _add128(tab[j + 2], tab[j + 3], b)
+
+
+@njit(cache=True)
+def _totals(part, rank, width, bitmap, base, weighted, total_w, total_v):
+    """The chunks' integers added (into ``part[0]``), then each group's totals: its cells' floats added from the
+    highest bucket (smallest weights) down."""
     out = part[0]
-    for c in range(1, nchunks):
+    for c in range(1, part.shape[0]):
         for j in range(0, out.shape[0], 2):  # (high, low) pairs
             lo = out[j + 1] + part[c, j + 1]
             out[j] += part[c, j] + (np.uint64(1) if lo < part[c, j + 1] else np.uint64(0))
             out[j + 1] = lo
-    for g in prange(total_w.shape[0]):
+    for g in range(total_w.shape[0]):
         tw = 0.0
         tv = 0.0
         if weighted:
@@ -213,4 +240,3 @@ def _sums(groups, values, weights, buckets, rank, width, bitmap, base, scale, fa
             tv += _to_float(out[j + 2], out[j + 3], -FIXED_BITS)
         total_w[g] = tw
         total_v[g] = tv
-    return total_w

@@ -10,15 +10,13 @@ partial table and the tables are added in chunk order: the same bits for any thr
 
 from __future__ import annotations
 
-import numba
 import numpy as np
-from numba import prange
 
-from .._jit import njit, on_threads  # parallel kernels: fork check, lock under a thread-unsafe layer; threads
+from .._jit import njit
 from . import arrays as A
 from .accumulate import chunk_bounds, edge_bin, fast_bin, tables
 from .accumulate import n_chunks as n_chunks_rows
-from .chunks import take
+from .chunks import ROWS_PER_THREAD, in_chunk_order, pass_threads, run_chunks, take  # noqa: F401 (re-exported)
 from .prefetch import AHEAD, prefetch_row
 from .raw import load_word
 
@@ -52,36 +50,38 @@ def _lensed(x, a, lens):
     return max(x, 1.0 - x), a ^ np.int64(x <= 0.5)
 
 
-@njit(inline="always")
-def _slot(keys, i, lo):
-    return 0 if keys is None else np.int64(keys[i]) - lo
-
-
-@njit(parallel=True, cache=True)
 def weight_tops(keys, lo, w, n_slots, nchunks):
     """(largest weight of each slot, number of weights that are not finite and >= 0): the pre-pass of a
     weighted :func:`binned_pass` (the weights are scaled per group by their largest, as
     calframe._columns.scale_weights)."""
-    n = w.shape[0]
     part = np.zeros((nchunks, n_slots))
     bad = np.zeros(nchunks, dtype=np.int64)
-    for c in prange(nchunks):
+    run_chunks(_weight_tops, (keys, lo, w, part, bad), w.shape[0])
+    return np.maximum.reduce(part, axis=0), int(bad.sum())
+
+
+@njit(cache=True, nogil=True)
+def _weight_tops(keys, lo, w, part, bad, taken):
+    """:func:`weight_tops`, one thread's share of chunks (each chunk's largest weights into its row of
+    ``part``)."""
+    n = w.shape[0]
+    nchunks = part.shape[0]
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         top = part[c]
         nb = 0
         lo_i, hi_i = chunk_bounds(n, nchunks, c)
         for i in range(lo_i, hi_i):
             v = w[i]
             if v >= 0.0 and v <= 1.7976931348623157e308:
-                s = _slot(keys, i, lo)
+                s = 0 if keys is None else np.int64(keys[i]) - lo
                 if v > top[s]:
                     top[s] = v
             else:
                 nb += 1
         bad[c] = nb
-    out = part[0].copy()
-    for c in range(1, nchunks):
-        out = np.maximum(out, part[c])
-    return out, bad.sum()
 
 
 #: an unweighted chunk counts a cell's rows and its sum of acc in one int64 (:func:`_chunk`): rows << ROWS_AT | acc
@@ -119,7 +119,7 @@ def _chunk(p, y, one, zero2, keys, lo, w, w_mult, edges, n_bins, tab, cnt, lo_i,
             nb += 1
             continue
         conf, acc = _lensed(x, np.int64(hit), lens)
-        s = 0 if keys is None else np.int64(keys[i]) - lo  # not _slot: no array to an inlined call per row
+        s = 0 if keys is None else np.int64(keys[i]) - lo  # no array to an inlined call per row
         b = fast_bin(conf, n_bins)  # accumulate.uniform_bin, its edge walk called out of line
         k = s * n_bins + (b if b >= 0 else edge_bin(conf, edges, n_bins, right))
         if w is None:
@@ -180,12 +180,12 @@ def _make_pass(lens: int):
     return njit(cache=True, nogil=True)(pass_)
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def label_bytes(y):
     """int32 labels as int8: 0 and 1 kept, every other value 2, which the pass counts as bad, as it counted the
-    original."""
+    original. (One thread: a memory-bound copy, rare, int32 labels only.)"""
     out = np.empty(y.shape[0], dtype=np.int8)
-    for i in prange(y.shape[0]):
+    for i in range(y.shape[0]):
         v = y[i]
         out[i] = 0 if v == 0.0 else 1 if v == 1.0 else 2
     return out
@@ -198,11 +198,6 @@ _PASSES = {lens: _make_pass(lens) for lens in (CLASS1, CLASS0, TOP1)}
 #: the bit patterns of the float64 labels 1.0 and -0.0 as int64: how the pass reads float64 labels (label_words)
 F64_ONE = np.int64(0x3FF0000000000000)
 F64_MINUS_ZERO = np.int64(-(1 << 63))
-#: a pass over fewer rows than this per thread runs on fewer threads (waking a sleeping thread cost 0.8-2 ms in
-#: docs/benchmarks.md, "One call"); the chunks, and so the bits, do not change
-ROWS_PER_THREAD = 1 << 19
-
-
 def label_words(y: np.ndarray) -> tuple[np.ndarray, np.int64, np.int64]:
     """(labels as the pass reads them, the word of 1, a second word of 0): int8 and int64 kept (1, 0); float64
     viewed as int64 bit patterns, never copied (1.0, -0.0: 0.0 is the word 0, NaN and every other value none of
@@ -220,12 +215,6 @@ def label_words(y: np.ndarray) -> tuple[np.ndarray, np.int64, np.int64]:
     return y, np.int64(1), np.int64(0)
 
 
-def pass_threads(n_rows: int) -> int:
-    """Threads for a pass over ``n_rows``: numba's number, fewer where each would get fewer than ROWS_PER_THREAD
-    rows."""
-    return max(1, min(numba.get_num_threads(), n_rows // ROWS_PER_THREAD))
-
-
 def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, nchunks):
     """Per (slot, bin) sums ``[sum w, sum w*conf, sum w*acc]`` (flat, n_slots * n_bins * 3), rows per slot
     (weighted only; else empty: the weight sums count the rows), and the number of bad rows.
@@ -241,7 +230,7 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     ``codes``), read-only, so a fresh install compiles few versions of it; labels as int8 or int64 words
     (:func:`label_words`: float64 labels are read as their bit patterns, int32 turned into bytes).
 
-    The pass runs on :func:`pass_threads` threads (:func:`calframe._jit.on_threads`: Python's threads running a
+    The pass runs on :func:`pass_threads` threads (:func:`calframe._kernels.chunks.run_chunks`: Python's threads running a
     ``nogil`` kernel, not numba's ``parallel=True``, which compiled three times slower), each taking the next
     chunk as it is free (an atomic counter, :func:`calframe._kernels.chunks.take`): a thread that the shared
     machine holds back takes fewer chunks instead of holding up the pass (a static schedule gave half the chunks
@@ -253,28 +242,9 @@ def binned_pass(p, y, keys, lo, w, w_mult, edges, right, lens, n_bins, n_slots, 
     counts = np.zeros((nchunks, n_slots if w is not None else 0), dtype=np.int64)
     bad = np.zeros(nchunks, dtype=np.int64)
     y, one, zero2 = label_words(y)
-    on_threads(_PASSES[int(lens)], (A.real(p), y, one, zero2, A.codes(keys), lo, A.real(w), A.real(w_mult),
-                                    A.real(edges), bool(right), n_bins, part, counts, bad,
-                                    np.zeros(1, dtype=np.int64)), pass_threads(p.shape[0]))
+    run_chunks(_PASSES[int(lens)], (A.real(p), y, one, zero2, A.codes(keys), lo, A.real(w), A.real(w_mult),
+                                    A.real(edges), bool(right), n_bins, part, counts, bad), p.shape[0])
     return in_chunk_order(part, out), in_chunk_order(counts), int(bad.sum())
-
-
-def in_chunk_order(part: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """The partial tables (rows of ``part``) added in chunk order, into ``out`` (a new array by default): each
-    cell's sum is ``((part[0] + part[1]) + part[2]) + ...``, as :func:`calframe._kernels.accumulate.sum_partials`
-    adds them, so the same bits for any thread count.
-
-    >>> in_chunk_order(np.array([[1.0, 2.0], [0.5, 0.25]])).tolist()
-    [1.5, 2.25]
-    """
-    out = np.empty_like(part[0]) if out is None else out
-    if part.shape[0] == 0:
-        out[...] = 0
-        return out
-    np.copyto(out, part[0])
-    for c in range(1, part.shape[0]):
-        np.add(out, part[c], out=out)
-    return out
 
 
 @njit(cache=True)
@@ -496,7 +466,6 @@ def _lookup(views, addrs, valid, hashes, rows, lo, hi, out, reps):
         tab = _grow(tab, bits, hashes is None)
 
 
-@njit(parallel=True, cache=True)
 def string_codes(views, addrs, valid, hashes, nchunks, codes):
     """(int32 code of each row, first row of each code): the codes of a string_view column, numbered in order
     of first appearance (so the same for any chunk and thread count).
@@ -514,21 +483,41 @@ def string_codes(views, addrs, valid, hashes, nchunks, codes):
     step = (n + nchunks - 1) // nchunks
     reps = np.empty(n, dtype=np.int64)
     counts = np.zeros(nchunks, dtype=np.int64)
-    for c in prange(nchunks):
-        counts[c] = _lookup(views, addrs, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
+    run_chunks(_chunk_codes, (views, addrs, valid, hashes, step, codes, reps, counts), n)
     if (counts < 0).any():
         return codes[:0], np.empty(0, dtype=np.int64)
     # the chunks' first rows, in chunk order, numbered once more: a chunk code -> the global code
-    firsts = np.empty(counts.sum(), dtype=np.int64)
-    at = 0
-    for c in range(nchunks):
-        firsts[at : at + counts[c]] = reps[c * step : c * step + counts[c]]
-        at += counts[c]
+    firsts = np.concatenate([reps[c * step : c * step + counts[c]] for c in range(nchunks)])
     merged = np.empty(firsts.shape[0], dtype=np.int32)
     g_reps = np.empty(firsts.shape[0], dtype=np.int64)
     n_codes = _lookup(views, addrs, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
-    for c in prange(1, nchunks):  # the first chunk's codes are already the global ones
-        base = counts[:c].sum()
-        for i in range(c * step, min(n, (c + 1) * step)):
-            codes[i] = merged[base + codes[i]]
+    bases = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    run_chunks(_global_codes, (codes, merged, bases, step), n)
     return codes, g_reps[:n_codes].copy()
+
+
+@njit(cache=True, nogil=True)
+def _chunk_codes(views, addrs, valid, hashes, step, codes, reps, counts, taken):
+    """:func:`string_codes`' first step, one thread's share of chunks: each chunk numbers its own strings
+    (``counts[c]``: how many, -1 where the inline path met a long string)."""
+    n = views.shape[0] // 2
+    while True:
+        c = take(taken)
+        if c >= counts.shape[0]:
+            break
+        counts[c] = _lookup(views, addrs, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
+
+
+@njit(cache=True, nogil=True)
+def _global_codes(codes, merged, bases, step, taken):
+    """:func:`string_codes`' last step, one thread's share of chunks: each row's chunk code mapped to the global
+    code, in place (the first chunk's codes are already the global ones)."""
+    n = codes.shape[0]
+    while True:
+        c = take(taken)
+        if c >= bases.shape[0]:
+            break
+        if c > 0:
+            base = bases[c]
+            for i in range(c * step, min(n, (c + 1) * step)):
+                codes[i] = merged[base + codes[i]]
