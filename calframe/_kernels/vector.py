@@ -25,11 +25,10 @@ threshold land where the reference puts them:
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit
 from .accumulate import chunk_bounds as _chunk_bounds, group_order as _group_order
-from .accumulate import sum_partials_into as _sum_partials_into
+from .chunks import in_chunk_order, run_chunks, take
 
 #: rows per chunk of the accumulate pass (before the caps below)
 CHUNK_ROWS = 1 << 16
@@ -51,29 +50,43 @@ def n_chunks(n_rows: int, n_cells: int, width: int) -> int:
 # --------------------------------------------------------------------------- lenses
 
 
-@njit(parallel=True, cache=True, readonly=("g", "labels"))
 def top1_rows(g, labels):
     """[m, 1 - m] and [c, 1 - c] per row: m = g at numpy.argmax (first maximum), c = 1 if that class is the label."""
-    n, k = g.shape
+    n = g.shape[0]
     gp = np.empty((n, 2))
     yp = np.empty((n, 2))
-    for i in prange(n):
-        best = 0
-        m = g[i, 0]
-        for j in range(1, k):
-            x = g[i, j]
-            if m == m and (x > m or x != x):  # numpy.argmax: the first maximum, or the first NaN
-                m = x
-                best = j
-        c = 1.0 if best == labels[i] else 0.0
-        gp[i, 0] = m
-        gp[i, 1] = 1.0 - m
-        yp[i, 0] = c
-        yp[i, 1] = 1.0 - c
+    run_chunks(_top1_rows, (g, labels, gp, yp, _row_chunks(n)), n)
     return gp, yp
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True, readonly=("g", "labels"))
+def _top1_rows(g, labels, gp, yp, nchunks, taken):
+    n, k = g.shape
+    while True:
+        ch = take(taken)
+        if ch >= nchunks:
+            break
+        lo, hi = _chunk_bounds(n, nchunks, ch)
+        for i in range(lo, hi):
+            best = 0
+            m = g[i, 0]
+            for j in range(1, k):
+                x = g[i, j]
+                if m == m and (x > m or x != x):  # numpy.argmax: the first maximum, or the first NaN
+                    m = x
+                    best = j
+            c = 1.0 if best == labels[i] else 0.0
+            gp[i, 0] = m
+            gp[i, 1] = 1.0 - m
+            yp[i, 0] = c
+            yp[i, 1] = 1.0 - c
+
+
+def _row_chunks(n: int) -> int:
+    """Chunks of rows of a per-row kernel (sizes only): accumulate's rule without tables."""
+    return max(1, min(MAX_CHUNKS, -(-n // CHUNK_ROWS)))
+
+
 def topk_indices(g, k):
     """Per row, the indices of the k largest values, largest first; ties to the lowest index.
 
@@ -83,11 +96,21 @@ def topk_indices(g, k):
     Rows are processed in blocks (one scratch buffer per block); each row's
     output depends on that row only.
     """
-    n, m = g.shape
+    n = g.shape[0]
     out = np.empty((n, k), dtype=np.int64)
+    run_chunks(_topk_indices, (g, k, out), n)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _topk_indices(g, k, out, taken):
+    n, m = g.shape
     block = 4096
-    for c in prange((n + block - 1) // block):
-        vals = np.empty(k)
+    vals = np.empty(k)
+    while True:
+        c = take(taken)
+        if c >= (n + block - 1) // block:
+            break
         for i in range(c * block, min(n, (c + 1) * block)):
             idx = out[i]
             filled = 0
@@ -105,13 +128,11 @@ def topk_indices(g, k):
                 idx[pos] = j
                 if filled < k:
                     filled += 1
-    return out
 
 
 # --------------------------------------------------------------------------- uniform grid
 
 
-@njit(parallel=True, cache=True, readonly=("g", "edges"))
 def digitize_uniform(g, n_coords, edges):
     """``numpy.digitize(g[:, j], edges[1:-1])`` for j < n_coords, with edges = ``numpy.linspace(0, 1, bins + 1)``.
 
@@ -120,42 +141,61 @@ def digitize_uniform(g, n_coords, edges):
     numpy: numba's linspace rounds some edges differently (12 * 0.05 vs 0.6). A hot-loop form of
     ``calframe.binning.uniform_bins``, tested against it (tests/test_rules.py).
     """
-    bins = edges.shape[0] - 1
-    n = g.shape[0]
-    out = np.empty((n, n_coords), dtype=np.int32)
-    for i in prange(n):
-        for j in range(n_coords):
-            x = g[i, j]
-            if not (x < 1.0):  # also NaN, which numpy.digitize puts last
-                b = bins - 1
-            elif x <= 0.0:
-                b = 0
-            else:
-                b = min(int(x * bins), bins - 1)
-            while b > 0 and edges[b] > x:
-                b -= 1
-            while b < bins - 1 and edges[b + 1] <= x:
-                b += 1
-            out[i, j] = b
+    out = np.empty((g.shape[0], n_coords), dtype=np.int32)
+    run_chunks(_digitize_uniform, (g, n_coords, edges, out, _row_chunks(g.shape[0])), g.shape[0])
     return out
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True, readonly=("g", "edges"))
+def _digitize_uniform(g, n_coords, edges, out, nchunks, taken):
+    bins = edges.shape[0] - 1
+    n = g.shape[0]
+    while True:
+        ch = take(taken)
+        if ch >= nchunks:
+            break
+        lo, hi = _chunk_bounds(n, nchunks, ch)
+        for i in range(lo, hi):
+            for j in range(n_coords):
+                x = g[i, j]
+                if not (x < 1.0):  # also NaN, which numpy.digitize puts last
+                    b = bins - 1
+                elif x <= 0.0:
+                    b = 0
+                else:
+                    b = min(int(x * bins), bins - 1)
+                while b > 0 and edges[b] > x:
+                    b -= 1
+                while b < bins - 1 and edges[b + 1] <= x:
+                    b += 1
+                out[i, j] = b
+
+
 def mixed_radix_keys(digits, groups, bins):
     """One int64 key per row: group * bins^c + digits in base ``bins`` (first coordinate most significant)."""
+    out = np.empty(digits.shape[0], dtype=np.int64)
+    run_chunks(_mixed_radix_keys, (digits, groups, bins, out, _row_chunks(digits.shape[0])), digits.shape[0])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _mixed_radix_keys(digits, groups, bins, out, nchunks, taken):
     n, c = digits.shape
     radix = 1
     for _ in range(c):
         radix *= bins
-    out = np.empty(n, dtype=np.int64)
-    for i in prange(n):
-        key = 0
-        for j in range(c):
-            key = key * bins + digits[i, j]
-        if groups is not None:
-            key += np.int64(groups[i]) * radix
-        out[i] = key
-    return out
+    while True:
+        ch = take(taken)
+        if ch >= nchunks:
+            break
+        lo, hi = _chunk_bounds(n, nchunks, ch)
+        for i in range(lo, hi):
+            key = 0
+            for j in range(c):
+                key = key * bins + digits[i, j]
+            if groups is not None:
+                key += np.int64(groups[i]) * radix
+            out[i] = key
 
 
 # --------------------------------------------------------------------------- adaptive (uu-sml) binning
@@ -357,26 +397,32 @@ def _split_group(g, perm, lo, hi, min_size, use_median, ids):
     return leaves
 
 
-@njit(parallel=True, cache=True)
 def adaptive_bins(g, order, starts, min_sizes, use_median):
-    """Bin ids (dense per group, leaves in pre-order) and the number of leaves of each group."""
-    n = g.shape[0]
+    """Bin ids (dense per group, leaves in pre-order) and the number of leaves of each group (the groups on
+    several threads, each on its own)."""
     n_groups = starts.shape[0] - 1
-    ids = np.zeros(n, dtype=np.int32)
+    ids = np.zeros(g.shape[0], dtype=np.int32)
     n_leaves = np.zeros(n_groups, dtype=np.int64)
     perm = order.copy()
-    for gi in prange(n_groups):
+    run_chunks(_adaptive_bins, (g, perm, starts, min_sizes, use_median, ids, n_leaves), g.shape[0])
+    return ids, n_leaves
+
+
+@njit(cache=True, nogil=True)
+def _adaptive_bins(g, perm, starts, min_sizes, use_median, ids, n_leaves, taken):
+    while True:
+        gi = take(taken)
+        if gi >= n_leaves.shape[0]:
+            break
         lo = starts[gi]
         hi = starts[gi + 1]
         if hi > lo:
             n_leaves[gi] = _split_group(g, perm, lo, hi, min_sizes[gi], use_median, ids)
-    return ids, n_leaves
 
 
 # --------------------------------------------------------------------------- accumulate
 
 
-@njit(parallel=True, cache=True, readonly=("groups", "bins", "gp", "yp", "ypos", "weights"))
 def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, part, out):
     """Per (group, bin) ``[sum w, sum w g'_0..m-1, sum w y'_0..m-1]`` as a flat (n_cells * (1 + 2m)) array.
 
@@ -386,10 +432,19 @@ def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, part, out):
     sums its rows in order into its own partial table; the tables are added in chunk order into ``out``.
     ``part`` and ``out``: :func:`calframe._kernels.accumulate.tables` (numpy's allocation).
     """
+    run_chunks(_accumulate_vector, (groups, bins, gp, yp, ypos, weights, n_bins, part), gp.shape[0])
+    return in_chunk_order(part, out)
+
+
+@njit(cache=True, nogil=True, readonly=("groups", "bins", "gp", "yp", "ypos", "weights"))
+def _accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, part, taken):
     n, m = gp.shape
     onehot = yp.shape[0] == 0 and n > 0
     width = 1 + 2 * m
-    for c in prange(part.shape[0]):
+    while True:
+        c = take(taken)
+        if c >= part.shape[0]:
+            break
         lo, hi = _chunk_bounds(n, part.shape[0], c)
         tab = part[c]
         for i in range(lo, hi):
@@ -404,5 +459,3 @@ def accumulate_vector(groups, bins, gp, yp, ypos, weights, n_bins, part, out):
             else:
                 for j in range(m):
                     tab[base + 1 + m + j] += w * yp[i, j]
-    return _sum_partials_into(part, out)
-
