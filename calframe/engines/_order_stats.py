@@ -45,13 +45,19 @@ def grid_size(cnt: np.ndarray, targets: np.ndarray, hist_cells: int) -> np.ndarr
     return np.clip(g, 2, GRID_CELLS).astype(np.int64)
 
 
-def positive_aggs(ns: Any) -> list[Any]:
-    """The first pass's aggregations over a group's rows of positive weight (``ns``: ``polars`` or
-    ``narwhals``, over the columns ``X`` and ``RW``): their number, min and max of ``X``, and the sum of ``RW``
-    (a row of weight 0 adds 0 to it)."""
+def positive_columns(ns: Any) -> list[Any]:
+    """The row columns :func:`positive_aggs` sums (``ns``: ``polars`` or ``narwhals``, over the columns ``X`` and
+    ``RW``): 1 for a row of positive weight, and its ``X`` (null for a row of weight 0)."""
     pos = ns.col(RW) > 0
-    return [pos.cast(ns.Int64).sum().alias(PLEN), ns.when(pos).then(ns.col(X)).min().alias(PMIN),
-            ns.when(pos).then(ns.col(X)).max().alias(PMAX), ns.col(RW).sum().alias(WSUM)]
+    return [pos.cast(ns.Int64).alias(PLEN), ns.when(pos).then(ns.col(X)).alias(PMIN)]
+
+
+def positive_aggs(ns: Any) -> list[Any]:
+    """The first pass's elementary aggregations (as a pyarrow group-by takes them) over a group's rows of positive
+    weight, on :func:`positive_columns`: their number, min and max of ``X``, and the sum of ``RW`` (a row of
+    weight 0 adds 0 to it)."""
+    return [ns.col(PLEN).sum().alias(PLEN), ns.col(PMIN).min().alias(PMIN), ns.col(PMIN).max().alias(PMAX),
+            ns.col(RW).sum().alias(WSUM)]
 
 
 def positive_groups(groups: pl.DataFrame) -> pl.DataFrame:

@@ -553,6 +553,7 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, p
     if weighted:
         cols += [weights_expr(plan).alias(WT), raw_weights(plan).alias(RW)]
     base = with_scales(plan, lf).select(cols)
+    base = base.with_columns(OS.positive_columns(pl)) if weighted else base
 
     # pass 1: validation, and per group count / min / max (weighted: also of the rows of positive weight)
     aggs = [pl.len().alias(LEN), pl.col(BAD).sum().alias(BAD), pl.col(X).min().alias(MIN),

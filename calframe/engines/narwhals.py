@@ -56,6 +56,7 @@ from ..registry import Capabilities, functions_on, how
 from ..request import Request
 from . import _lazy_plan as P
 from . import lazy as LZ
+from . import _order_stats as OS
 from ._lazy_plan import (BAD, BIN, CATV, CNT, CONF, ACC, EB, KEEP, LEN, MAX, MIN, NODE, OK, ONE, COL_PREFIX,
                          SA, SC, VMAX, VMIN, W, WT, X, BUCKET_BITS, WEIGHTED_BITS, MAX_BUCKET, scale_factors)
 
@@ -559,14 +560,18 @@ class Run:
         cols = self.row_columns()
         if not plan.keys:
             cols.append(nw.lit(0).cast(nw.Int8).alias(ONE))
+        weighted = plan.weight_col is not None  # the edges of the rows repeated w_i times (_order_stats)
+        if weighted:
+            cols.append(_raw_weights(plan).alias(OS.RW))
         base = self.base(cols)
         x = nw.col(_V if plan.var_col is not None else CONF)
         base = base.with_columns(nw.when(nw.col(OK)).then(x).alias(X),
                                  (~nw.col(OK) & nw.col(KEEP)).cast(nw.Int64).alias(BAD))
+        base = base.with_columns(*OS.positive_columns(nw)) if weighted else base
         aggs = [nw.len().alias(LEN), nw.col(BAD).sum().alias(BAD), nw.col(X).min().alias(MIN),
                 nw.col(X).max().alias(MAX)]
-        if plan.weight_col is not None:
-            aggs.append(nw.col(WT).sum().alias(W))
+        if weighted:
+            aggs += [nw.col(WT).sum().alias(W)] + OS.positive_aggs(nw)
         res = collect_frame(base.group_by(gk + [KEEP]).agg(*aggs))
         kept = res.filter(pl.col(KEEP))
         st: dict[str, Any] = {"n_total": int(res[LEN].sum()), "n_kept": int(kept[LEN].sum()),
@@ -597,19 +602,29 @@ class Run:
                 q = q.with_columns(cell.cast(nw.Int32).alias(f"{COL_PREFIX}c{level}")).drop(lo, sc, g)
             return q
 
+        extra = [nw.col(OS.RW).sum().alias(OS.WSUM)] if weighted else []
+
         def hist(path: list[str], grids: list[pl.DataFrame], c: str) -> pl.DataFrame:
-            return collect_frame(cells(path, grids).group_by(gk + path + [c]).agg(
-                nw.len().alias(CNT), nw.col(X).min().alias(MIN), nw.col(X).max().alias(MAX)))
+            q = cells(path, grids)
+            q = q.filter(nw.col(OS.RW) > 0) if weighted else q
+            return collect_frame(q.group_by(gk + path + [c]).agg(
+                nw.len().alias(CNT), nw.col(X).min().alias(MIN), nw.col(X).max().alias(MAX), *extra))
 
         def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
-            return collect_frame(cells(path, grids).join(small(want), on=jnames + path, how="inner").select(NODE, X))
+            q = cells(path, grids)
+            q = q.filter(nw.col(OS.RW) > 0) if weighted else q
+            return collect_frame(q.join(small(want), on=jnames + path, how="inner").select(
+                NODE, X, *([OS.RW] if weighted else [])))
 
-        etab, ecols, n_bins = LZ.edge_columns(groups, gk, plan.binning, lambda seg, rank: LZ.order_statistics(
-            groups, gk, seg, rank, hist, values))
+        egroups = OS.positive_groups(groups) if weighted else groups
+        etab, ecols, n_bins = LZ.edge_columns(egroups, gk, plan.binning, lambda seg, rank: LZ.order_statistics(
+            egroups, gk, seg, rank, hist, values, weighted=weighted), weighted)
         below = _sum_ints([(nw.col(c) < nw.col(X)).cast(nw.Int32) for c in ecols])
         ne = nw.col(f"{COL_PREFIX}ne")
-        if plan.binning.scheme == "quantile":
+        if plan.binning.scheme == "quantile":  # weighted: a row above the top edge (weight 0) in the last bin
             bin_ = nw.max_horizontal(below, nw.lit(1)) - 1
+            if weighted:
+                bin_ = nw.min_horizontal(bin_, nw.max_horizontal(ne - 2, nw.lit(0)))
         else:
             bin_ = nw.min_horizontal(below, ne - 1)
         q = rows_.join(small(etab), on=jnames, how="inner")
@@ -663,9 +678,6 @@ def unsupported(req: Request) -> str | None:
         return "ci= with bootstrap='rows' or on data-dependent bins"
     if req.sweep:
         return "binning='sweep'"
-    if req.weighted_ranks:  # a pyarrow Table goes to the eager engine (``call``)
-        return ("weights with binning='quantile' or 'equal_mass' (edges of the rows repeated w_i times, computed "
-                "in memory only)")
     if req.lens.kind == "marginal":
         return "the marginal lens"
     if req.variables and req.variable is None:
