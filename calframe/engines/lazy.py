@@ -373,9 +373,8 @@ def supports(frame: Any, req: Request) -> bool:
     True for a Polars LazyFrame and a CE_p request without ``ci`` whose probabilities are one
     column (binary or ``Array``) or a list of class columns, with the
     ``top1`` or ``class:c`` lens, uniform / explicit-edge / quantile /
-    equal-mass bins (not the sweep: it sorts each group's rows, and the
-    frame is collected; nor weights with quantile / equal-mass bins, whose edges the eager engine computes on
-    the collected frame) and at most one variable. Bad column names or values do
+    equal-mass bins (with weights too: :mod:`calframe.engines._order_stats`; not the sweep: it sorts each
+    group's rows, and the frame is collected) and at most one variable. Bad column names or values do
     not make it False: :func:`lazy_sums` raises the eager path's errors for them.
     """
     if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.sweep:
