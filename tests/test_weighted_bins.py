@@ -9,6 +9,9 @@ the same edges by histogram passes where the rows are; Dask refuses weights with
 
 from __future__ import annotations
 
+import itertools
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -73,13 +76,15 @@ def test_integer_weights_give_the_repeated_frames_edges(frame, scheme):
 @given(weighted_frames(n_groups=1), st.integers(1, 12), st.floats(0.05, 20.0))
 def test_fractional_weights_follow_the_documented_positions(frame, bins, scale):
     """Non-integer weights: position p reads the row whose stretch [C_{i-1}, C_i) of the running sum holds p,
-    checked against a direct reading of that formula (spec §3)."""
+    checked against a direct reading of that formula (spec §3), C_i the exact sum correctly rounded (Python's
+    fractions, then float())."""
     v, w, _ = frame
     w = w * scale
     W, take = weighted_take(v, w, None, 1)
     keep = w > 0
     order = np.argsort(v[keep], kind="stable")
-    sv, cw = v[keep][order], np.cumsum(w[keep][order])
+    sv = v[keep][order]
+    cw = np.array([float(c) for c in itertools.accumulate(Fraction(float(x)) for x in w[keep][order])])
     assert W[0] == cw[-1]
     q = np.linspace(0, 1, bins + 1)
     np.putmask(q, bins * q != np.arange(bins + 1), np.nextafter(q, 1))
@@ -103,6 +108,24 @@ def test_fractional_weights_follow_the_documented_positions(frame, bins, scale):
     # every row lands in a bin (rows above the top edge: the last one)
     res = bin_values(v, None, 1, Binning("quantile", bins), weights=w)
     assert (res.ids >= 0).all() and (res.ids < res.n_bins).all()
+
+
+@SETTINGS
+@given(weighted_frames(), st.sampled_from([("quantile", 4), ("quantile", 10), ("equal_mass", 3), ("equal_mass", 15)]),
+       st.integers(0, 2**32 - 1))
+def test_decimal_weights_give_the_same_edges_in_any_row_order(frame, scheme, seed):
+    """Weights such as 0.1 ... 0.9, which float64 holds inexactly: the running sums are exact sums correctly
+    rounded, so W (10 rows of 0.1 weigh 1.0, not numpy.cumsum's 0.9999999999999999) and every edge are the same
+    bits whatever the order of the rows."""
+    v, w, g = frame
+    w = np.where(w > 0, np.round(w * 0.23 + 0.1, 1), 0.0)
+    perm = np.random.default_rng(seed).permutation(v.shape[0])
+    a = bin_values(v, g, 3, Binning(*scheme), weights=w)
+    b = bin_values(v[perm], g[perm], 3, Binning(*scheme), weights=w[perm])
+    for x, y in zip(_edges(a), _edges(b)):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(a.ids[perm], b.ids)
+    assert weighted_take(np.zeros(10), np.full(10, 0.1), None, 1)[0][0] == 1.0
 
 
 def test_recalibration_edges_are_the_metrics():
