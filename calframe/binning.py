@@ -424,33 +424,38 @@ def rounded(x: int, exp: int) -> float:
 
 
 class Running:
-    """The running sums C_i = w_1 + ... + w_i of finite, non-negative float64 weights, each the exact sum
+    """The running sums C_i = base + w_1 + ... + w_i of finite, non-negative float64 weights, each the exact sum
     correctly rounded (so the same bits in any order of the terms, on every engine): ``total`` (C_n) and
-    ``first_above(p)``, the first i (0-based) with C_i > p (n - 1 if none). Whole weights whose total is below
-    2^53 add up exactly as floats (``numpy.cumsum``); others are kept as Python integers in the unit of their
-    smallest bit, and only the sums near p are rounded (the float running sum is within (n + 1) 2^-52 W of
-    them).
+    ``first_above(p)``, the first i (0-based) with C_i > p (n - 1 if none). ``base``: an exact number
+    ``base * 2**base_exp`` (a Python int; 0 by default) before the first weight. Whole weights whose total is
+    below 2^53 add up exactly as floats (``numpy.cumsum``); others are kept as Python integers in the unit of
+    their smallest bit, and only the sums near p are rounded (the float running sum is within
+    (n + 2) 2^-52 C_n of them).
 
     >>> r = Running(np.array([0.1] * 10))
     >>> r.total, float(np.cumsum([0.1] * 10)[-1]), r.first_above(0.3), r.first_above(99.0)
     (1.0, 0.9999999999999999, 2, 9)
     """
 
-    def __init__(self, w: np.ndarray) -> None:
+    def __init__(self, w: np.ndarray, base: int = 0, base_exp: int = 0) -> None:
         w = np.asarray(w, dtype=np.float64)
-        self.c = np.cumsum(w)
         self.n = w.shape[0]
-        self.exact = not self.n or (self.c[-1] < 2.0**53 and bool(np.all(w == np.floor(w))))
+        whole = base == 0 or (base_exp >= 0 and base.bit_length() + base_exp <= 53)
+        b0 = float(base << base_exp) if whole and base else 0.0
+        self.c = b0 + np.cumsum(w)
+        self.exact = whole and (not self.n or (self.c[-1] < 2.0**53 and bool(np.all(w == np.floor(w)))))
         if self.exact:
-            self.total = float(self.c[-1]) if self.n else 0.0
+            self.total = float(self.c[-1]) if self.n else b0
             return
         mant, e = np.frexp(w)
         m = np.ldexp(mant, 53).astype(np.int64)  # w = m 2^(e - 53), m a 53-bit integer
         sh = e.astype(np.int64) - 53
-        self.lo = int(sh[m > 0].min()) if (m > 0).any() else 0
-        self.ints = np.cumsum(m.astype(object) << np.maximum(sh - self.lo, 0).astype(object))
-        self.total = rounded(int(self.ints[-1]), self.lo)
-        self.slack = (self.n + 1) * 2.0**-52 * float(self.c[-1])
+        self.lo = min(int(sh[m > 0].min()) if (m > 0).any() else base_exp, base_exp)
+        start = base << (base_exp - self.lo)
+        self.ints = start + np.cumsum(m.astype(object) << np.maximum(sh - self.lo, 0).astype(object))
+        self.total = rounded(int(self.ints[-1]), self.lo) if self.n else rounded(start, self.lo)
+        self.c = rounded(base, base_exp) + np.cumsum(w)
+        self.slack = (self.n + 2) * 2.0**-52 * float(self.c[-1] if self.n else 0.0)
 
     def first_above(self, p: float) -> int:
         if self.exact:

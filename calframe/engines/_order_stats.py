@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..binning import Binning, Take, edge_table, pack_edges, take_each
-from ._lazy_plan import CNT, COL_PREFIX, LEN, MAX, MIN, NODE, X
+from ..binning import Binning, Running, Take, edge_table, pack_edges, rounded, take_each
+from ._lazy_plan import (BUCKET_BITS, CNT, COL_PREFIX, EB, LEN, MAX, MAX_BUCKET, MIN, NODE, WEIGHTED_BITS, X)
 
 #: a group's (or a histogram cell's) sum of the caller's weights over its rows of positive weight
 WSUM = f"{COL_PREFIX}wsum"
@@ -27,6 +27,14 @@ WSUM = f"{COL_PREFIX}wsum"
 RW = f"{COL_PREFIX}rw"
 #: a group's rows of positive weight, their min and max (the first pass's, beside the rows')
 PLEN, PMIN, PMAX = f"{COL_PREFIX}plen", f"{COL_PREFIX}pmin", f"{COL_PREFIX}pmax"
+#: a cell's (or group's) exact sum of the scaled weights (``WT``) in one weight bucket (``EB``), as Int128
+#: (``lazy.fixed_sum``: trunc(w 2^(WEIGHTED_BITS + BUCKET_BITS k)), exact for a weight of bucket k)
+FX = f"{COL_PREFIX}wfx"
+#: a group's largest weight, as the caller gave it and scaled: their ratio is the group's power of two
+MRW, MWT = f"{COL_PREFIX}mrw", f"{COL_PREFIX}mwt"
+#: the exponent of the unit of the exact sums of scaled weights, every bucket's sum shifted into it
+UNIT = -(WEIGHTED_BITS + BUCKET_BITS * MAX_BUCKET)
+_XI = f"{COL_PREFIX}xi"
 #: cells per node (at most) in one histogram pass
 GRID_CELLS = 4096
 #: at most this many refinement levels of the histogram
@@ -117,26 +125,72 @@ def edge_columns(groups: pl.DataFrame, gk: list[str], binning: Binning, fetch: A
     return etab, ecols, n_bins
 
 
-def _follow(h_w: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, node: np.ndarray,
-            pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted: the cell (index into the histogram) of each position ``pos`` within its parent ``node``, and the
-    position within that cell. A node's cells (``h_w``: their weights, in value order) are added up from its first
-    (the same running sum for every position in it); a position at or past a node's total goes to its last cell,
-    a negative one to its first."""
+def _cell_sums(ints: list[int], par: np.ndarray, node_base: list[int],
+               exps: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Weighted: each cell's exact weight before it in its group (its parent node's, plus the cells before it in
+    that node, in value order) and the float of the running sum at its end (the exact sum correctly rounded, as
+    ``binning.Running`` rounds it at a row)."""
+    base: list[int] = [0] * len(ints)
+    ends = np.empty(len(ints))
+    run, prev = 0, -1
+    for j, (x, p) in enumerate(zip(ints, par.tolist())):
+        if p != prev:
+            run, prev = node_base[p], p
+        base[j] = run
+        run += x
+        ends[j] = rounded(run, int(exps[j]))
+    return base, ends
+
+
+def _follow(ends: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, node: np.ndarray,
+            pos: np.ndarray) -> np.ndarray:
+    """Weighted: the cell (index into the histogram) of each position ``pos`` within its parent ``node``: the first
+    whose running sum at its end (``ends``, increasing within a node) exceeds it; a position at or past the node's
+    end goes to its last cell, a negative one to its first."""
     cell = np.empty(node.shape[0], dtype=np.int64)
-    rest = np.empty(node.shape[0])
     for k in np.unique(node):
         at = np.flatnonzero(node == k)
         a, b = seg_start[k], seg_end[k]
-        cum = np.cumsum(h_w[a:b])
-        i = np.minimum(np.searchsorted(cum, pos[at], side="right"), b - a - 1)
-        cell[at] = a + i
-        rest[at] = pos[at] - np.where(i > 0, cum[np.maximum(i - 1, 0)], 0.0)
-    return cell, rest
+        cell[at] = a + np.minimum(np.searchsorted(ends[a:b], pos[at], side="right"), b - a - 1)
+    return cell
+
+
+def exact_cells(res: pl.DataFrame, keys: list[str]) -> tuple[pl.DataFrame, list[int]]:
+    """A weighted histogram's (or totals') rows per (``keys``, ``EB``), with ``FX`` (Int128), as one row per
+    ``keys``: ``CNT`` added, ``MIN`` / ``MAX`` / ``MRW`` / ``MWT`` their extremes (those present), and ``_XI``
+    the index of its exact sum of scaled weights in the list returned (Python ints in the unit 2^UNIT: a
+    bucket k's sum shifted left by BUCKET_BITS (MAX_BUCKET - k))."""
+    eb = res[EB].fill_null(MAX_BUCKET).to_list()
+    ints = [int(x or 0) << (BUCKET_BITS * (MAX_BUCKET - int(k))) for x, k in zip(res[FX].to_list(), eb)]
+    aggs = [pl.col(_XI)]
+    for c, f in ((CNT, "sum"), (MIN, "min"), (MAX, "max"), (MRW, "max"), (MWT, "max")):
+        if c in res.columns:
+            aggs.append(getattr(pl.col(c), f)())
+    out = res.with_row_index(_XI).group_by(keys, maintain_order=True).agg(aggs)
+    sums = [sum(ints[i] for i in rows) for rows in out[_XI].to_list()]
+    return out.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias(_XI)), sums
+
+
+def weighted_groups(groups: pl.DataFrame, gk: list[str], totals: pl.DataFrame) -> tuple[pl.DataFrame, list[int],
+                                                                                         np.ndarray]:
+    """``groups`` (:func:`positive_groups`) with ``WSUM`` each group's exact sum of weights correctly rounded (the
+    eager W: ``binning.Running``), from ``totals``, the rows of positive weight per (``gk``, ``EB``) with ``FX``,
+    ``MRW`` and ``MWT``; and per group that exact sum (a Python int) and the exponent of its unit (2^UNIT times
+    the group's power of two, ``MRW / MWT``)."""
+    tab, sums = exact_cells(totals, gk)
+    joined = groups.drop(WSUM).join(tab.select(gk + [_XI, MRW, MWT]), on=gk, how="left", nulls_equal=True,
+                                    maintain_order="left")
+    xi = joined[_XI].to_list()
+    ints = [0 if i is None else sums[i] for i in xi]
+    ratio = (joined[MRW] / joined[MWT]).fill_null(1.0).fill_nan(1.0).to_numpy()
+    exps = UNIT + np.frexp(ratio)[1].astype(np.int64) - 1
+    w = [rounded(x, int(e)) for x, e in zip(ints, exps)]
+    return joined.drop(_XI, MRW, MWT).with_columns(pl.Series(WSUM, w, dtype=pl.Float64)), ints, exps
 
 
 def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray, rank: np.ndarray,
-                     hist: Any, values: Any, *, budget: int, hist_cells: int, weighted: bool = False) -> np.ndarray:
+                     hist: Any, values: Any, *, budget: int, hist_cells: int, weighted: bool = False,
+                     exact: tuple[list[int], np.ndarray] | None = None) -> np.ndarray:
     """The ``rank``-th smallest value (0-based) of group ``tgt_group``, exactly, for each pair (``weighted``: the
     value at position ``rank``, a float, of the group's rows of positive weight; see the module docstring).
 
@@ -144,10 +198,11 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
     whose min equals its max is resolved without reading values; the values of
     the remaining nodes are collected once their rows number at most ``budget``.
     The engine runs the passes: ``hist(path, grids, c)`` is the per (``gk + path + [c]``) count / min / max
-    (``CNT``, ``MIN``, ``MAX``; ``weighted``: and ``WSUM``) of the rows with their cell at every level of ``grids``,
-    ``values(path, grids, want)`` the (``NODE``, ``X``; ``weighted``: and ``RW``) of the rows in the nodes of
-    ``want`` (``gk + path + [NODE]``). ``groups`` holds ``gk``, ``LEN``, ``MIN`` and ``MAX`` (``weighted``: and
-    ``WSUM``, over the rows of positive weight, which alone the queries read then).
+    (``CNT``, ``MIN``, ``MAX``; ``weighted``: per (``gk + path + [c, EB]``), with ``FX``) of the rows with their
+    cell at every level of ``grids``, ``values(path, grids, want)`` the (``NODE``, ``X``; ``weighted``: and
+    ``RW``) of the rows in the nodes of ``want`` (``gk + path + [NODE]``). ``groups`` holds ``gk``, ``LEN``,
+    ``MIN`` and ``MAX`` (``weighted``: over the rows of positive weight, which alone the queries read then; and
+    ``exact``, :func:`weighted_groups`' sums and exponents).
     """
     out = np.full(rank.shape[0], np.nan)
     if rank.shape[0] == 0:
@@ -159,6 +214,11 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
     cnt = groups[LEN].fill_null(0).to_numpy().astype(np.int64)
     mn, mx = groups[MIN].to_numpy(), groups[MAX].to_numpy()
     open_ = np.ones(rank.shape[0], dtype=bool)
+    if weighted:  # each node's exact weight before it in its group (unit 2^exps[group]), and its group
+        assert exact is not None
+        exps = exact[1]
+        node_base: list[int] = [0] * nodes.height
+        node_group = np.arange(nodes.height)
     path: list[str] = []
     grids: list[pl.DataFrame] = []
     for level in range(MAX_LEVELS + 1):
@@ -180,7 +240,10 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
         )
         grids.append(grid)
         c_name = f"{COL_PREFIX}c{level}"
-        h = hist(path, grids, c_name).sort(gk + path + [c_name], nulls_last=True, maintain_order=True)
+        h = hist(path, grids, c_name)
+        if weighted:
+            h, h_ints = exact_cells(h, gk + path + [c_name])
+        h = h.sort(gk + path + [c_name], nulls_last=True, maintain_order=True)
         # parent node of each histogram row
         parent_idx = nodes.select(gk + path).with_row_index(NODE)
         par = (
@@ -195,8 +258,11 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
         new_node = node_of.copy()
         if weighted:
             seg_end = np.searchsorted(par, np.arange(nodes.height), side="right")
-            new_node[open_], rank[open_] = _follow(h[WSUM].to_numpy().astype(np.float64), seg_start, seg_end,
-                                                   node_of[open_], rank[open_])
+            ints = [h_ints[i] for i in h[_XI].to_list()]
+            cell_group = node_group[par]
+            cell_base, ends = _cell_sums(ints, par, node_base, exps[cell_group])
+            new_node[open_] = _follow(ends, seg_start, seg_end, node_of[open_], rank[open_])
+            node_base, node_group = cell_base, cell_group
         else:
             cum = np.concatenate([[0], np.cumsum(h_cnt)])
             base = cum[seg_start[node_of[open_]]]
@@ -220,11 +286,11 @@ def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray,
     last = np.searchsorted(v_node, node_of[open_], side="right")
     v_w = vals[RW].to_numpy().astype(np.float64)
     got = np.empty(first.shape[0])
-    r = rank[open_]
-    for k in np.unique(first):  # each node's running sum of weights from its first value
+    r, tnode = rank[open_], node_of[open_]
+    for k in np.unique(first):  # each node's running sums from the exact weight before it (binning.Running)
         at = np.flatnonzero(first == k)
         a, b = k, last[at[0]]
-        i = np.minimum(np.searchsorted(np.cumsum(v_w[a:b]), r[at], side="right"), b - a - 1)
-        got[at] = v_x[a + i]
+        run = Running(v_w[a:b], node_base[tnode[at[0]]], int(exps[node_group[tnode[at[0]]]]))
+        got[at] = v_x[[a + run.first_above(float(p)) for p in r[at]]]
     out[open_] = got
     return out

@@ -88,7 +88,7 @@ from ..binning import check_variable
 # the plan (schema only), the queries' column names and the expressions the passes are built from
 from . import _lazy_plan as P
 from . import _order_stats as OS
-from ._order_stats import RW, WSUM, edge_columns
+from ._order_stats import RW, edge_columns
 from ._lazy_plan import (detail_aggs, detail_row, ACC, BAD, BIN, CATV, CNT, CONF, EB, KEEP, LEN, MAX, MAX_BUCKET, MIN,
                          NODE, OK, ONE, COL_PREFIX, SA, SC, TWO64, VMAX, VMIN, W, WT, X, BUCKET_BITS,
                          FIXED_BITS, WEIGHTED_BITS, EnginePlan, bin_stages, group_scales, keep_expr, key_cols, lensed_exprs, raw_weights, row_ok, var_expr,
@@ -574,21 +574,26 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, p
 
     groups = kept.drop(KEEP).sort(gk, nulls_last=True, maintain_order=True)
     rows_ = base.filter(pl.col(KEEP)) if keep is not None else base
-    edge_rows = rows_.filter(pl.col(RW) > 0) if weighted else rows_
-    extra = [pl.col(RW).sum().alias(WSUM)] if weighted else []
+    edge_rows = rows_.filter(pl.col(RW) > 0).with_columns(weight_bucket(pl.col(WT)).alias(EB)) if weighted else rows_
+    exact_w = [fixed_sum(pl.col(WT), pl.col(EB)).alias(OS.FX)]  # weighted: exact sums per weight bucket
 
     def hist(path: list[str], grids: list[pl.DataFrame], c_name: str) -> pl.DataFrame:
-        return collect_frame(_cells_query(edge_rows, gk, path, grids).group_by(gk + path + [c_name]).agg(
-            pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX), *extra))
+        return collect_frame(_cells_query(edge_rows, gk, path, grids).group_by(
+            gk + path + [c_name] + ([EB] if weighted else [])).agg(
+            pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX), *(exact_w if weighted else [])))
 
     def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
         q = _cells_query(edge_rows, gk, path, grids)
         return collect_frame(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(
             NODE, X, *([RW] if weighted else [])))
 
-    egroups = OS.positive_groups(groups) if weighted else groups
+    egroups, exact = groups, None
+    if weighted:  # each group's exact sum of weights (the eager W), in one more pass
+        totals = collect_frame(edge_rows.group_by(gk + [EB]).agg(
+            *exact_w, pl.col(RW).max().alias(OS.MRW), pl.col(WT).max().alias(OS.MWT)))
+        egroups, *exact = OS.weighted_groups(OS.positive_groups(groups), gk, totals)
     etab, ecols, n_bins = edge_columns(egroups, gk, plan.binning, lambda seg, rank: order_statistics(
-        egroups, gk, seg, rank, hist, values, weighted=weighted), weighted)
+        egroups, gk, seg, rank, hist, values, weighted=weighted, exact=exact), weighted)
     qcut = plan.binning.scheme == "quantile"
     below = pl.sum_horizontal([pl.col(c) < pl.col(X) for c in ecols]).cast(pl.Int32)
     ne = pl.col(f"{COL_PREFIX}ne")

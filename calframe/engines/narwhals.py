@@ -593,8 +593,14 @@ class Run:
                 return self.eng.table(df)
             return self.eng.table(polars_join_keys(df, gk, jnames).drop(gk))
 
+        erows = rows_  # weighted: the rows of positive weight, their bucket and exact weight parts
+        if weighted:
+            erows = rows_.filter(nw.col(OS.RW) > 0).with_columns(bucket_expr(nw.col(WT)).alias(EB))
+            erows = erows.with_columns(*fixed_parts(OS.FX, nw.col(WT), nw.col(EB), self.wide))
+        exact_w = [nw.col(c).sum().alias(c) for c in part_names(OS.FX, self.wide)]
+
         def cells(path: list[str], grids: list[pl.DataFrame]) -> Any:
-            q = rows_
+            q = erows
             for level, grid in enumerate(grids):
                 lo, sc, g = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
                 q = q.join(small(grid), on=jnames + path[:level], how="inner")
@@ -602,23 +608,24 @@ class Run:
                 q = q.with_columns(cell.cast(nw.Int32).alias(f"{COL_PREFIX}c{level}")).drop(lo, sc, g)
             return q
 
-        extra = [nw.col(OS.RW).sum().alias(OS.WSUM)] if weighted else []
-
         def hist(path: list[str], grids: list[pl.DataFrame], c: str) -> pl.DataFrame:
-            q = cells(path, grids)
-            q = q.filter(nw.col(OS.RW) > 0) if weighted else q
-            return collect_frame(q.group_by(gk + path + [c]).agg(
-                nw.len().alias(CNT), nw.col(X).min().alias(MIN), nw.col(X).max().alias(MAX), *extra))
+            res = collect_frame(cells(path, grids).group_by(gk + path + [c] + ([EB] if weighted else [])).agg(
+                nw.len().alias(CNT), nw.col(X).min().alias(MIN), nw.col(X).max().alias(MAX),
+                *(exact_w if weighted else [])))
+            return _int128(res, [OS.FX], self.wide) if weighted else res
 
         def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
-            q = cells(path, grids)
-            q = q.filter(nw.col(OS.RW) > 0) if weighted else q
-            return collect_frame(q.join(small(want), on=jnames + path, how="inner").select(
+            return collect_frame(cells(path, grids).join(small(want), on=jnames + path, how="inner").select(
                 NODE, X, *([OS.RW] if weighted else [])))
 
-        egroups = OS.positive_groups(groups) if weighted else groups
+        egroups, exact = groups, None
+        if weighted:  # each group's exact sum of weights (the eager W), in one more pass
+            totals = collect_frame(erows.group_by(gk + [EB]).agg(
+                *exact_w, nw.col(OS.RW).max().alias(OS.MRW), nw.col(WT).max().alias(OS.MWT)))
+            egroups, *exact = OS.weighted_groups(OS.positive_groups(groups), gk, _int128(totals, [OS.FX],
+                                                                                         self.wide))
         etab, ecols, n_bins = LZ.edge_columns(egroups, gk, plan.binning, lambda seg, rank: LZ.order_statistics(
-            egroups, gk, seg, rank, hist, values, weighted=weighted), weighted)
+            egroups, gk, seg, rank, hist, values, weighted=weighted, exact=exact), weighted)
         below = _sum_ints([(nw.col(c) < nw.col(X)).cast(nw.Int32) for c in ecols])
         ne = nw.col(f"{COL_PREFIX}ne")
         if plan.binning.scheme == "quantile":  # weighted: a row above the top edge (weight 0) in the last bin
