@@ -236,29 +236,32 @@ def _engine_result(kind, fig, df, **kw):
 
 
 def _big(seed: int = 8, n: int = 4000) -> pl.DataFrame:
-    """Ties (rounded values), integer weights 0..3 and gamma weights, three groups, a variable."""
+    """Ties (rounded values), integer weights 0..3, gamma weights and decimal weights 0.0 ... 0.9 (which float64
+    holds inexactly), three groups, a variable."""
     rng = np.random.default_rng(seed)
     df = _frame((np.round(rng.random(n), 2), rng.integers(0, 4, n).astype(float), rng.integers(0, 3, n)))
-    return df.with_columns(wf=pl.Series(rng.gamma(2.0, 1.0, n)))
+    return df.with_columns(wf=pl.Series(rng.gamma(2.0, 1.0, n)), wd=pl.Series(rng.integers(0, 10, n) / 10))
 
 
 @pytest.mark.parametrize("kind", ENGINES)
 @pytest.mark.parametrize("binning", ["quantile", "equal_mass"])
 def test_engines_compute_weighted_edges_where_the_rows_are(monkeypatch, kind, binning):
     """A LazyFrame (streamed) and DuckDB, pyarrow and Ibis (the narwhals engine) find the weighted edges by
-    histogram passes on the weights (calframe/engines/_order_stats.py), as the unweighted ones: no engine brings
-    the rows into Python (the eager engine is not reached), and the figures are eager Polars' to 1e-12, for
-    integer weights also the repeated frame's (its edges: pandas.qcut / get_equal_bins, above)."""
+    histogram passes on exact sums of the weights (calframe/engines/_order_stats.py), as the unweighted ones: no
+    engine brings the rows into Python (the eager engine is not reached), and the figures are eager Polars' to
+    1e-12 (decimal weights included: the running sums are exact sums on both sides), for integer weights also the
+    repeated frame's (its edges: pandas.qcut / get_equal_bins, above)."""
     pytest.importorskip({"lazy": "polars", "pyarrow": "pyarrow"}.get(kind, kind))
     from _engine_checks import assert_same, refuse_rows
 
     from calframe.engines import eager, lazy
 
     df = _big()
-    rep = _repeated(df.drop("wf"))
+    rep = _repeated(df.drop("wf", "wd"))
     calls = [(calframe.ece, {"by": "g"}, "ece"), (calframe.ce, {"p": 2, "estimator": "debiased"}, "ce"),
              (lambda f, **k: calframe.vece(f, "x", **k), {"by": "g"}, "vece")]
-    cases = [(fig, dict(kw, weights=w, binning=binning, bins=7), name, w) for fig, kw, name in calls for w in ("w", "wf")]
+    cases = [(fig, dict(kw, weights=w, binning=binning, bins=7), name, w) for fig, kw, name in calls
+             for w in ("w", "wf", "wd")]
     wants = [fig(df, **kw) for fig, kw, _, _ in cases]  # eager Polars
     refs = [fig(rep, **{k: v for k, v in kw.items() if k != "weights"}) if w == "w" else None
             for fig, kw, _, w in cases]  # the repeated frame
@@ -284,7 +287,8 @@ def test_engines_compute_weighted_edges_where_the_rows_are(monkeypatch, kind, bi
        st.sampled_from([10**9, 3]))
 def test_streamed_weighted_edges_are_the_repeated_frames(frame, binning, bins, budget):
     """Small frames (ties, weights 0..4, rows of weight 0 beyond a group's other values) on a LazyFrame and DuckDB,
-    with and without histogram refinement: the repeated frame's figures, per group, to 1e-12."""
+    with and without histogram refinement: the repeated frame's figures, per group, to 1e-12; with decimal
+    weights, eager Polars'."""
     from calframe.engines import lazy
 
     old = lazy.COLLECT_BUDGET
@@ -300,6 +304,11 @@ def test_streamed_weighted_edges_are_the_repeated_frames(frame, binning, bins, b
                 want = fig(rep, by="g", binning=binning, bins=bins).sort("g")
                 np.testing.assert_allclose(got[name].to_numpy(), want[name].to_numpy(), rtol=0, atol=1e-12,
                                            err_msg=f"{kind} {name}")
+                dec = df.with_columns(w=pl.col("w") / 10 + pl.col("x").abs().round(1))  # weights such as 0.3
+                got = _engine_result(kind, fig, dec, weights="w", by="g", binning=binning, bins=bins).sort("g")
+                want = fig(dec, weights="w", by="g", binning=binning, bins=bins).sort("g")
+                np.testing.assert_allclose(got[name].to_numpy(), want[name].to_numpy(), rtol=0, atol=1e-12,
+                                           err_msg=f"{kind} {name} decimal")
     finally:
         lazy.COLLECT_BUDGET = old
 

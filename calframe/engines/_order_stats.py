@@ -4,11 +4,15 @@ engine over DuckDB, Spark, Ibis and pyarrow): the engine runs the queries (``his
 follows the wanted ranks through them.
 
 With frequency weights (``weighted=True``) a "rank" is a float position in [0, W) of the group's rows of
-positive weight laid end to end in the order of their values, row i covering a stretch of length w_i
-(:func:`calframe.binning.weighted_take`, the eager definition): the histograms carry each cell's sum of weights
-beside its count, a position is followed into the cell whose running sum of weights passes it, and the values of
-the last cells are collected with their weights. For whole weights these are the ranks of the frame with each
-row repeated w_i times, so the edges are the eager engine's bit for bit.
+positive weight laid end to end in the order of their values, row i covering [C_{i-1}, C_i), C_i the exact sum
+w_1 + ... + w_i correctly rounded (:func:`calframe.binning.weighted_take`, the eager definition). The histograms
+carry each cell's exact sum of weights beside its count (the fixed-point sums of the scaled weights per weight
+bucket, ``lazy.fixed_sum``, combined here as Python integers: :func:`exact_cells`), W is the group's exact sum
+rounded (:func:`weighted_groups`, one more pass), a position is followed into the first cell whose running sum
+at its end, rounded, exceeds it, and the values of the last cells are collected with their weights and read by
+``binning.Running`` from the exact weight before them. Every running sum is the eager one, so the edges are the
+eager engine's bit for bit, for any weights; for whole weights they are the ranks of the frame with each row
+repeated w_i times.
 """
 
 from __future__ import annotations
