@@ -578,9 +578,10 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, p
     exact_w = [fixed_sum(pl.col(WT), pl.col(EB)).alias(OS.FX)]  # weighted: exact sums per weight bucket
 
     def hist(path: list[str], grids: list[pl.DataFrame], c_name: str) -> pl.DataFrame:
-        return collect_frame(_cells_query(edge_rows, gk, path, grids).group_by(
-            gk + path + [c_name] + ([EB] if weighted else [])).agg(
-            pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX), *(exact_w if weighted else [])))
+        cell = gk + path + [c_name] + ([EB] if weighted else [])
+        return collect_frame(_cells_query(edge_rows, gk, path, grids).group_by(cell).agg(
+            pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX),
+            *(exact_w if weighted else [])))
 
     def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
         q = _cells_query(edge_rows, gk, path, grids)
