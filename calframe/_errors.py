@@ -358,7 +358,7 @@ def weights_refuse_sweep(func: str) -> ParameterError:
 def weights_on_engine(func: str, engine: str) -> str:
     """What an engine that computes its own quantile / equal-mass edges says of weights with them."""
     return (f"{func}: weights with binning='quantile' or 'equal_mass' are not supported on {engine} (the edges "
-            "are those of the rows repeated w_i times, which only the in-memory engine computes). Use uniform "
+            f"are those of the rows repeated w_i times, which {engine} do not compute). Use uniform "
             "or explicit-edge bins there, or compute on a Polars / pandas frame of the rows.")
 
 

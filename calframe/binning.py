@@ -18,6 +18,7 @@ group in ``[0, n_bins)``; empty bins contribute nothing downstream.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
@@ -408,12 +409,71 @@ def edge_table(counts: np.ndarray, binning: Binning, take: Take) -> np.ndarray:
     return table
 
 
+def rounded(x: int, exp: int) -> float:
+    """The float64 nearest to the exact number ``x * 2**exp`` (``x`` a non-negative Python int; ties to even, as
+    every float operation rounds), for a result in float64's normal range.
+
+    >>> rounded(3, -1), rounded((1 << 60) + 1, 0) == 2.0**60, rounded((1 << 54) + 3, 0) == 2.0**54 + 4
+    (1.5, True, True)
+    """
+    s = max(x.bit_length() - 55, 0)
+    y = x >> s
+    if s and x & ((1 << s) - 1):
+        y |= 1  # a sticky bit: what was shifted out decides a tie, as the exact number does
+    return math.ldexp(float(y), exp + s)
+
+
+class Running:
+    """The running sums C_i = base + w_1 + ... + w_i of finite, non-negative float64 weights, each the exact sum
+    correctly rounded (so the same bits in any order of the terms, on every engine): ``total`` (C_n) and
+    ``first_above(p)``, the first i (0-based) with C_i > p (n - 1 if none). ``base``: an exact number
+    ``base * 2**base_exp`` (a Python int; 0 by default) before the first weight. Whole weights whose total is
+    below 2^53 add up exactly as floats (``numpy.cumsum``); others are kept as Python integers in the unit of
+    their smallest bit, and only the sums near p are rounded (the float running sum is within
+    (n + 2) 2^-52 C_n of them).
+
+    >>> r = Running(np.array([0.1] * 10))
+    >>> r.total, float(np.cumsum([0.1] * 10)[-1]), r.first_above(0.3), r.first_above(99.0)
+    (1.0, 0.9999999999999999, 2, 9)
+    """
+
+    def __init__(self, w: np.ndarray, base: int = 0, base_exp: int = 0) -> None:
+        w = np.asarray(w, dtype=np.float64)
+        self.n = w.shape[0]
+        whole = base == 0 or (base_exp >= 0 and base.bit_length() + base_exp <= 53)
+        b0 = float(base << base_exp) if whole and base else 0.0
+        self.c = b0 + np.cumsum(w)
+        self.exact = whole and (not self.n or (self.c[-1] < 2.0**53 and bool(np.all(w == np.floor(w)))))
+        if self.exact:
+            self.total = float(self.c[-1]) if self.n else b0
+            return
+        mant, e = np.frexp(w)
+        m = np.ldexp(mant, 53).astype(np.int64)  # w = m 2^(e - 53), m a 53-bit integer
+        sh = e.astype(np.int64) - 53
+        self.lo = min(int(sh[m > 0].min()) if (m > 0).any() else base_exp, base_exp)
+        start = base << (base_exp - self.lo)
+        self.ints = start + np.cumsum(m.astype(object) << np.maximum(sh - self.lo, 0).astype(object))
+        self.total = rounded(int(self.ints[-1]), self.lo) if self.n else rounded(start, self.lo)
+        self.c = rounded(base, base_exp) + np.cumsum(w)
+        self.slack = (self.n + 2) * 2.0**-52 * float(self.c[-1] if self.n else 0.0)
+
+    def first_above(self, p: float) -> int:
+        if self.exact:
+            return min(int(np.searchsorted(self.c, p, side="right")), self.n - 1)
+        i = min(int(np.searchsorted(self.c, p - self.slack, side="left")), self.n - 1)  # C_j <= p before it
+        while i < self.n - 1 and rounded(int(self.ints[i]), self.lo) <= p:
+            i += 1
+        return i
+
+
 def weighted_take(values: np.ndarray, weights: np.ndarray, groups: np.ndarray | None,
                   n_groups: int) -> tuple[np.ndarray, Take]:
     """Frequency weights for :func:`edge_table`: (each group's weight total W, float64; a :data:`Take` of positions).
 
     A group's rows of positive weight are sorted by value (ties in row order) and laid end to end, row i
-    covering ``[C_{i-1}, C_i)`` with ``C_i`` the running sum of the weights in that order (``numpy.cumsum``).
+    covering ``[C_{i-1}, C_i)`` with ``C_i`` the exact sum of the weights up to row i, correctly rounded
+    (:class:`Running`: for whole weights below 2^53 in total ``numpy.cumsum``; for others the same bits in
+    any order of the rows, on every engine: :mod:`calframe.engines._order_stats`).
     The value at position p is that of the row whose stretch holds p (the first row for p < 0, the last for
     p >= W). For whole weights, position p is rank p of the frame with each row repeated w_i times, so the
     edges are that frame's, bit for bit; other weights use the same formula.
@@ -429,21 +489,21 @@ def weighted_take(values: np.ndarray, weights: np.ndarray, groups: np.ndarray | 
     v, w, g = v[order], w[order], g[order]
     starts = np.zeros(n_groups + 1, dtype=np.int64)
     np.cumsum(np.bincount(g, minlength=n_groups), out=starts[1:])
-    cum = np.empty_like(w)
+    runs: list[Running | None] = [None] * n_groups
     totals = np.zeros(n_groups)
     for k in range(n_groups):  # each group's running sum from its own first row (bits independent of the others)
         a, b = starts[k], starts[k + 1]
         if b > a:
-            np.cumsum(w[a:b], out=cum[a:b])
-            totals[k] = cum[b - 1]
+            runs[k] = Running(w[a:b])
+            totals[k] = runs[k].total  # type: ignore[union-attr]
 
     def take(ranks: np.ndarray) -> np.ndarray:
         out = np.full(ranks.shape, np.nan)
         for k in range(ranks.shape[0]):
-            a, b = starts[k], starts[k + 1]
-            if b > a:
-                at = np.minimum(np.searchsorted(cum[a:b], ranks[k], side="right"), b - a - 1)
-                out[k] = v[a:b][at]
+            run = runs[k] if k < n_groups else None
+            if run is not None:
+                at = np.array([run.first_above(float(p)) for p in np.ravel(ranks[k])], dtype=np.int64)
+                out[k] = v[starts[k]:starts[k + 1]][at].reshape(np.shape(ranks[k]))
         return out
 
     return totals, take

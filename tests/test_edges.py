@@ -19,6 +19,7 @@ import pytest
 import calframe
 from calframe import sql
 from calframe.binning import Binning, bin_values, edge_table, pack_edges
+from calframe.engines import _order_stats as OS
 from calframe.engines import lazy as LZ
 
 SCHEMES = [("quantile", 10), ("equal_mass", 15), ("quantile", 4)]
@@ -109,7 +110,7 @@ def test_eager_edges_are_the_drivers(case, scheme, bins):
 def test_lazy_edges_are_the_drivers(monkeypatch, budget, case, scheme, bins):
     """The streaming engine's order statistics (histogram passes when the budget is small) give the driver's edges."""
     monkeypatch.setattr(LZ, "COLLECT_BUDGET", budget)
-    seen = _spy(monkeypatch, LZ)
+    seen = _spy(monkeypatch, OS)  # the order statistics' module builds the streaming engine's edge table
     df = _case(case)
     calframe.ece(df.lazy(), by="g", binning=scheme, bins=bins).collect()  # lazy out: the sums run at collect
     assert len(seen) == 1

@@ -41,6 +41,8 @@ CALLS = {
     "ece_by_weights": ("ece", {"by": "g", "weights": "w"}),
     "mce_top1": ("mce", {"lens": "top1", "by": "g", "closed": "right"}),
     "rmsce_quantile": ("rmsce", {"binning": "quantile", "by": "g"}),
+    "rmsce_quantile_weights": ("rmsce", {"binning": "quantile", "by": "g", "weights": "w"}),
+    "vece_equal_mass_weights": ("vece", {"variable": "age", "binning": "equal_mass", "weights": "w"}),
     "ce_debiased_equal_mass": ("ce", {"p": 2, "estimator": "debiased", "binning": "equal_mass"}),
     "vece": ("vece", {"variable": "age", "by": "g"}),
 }

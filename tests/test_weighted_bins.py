@@ -2,11 +2,15 @@
 
 The edges of a weighted frame are those of the frame with each row repeated w_i times: for integer weights bit
 for bit, checked against pandas.qcut (quantile) and uncertainty-calibration's get_equal_bins (equal_mass) run on
-the repeated values, code we did not write. The figures on those bins then equal the repeated frame's. Engines
-that compute edges themselves collect (LazyFrame, pyarrow) or refuse (DuckDB, Dask).
+the repeated values, code we did not write. The figures on those bins then equal the repeated frame's. The
+LazyFrame engine (streamed) and the narwhals engine (DuckDB, pyarrow, Ibis; Spark in tests/test_spark.py) find
+the same edges by histogram passes where the rows are; Dask refuses weights with these bins.
 """
 
 from __future__ import annotations
+
+import itertools
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -72,13 +76,15 @@ def test_integer_weights_give_the_repeated_frames_edges(frame, scheme):
 @given(weighted_frames(n_groups=1), st.integers(1, 12), st.floats(0.05, 20.0))
 def test_fractional_weights_follow_the_documented_positions(frame, bins, scale):
     """Non-integer weights: position p reads the row whose stretch [C_{i-1}, C_i) of the running sum holds p,
-    checked against a direct reading of that formula (spec §3)."""
+    checked against a direct reading of that formula (spec §3), C_i the exact sum correctly rounded (Python's
+    fractions, then float())."""
     v, w, _ = frame
     w = w * scale
     W, take = weighted_take(v, w, None, 1)
     keep = w > 0
     order = np.argsort(v[keep], kind="stable")
-    sv, cw = v[keep][order], np.cumsum(w[keep][order])
+    sv = v[keep][order]
+    cw = np.array([float(c) for c in itertools.accumulate(Fraction(float(x)) for x in w[keep][order])])
     assert W[0] == cw[-1]
     q = np.linspace(0, 1, bins + 1)
     np.putmask(q, bins * q != np.arange(bins + 1), np.nextafter(q, 1))
@@ -102,6 +108,24 @@ def test_fractional_weights_follow_the_documented_positions(frame, bins, scale):
     # every row lands in a bin (rows above the top edge: the last one)
     res = bin_values(v, None, 1, Binning("quantile", bins), weights=w)
     assert (res.ids >= 0).all() and (res.ids < res.n_bins).all()
+
+
+@SETTINGS
+@given(weighted_frames(), st.sampled_from([("quantile", 4), ("quantile", 10), ("equal_mass", 3), ("equal_mass", 15)]),
+       st.integers(0, 2**32 - 1))
+def test_decimal_weights_give_the_same_edges_in_any_row_order(frame, scheme, seed):
+    """Weights such as 0.1 ... 0.9, which float64 holds inexactly: the running sums are exact sums correctly
+    rounded, so W (10 rows of 0.1 weigh 1.0, not numpy.cumsum's 0.9999999999999999) and every edge are the same
+    bits whatever the order of the rows."""
+    v, w, g = frame
+    w = np.where(w > 0, np.round(w * 0.23 + 0.1, 1), 0.0)
+    perm = np.random.default_rng(seed).permutation(v.shape[0])
+    a = bin_values(v, g, 3, Binning(*scheme), weights=w)
+    b = bin_values(v[perm], g[perm], 3, Binning(*scheme), weights=w[perm])
+    for x, y in zip(_edges(a), _edges(b)):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(a.ids[perm], b.ids)
+    assert weighted_take(np.zeros(10), np.full(10, 0.1), None, 1)[0][0] == 1.0
 
 
 def test_recalibration_edges_are_the_metrics():
@@ -175,23 +199,123 @@ def _df() -> pl.DataFrame:
     return _frame((np.round(rng.random(200), 2), rng.integers(0, 4, 200).astype(float), rng.integers(0, 2, 200)))
 
 
+class _Rows:
+    """The largest frame brought into Python (a LazyFrame's or a narwhals frame's collect, a pyarrow Table made a
+    Polars frame) while a call runs, with the exact order statistics' budget small, so that the histogram passes
+    refine as they do at scale (tests/test_surfaces.py's RowSpy, in short)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, budget: int) -> None:
+        import narwhals as nw
+
+        from calframe.engines import lazy
+
+        monkeypatch.setattr(lazy, "COLLECT_BUDGET", budget)
+        self.most = 0
+        for owner, name in ((pl.LazyFrame, "collect"), (nw.LazyFrame, "collect"), (pl, "from_arrow")):
+            self._wrap(monkeypatch, owner, name)
+
+    def _wrap(self, monkeypatch, owner, name):
+        original, spy = getattr(owner, name), self
+
+        def wrapper(*args, **kwargs):
+            out = original(*args, **kwargs)
+            spy.most = max(spy.most, getattr(out, "height", 0) or 0)
+            return out
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+
+ENGINES = ["lazy", "duckdb", "pyarrow", "ibis"]
+
+
+def _engine_result(kind, fig, df, **kw):
+    from _engine_checks import native_frame, result_to_polars
+
+    out = fig(native_frame(kind, df), **kw)
+    return pl.DataFrame({"v": [out]}) if isinstance(out, float) else result_to_polars(out)
+
+
+def _big(seed: int = 8, n: int = 4000) -> pl.DataFrame:
+    """Ties (rounded values), integer weights 0..3, gamma weights and decimal weights 0.0 ... 0.9 (which float64
+    holds inexactly), three groups, a variable."""
+    rng = np.random.default_rng(seed)
+    df = _frame((np.round(rng.random(n), 2), rng.integers(0, 4, n).astype(float), rng.integers(0, 3, n)))
+    return df.with_columns(wf=pl.Series(rng.gamma(2.0, 1.0, n)), wd=pl.Series(rng.integers(0, 10, n) / 10))
+
+
+@pytest.mark.parametrize("kind", ENGINES)
 @pytest.mark.parametrize("binning", ["quantile", "equal_mass"])
-def test_lazy_and_pyarrow_collect(binning):
-    df = _df()
-    want = calframe.ece(df, weights="w", binning=binning, by="g").sort("g")
-    lazy = calframe.ece(df.lazy(), weights="w", binning=binning, by="g")
-    lazy = lazy.collect() if isinstance(lazy, pl.LazyFrame) else lazy
-    assert lazy.sort("g")["ece"].to_list() == want["ece"].to_list()
-    table = calframe.ece(df.to_arrow(), weights="w", binning=binning, by="g")
-    assert pl.from_arrow(table).sort("g")["ece"].to_list() == want["ece"].to_list()
+def test_engines_compute_weighted_edges_where_the_rows_are(monkeypatch, kind, binning):
+    """A LazyFrame (streamed) and DuckDB, pyarrow and Ibis (the narwhals engine) find the weighted edges by
+    histogram passes on exact sums of the weights (calframe/engines/_order_stats.py), as the unweighted ones: no
+    engine brings the rows into Python (the eager engine is not reached), and the figures are eager Polars' to
+    1e-12 (decimal weights included: the running sums are exact sums on both sides), for integer weights also the
+    repeated frame's (its edges: pandas.qcut / get_equal_bins, above)."""
+    pytest.importorskip({"lazy": "polars", "pyarrow": "pyarrow"}.get(kind, kind))
+    from _engine_checks import assert_same, refuse_rows
+
+    from calframe.engines import eager, lazy
+
+    df = _big()
+    rep = _repeated(df.drop("wf", "wd"))
+    calls = [(calframe.ece, {"by": "g"}, "ece"), (calframe.ce, {"p": 2, "estimator": "debiased"}, "ce"),
+             (lambda f, **k: calframe.vece(f, "x", **k), {"by": "g"}, "vece")]
+    cases = [(fig, dict(kw, weights=w, binning=binning, bins=7), name, w) for fig, kw, name in calls
+             for w in ("w", "wf", "wd")]
+    wants = [fig(df, **kw) for fig, kw, _, _ in cases]  # eager Polars
+    refs = [fig(rep, **{k: v for k, v in kw.items() if k != "weights"}) if w == "w" else None
+            for fig, kw, _, w in cases]  # the repeated frame
+    monkeypatch.setattr(eager, "evaluate", refuse_rows)
+    monkeypatch.setattr(lazy, "evaluate", refuse_rows)
+    spy = _Rows(monkeypatch, budget=50)
+    for (fig, kw, name, w), want, ref in zip(cases, wants, refs):
+        got = _engine_result(kind, fig, df, **kw)
+        if isinstance(want, float):
+            value = got[got.columns[-1]].item()
+            assert abs(value - want) <= 1e-12 * max(1.0, abs(want)), (name, w)
+            assert ref is None or abs(value - ref) <= 1e-12, (name, w)
+            continue
+        got = got.sort("g")
+        assert_same(got, want.sort("g"))
+        if ref is not None:
+            np.testing.assert_allclose(got[name].to_numpy(), ref.sort("g")[name].to_numpy(), rtol=0, atol=1e-12)
+    assert spy.most < df.height // 2
 
 
-def test_duckdb_and_dask_refuse():
+@settings(max_examples=15, deadline=None)
+@given(weighted_frames(max_rows=60), st.sampled_from(["quantile", "equal_mass"]), st.integers(2, 8),
+       st.sampled_from([10**9, 3]))
+def test_streamed_weighted_edges_are_the_repeated_frames(frame, binning, bins, budget):
+    """Small frames (ties, weights 0..4, rows of weight 0 beyond a group's other values) on a LazyFrame and DuckDB,
+    with and without histogram refinement: the repeated frame's figures, per group, to 1e-12; with decimal
+    weights, eager Polars'."""
+    from calframe.engines import lazy
+
+    old = lazy.COLLECT_BUDGET
+    lazy.COLLECT_BUDGET = budget
+    try:
+        df = _frame(frame)
+        rep = _repeated(df)
+        for kind in ("lazy", "duckdb"):
+            for fig, name in ((calframe.ece, "ece"), (lambda f, **k: calframe.vece(f, "x", **k), "vece")):
+                if name == "vece" and np.unique(rep["x"].to_numpy()).size < 2:
+                    continue
+                got = _engine_result(kind, fig, df, weights="w", by="g", binning=binning, bins=bins).sort("g")
+                want = fig(rep, by="g", binning=binning, bins=bins).sort("g")
+                np.testing.assert_allclose(got[name].to_numpy(), want[name].to_numpy(), rtol=0, atol=1e-12,
+                                           err_msg=f"{kind} {name}")
+                dec = df.with_columns(w=pl.col("w") / 10 + pl.col("x").abs().round(1))  # weights such as 0.3
+                got = _engine_result(kind, fig, dec, weights="w", by="g", binning=binning, bins=bins).sort("g")
+                want = fig(dec, weights="w", by="g", binning=binning, bins=bins).sort("g")
+                np.testing.assert_allclose(got[name].to_numpy(), want[name].to_numpy(), rtol=0, atol=1e-12,
+                                           err_msg=f"{kind} {name} decimal")
+    finally:
+        lazy.COLLECT_BUDGET = old
+
+
+def test_dask_refuses():
+    """Dask's exact order statistics (engines/dask.py) do not take weights yet: refused, naming what runs."""
     df = _df()
-    duckdb = pytest.importorskip("duckdb")
-    rel = duckdb.from_arrow(df.to_arrow())
-    with pytest.raises(calframe.ParameterError, match="weights with binning='quantile' or 'equal_mass'"):
-        calframe.ece(rel, weights="w", binning="quantile")
     dd = pytest.importorskip("dask.dataframe")
     ddf = dd.from_pandas(df.to_pandas(), npartitions=2)
     with pytest.raises(calframe.ParameterError, match="not supported on Dask"):

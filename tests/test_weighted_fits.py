@@ -155,6 +155,63 @@ def test_weighted_equal_mass_edges_are_those_of_the_repeated_rows(seed, n, n_bin
                                   R.equal_mass_edges(np.repeat(s, w), n_bins))
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 120), K=st.sampled_from([2, 3]), d=st.integers(1, 4),
+       gamma=st.sampled_from([0.05, 0.2, 1.0, 1e6]), n_bins=st.integers(1, 8), standardize=st.booleans(),
+       kernel_method=st.sampled_from(["auto", "tree", "brute", "direct"]))
+def test_lore_weights_are_repeated_rows(seed, n, K, d, gamma, n_bins, standardize, kernel_method):
+    """LoRe's kernel sums weigh row i by w_i (and ``standardize`` takes the weighted mean and standard deviation):
+    the fit equals the unweighted fit on the rows repeated w_i times, to 1e-12, at new rows as at the stored ones
+    (ties: repeated feature rows and scores)."""
+    P, y, rng = _data(seed, n, K)
+    X = np.round(rng.normal(size=(n, d)), 1)
+    X[rng.random(n) < 0.2] = X[0]
+    w = _int_weights(rng, n)
+    idx = np.repeat(np.arange(n), w)
+    kw = {"gamma": gamma, "n_bins": n_bins, "standardize": standardize, "kernel_method": kernel_method}
+    a = R.fit("lore", P, y, X, weights=w, **kw)
+    b = R.fit("lore", P[idx], y[idx], X[idx], **kw)
+    Pt, _, _ = _data(seed + 1, 150, K)
+    Xt = np.concatenate((X[rng.integers(0, n, 50)], rng.normal(size=(100, d))))  # some on stored rows
+    for q, f in ((Pt, Xt), (P, X)):
+        np.testing.assert_allclose(a.predict(q, features=f), b.predict(q, features=f), rtol=0, atol=1e-12)
+
+
+def test_lore_weights_zero_equal_and_saved(tmp_path):
+    """Rows of weight 0 are absent (not stored); equal weights are the unweighted fit, bit for bit, storing no
+    weights; a weighted LoRe stores its rows' weights as data and round-trips (JSON + Parquet)."""
+    P, y, rng = _data(13, 300, 3)
+    X = rng.normal(size=(300, 2))
+    w = rng.random(300) * 3
+    w[200:] = 0.0
+    a = R.fit("lore", P, y, X, weights=w, standardize=True)
+    b = R.fit("lore", P[:200], y[:200], X[:200], weights=w[:200], standardize=True)
+    assert a.arrays["features"].shape == (200, 2)
+    for k, v in b.arrays.items():
+        np.testing.assert_array_equal(a.arrays[k], v, err_msg=k)
+    np.testing.assert_array_equal(a.arrays["weights"], w[:200])
+    Pt, _, _ = _data(14, 100, 3)
+    Xt = rng.normal(size=(100, 2))
+    c = R.fit("lore", P, y, X, weights=np.where(w > 0, 2.5, 0.0), standardize=True)
+    u = R.fit("lore", P[:200], y[:200], X[:200], standardize=True)
+    assert "weights" not in c.arrays
+    np.testing.assert_array_equal(c.predict(Pt, features=Xt), u.predict(Pt, features=Xt))
+    a.save(tmp_path / "lore.parquet")
+    back = R.load(tmp_path / "lore.parquet")
+    np.testing.assert_array_equal(back.predict(Pt, features=Xt), a.predict(Pt, features=Xt))
+    assert np.abs(a.predict(Pt, features=Xt) - u.predict(Pt, features=Xt)).max() > 1e-3  # the weights matter
+
+
+def test_frame_lore_takes_the_weights_column():
+    df = calframe.datasets.grouped_miscalibration(n=2000, seed=3).with_columns(w=pl.col("age") / 10)
+    rec = calframe.fit(df, "lore", features=["age"], gamma=0.2, lens="class:1", standardize=True, weights="w")
+    X = df["age"].to_numpy().astype(float).reshape(-1, 1)
+    arr = R.fit("lore", df["prob"].to_numpy(), df["label"].to_numpy(), X, gamma=0.2, lens="class:1",
+                standardize=True, weights=df["w"].to_numpy())
+    np.testing.assert_array_equal(calframe.apply(df, rec, name="q")["q"].to_numpy(),
+                                  arr.predict(df["prob"].to_numpy(), features=X))
+
+
 # --------------------------------------------------------------------------- scaling all weights
 
 
@@ -283,13 +340,11 @@ def test_zero_weight_rows_are_absent():
 
 
 def test_methods_without_weights_refuse_them():
-    assert R.weighted_methods() == ["beta", "beta_v", "histogram", "isotonic", "platt", "temperature", "tree",
-                                    "venn_abers"]
+    assert R.weighted_methods() == ["beta", "beta_v", "histogram", "isotonic", "lore", "platt", "temperature",
+                                    "tree", "venn_abers"]
     p, y, _ = _data(11, 100)
     with pytest.raises(calframe.ParameterError, match="does not take weights"):
         R.fit("scaling_binning", p, y, weights=np.ones(100))
-    with pytest.raises(calframe.ParameterError, match="does not take weights"):
-        R.fit("lore", p, y, p.reshape(-1, 1), weights=np.ones(100))
     with pytest.raises(calframe.ParameterError, match="leaf method 'scaling_binning' does not take weights"):
         R.fit("tree", p, y, p, leaf="scaling_binning", weights=np.ones(100))
 

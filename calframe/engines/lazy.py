@@ -55,6 +55,8 @@ Quantile / equal-mass bins are exact, in streaming passes:
 3. the values in the target cells are collected and sorted (only them), and
    ``edge_table`` builds the edges from those values;
 4. the accumulate pass joins each row to its group's edges.
+With weights the ranks are positions in the rows' exact running sums of weights, the histograms carry exact
+sums of weights per cell, and each group's total takes one more pass (:mod:`calframe.engines._order_stats`).
 Memory: the per (group, bin) table, plus the histograms and at most about
 COLLECT_BUDGET values for data-dependent bins. (1e8 rows, 1000 groups,
 quantile(10): 5 passes, 12.5 s, 0.59 GB peak; eager 8.2 s, 5.5 GB.)
@@ -84,9 +86,11 @@ from ..registry import Capabilities
 from .eager import evaluate
 from ..request import Request
 from ..moments import native_ci as moment_ci
-from ..binning import Binning, check_variable, edge_table, pack_edges, take_each
+from ..binning import check_variable
 # the plan (schema only), the queries' column names and the expressions the passes are built from
 from . import _lazy_plan as P
+from . import _order_stats as OS
+from ._order_stats import RW, edge_columns
 from ._lazy_plan import (detail_aggs, detail_row, ACC, BAD, BIN, CATV, CNT, CONF, EB, KEEP, LEN, MAX, MAX_BUCKET, MIN,
                          NODE, OK, ONE, COL_PREFIX, SA, SC, TWO64, VMAX, VMIN, W, WT, X, BUCKET_BITS,
                          FIXED_BITS, WEIGHTED_BITS, EnginePlan, bin_stages, group_scales, keep_expr, key_cols, lensed_exprs, raw_weights, row_ok, var_expr,
@@ -98,8 +102,6 @@ __all__ = ["lazy_sums", "make_plan", "run", "supports", "ENGINE", "COLLECT_BUDGE
 ENGINE = "streaming"
 #: quantile / equal-mass bins: refine the histogram while the values to collect exceed this
 COLLECT_BUDGET = 4_000_000
-#: quantile / equal-mass bins: cells per node (at most) in one histogram pass
-_GRID_CELLS = 4096
 #: quantile / equal-mass bins: cells in one histogram pass, over all nodes (at least 2 per node).
 #: Polars' streaming group-by jumps from ~0.3 GB to 2-3 GB between 64k and 256k groups
 #: (measured on 1e8 rows), so a histogram stays under it and refines in more passes instead.
@@ -373,12 +375,11 @@ def supports(frame: Any, req: Request) -> bool:
     True for a Polars LazyFrame and a CE_p request without ``ci`` whose probabilities are one
     column (binary or ``Array``) or a list of class columns, with the
     ``top1`` or ``class:c`` lens, uniform / explicit-edge / quantile /
-    equal-mass bins (not the sweep: it sorts each group's rows, and the
-    frame is collected; nor weights with quantile / equal-mass bins, whose edges the eager engine computes on
-    the collected frame) and at most one variable. Bad column names or values do
+    equal-mass bins (with weights too: :mod:`calframe.engines._order_stats`; not the sweep: it sorts each
+    group's rows, and the frame is collected) and at most one variable. Bad column names or values do
     not make it False: :func:`lazy_sums` raises the eager path's errors for them.
     """
-    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.sweep or req.weighted_ranks:
+    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.sweep:
         return False
     if req.ci is not None and not moment_ci(req):
         return False
@@ -532,21 +533,9 @@ def assemble(plan: EnginePlan, res: pl.DataFrame, bin_codes: np.ndarray | None =
 
 # --------------------------------------------------------------------------- quantile / equal-mass bins
 
-#: at most this many refinement levels of the histogram
-_MAX_LEVELS = 8
-
-
 def _cell(x: pl.Expr, lo: str, sc: str, g: str) -> pl.Expr:
     """A grid cell, monotone in x: clip(floor((x - lo) * sc), 0, g - 1)."""
     return ((x - pl.col(lo)) * pl.col(sc)).floor().clip(0.0, pl.col(g).cast(pl.Float64) - 1.0).cast(pl.Int32)
-
-
-def _grid_size(cnt: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Cells per node: about sqrt(targets * rows) (histogram size ~ values collected), at most
-    HIST_CELLS over all nodes, 2..4096 each."""
-    share = max(2, HIST_CELLS // max(cnt.shape[0], 1))
-    g = np.minimum(np.ceil(np.sqrt(np.maximum(targets, 1) * cnt.astype(np.float64))), share)
-    return np.clip(g, 2, _GRID_CELLS).astype(np.int64)
 
 
 def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
@@ -561,15 +550,17 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, p
     cols = key_cols(plan) or [pl.lit(0, pl.Int8).alias(ONE)]
     cols += [x.alias(X), conf.alias(CONF), acc.alias(ACC), bad.alias(BAD),
              (keep if keep is not None else pl.lit(True)).alias(KEEP)]
-    if plan.weight_col is not None:
-        cols.append(weights_expr(plan).alias(WT))
+    weighted = plan.weight_col is not None  # the edges of the rows repeated w_i times (_order_stats)
+    if weighted:
+        cols += [weights_expr(plan).alias(WT), raw_weights(plan).alias(RW)]
     base = with_scales(plan, lf).select(cols)
+    base = base.with_columns(OS.positive_columns(pl)) if weighted else base
 
-    # pass 1: validation, and per group count / min / max
+    # pass 1: validation, and per group count / min / max (weighted: also of the rows of positive weight)
     aggs = [pl.len().alias(LEN), pl.col(BAD).sum().alias(BAD), pl.col(X).min().alias(MIN),
             pl.col(X).max().alias(MAX)]
-    if plan.weight_col is not None:
-        aggs.append(pl.col(WT).sum().alias(W))
+    if weighted:
+        aggs += [pl.col(WT).sum().alias(W)] + OS.positive_aggs(pl)
     res = collect_frame(base.group_by(gk + [KEEP]).agg(aggs))
     kept = res.filter(pl.col(KEEP))
     st: dict[str, Any] = {"n_total": int(res[LEN].sum()), "n_kept": int(kept[LEN].sum()),
@@ -585,30 +576,40 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, p
 
     groups = kept.drop(KEEP).sort(gk, nulls_last=True, maintain_order=True)
     rows_ = base.filter(pl.col(KEEP)) if keep is not None else base
+    edge_rows = rows_.filter(pl.col(RW) > 0).with_columns(weight_bucket(pl.col(WT)).alias(EB)) if weighted else rows_
+    exact_w = [fixed_sum(pl.col(WT), pl.col(EB)).alias(OS.FX)]  # weighted: exact sums per weight bucket
 
     def hist(path: list[str], grids: list[pl.DataFrame], c_name: str) -> pl.DataFrame:
-        return collect_frame(_cells_query(rows_, gk, path, grids).group_by(gk + path + [c_name]).agg(
-            pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX)))
+        cell = gk + path + [c_name] + ([EB] if weighted else [])
+        return collect_frame(_cells_query(edge_rows, gk, path, grids).group_by(cell).agg(
+            pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX),
+            *(exact_w if weighted else [])))
 
     def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
-        q = _cells_query(rows_, gk, path, grids)
-        return collect_frame(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(NODE, X))
+        q = _cells_query(edge_rows, gk, path, grids)
+        return collect_frame(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(
+            NODE, X, *([RW] if weighted else [])))
 
-    etab, ecols, n_bins = edge_columns(groups, gk, plan.binning,
-                                       lambda seg, rank: order_statistics(groups, gk, seg, rank, hist, values))
+    egroups, exact = groups, None
+    if weighted:  # each group's exact sum of weights (the eager W), in one more pass
+        totals = collect_frame(edge_rows.group_by(gk + [EB]).agg(
+            *exact_w, pl.col(RW).max().alias(OS.MRW), pl.col(WT).max().alias(OS.MWT)))
+        egroups, *exact = OS.weighted_groups(OS.positive_groups(groups), gk, totals)
+    etab, ecols, n_bins = edge_columns(egroups, gk, plan.binning, lambda seg, rank: order_statistics(
+        egroups, gk, seg, rank, hist, values, weighted=weighted, exact=exact), weighted)
     qcut = plan.binning.scheme == "quantile"
     below = pl.sum_horizontal([pl.col(c) < pl.col(X) for c in ecols]).cast(pl.Int32)
-    if qcut:
+    ne = pl.col(f"{COL_PREFIX}ne")
+    if qcut:  # weighted: a row above its group's top edge (weight 0) in the last bin, as the eager engine
         bin_expr = pl.max_horizontal(below, pl.lit(1, pl.Int32)) - 1
+        bin_expr = pl.min_horizontal(bin_expr, pl.max_horizontal(ne - 2, pl.lit(0, pl.Int32))) if weighted else bin_expr
     else:
-        bin_expr = pl.min_horizontal(below, pl.col(f"{COL_PREFIX}ne") - 1)
+        bin_expr = pl.min_horizontal(below, ne - 1)
     aggs = _sum_aggs(plan)
-    q = (
-        rows_.join(etab.lazy(), on=gk, how="inner", nulls_equal=True)
-        .with_columns(bin_expr.alias(BIN))
-        .group_by(gk + [BIN])
-        .agg(aggs)
-    )
+    q = rows_.join(etab.lazy(), on=gk, how="inner", nulls_equal=True).with_columns(bin_expr.alias(BIN))
+    if weighted:
+        q = q.with_columns(weight_bucket(pl.col(WT)).alias(EB))
+    q = q.group_by(gk + [BIN] + ([EB] if weighted else [])).agg(aggs)
     return cell_sums(plan, exact_floats(collect_frame(q)), groups, gk, n_bins)
 
 
@@ -631,102 +632,9 @@ def cell_sums(plan: EnginePlan, cells: pl.DataFrame, groups: pl.DataFrame, gk: l
     return sums, keys, groups[LEN].to_numpy().astype(np.int64)
 
 
-def edge_columns(groups: pl.DataFrame, gk: list[str], binning: Binning,
-                 fetch: Any) -> tuple[pl.DataFrame, list[str], int]:
-    """Each group's quantile / equal-mass edges as columns beside its keys (``gk``), for the accumulate pass:
-    binning's edge rule (``edge_table``) on the order statistics ``fetch(segment, rank)`` finds
-    (:func:`calframe.binning.take_each`); kept edges first, in order, +inf pads; ``COL_PREFIX ne`` the number of
-    edges. Returns (table, edge column names, bins)."""
-    counts = groups[LEN].to_numpy().astype(np.int64)
-    table = edge_table(counts, binning, take_each(counts, fetch))
-    edges, offsets, n_bins = pack_edges(table, binning)
-    n_edges = np.diff(offsets)
-    width = int(n_edges.max())
-    padded = np.full((groups.height, width), np.inf)
-    row = np.repeat(np.arange(groups.height), n_edges)
-    padded[row, np.arange(edges.shape[0]) - offsets[row]] = edges
-    ecols = [f"{COL_PREFIX}e{j}" for j in range(width)]
-    etab = groups.select(gk).with_columns(
-        [pl.Series(c, padded[:, j]) for j, c in enumerate(ecols)]
-        + [pl.Series(f"{COL_PREFIX}ne", n_edges.astype(np.int32))]
-    )
-    return etab, ecols, n_bins
-
-
-def order_statistics(groups: pl.DataFrame, gk: list[str], tgt_group: np.ndarray, rank: np.ndarray,
-                     hist: Any, values: Any) -> np.ndarray:
-    """The ``rank``-th smallest value (0-based) of group ``tgt_group``, exactly, for each pair.
-
-    Histogram passes narrow each wanted rank down to one cell (a node); a node
-    whose min equals its max is resolved without reading values; the values of
-    the remaining nodes are collected once the total is within COLLECT_BUDGET.
-    The engine runs the passes: ``hist(path, grids, c)`` is the per (``gk + path + [c]``) count / min / max
-    (``CNT``, ``MIN``, ``MAX``) of the rows with their cell at every level of ``grids``
-    (:func:`_cells_query`), ``values(path, grids, want)`` the (``NODE``, ``X``) of the rows in the nodes of
-    ``want`` (``gk + path + [NODE]``). ``groups`` holds ``gk``, ``LEN``, ``MIN`` and ``MAX``.
-    """
-    out = np.full(rank.shape[0], np.nan)
-    if rank.shape[0] == 0:
-        return out
-    rank = rank.copy()
-    # level-0 nodes are the groups: grid between each group's min and max
-    nodes = groups.select(gk)
-    node_of = tgt_group.copy()
-    cnt = groups[LEN].to_numpy().astype(np.int64)
-    mn, mx = groups[MIN].to_numpy(), groups[MAX].to_numpy()
-    open_ = np.ones(rank.shape[0], dtype=bool)
-    path: list[str] = []
-    grids: list[pl.DataFrame] = []
-    for level in range(_MAX_LEVELS + 1):
-        same = mn[node_of] == mx[node_of]
-        out[open_ & same] = mn[node_of][open_ & same]
-        open_ &= ~same
-        if not open_.any():
-            return out
-        live = np.unique(node_of[open_])
-        if cnt[live].sum() <= COLLECT_BUDGET or level == _MAX_LEVELS:
-            break
-        # refine: a grid inside each live node
-        per_node = np.bincount(node_of[open_], minlength=nodes.height)[live]
-        size = _grid_size(cnt[live], per_node)
-        span = mx[live] - mn[live]
-        lo_c, sc_c, g_c = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
-        grid = nodes[live].with_columns(
-            pl.Series(lo_c, mn[live]), pl.Series(sc_c, size / span), pl.Series(g_c, size)
-        )
-        grids.append(grid)
-        c_name = f"{COL_PREFIX}c{level}"
-        h = hist(path, grids, c_name).sort(gk + path + [c_name], nulls_last=True, maintain_order=True)
-        # parent node of each histogram row
-        parent_idx = nodes.select(gk + path).with_row_index(NODE)
-        par = (
-            h.select(gk + path).with_row_index(f"{COL_PREFIX}row")
-            .join(parent_idx, on=gk + path, how="left", nulls_equal=True)
-            .sort(f"{COL_PREFIX}row")[NODE].to_numpy().astype(np.int64)
-        )
-        h_cnt = h[CNT].to_numpy().astype(np.int64)
-        order = np.lexsort((h[c_name].to_numpy(), par))
-        h, par, h_cnt = h[order], par[order], h_cnt[order]
-        cum = np.concatenate([[0], np.cumsum(h_cnt)])
-        seg_start = np.searchsorted(par, np.arange(nodes.height), side="left")
-        base = cum[seg_start[node_of[open_]]]
-        i = np.searchsorted(cum[1:], base + rank[open_], side="right")
-        rank[open_] -= cum[i] - base
-        new_node = node_of.copy()
-        new_node[open_] = i
-        node_of = np.where(open_, new_node, -1)
-        path = path + [c_name]
-        nodes = h.select(gk + path)
-        cnt, mn, mx = h_cnt, h[MIN].to_numpy(), h[MAX].to_numpy()
-    # collect the values of the live nodes and pick the ranks
-    live = np.unique(node_of[open_])
-    want = nodes[live].with_columns(pl.Series(NODE, live))
-    vals = values(path, grids, want).sort([NODE, X])
-    v_node = vals[NODE].to_numpy().astype(np.int64)
-    v_x = vals[X].to_numpy()
-    first = np.searchsorted(v_node, node_of[open_], side="left")
-    out[open_] = v_x[first + rank[open_]]
-    return out
+def order_statistics(*args: Any, **kwargs: Any) -> np.ndarray:
+    """:func:`calframe.engines._order_stats.order_statistics` with this engine's COLLECT_BUDGET and HIST_CELLS."""
+    return OS.order_statistics(*args, budget=COLLECT_BUDGET, hist_cells=HIST_CELLS, **kwargs)
 
 
 def _cells_query(rows_: pl.LazyFrame, gk: list[str], path: list[str], grids: list[pl.DataFrame]) -> pl.LazyFrame:

@@ -56,6 +56,7 @@ from ..registry import Capabilities, functions_on, how
 from ..request import Request
 from . import _lazy_plan as P
 from . import lazy as LZ
+from . import _order_stats as OS
 from ._lazy_plan import (BAD, BIN, CATV, CNT, CONF, ACC, EB, KEEP, LEN, MAX, MIN, NODE, OK, ONE, COL_PREFIX,
                          SA, SC, VMAX, VMIN, W, WT, X, BUCKET_BITS, WEIGHTED_BITS, MAX_BUCKET, scale_factors)
 
@@ -559,14 +560,18 @@ class Run:
         cols = self.row_columns()
         if not plan.keys:
             cols.append(nw.lit(0).cast(nw.Int8).alias(ONE))
+        weighted = plan.weight_col is not None  # the edges of the rows repeated w_i times (_order_stats)
+        if weighted:
+            cols.append(_raw_weights(plan).alias(OS.RW))
         base = self.base(cols)
         x = nw.col(_V if plan.var_col is not None else CONF)
         base = base.with_columns(nw.when(nw.col(OK)).then(x).alias(X),
                                  (~nw.col(OK) & nw.col(KEEP)).cast(nw.Int64).alias(BAD))
+        base = base.with_columns(*OS.positive_columns(nw)) if weighted else base
         aggs = [nw.len().alias(LEN), nw.col(BAD).sum().alias(BAD), nw.col(X).min().alias(MIN),
                 nw.col(X).max().alias(MAX)]
-        if plan.weight_col is not None:
-            aggs.append(nw.col(WT).sum().alias(W))
+        if weighted:
+            aggs += [nw.col(WT).sum().alias(W)] + OS.positive_aggs(nw)
         res = collect_frame(base.group_by(gk + [KEEP]).agg(*aggs))
         kept = res.filter(pl.col(KEEP))
         st: dict[str, Any] = {"n_total": int(res[LEN].sum()), "n_kept": int(kept[LEN].sum()),
@@ -588,8 +593,14 @@ class Run:
                 return self.eng.table(df)
             return self.eng.table(polars_join_keys(df, gk, jnames).drop(gk))
 
+        erows = rows_  # weighted: the rows of positive weight, their bucket and exact weight parts
+        if weighted:
+            erows = rows_.filter(nw.col(OS.RW) > 0).with_columns(bucket_expr(nw.col(WT)).alias(EB))
+            erows = erows.with_columns(*fixed_parts(OS.FX, nw.col(WT), nw.col(EB), self.wide))
+        exact_w = [nw.col(c).sum().alias(c) for c in part_names(OS.FX, self.wide)]
+
         def cells(path: list[str], grids: list[pl.DataFrame]) -> Any:
-            q = rows_
+            q = erows
             for level, grid in enumerate(grids):
                 lo, sc, g = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
                 q = q.join(small(grid), on=jnames + path[:level], how="inner")
@@ -598,18 +609,29 @@ class Run:
             return q
 
         def hist(path: list[str], grids: list[pl.DataFrame], c: str) -> pl.DataFrame:
-            return collect_frame(cells(path, grids).group_by(gk + path + [c]).agg(
-                nw.len().alias(CNT), nw.col(X).min().alias(MIN), nw.col(X).max().alias(MAX)))
+            res = collect_frame(cells(path, grids).group_by(gk + path + [c] + ([EB] if weighted else [])).agg(
+                nw.len().alias(CNT), nw.col(X).min().alias(MIN), nw.col(X).max().alias(MAX),
+                *(exact_w if weighted else [])))
+            return _int128(res, [OS.FX], self.wide) if weighted else res
 
         def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
-            return collect_frame(cells(path, grids).join(small(want), on=jnames + path, how="inner").select(NODE, X))
+            return collect_frame(cells(path, grids).join(small(want), on=jnames + path, how="inner").select(
+                NODE, X, *([OS.RW] if weighted else [])))
 
-        etab, ecols, n_bins = LZ.edge_columns(groups, gk, plan.binning, lambda seg, rank: LZ.order_statistics(
-            groups, gk, seg, rank, hist, values))
+        egroups, exact = groups, None
+        if weighted:  # each group's exact sum of weights (the eager W), in one more pass
+            totals = collect_frame(erows.group_by(gk + [EB]).agg(
+                *exact_w, nw.col(OS.RW).max().alias(OS.MRW), nw.col(WT).max().alias(OS.MWT)))
+            egroups, *exact = OS.weighted_groups(OS.positive_groups(groups), gk, _int128(totals, [OS.FX],
+                                                                                         self.wide))
+        etab, ecols, n_bins = LZ.edge_columns(egroups, gk, plan.binning, lambda seg, rank: LZ.order_statistics(
+            egroups, gk, seg, rank, hist, values, weighted=weighted, exact=exact), weighted)
         below = _sum_ints([(nw.col(c) < nw.col(X)).cast(nw.Int32) for c in ecols])
         ne = nw.col(f"{COL_PREFIX}ne")
-        if plan.binning.scheme == "quantile":
+        if plan.binning.scheme == "quantile":  # weighted: a row above the top edge (weight 0) in the last bin
             bin_ = nw.max_horizontal(below, nw.lit(1)) - 1
+            if weighted:
+                bin_ = nw.min_horizontal(bin_, nw.max_horizontal(ne - 2, nw.lit(0)))
         else:
             bin_ = nw.min_horizontal(below, ne - 1)
         q = rows_.join(small(etab), on=jnames, how="inner")
@@ -663,9 +685,6 @@ def unsupported(req: Request) -> str | None:
         return "ci= with bootstrap='rows' or on data-dependent bins"
     if req.sweep:
         return "binning='sweep'"
-    if req.weighted_ranks:  # a pyarrow Table goes to the eager engine (``call``)
-        return ("weights with binning='quantile' or 'equal_mass' (edges of the rows repeated w_i times, computed "
-                "in memory only)")
     if req.lens.kind == "marginal":
         return "the marginal lens"
     if req.variables and req.variable is None:

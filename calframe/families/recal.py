@@ -59,8 +59,9 @@ def fit(
     of row weights (finite, non-negative; a row of weight 2 counts as two
     rows: frequency weights, docs/spec.md "Weights"), for the methods whose
     fit takes them (``recalibrate.weighted_methods()``: platt, temperature,
-    beta, beta_v, histogram, isotonic, venn_abers, tree); the saved recalibrator holds the
-    fitted function only.
+    beta, beta_v, histogram, isotonic, venn_abers, tree, lore; not
+    scaling_binning); the saved recalibrator holds the fitted function only
+    (lore's: its stored rows with their weights).
 
     The column names are stored with the recalibrator, so ``apply`` finds them
     on a new frame by default. Saved files hold only data (JSON + Parquet).

@@ -10,10 +10,11 @@ from .._errors import InvalidValueError, ParameterError, rows
 from .._imports import lazy_function
 
 lore_apply = lazy_function("calframe._kernels.local", "lore_apply")
+kernel_sums = lazy_function("calframe._kernels.local", "kernel_sums")
 from .._limits import check_cells
 from .._params import check_bool, check_choice, check_positive_float
 from ..binning import uniform_bins
-from ._inputs import Probs, as_labels, as_probs, check_lens, lens_score, lens_view, parse_lens
+from ._inputs import Probs, as_labels, as_probs, as_weights, check_lens, lens_score, lens_view, parse_lens
 from .binned import check_n_bins
 from .base import Recalibrator, Schema, register
 
@@ -42,6 +43,29 @@ def conf_bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
     return uniform_bins(conf, n_bins, "left").astype(np.int64)
 
 
+def weighted_lore_apply(ref: np.ndarray, correct: np.ndarray, bins: np.ndarray, weights: np.ndarray,
+                        f: np.ndarray, qb: np.ndarray, s: np.ndarray, gamma: float, method: str) -> np.ndarray:
+    """LoRe with stored row weights: sum_i k w_i y'_i / sum_i k w_i over the query's bin, by
+    ``calframe._kernels.local.kernel_sums`` on the two value columns (w y', w) (their ratio; the kernel's own
+    den only says whether the bin holds a stored row). The weights are first scaled by a power of two (exact:
+    the ratio's bits do not change) so that the largest lies in [1, 2). A query whose bin is empty keeps its
+    confidence.
+
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [5.0]])
+    >>> weighted_lore_apply(X, np.array([1.0, 0.0, 1.0]), np.zeros(3, np.int64), np.array([3.0, 1.0, 2.0]),
+    ...                     np.array([[0.0]]), np.zeros(1, np.int64), np.array([0.5]), 1e9, "direct").round(6)
+    array([0.833333])
+    """
+    w = np.ldexp(weights, -int(np.frexp(weights.max())[1] - 1)) if weights.size else weights
+    num, den = kernel_sums(ref, bins, np.column_stack((w * correct, w)), f, qb, ref.shape[1] * float(gamma),
+                           method, "lore")
+    res = np.array(s, dtype=np.float64, copy=True).reshape(-1)
+    ok = (den > 0) & (num[:, 1] > 0)
+    res[ok] = num[ok, 0] / num[ok, 1]
+    return res
+
+
 @register
 class LoRe(Recalibrator):
     """Local recalibration (Luo et al.), SPEC section 5.
@@ -62,18 +86,36 @@ class LoRe(Recalibrator):
     unchanged.  ``standardize=True`` centres and scales each feature column
     by its calibration mean and standard deviation (stored) before the kernel.
 
+    With frequency weights (``weights=``, docs/spec.md "Weights": a row of
+    weight k counts as k rows) both sums weigh row i by w_i, and ``standardize``
+    takes the weighted mean and standard deviation: the function of the rows
+    repeated w_i times (tests/test_weighted_fits.py). Rows of weight 0 are not
+    stored; the others' weights are (array ``weights``), unless they are all
+    equal, when the function is the unweighted one on the rows of positive
+    weight and nothing more is stored.
+
     params: lens, n_classes, gamma, n_bins, standardize, kernel_method.
-    arrays: features (n, d), bins (n,), correct (n,) [, center (d,), scale (d,)].
+    arrays: features (n, d), bins (n,), correct (n,) [, center (d,), scale (d,)] [, weights (n,)].
     """
 
     method = "lore"
+    takes_weights = True
     PARAMS = {"gamma": check_positive_float, "n_bins": check_n_bins, "lens": check_lens, "standardize": check_bool,
               "kernel_method": partial(check_choice, choices=("auto", "tree", "brute", "direct"))}
 
     @classmethod
     def fit(cls, probs, labels, features, *, gamma: float = 0.2, n_bins: int = 15, lens: str | None = "top1",
-            standardize: bool = False, kernel_method: str = "auto", meta=None) -> "LoRe":
-        """Store the recalibration rows: probs ((n,) or (n, K)), labels, features (n, d)."""
+            standardize: bool = False, kernel_method: str = "auto", weights=None, meta=None) -> "LoRe":
+        """Store the recalibration rows: probs ((n,) or (n, K)), labels, features (n, d); ``weights``: frequency
+        weights (None: all 1).
+
+        >>> import numpy as np
+        >>> p = np.array([0.2, 0.3, 0.7, 0.8]); y = np.array([0, 1, 1, 1]); X = p.reshape(-1, 1)
+        >>> a = LoRe.fit(p, y, X, n_bins=1, weights=[2, 1, 0, 1])
+        >>> b = LoRe.fit(p[[0, 0, 1, 3]], y[[0, 0, 1, 3]], X[[0, 0, 1, 3]], n_bins=1)
+        >>> bool(np.allclose(a.predict(p, features=X), b.predict(p, features=X), rtol=0, atol=1e-12))
+        True
+        """
         func = "lore.fit"
         kw = cls.check_params({"gamma": gamma, "n_bins": n_bins, "lens": lens, "standardize": standardize,
                                "kernel_method": kernel_method})
@@ -82,12 +124,24 @@ class LoRe(Recalibrator):
         pr = as_probs(probs, func)
         y = as_labels(labels, pr.n, pr.K, func)
         f = _features(features, pr.n, func)
+        w = as_weights(weights, pr.n, func)
         lens_ = parse_lens(lens, pr.K, func)
         s, t = lens_view(pr, y, lens_)
+        if w is not None:  # rows of weight 0 are absent; equal weights are no weights
+            keep = w > 0
+            s, t, f, w = s[keep], t[keep], f[keep], w[keep]
+            if np.all(w == w[0]):
+                w = None
         arrays = {"bins": conf_bins(s, n_bins), "correct": t}
+        if w is not None:
+            arrays["weights"] = w
         if standardize:
-            center = f.mean(axis=0)
-            scale = f.std(axis=0)
+            if w is None:
+                center = f.mean(axis=0)
+                scale = f.std(axis=0)
+            else:
+                center = np.average(f, axis=0, weights=w)
+                scale = np.sqrt(np.average((f - center) ** 2, axis=0, weights=w))
             scale[~(scale > 0)] = 1.0
             arrays.update(center=center, scale=scale)
             f = (f - center) / scale
@@ -109,6 +163,9 @@ class LoRe(Recalibrator):
             f = (f - self.arrays["center"]) / self.arrays["scale"]
         s = lens_score(pr, p["lens"])
         qb = conf_bins(s, p["n_bins"])
+        if "weights" in self.arrays:
+            return weighted_lore_apply(ref, self.arrays["correct"], self.arrays["bins"], self.arrays["weights"], f,
+                                       qb, s, p["gamma"], p["kernel_method"])
         return lore_apply(ref, self.arrays["correct"], self.arrays["bins"], f, qb, s, p["gamma"],
                           p["kernel_method"])
 
@@ -136,6 +193,11 @@ class LoRe(Recalibrator):
             if np.any(sc.array("scale", "float64", 1, shape=(d,)) <= 0):
                 sc.fail("array 'scale' must be positive (a feature's standard deviation, 1 where it is 0)")
             names += ["center", "scale"]
+        if "weights" in self.arrays:
+            w = sc.array("weights", "float64", 1, shape=(n,))
+            if not np.all(np.isfinite(w) & (w > 0)):
+                sc.fail("array 'weights' must be finite and positive (rows of weight 0 are not stored)")
+            names.append("weights")
         sc.only_arrays(*names)
         if n and (b.min() < 0 or b.max() >= B):
             sc.fail(f"bins must lie in 0..{B - 1}")
