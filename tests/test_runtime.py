@@ -258,4 +258,4 @@ def test_kernels_are_serialised_dispatchers():
             if isinstance(value, CPUDispatcher) and value.targetoptions.get("parallel"):
                 parallel.append(value)
                 assert isinstance(value, _jit.Kernel), f"{info.name}.{value.__name__}"
-    assert len(parallel) > 20
+    assert len(parallel) >= 1  # the rest became plain nogil kernels run by _jit.on_threads
