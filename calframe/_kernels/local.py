@@ -155,43 +155,41 @@ def _counter() -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def _direct_worker(rX, rV, qX, q_rs, q_re, qlist, h, out, taken):
-    """:func:`_direct`'s share of one thread: chunks of DIRECT_CHUNK queries of qlist, taken by the counter."""
+    """:func:`_direct`'s share of one thread: chunks of DIRECT_CHUNK queries of qlist, taken by the counter.
+
+    The query's loop is here, its sums in an array of this kernel's own (one passed in, that might alias the
+    inputs for all LLVM knows, made the path twice as slow)."""
     d = rX.shape[1]
     M = rV.shape[1]
     inv_h = 1.0 / h
     nq = qlist.shape[0]
     nchunks = (nq + DIRECT_CHUNK - 1) // DIRECT_CHUNK
-    acc = np.empty(M)
     while True:
         k = take(taken)
         if k >= nchunks:
             break
         for t in range(k * DIRECT_CHUNK, min(nq, (k + 1) * DIRECT_CHUNK)):
-            _direct_one(rX, rV, qX, q_rs[qlist[t]], q_re[qlist[t]], qlist[t], d, M, inv_h, acc, out)
-
-
-@njit(cache=True)
-def _direct_one(rX, rV, qX, rs, re, q, d, M, inv_h, acc, out):
-    """One query of :func:`_direct` (acc: a scratch row of M)."""
-    for c in range(M):
-        acc[c] = 0.0
-    if re > rs:
-        dmin = np.inf
-        for i in range(rs, re):
-            D = 0.0
-            for j in range(d):
-                D += abs(qX[q, j] - rX[i, j])
-            if D < dmin:
-                dmin = D
-        for i in range(rs, re):
-            D = 0.0
-            for j in range(d):
-                D += abs(qX[q, j] - rX[i, j])
-            w = math.exp(-(D - dmin) * inv_h)
+            q = qlist[t]
+            rs = q_rs[q]
+            re = q_re[q]
+            acc = np.zeros(M)
+            if re > rs:
+                dmin = np.inf
+                for i in range(rs, re):
+                    D = 0.0
+                    for j in range(d):
+                        D += abs(qX[q, j] - rX[i, j])
+                    if D < dmin:
+                        dmin = D
+                for i in range(rs, re):
+                    D = 0.0
+                    for j in range(d):
+                        D += abs(qX[q, j] - rX[i, j])
+                    w = math.exp(-(D - dmin) * inv_h)
+                    for c in range(M):
+                        acc[c] += w * rV[i, c]
             for c in range(M):
-                acc[c] += w * rV[i, c]
-    for c in range(M):
-        out[q, c] = acc[c]
+                out[q, c] = acc[c]
 
 
 def _direct(rX, rV, qX, q_rs, q_re, qlist, h, out):
