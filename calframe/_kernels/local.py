@@ -132,7 +132,7 @@ LEAF = 16
 TREE_MIN_PAIRS = 1 << 17
 
 _FM = {"reassoc", "contract", "nsz", "arcp"}
-#: rows per chunk of the elementwise workers (:func:`_exp_tables`): a chunk's boundaries depend on n only
+#: rows per chunk of the elementwise workers (:func:`_exp_tables`, :func:`_gather`, :func:`_scatter`)
 ROW_CHUNK = 1 << 13
 #: queries per chunk of the direct path's worker (a query may have few reference rows)
 DIRECT_CHUNK = 16
@@ -1075,37 +1075,60 @@ def _bucket_order(keys_pre, K, pre):
     return order, start
 
 
-@njit(cache=True)
-def _gather(feats, values, order):
-    """(feats[order], [values[order], 1]) as new C arrays. Sequential: a copy, memory-bound (a few ms at 1e6
-    rows), which ``parallel=True`` did not pay for in compile time."""
+@njit(cache=True, nogil=True)
+def _gather_worker(feats, values, order, X, V, taken):
+    """:func:`_gather` on the chunks of ROW_CHUNK rows this thread takes."""
     n = order.shape[0]
     d = feats.shape[1]
     m = values.shape[1]
-    X = np.empty((n, d))
-    V = np.empty((n, m + 1))
-    for t in range(n):
-        i = order[t]
-        for j in range(d):
-            X[t, j] = feats[i, j]
-        for c in range(m):
-            V[t, c] = values[i, c]
-        V[t, m] = 1.0
+    nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    while True:
+        k = take(taken)
+        if k >= nchunks:
+            break
+        for t in range(k * ROW_CHUNK, min(n, (k + 1) * ROW_CHUNK)):
+            i = order[t]
+            for j in range(d):
+                X[t, j] = feats[i, j]
+            for c in range(m):
+                V[t, c] = values[i, c]
+            V[t, m] = 1.0
+
+
+def _gather(feats, values, order):
+    """(feats[order], [values[order], 1]) as new C arrays: chunks of rows on several threads (a random-access
+    copy, which threads speed up while memory latency bounds it)."""
+    n = order.shape[0]
+    X = np.empty((n, feats.shape[1]))
+    V = np.empty((n, values.shape[1] + 1))
+    on_threads(_gather_worker, (feats, values, order, X, V, _counter()), _threads(-(-n // ROW_CHUNK)))
     return X, V
 
 
-@njit(cache=True)
-def _scatter(out, order):
-    """num[order[t]] = out[t, :-1], den[order[t]] = out[t, -1]. Sequential, as :func:`_gather`."""
+@njit(cache=True, nogil=True)
+def _scatter_worker(out, order, num, den, taken):
+    """:func:`_scatter` on the chunks of ROW_CHUNK rows this thread takes."""
     n = out.shape[0]
     m = out.shape[1] - 1
-    num = np.empty((n, m))
+    nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    while True:
+        k = take(taken)
+        if k >= nchunks:
+            break
+        for t in range(k * ROW_CHUNK, min(n, (k + 1) * ROW_CHUNK)):
+            i = order[t]
+            for c in range(m):
+                num[i, c] = out[t, c]
+            den[i] = out[t, m]
+
+
+def _scatter(out, order):
+    """num[order[t]] = out[t, :-1], den[order[t]] = out[t, -1] (order a permutation: each row written once),
+    chunks of rows on several threads as :func:`_gather`."""
+    n = out.shape[0]
+    num = np.empty((n, out.shape[1] - 1))
     den = np.empty(n)
-    for t in range(n):
-        i = order[t]
-        for c in range(m):
-            num[i, c] = out[t, c]
-        den[i] = out[t, m]
+    on_threads(_scatter_worker, (out, order, num, den, _counter()), _threads(-(-n // ROW_CHUNK)))
     return num, den
 
 
