@@ -157,8 +157,9 @@ def _counter() -> np.ndarray:
 def _direct_worker(rX, rV, qX, q_rs, q_re, qlist, h, out, taken):
     """:func:`_direct`'s share of one thread: chunks of DIRECT_CHUNK queries of qlist, taken by the counter.
 
-    The query's loop is here, its sums in an array of this kernel's own (one passed in, that might alias the
-    inputs for all LLVM knows, made the path twice as slow)."""
+    The query's loop is here, its sums in an array of this kernel's own, as in the old kernel: a scratch array
+    passed to an out-of-line call per query may alias the inputs for all LLVM knows (that version measured
+    slower, under load)."""
     d = rX.shape[1]
     M = rV.shape[1]
     inv_h = 1.0 / h
