@@ -30,8 +30,9 @@ p (1 - p)). The band is expit(eta_0 -/+ z se): inside [0, 1] too.
 Rows are aggregated over the distinct values of x (count, sum of y, sum of y^2: optionally weighted, which
 is how the bootstrap reweights rows); each evaluation point is fitted by one thread with a fixed summation
 order: a plain ``nogil`` worker taking the next point from an atomic counter
-(:func:`calframe._kernels.chunks.take`), run on several threads by :func:`calframe._jit.on_threads` (numba's
-``parallel=True`` compiled the same loop in 11.8 s; docs/benchmarks.md, "Compile time").
+(:func:`calframe._kernels.chunks.take`), run on several threads by :func:`calframe._jit.on_threads`, as the
+other kernels without numba's ``parallel=True`` (docs/benchmarks.md, "Compile time": here most of the compile
+is :func:`_fit_one`'s, which the worker's own part, about 1 s, adds little to).
 """
 
 from __future__ import annotations
