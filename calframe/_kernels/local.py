@@ -96,16 +96,25 @@ argsort by the first coordinate, so inside each bin they are in x order.
 Determinism: work is split into items (bins, query tiles) whose boundaries
 depend only on the data sizes; every query's sums are formed by one thread in
 a fixed order, so results are bit-identical for any number of threads.
+
+Threads: each kernel that shares out its items is a plain ``nogil`` worker
+that takes the next item (or chunk of rows) from an atomic counter
+(:func:`calframe._kernels.chunks.take`) until none is left, run on several
+threads at once by :func:`calframe._jit.on_threads` from a Python driver of
+the old name.  numba's ``parallel=True`` compiled the same loops two to five
+times slower (``_cdq2d`` 21.6 s; docs/benchmarks.md, "Compile time"), and
+items with their own outputs need no partial tables: the bits are the same.
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
-from numba import prange
 
-from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit, on_threads
+from .chunks import take
 
 #: den below exp(-ISO) (unshifted) -> recompute with the explicit min-distance shift
 ISO = 550.0
@@ -123,6 +132,20 @@ LEAF = 16
 TREE_MIN_PAIRS = 1 << 17
 
 _FM = {"reassoc", "contract", "nsz", "arcp"}
+#: rows per chunk of the elementwise workers (:func:`_exp_tables`, :func:`_gather`, :func:`_scatter`)
+ROW_CHUNK = 1 << 13
+#: queries per chunk of the direct path's worker (a query may have few reference rows)
+DIRECT_CHUNK = 16
+
+
+def _threads(items: int) -> int:
+    """Threads for ``items`` units of work taken one by one: numba's number, no more than the items."""
+    return max(1, min(numba.get_num_threads(), int(items)))
+
+
+def _counter() -> np.ndarray:
+    """A fresh chunk counter for :func:`calframe._kernels.chunks.take`."""
+    return np.zeros(1, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------
@@ -130,39 +153,55 @@ _FM = {"reassoc", "contract", "nsz", "arcp"}
 # ---------------------------------------------------------------------------
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _direct_worker(rX, rV, qX, q_rs, q_re, qlist, h, out, taken):
+    """:func:`_direct`'s share of one thread: chunks of DIRECT_CHUNK queries of qlist, taken by the counter.
+
+    The query's loop is here, its sums in an array of this kernel's own, as in the old kernel: a scratch array
+    passed to an out-of-line call per query may alias the inputs for all LLVM knows (that version measured
+    slower, under load)."""
+    d = rX.shape[1]
+    M = rV.shape[1]
+    inv_h = 1.0 / h
+    nq = qlist.shape[0]
+    nchunks = (nq + DIRECT_CHUNK - 1) // DIRECT_CHUNK
+    while True:
+        k = take(taken)
+        if k >= nchunks:
+            break
+        for t in range(k * DIRECT_CHUNK, min(nq, (k + 1) * DIRECT_CHUNK)):
+            q = qlist[t]
+            rs = q_rs[q]
+            re = q_re[q]
+            acc = np.zeros(M)
+            if re > rs:
+                dmin = np.inf
+                for i in range(rs, re):
+                    D = 0.0
+                    for j in range(d):
+                        D += abs(qX[q, j] - rX[i, j])
+                    if D < dmin:
+                        dmin = D
+                for i in range(rs, re):
+                    D = 0.0
+                    for j in range(d):
+                        D += abs(qX[q, j] - rX[i, j])
+                    w = math.exp(-(D - dmin) * inv_h)
+                    for c in range(M):
+                        acc[c] += w * rV[i, c]
+            for c in range(M):
+                out[q, c] = acc[c]
+
+
 def _direct(rX, rV, qX, q_rs, q_re, qlist, h, out):
     """out[q, :] = shifted sums over reference rows q_rs[q]:q_re[q], for q in qlist.
 
     rV has M columns (the last is all ones: den).  Pass 1 finds dmin, pass 2
     sums exp(-(D - dmin) / h) (D is recomputed identically, so the nearest row
-    weighs exactly 1).
+    weighs exactly 1).  Each query is one thread's (:func:`_direct_worker`).
     """
-    d = rX.shape[1]
-    M = rV.shape[1]
-    inv_h = 1.0 / h
-    for t in prange(qlist.shape[0]):
-        q = qlist[t]
-        rs = q_rs[q]
-        re = q_re[q]
-        acc = np.zeros(M)
-        if re > rs:
-            dmin = np.inf
-            for i in range(rs, re):
-                D = 0.0
-                for j in range(d):
-                    D += abs(qX[q, j] - rX[i, j])
-                if D < dmin:
-                    dmin = D
-            for i in range(rs, re):
-                D = 0.0
-                for j in range(d):
-                    D += abs(qX[q, j] - rX[i, j])
-                w = math.exp(-(D - dmin) * inv_h)
-                for c in range(M):
-                    acc[c] += w * rV[i, c]
-        for c in range(M):
-            out[q, c] = acc[c]
+    nchunks = -(-qlist.shape[0] // DIRECT_CHUNK)
+    on_threads(_direct_worker, (rX, rV, qX, q_rs, q_re, qlist, float(h), out, _counter()), _threads(nchunks))
 
 
 # ---------------------------------------------------------------------------
@@ -170,20 +209,31 @@ def _direct(rX, rV, qX, q_rs, q_re, qlist, h, out):
 # ---------------------------------------------------------------------------
 
 
-@njit(parallel=True, cache=True)
-def _exp_tables(X, pt_group, g_center, h, E, I):
-    """E[j, i] = exp((X[i, j] - c_j) / h), I = 1 / that, c = centre of the point's group."""
+@njit(cache=True, nogil=True)
+def _exp_tables_worker(X, pt_group, g_center, h, E, I, taken):
+    """:func:`_exp_tables` on the chunks of ROW_CHUNK rows this thread takes."""
     n, d = X.shape
     inv_h = 1.0 / h
-    for i in prange(n):
-        g = pt_group[i]
-        for j in range(d):
-            z = (X[i, j] - g_center[g, j]) * inv_h
-            E[j, i] = math.exp(z)
-            I[j, i] = math.exp(-z)
+    nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    while True:
+        k = take(taken)
+        if k >= nchunks:
+            break
+        for i in range(k * ROW_CHUNK, min(n, (k + 1) * ROW_CHUNK)):
+            g = pt_group[i]
+            for j in range(d):
+                z = (X[i, j] - g_center[g, j]) * inv_h
+                E[j, i] = math.exp(z)
+                I[j, i] = math.exp(-z)
 
 
-@njit(parallel=True, cache=True, fastmath=_FM)
+def _exp_tables(X, pt_group, g_center, h, E, I):
+    """E[j, i] = exp((X[i, j] - c_j) / h), I = 1 / that, c = centre of the point's group: each element one
+    thread's (:func:`_exp_tables_worker`)."""
+    nchunks = -(-X.shape[0] // ROW_CHUNK)
+    on_threads(_exp_tables_worker, (X, pt_group, g_center, float(h), E, I, _counter()), _threads(nchunks))
+
+
 def _brute_tiles(RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, out):
     """Unshifted kernel sums for query tiles [q0, q1) against reference rows [rs, re).
 
@@ -191,10 +241,22 @@ def _brute_tiles(RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, ou
     (d, n_query).  Reference rows are visited in chunks of rt; per query the
     product of the d factors is built in a chunk buffer (vectorised over rows),
     four queries at a time so that they share the loads of the row tables.
+    Each tile is one thread's (:func:`_brute_worker`), its queries' rows of out its own.
     """
+    on_threads(_brute_worker, (RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, out, _counter()),
+               _threads(tile_q0.shape[0]))
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _brute_worker(RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, out, taken):
+    """:func:`_brute_tiles`'s share of one thread: the tiles it takes by the counter."""
     d = RE.shape[0]
     M = RVT.shape[0]
-    for t in prange(tile_q0.shape[0]):
+    ntiles = tile_q0.shape[0]
+    while True:
+        t = take(taken)
+        if t >= ntiles:
+            break
         q0 = tile_q0[t]
         q1 = tile_q1[t]
         rs = tile_rs[t]
@@ -317,12 +379,23 @@ def _brute_tiles(RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, ou
 # ---------------------------------------------------------------------------
 
 
-@njit(parallel=True, cache=True)
 def _sweep1d(rx, rV, qx, g_rs, g_re, g_qs, g_qe, groups, h, out):
-    """For each group g in groups: rows rs:re and queries qs:qe, both ascending in x."""
+    """For each group g in groups: rows rs:re and queries qs:qe, both ascending in x. Each group is one
+    thread's (:func:`_sweep1d_worker`)."""
+    on_threads(_sweep1d_worker, (rx, rV, qx, g_rs, g_re, g_qs, g_qe, groups, float(h), out, _counter()),
+               _threads(groups.shape[0]))
+
+
+@njit(cache=True, nogil=True)
+def _sweep1d_worker(rx, rV, qx, g_rs, g_re, g_qs, g_qe, groups, h, out, taken):
+    """:func:`_sweep1d`'s share of one thread: the groups it takes by the counter."""
     M = rV.shape[1]
     inv_h = 1.0 / h
-    for t in prange(groups.shape[0]):
+    ngroups = groups.shape[0]
+    while True:
+        t = take(taken)
+        if t >= ngroups:
+            break
         g = groups[t]
         rs = g_rs[g]
         n = g_re[g] - rs
@@ -914,17 +987,32 @@ def _cdq3d_fast_group(rX, rV, qX, self_mode, h, out):
     return True
 
 
-@njit(parallel=True, cache=True)
-def _cdq3d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out, done):
-    for t in prange(groups.shape[0]):
+@njit(cache=True, nogil=True)
+def _cdq3d_worker(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out, done, taken):
+    """:func:`_cdq3d`'s share of one thread: the groups it takes by the counter."""
+    while True:
+        t = take(taken)
+        if t >= groups.shape[0]:
+            break
         g = groups[t]
         done[t] = _cdq3d_fast_group(rX[g_rs[g]:g_re[g]], rV[g_rs[g]:g_re[g]],
                                     qX[g_qs[g]:g_qe[g]], self_mode, h, out[g_qs[g]:g_qe[g]])
 
 
-@njit(parallel=True, cache=True)
-def _cdq2d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out):
-    for t in prange(groups.shape[0]):
+def _cdq3d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out, done):
+    """The 3-d divide and conquer of each group (done[t]: group t was narrow enough), each group one
+    thread's."""
+    on_threads(_cdq3d_worker, (rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, bool(self_mode), float(h), out, done,
+                               _counter()), _threads(groups.shape[0]))
+
+
+@njit(cache=True, nogil=True)
+def _cdq2d_worker(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out, taken):
+    """:func:`_cdq2d`'s share of one thread: the groups it takes by the counter."""
+    while True:
+        t = take(taken)
+        if t >= groups.shape[0]:
+            break
         g = groups[t]
         rXg = rX[g_rs[g]:g_re[g]]
         rVg = rV[g_rs[g]:g_re[g]]
@@ -932,6 +1020,14 @@ def _cdq2d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out):
         og = out[g_qs[g]:g_qe[g]]
         if not _cdq2d_fast_group(rXg, rVg, qXg, self_mode, h, og):
             _cdq2d_group(rXg, rVg, qXg, self_mode, h, og)
+
+
+def _cdq2d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out):
+    """The 2-d divide and conquer of each group (the fast variant where the group is narrow enough, else the
+    chain variant), each group one thread's (:func:`_cdq2d_worker`): the biggest first, as the caller orders
+    them."""
+    on_threads(_cdq2d_worker, (rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, bool(self_mode), float(h), out,
+                               _counter()), _threads(groups.shape[0]))
 
 
 @njit(cache=True)
@@ -980,36 +1076,60 @@ def _bucket_order(keys_pre, K, pre):
     return order, start
 
 
-@njit(parallel=True, cache=True)
-def _gather(feats, values, order):
-    """(feats[order], [values[order], 1]) as new C arrays."""
+@njit(cache=True, nogil=True)
+def _gather_worker(feats, values, order, X, V, taken):
+    """:func:`_gather` on the chunks of ROW_CHUNK rows this thread takes."""
     n = order.shape[0]
     d = feats.shape[1]
     m = values.shape[1]
-    X = np.empty((n, d))
-    V = np.empty((n, m + 1))
-    for t in prange(n):
-        i = order[t]
-        for j in range(d):
-            X[t, j] = feats[i, j]
-        for c in range(m):
-            V[t, c] = values[i, c]
-        V[t, m] = 1.0
+    nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    while True:
+        k = take(taken)
+        if k >= nchunks:
+            break
+        for t in range(k * ROW_CHUNK, min(n, (k + 1) * ROW_CHUNK)):
+            i = order[t]
+            for j in range(d):
+                X[t, j] = feats[i, j]
+            for c in range(m):
+                V[t, c] = values[i, c]
+            V[t, m] = 1.0
+
+
+def _gather(feats, values, order):
+    """(feats[order], [values[order], 1]) as new C arrays: chunks of rows on several threads (a random-access
+    copy, which threads speed up while memory latency bounds it)."""
+    n = order.shape[0]
+    X = np.empty((n, feats.shape[1]))
+    V = np.empty((n, values.shape[1] + 1))
+    on_threads(_gather_worker, (feats, values, order, X, V, _counter()), _threads(-(-n // ROW_CHUNK)))
     return X, V
 
 
-@njit(parallel=True, cache=True)
-def _scatter(out, order):
-    """num[order[t]] = out[t, :-1], den[order[t]] = out[t, -1]."""
+@njit(cache=True, nogil=True)
+def _scatter_worker(out, order, num, den, taken):
+    """:func:`_scatter` on the chunks of ROW_CHUNK rows this thread takes."""
     n = out.shape[0]
     m = out.shape[1] - 1
-    num = np.empty((n, m))
+    nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    while True:
+        k = take(taken)
+        if k >= nchunks:
+            break
+        for t in range(k * ROW_CHUNK, min(n, (k + 1) * ROW_CHUNK)):
+            i = order[t]
+            for c in range(m):
+                num[i, c] = out[t, c]
+            den[i] = out[t, m]
+
+
+def _scatter(out, order):
+    """num[order[t]] = out[t, :-1], den[order[t]] = out[t, -1] (order a permutation: each row written once),
+    chunks of rows on several threads as :func:`_gather`."""
+    n = out.shape[0]
+    num = np.empty((n, out.shape[1] - 1))
     den = np.empty(n)
-    for t in prange(n):
-        i = order[t]
-        for c in range(m):
-            num[i, c] = out[t, c]
-        den[i] = out[t, m]
+    on_threads(_scatter_worker, (out, order, num, den, _counter()), _threads(-(-n // ROW_CHUNK)))
     return num, den
 
 

@@ -28,18 +28,22 @@ value x_j (so the same formula serves a 0/1 outcome and a confidence, whose spre
 p (1 - p)). The band is expit(eta_0 -/+ z se): inside [0, 1] too.
 
 Rows are aggregated over the distinct values of x (count, sum of y, sum of y^2: optionally weighted, which
-is how the bootstrap reweights rows); each evaluation point is fitted by one thread (``prange``) with a
-fixed summation order.
+is how the bootstrap reweights rows); each evaluation point is fitted by one thread with a fixed summation
+order: a plain ``nogil`` worker taking the next point from an atomic counter
+(:func:`calframe._kernels.chunks.take`), run on several threads by :func:`calframe._jit.on_threads`, as the
+other kernels without numba's ``parallel=True`` (docs/benchmarks.md, "Compile time": here most of the compile
+is :func:`_fit_one`'s, which the worker's own part, about 1 s, adds little to).
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
-from numba import prange
 
-from .._jit import njit
+from .._jit import njit, on_threads
+from .chunks import take
 from .loess import loess_bandwidth, tricube_weight, loess_window, sym_pinv
 
 #: output columns of :func:`local_logistic`: the fit expit(b0), b0 (= ETA), b1, b2, se(b0), Newton steps
@@ -175,20 +179,31 @@ def _fit_one(q, xs, nf, sfac, k, ux, cnt, sy, syy, z, beta0, res):
         res[SE_ETA] = math.sqrt(var) if var > 0.0 else 0.0
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
+def _fit_points(xs, nf, sfac, k, ux, cnt, sy, syy, qpts, z, beta0, out, taken):
+    """:func:`local_logistic`'s share of one thread: the points it takes by the counter."""
+    m = qpts.shape[0]
+    while True:
+        i = take(taken)
+        if i >= m:
+            break
+        _fit_one(qpts[i], xs, nf, sfac, k, ux, cnt, sy, syy, z, beta0[i], out[i])
+
+
 def local_logistic(xs, nf, span, degree, ux, cnt, sy, syy, qpts, z, beta0):
     """Local logistic fits at the points qpts: an (m, 6) array [fit, b0, b1, b2, se(b0), Newton steps].
 
     xs: every x sorted (ties repeated: the bandwidths); ux: the sorted distinct values; cnt, sy, syy: per
     distinct value the (weighted) count of rows, sum of y and sum of y^2; z > 0 asks for the standard error;
-    beta0 (m, 3): starting coefficients (NaN: the local constant fit).
+    beta0 (m, 3): starting coefficients (NaN: the local constant fit). Each point is one thread's
+    (:func:`_fit_points`).
     """
     m = qpts.shape[0]
     out = np.empty((m, _NOUT))
+    span = float(span)
     sfac = span if span > 1.0 else 1.0
-    k = degree + 1
-    for i in prange(m):
-        _fit_one(qpts[i], xs, nf, sfac, k, ux, cnt, sy, syy, z, beta0[i], out[i])
+    on_threads(_fit_points, (xs, int(nf), sfac, int(degree) + 1, ux, cnt, sy, syy, qpts, float(z), beta0, out,
+                             np.zeros(1, dtype=np.int64)), max(1, min(numba.get_num_threads(), m)))
     return out
 
 

@@ -57,9 +57,10 @@ Speed
 x is sorted once and aggregated over its distinct values (sum of weights,
 of weight * y, of squared weights, counts), so every local fit costs
 O(log n + number of distinct x values in the window).  Evaluation points are
-processed in parallel (``prange``); every output element is written by one
-thread with a fixed summation order, so results do not depend on the number
-of threads.
+processed on several threads (plain ``nogil`` workers taking the next point
+from an atomic counter, run by :func:`calframe._jit.on_threads`); every output
+element is written by one thread with a fixed summation order, so results do
+not depend on the number of threads.
 
 The exact statistics need the U x U operator over the U distinct x values
 (U^3 work, U^2 memory; with ties that is far cheaper than cloess's n x n).
@@ -102,10 +103,11 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numba
 import numpy as np
-from numba import prange
 
-from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit, on_threads
+from .chunks import take
 
 __all__ = [
     "LoessResult",
@@ -126,6 +128,20 @@ FIT, SLOPE, DIAG, VAR_SE, VAR_ROW, STATUS = 0, 1, 2, 3, 4, 5
 _NOUT = 6
 # status codes (cloess error numbers 120 and 121)
 _OK, _ZERO_WIDTH, _ALL_ZERO = 0, 1, 2
+#: points per chunk of the cheap elementwise workers (bandwidths, Hermite interpolation)
+_POINT_CHUNK = 1 << 12
+
+
+def _threads(items: int) -> int:
+    """Threads for ``items`` units of work taken one by one (:func:`calframe._kernels.chunks.take`): numba's
+    number, no more than the items. The workers are plain ``nogil`` kernels run by
+    :func:`calframe._jit.on_threads`: numba's ``parallel=True`` compiled ``loess_eval`` in 8.8 s
+    (docs/benchmarks.md, "Compile time")."""
+    return max(1, min(numba.get_num_threads(), int(items)))
+
+
+def _counter() -> np.ndarray:
+    return np.zeros(1, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------
@@ -397,7 +413,19 @@ def _local(q, xs, nf, sfac, degree, ux, fw, fwy, lw, q1, q2,
     return h, big_h
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
+def _eval_points(xs, nf, sfac, degree, ux, fw, fwy, lw, q1, q2, qpts, sep_l, want_v1, want_v2, out, taken):
+    """:func:`loess_eval`'s share of one thread: the points it takes by the counter."""
+    m = qpts.shape[0]
+    while True:
+        i = take(taken)
+        if i >= m:
+            break
+        avec = np.empty(3)
+        _local(qpts[i], xs, nf, sfac, degree, ux, fw, fwy, lw, q1, q2,
+               sep_l, want_v1, want_v2, out[i], avec)
+
+
 def loess_eval(xs, nf, span, degree, ux, fw, fwy, lw, q1, q2, qpts,
                sep_l, want_v1, want_v2):
     """Local fits at the points qpts.
@@ -407,27 +435,38 @@ def loess_eval(xs, nf, span, degree, ux, fw, fwy, lw, q1, q2, qpts,
     (see ``_local``).  Returns an (m, 6) array with columns
     fit, slope, operator diagonal factor a_0, v1 = sum_j q1_j (K_j a.X_j)^2,
     v2 = the same with q2, status (0 ok, 1 zero-width neighbourhood,
-    2 all weights zero).
+    2 all weights zero).  Each point is one thread's (:func:`_eval_points`).
     """
     m = qpts.shape[0]
     out = np.empty((m, _NOUT))
+    span = float(span)
     sfac = span if span > 1.0 else 1.0
-    for i in prange(m):
-        avec = np.empty(3)
-        _local(qpts[i], xs, nf, sfac, degree, ux, fw, fwy, lw, q1, q2,
-               sep_l, want_v1, want_v2, out[i], avec)
+    on_threads(_eval_points, (xs, int(nf), sfac, int(degree), ux, fw, fwy, lw, q1, q2, qpts, bool(sep_l),
+                              bool(want_v1), bool(want_v2), out, _counter()), _threads(m))
     return out
 
 
-@njit(cache=True, parallel=True)
 def loess_operator(xs, nf, span, degree, ux, lw):
     """G (U x U) with L_ij = lw_j * G[u(i), u(j)] for the fit at the data
-    points (u(i): index of x_i among the distinct values ux); status (U,)."""
+    points (u(i): index of x_i among the distinct values ux); status (U,).
+    Each row is one thread's (:func:`_operator_rows`)."""
     u = ux.shape[0]
     g = np.zeros((u, u))
     status = np.zeros(u, dtype=np.int64)
+    span = float(span)
     sfac = span if span > 1.0 else 1.0
-    for r in prange(u):
+    on_threads(_operator_rows, (xs, int(nf), sfac, int(degree), ux, lw, g, status, _counter()), _threads(u))
+    return g, status
+
+
+@njit(cache=True, nogil=True)
+def _operator_rows(xs, nf, sfac, degree, ux, lw, g, status, taken):
+    """:func:`loess_operator`'s share of one thread: the rows it takes by the counter."""
+    u = ux.shape[0]
+    while True:
+        r = take(taken)
+        if r >= u:
+            break
         avec = np.empty(3)
         res = np.empty(_NOUT)
         q = ux[r]
@@ -443,43 +482,55 @@ def loess_operator(xs, nf, span, degree, ux, lw):
             kw = tricube_weight(dd)
             if kw != 0.0:
                 g[r, j] = kw * (avec[0] + dd * (avec[1] + dd * avec[2]))
-    return g, status
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _bandwidths(xs, nf, q):
+    """The bandwidth at each point of q: sequential, as it serves the vertices only (about a thousand)."""
     out = np.empty(q.shape[0])
-    for i in prange(q.shape[0]):
+    for i in range(q.shape[0]):
         out[i] = loess_bandwidth(xs, nf, q[i])
     return out
 
 
-@njit(cache=True, parallel=True)
 def hermite_interp(vx, val, slope, t):
     """Cubic Hermite interpolation (values and slopes at sorted vertices vx)
     at the points t, as cloess's ``ehg128`` in one dimension; points beyond
-    the end vertices are extrapolated with the end cells' cubics."""
+    the end vertices are extrapolated with the end cells' cubics.  Chunks of
+    the points on several threads (:func:`_hermite_worker`), each point one
+    thread's."""
+    out = np.empty(t.shape[0])
+    on_threads(_hermite_worker, (vx, val, slope, t, out, _counter()), _threads(-(-t.shape[0] // _POINT_CHUNK)))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _hermite_worker(vx, val, slope, t, out, taken):
+    """:func:`hermite_interp` on the chunks of _POINT_CHUNK points this thread takes."""
     m = t.shape[0]
     nv = vx.shape[0]
-    out = np.empty(m)
-    for i in prange(m):
-        z = t[i]
-        c = np.searchsorted(vx, z, side="right") - 1
-        if c < 0:
-            c = 0
-        if c > nv - 2:
-            c = nv - 2
-        v0 = vx[c]
-        v1 = vx[c + 1]
-        w = v1 - v0
-        hh = (z - v0) / w
-        phi0 = (1 - hh) ** 2 * (1 + 2 * hh)
-        phi1 = hh ** 2 * (3 - 2 * hh)
-        psi0 = hh * (1 - hh) ** 2
-        psi1 = hh ** 2 * (hh - 1)
-        out[i] = (phi0 * val[c] + phi1 * val[c + 1]
-                  + (psi0 * slope[c] + psi1 * slope[c + 1]) * w)
-    return out
+    nchunks = (m + _POINT_CHUNK - 1) // _POINT_CHUNK
+    while True:
+        k = take(taken)
+        if k >= nchunks:
+            break
+        for i in range(k * _POINT_CHUNK, min(m, (k + 1) * _POINT_CHUNK)):
+            z = t[i]
+            c = np.searchsorted(vx, z, side="right") - 1
+            if c < 0:
+                c = 0
+            if c > nv - 2:
+                c = nv - 2
+            v0 = vx[c]
+            v1 = vx[c + 1]
+            w = v1 - v0
+            hh = (z - v0) / w
+            phi0 = (1 - hh) ** 2 * (1 + 2 * hh)
+            phi1 = hh ** 2 * (3 - 2 * hh)
+            psi0 = hh * (1 - hh) ** 2
+            psi1 = hh ** 2 * (hh - 1)
+            out[i] = (phi0 * val[c] + phi1 * val[c + 1]
+                      + (psi0 * slope[c] + psi1 * slope[c + 1]) * w)
 
 
 # --------------------------------------------------------------------------
