@@ -14,6 +14,10 @@ import numpy as np
 from .._jit import njit
 from .chunks import ROWS_PER_THREAD, run_chunks, take
 
+#: a row costs an exp (on the chain from one row to the next), several times a row of a summing pass: the
+#: threads are chosen (:func:`calframe._kernels.chunks.pass_threads`) as for this many times the rows
+ROW_COST = 4
+
 
 def pair_sums(conf, resid, starts, rate, out):
     """``out[g] = sum_{i, j in g} resid_i resid_j exp(-rate |conf_i - conf_j|)`` for each group g, whose rows are
@@ -27,7 +31,7 @@ def pair_sums(conf, resid, starts, rate, out):
     per group."""
     n_groups = starts.shape[0] - 1
     n_rows = int(starts[-1] - starts[0]) if n_groups > 0 else 0
-    run_chunks(_pair_sums, (conf, resid, starts, rate, out), min(n_rows, n_groups * ROWS_PER_THREAD))
+    run_chunks(_pair_sums, (conf, resid, starts, rate, out), min(ROW_COST * n_rows, n_groups * ROWS_PER_THREAD))
 
 
 @njit(cache=True, nogil=True)

@@ -17,12 +17,15 @@ import numpy as np
 from .._jit import njit
 from .chunks import ROWS_PER_THREAD, run_chunks, take
 
+#: a row here (a float division and floor, a scattered store) costs several times a row of a summing pass: the
+#: threads are chosen (:func:`calframe._kernels.chunks.pass_threads`) as for this many times the rows
+ROW_COST = 4
 
 def _work(starts):
-    """The rows of the groups ``starts`` delimits, capped so that no more threads run than there are groups
-    (a group is one thread's work)."""
+    """The work of the groups ``starts`` delimits, in rows of a summing pass (``ROW_COST`` per row), capped so
+    that no more threads run than there are groups (a group is one thread's work)."""
     n_groups = starts.shape[0] - 1
-    return min(int(starts[-1] - starts[0]), n_groups * ROWS_PER_THREAD) if n_groups > 0 else 0
+    return min(ROW_COST * int(starts[-1] - starts[0]), n_groups * ROWS_PER_THREAD) if n_groups > 0 else 0
 
 
 @njit(inline="always")
