@@ -21,6 +21,7 @@ from .chunks import ROWS_PER_THREAD, run_chunks, take
 #: threads are chosen (:func:`calframe._kernels.chunks.pass_threads`) as for this many times the rows
 ROW_COST = 4
 
+
 def _work(starts):
     """The work of the groups ``starts`` delimits, in rows of a summing pass (``ROW_COST`` per row), capped so
     that no more threads run than there are groups (a group is one thread's work)."""
