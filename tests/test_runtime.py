@@ -246,7 +246,7 @@ def test_kernels_are_serialised_dispatchers():
 
     from numba.core.registry import CPUDispatcher
 
-    parallel = []
+    parallel, threaded = [], []
     for info in pkgutil.walk_packages(calframe.__path__, "calframe."):
         if info.name == "calframe.__main__":  # runs the command line
             continue
@@ -258,4 +258,6 @@ def test_kernels_are_serialised_dispatchers():
             if isinstance(value, CPUDispatcher) and value.targetoptions.get("parallel"):
                 parallel.append(value)
                 assert isinstance(value, _jit.Kernel), f"{info.name}.{value.__name__}"
-    assert len(parallel) > 20
+            elif isinstance(value, CPUDispatcher) and value.targetoptions.get("nogil"):
+                threaded.append(value)  # run on Python's threads (_jit.on_threads): no numba threading layer
+    assert len(parallel) + len(threaded) > 20  # the walk found the kernels

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
 from . import arrays as A
@@ -120,31 +119,11 @@ def edge_bin(x, edges, n_bins, right):
 
 
 def tables(nchunks: int, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(zeroed partial tables, ``nchunks`` x ``width``; the array :func:`sum_partials_into` adds them into) for
+    """(zeroed partial tables, ``nchunks`` x ``width``; the array :func:`~.chunks.in_chunk_order` adds them into) for
     a chunked pass, allocated by numpy: numpy asks the OS for huge pages for large arrays, numba's np.zeros
     does not (72 MB of tables, 1e5 groups x 15 bins in 2 chunks, took 17.6K page faults and 56 ms; numpy's
     205 faults and 8 ms)."""
     return np.zeros((nchunks, width)), np.empty(width)
-
-
-@njit(inline="always")
-def sum_partials(part):
-    """The partial tables (float sums or int counts, at least one) added in chunk order, each cell in its own
-    order: bit-identical for any thread count. (A float table never holds -0.0, so its first chunk is
-    0.0 + itself.)"""
-    return sum_partials_into(part, np.empty_like(part[0]))
-
-
-@njit(inline="always")
-def sum_partials_into(part, out):
-    """:func:`sum_partials` into ``out`` (width values): returns it."""
-    nchunks, width = part.shape
-    for j in prange(width):
-        t = part[0, j]
-        for c in range(1, nchunks):
-            t += part[c, j]
-        out[j] = t
-    return out
 
 
 @njit(inline="always")
@@ -228,14 +207,20 @@ def group_order(groups, n_groups):
     return order, starts
 
 
-@njit(parallel=True, cache=True)
 def sort_within_groups(values, order, starts):
-    """values[order], each group's segment sorted ascending."""
+    """values[order], each group's segment sorted ascending (the groups on several threads)."""
     out = values[order]
-    n_groups = starts.shape[0] - 1
-    for g in prange(n_groups):
-        out[starts[g] : starts[g + 1]].sort()
+    run_chunks(_sort_segments, (out, starts), out.shape[0])
     return out
+
+
+@njit(cache=True, nogil=True)
+def _sort_segments(out, starts, taken):
+    while True:
+        g = take(taken)
+        if g >= starts.shape[0] - 1:
+            break
+        out[starts[g] : starts[g + 1]].sort()
 
 
 @njit(cache=True)
@@ -247,7 +232,6 @@ def count_below(x, edges, lo, hi):
     return k
 
 
-@njit(parallel=True, cache=True, readonly=("values", "groups", "edges", "offsets"))
 def assign_bins(values, groups, edges, offsets, qcut):
     """Bin of each row on its group's sorted edges ``edges[offsets[g]:offsets[g+1]]``.
 
@@ -255,32 +239,43 @@ def assign_bins(values, groups, edges, offsets, qcut):
     edge; edges include the minimum). ``qcut=False``: Kumar's scheme (edges
     exclude 0 and end at the top edge; bin = number of edges strictly below).
     """
-    n = values.shape[0]
-    out = np.empty(n, dtype=np.int32)
-    for i in prange(n):
-        g = 0 if groups is None else groups[i]
-        lo = offsets[g]
-        hi = offsets[g + 1]
-        x = values[i]
-        # searchsorted(side="left") = the number of edges < x
-        if hi - lo <= 32:  # few edges: a branch-free count
-            k = count_below(x, edges, lo, hi)
-        else:
-            a = lo
-            b = hi
-            while a < b:
-                m = (a + b) >> 1
-                if edges[m] < x:
-                    a = m + 1
-                else:
-                    b = m
-            k = a - lo
-        if qcut:
-            k = max(k, 1) - 1
-        else:
-            k = min(k, hi - lo - 1)
-        out[i] = k
+    out = np.empty(values.shape[0], dtype=np.int32)
+    run_chunks(_assign_bins, (values, groups, edges, offsets, qcut, out, n_chunks(values.shape[0], 0)),
+               values.shape[0])
     return out
+
+
+@njit(cache=True, nogil=True, readonly=("values", "groups", "edges", "offsets"))
+def _assign_bins(values, groups, edges, offsets, qcut, out, nchunks, taken):
+    n = values.shape[0]
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
+        start, end = chunk_bounds(n, nchunks, c)
+        for i in range(start, end):
+            g = 0 if groups is None else groups[i]
+            lo = offsets[g]
+            hi = offsets[g + 1]
+            x = values[i]
+            # searchsorted(side="left") = the number of edges < x
+            if hi - lo <= 32:  # few edges: a branch-free count
+                k = count_below(x, edges, lo, hi)
+            else:
+                a = lo
+                b = hi
+                while a < b:
+                    m = (a + b) >> 1
+                    if edges[m] < x:
+                        a = m + 1
+                    else:
+                        b = m
+                k = a - lo
+            if qcut:
+                k = max(k, 1) - 1
+            else:
+                k = min(k, hi - lo - 1)
+            out[i] = k
 
 
 @njit(cache=True)
@@ -339,17 +334,25 @@ def _multi_select(seg, ks):
             top += 1
 
 
-@njit(parallel=True, cache=True)
 def select_within_groups(values, starts, ranks):
     """Order statistics per group: out[g, j] = the ranks[g, j]-th smallest value of group g, whose values are
     ``values[starts[g]:starts[g + 1]]`` (:func:`group_values`).
 
     A multi-rank quickselect per group (on a copy of its values) instead of a full sort; ranks are clipped
-    into the group. Groups without rows get NaN.
+    into the group. Groups without rows get NaN. The groups run on several threads, each on its own.
     """
+    out = np.full(ranks.shape, np.nan)
+    run_chunks(_select_within_groups, (values, starts, ranks, out), values.shape[0])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _select_within_groups(values, starts, ranks, out, taken):
     n_groups, m = ranks.shape
-    out = np.full((n_groups, m), np.nan)
-    for g in prange(n_groups):
+    while True:
+        g = take(taken)
+        if g >= n_groups:
+            break
         s0 = starts[g]
         n = starts[g + 1] - s0
         if n == 0:
@@ -361,7 +364,6 @@ def select_within_groups(values, starts, ranks):
         _multi_select(seg, np.unique(ks))
         for j in range(m):
             out[g, j] = seg[ks[j]]
-    return out
 
 
 @njit(cache=True)
@@ -395,15 +397,23 @@ def value_range(v):
     return min(min(a0, a1), min(a2, a3)), max(max(b0, b1), max(b2, b3)), z0 + z1
 
 
-@njit(parallel=True, cache=True, readonly=("values",))
 def _minmax(values, nchunks):
-    n = values.shape[0]
-    step = (n + nchunks - 1) // nchunks
     lo = np.full(nchunks, np.inf)
     hi = np.full(nchunks, -np.inf)
-    for c in prange(nchunks):
-        lo[c], hi[c], _ = value_range(values[c * step : min(n, (c + 1) * step)])
+    run_chunks(_chunk_ranges, (values, lo, hi), values.shape[0])
     return lo.min(), hi.max()
+
+
+@njit(cache=True, nogil=True, readonly=("values",))
+def _chunk_ranges(values, lo, hi, taken):
+    n = values.shape[0]
+    nchunks = lo.shape[0]
+    step = (n + nchunks - 1) // nchunks
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
+        lo[c], hi[c], _ = value_range(values[c * step : min(n, (c + 1) * step)])
 
 
 @njit(cache=True)
@@ -413,16 +423,24 @@ def cell_of(x, lo, scale, n_cells):
     return min(max(k, 0), n_cells - 1)
 
 
-@njit(parallel=True, cache=True, readonly=("values",))
 def _cell_histogram(values, lo, scale, n_cells, nchunks):
-    n = values.shape[0]
-    step = (n + nchunks - 1) // nchunks
     part = np.zeros((nchunks, n_cells), dtype=np.int64)
-    for c in prange(nchunks):
+    run_chunks(_cell_counts, (values, lo, scale, part), values.shape[0])
+    return part.sum(axis=0)
+
+
+@njit(cache=True, nogil=True, readonly=("values",))
+def _cell_counts(values, lo, scale, part, taken):
+    n = values.shape[0]
+    nchunks, n_cells = part.shape
+    step = (n + nchunks - 1) // nchunks
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         row = part[c]
         for i in range(c * step, min(n, (c + 1) * step)):
             row[cell_of(values[i], lo, scale, n_cells)] += 1
-    return part.sum(axis=0)
 
 
 @njit(cache=True, readonly=("values",))
