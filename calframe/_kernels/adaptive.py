@@ -1,4 +1,4 @@
-"""uu-sml's data-dependent binning, level by level: one parallel pass over the rows per tree level.
+"""uu-sml's data-dependent binning, level by level: one pass over the rows per tree level, on several threads.
 
 ``vector._split_group`` grows the tree node by node on one thread, replaying
 numpy's float operations exactly (``numpy.var`` of the node, ``numpy.mean`` of
@@ -30,19 +30,27 @@ positions, so ``level_sums`` hands back every leaf's [n, sum x, label
 counts] without another pass. The passes prefetch rows ``AHEAD`` places
 ahead (``prefetch.py``): measured here, that halves a level's time, as the
 hardware alone keeps few row loads in flight.
+
+The passes are plain ``nogil`` kernels whose calls share out the chunks
+(:func:`calframe._kernels.chunks.run_chunks`), each chunk summed into its own
+partial table, the tables added in chunk order after: not ``parallel=True``,
+which took 13 s and 10 s to compile these two passes.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit
+from .chunks import in_chunk_order, run_chunks, take
 from .prefetch import AHEAD, prefetch_row
 from .vector import numpy_argmax_var, numpy_mean
 
 _EPS = np.finfo(np.float64).eps
 _BLOCK = 256  # split_pass sums the rows it sends to a summed child this many list places at a time
+#: a row of m values counts as this many rows per value when the threads are chosen
+#: (:func:`calframe._kernels.chunks.pass_threads`): a row here is m sums and squares, not one
+_ROW_COST = 2
 
 
 def _direct_errors(cnt: np.ndarray, big: float) -> tuple[np.ndarray, np.ndarray]:
@@ -70,33 +78,47 @@ def _tolerances(cnt, e1, e2, big):
     return t_mean, t_var
 
 
-@njit(parallel=True, cache=True, readonly=("g",))
 def root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid):
     """Per group [n, sum x_0..m-1, sum x_0^2..x_m-1^2, label counts 0..m-1] (n_groups, 1 + 3m) and the largest |x|.
 
     ``ypos`` holds each row's label position in [0, m), or nothing (no label counts).
     With ``find_big`` False the largest |x| is not looked for (0 is returned):
     the caller knows a bound. Each row's node id, its group's root, is
-    written to ``nid`` (written before it is read: memory from ``np.zeros`` is
-    mapped to the shared zero page until written, and a parallel
+    written to ``nid`` (written before it is read: memory from ``np.empty`` is
+    mapped to the shared zero page until written, and a threaded
     read-then-write of it costs a page fault and a TLB shootdown per page,
-    ~10 ms per 4 MB on a 2-core VM).
+    ~10 ms per 4 MB on a 2-core VM). Chunk c's sums go to ``part[c]``, added
+    in chunk order after, so the bits do not depend on the threads.
     """
     n, m = g.shape
-    labels = ypos.shape[0] > 0
-    s1 = np.zeros((nchunks, n_groups, m))
-    s2 = np.zeros((nchunks, n_groups, m))
-    ys = np.zeros((nchunks, n_groups, m))
-    cnts = np.zeros((nchunks, n_groups))
+    part = np.zeros((nchunks, n_groups, 1 + 3 * m))
     bigs = np.zeros((nchunks, m))
+    run_chunks(_root_stats, (g, ypos, groups, n_groups, nchunks, find_big, nid, part, bigs), _ROW_COST * n * m)
+    return in_chunk_order(part), bigs.max()
+
+
+@njit(cache=True, nogil=True, readonly=("g",))
+def _root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid, part, bigs, taken):
+    """:func:`root_stats`, one thread's share of the chunks: chunk c's sums into ``part[c]``, its largest
+    |x| per coordinate into ``bigs[c]``. The merged layout of ``part``: [n, sum x, sum x^2, label counts]."""
+    n, m = g.shape
+    labels = ypos.shape[0] > 0
     step = (n + nchunks - 1) // nchunks
-    for c in prange(nchunks):
+    big = np.zeros(m)
+    a = np.zeros(m)
+    b = np.zeros(m)
+    cy = np.zeros(m)
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         lo = c * step
         hi = min(n, lo + step)
-        big = np.zeros(m)
-        if groups is None:  # fresh local sums: the compiler keeps them out of g's way (vectorised)
-            a = np.zeros(m)
-            b = np.zeros(m)
+        big[:] = 0.0
+        tab = part[c]
+        if groups is None:  # local sums, apart from g: the compiler keeps them out of g's way (vectorised)
+            a[:] = 0.0
+            b[:] = 0.0
             for i in range(lo, hi):
                 if i + AHEAD < hi:
                     prefetch_row(g, i + AHEAD)
@@ -107,44 +129,37 @@ def root_stats(g, ypos, groups, n_groups, nchunks, find_big, nid):
                     if find_big:
                         ax = abs(x)
                         big[j] = ax if ax > big[j] else big[j]  # a plain select vectorises; max() does not
-            s1[c, 0] = a
-            s2[c, 0] = b
-            cnts[c, 0] = hi - lo
+            tab[0, 0] = hi - lo
+            for j in range(m):
+                tab[0, 1 + j] = a[j]
+                tab[0, 1 + m + j] = b[j]
             nid[lo:hi] = 0
             if labels:
-                cy = np.zeros(m)  # a fresh local table: twice as fast as adding into ys
+                cy[:] = 0.0  # a local table: twice as fast as adding into the partial table
                 for i in range(lo, hi):
                     cy[ypos[i]] += 1.0
-                ys[c, 0] = cy
+                for j in range(m):
+                    tab[0, 1 + 2 * m + j] = cy[j]
         else:
             for i in range(lo, hi):
                 if i + AHEAD < hi:
                     prefetch_row(g, i + AHEAD)
                 k = groups[i]
                 nid[i] = k
-                cnts[c, k] += 1.0
+                tab[k, 0] += 1.0
                 for j in range(m):
                     x = g[i, j]
-                    s1[c, k, j] += x
-                    s2[c, k, j] += x * x
+                    tab[k, 1 + j] += x
+                    tab[k, 1 + m + j] += x * x
                     if find_big:
                         ax = abs(x)
                         big[j] = ax if ax > big[j] else big[j]
                 if labels:
-                    ys[c, k, ypos[i]] += 1.0
-        bigs[c] = big
-    out = np.zeros((n_groups, 1 + 3 * m))
-    for c in range(nchunks):
-        for k in range(n_groups):
-            out[k, 0] += cnts[c, k]
-            for j in range(m):
-                out[k, 1 + j] += s1[c, k, j]
-                out[k, 1 + m + j] += s2[c, k, j]
-                out[k, 1 + 2 * m + j] += ys[c, k, j]
-    return out, bigs.max()
+                    tab[k, 1 + 2 * m + ypos[i]] += 1.0
+        for j in range(m):
+            bigs[c, j] = big[j]
 
 
-@njit(parallel=True, cache=True, readonly=("g",))
 def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, take_high, first_child, n_slots):
     """Split the rows of the frontier nodes (``slot_of[node] >= 0``) at ``g[:, cols[slot]] < thr[slot]``.
 
@@ -164,25 +179,45 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
     ``AHEAD`` places down the list is prefetched, so scattered rows load in
     parallel; the rows of each ``_BLOCK`` of the list that go to summed
     children are summed after the block, slot by slot, while still in cache.
+    Chunk c's sums go to its own partial table, the tables added in chunk
+    order after (the threads are those for the rows still listed).
     """
+    m = g.shape[1]
+    nchunks = n_active.shape[0]
+    part = np.zeros((nchunks, n_slots, 1 + 3 * m))
+    close = np.zeros((nchunks, n_slots), dtype=np.uint8)
+    work = _ROW_COST * int(n_active.sum()) * m
+    run_chunks(_split_pass, (
+        g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, take_high, first_child, n_slots, part, close,
+    ), work)
+    return in_chunk_order(part), close.max(axis=0) if nchunks else np.zeros(n_slots, dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True, readonly=("g",))
+def _split_pass(
+    g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, take_high, first_child, n_slots, part, close,
+    taken,
+):
+    """:func:`split_pass`, one thread's share of the chunks: chunk c's sums into ``part[c]``
+    ([n, sum x, sum x^2, label counts] per slot), its near-threshold flags into ``close[c]``."""
     n, m = g.shape
     labels = ypos.shape[0] > 0
     nchunks = n_active.shape[0]
-    part = np.zeros((nchunks, n_slots, 3, m))
-    cnts = np.zeros((nchunks, n_slots))
-    close = np.zeros((nchunks, n_slots), dtype=np.uint8)
     step = (n + nchunks - 1) // nchunks
-    for c in prange(nchunks):
+    # a block's rows to sum, per slot, then summed slot by slot into local sums the
+    # compiler keeps in registers (one memory store per row and value costs more)
+    todo = np.empty((n_slots, _BLOCK), dtype=np.int64)
+    k = np.zeros(n_slots, dtype=np.int64)
+    a = np.zeros(m)
+    b = np.zeros(m)
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         lo = c * step
         w = lo
         end = lo + n_active[c]
         tab = part[c]
-        # a block's rows to sum, per slot, then summed slot by slot into local sums the
-        # compiler keeps in registers (one memory store per row and value costs more)
-        todo = np.empty((n_slots, _BLOCK), dtype=np.int64)
-        k = np.zeros(n_slots, dtype=np.int64)
-        a = np.zeros(m)
-        b = np.zeros(m)
         for b0 in range(lo, end, _BLOCK):
             b1 = min(end, b0 + _BLOCK)
             k[:] = 0
@@ -207,10 +242,10 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
                 kf = k[f]
                 if kf == 0:
                     continue
-                cnts[c, f] += kf
+                tab[f, 0] += kf
                 for j in range(m):
-                    a[j] = tab[f, 0, j]
-                    b[j] = tab[f, 1, j]
+                    a[j] = tab[f, 1 + j]
+                    b[j] = tab[f, 1 + m + j]
                 for q in range(kf):  # rows in order: the same additions as row by row
                     i = todo[f, q]
                     for j in range(m):
@@ -218,22 +253,11 @@ def split_pass(g, ypos, nid, active, n_active, listed, slot_of, cols, thr, tol, 
                         a[j] += v
                         b[j] += v * v
                     if labels:
-                        tab[f, 2, ypos[i]] += 1.0
+                        tab[f, 1 + 2 * m + ypos[i]] += 1.0
                 for j in range(m):
-                    tab[f, 0, j] = a[j]
-                    tab[f, 1, j] = b[j]
+                    tab[f, 1 + j] = a[j]
+                    tab[f, 1 + m + j] = b[j]
         n_active[c] = w - lo
-    out = np.zeros((n_slots, 1 + 3 * m))
-    amb = np.zeros(n_slots, dtype=np.uint8)
-    for c in range(nchunks):
-        for f in range(n_slots):
-            out[f, 0] += cnts[c, f]
-            amb[f] |= close[c, f]
-            for j in range(m):
-                out[f, 1 + j] += part[c, f, 0, j]
-                out[f, 1 + m + j] += part[c, f, 1, j]
-                out[f, 1 + 2 * m + j] += part[c, f, 2, j]
-    return out, amb
 
 
 @njit(cache=True)

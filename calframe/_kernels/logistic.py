@@ -1,17 +1,22 @@
 """Numba kernels for the Newton logistic fit: objective, gradient and Hessian in one pass over the rows.
 
 Rows are cut into chunks whose number depends only on the sizes; partial sums
-are added in chunk order (deterministic for any thread count).
+are added in chunk order (deterministic for any thread count). The chunks are shared out among threads by
+plain ``nogil`` kernels (:func:`calframe._kernels.chunks.run_chunks`), not ``parallel=True``, whose parfor
+passes cost seconds more to compile.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from .._jit import njit  # parallel kernels: fork check, lock under a thread-unsafe layer
+from .._jit import njit
+from .chunks import in_chunk_order, run_chunks, take
 
 CHUNK_ROWS = 1 << 15
+#: a row costs an exp and a log1p here, several times a row of a summing pass: the threads are chosen
+#: (:func:`calframe._kernels.chunks.pass_threads`) as for this many times the rows
+ROW_COST = 8
 
 
 def n_chunks(n: int) -> int:
@@ -32,16 +37,28 @@ def _loss(eta, e, y):
     return (1.0 - y) * sp_pos + y * sp_neg
 
 
-@njit(parallel=True, cache=True)
 def objective(Z, y, sw, theta, nchunks):
     """sum_i sw_i (log(1 + exp(z_i . theta)) - y_i z_i . theta) (the penalty is added by the caller).
 
     ``sw``: the row weights (all 1.0 without weights: a product by 1.0 is exact, so the unweighted sums
-    keep their bits)."""
-    n, p = Z.shape
+    keep their bits). Each chunk sums its rows in order; the chunks' sums are added in chunk order."""
     part = np.zeros(nchunks)
+    run_chunks(_objective, (Z, y, sw, theta, nchunks, part), ROW_COST * Z.shape[0])
+    f = 0.0
+    for c in range(nchunks):
+        f += part[c]
+    return f
+
+
+@njit(cache=True, nogil=True)
+def _objective(Z, y, sw, theta, nchunks, part, taken):
+    """:func:`objective`, one thread's share of the chunks: chunk c's sum into ``part[c]``."""
+    n, p = Z.shape
     step = (n + nchunks - 1) // nchunks
-    for c in prange(nchunks):
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         t = 0.0
         for i in range(c * step, min(n, (c + 1) * step)):
             eta = 0.0
@@ -49,30 +66,47 @@ def objective(Z, y, sw, theta, nchunks):
                 eta += Z[i, j] * theta[j]
             t += sw[i] * _loss(eta, np.exp(-abs(eta)), y[i])
         part[c] = t
-    f = 0.0
-    for c in range(nchunks):
-        f += part[c]
-    return f
 
 
-@njit(parallel=True, cache=True)
 def newton_terms(Z, y, sw, theta, nchunks, with_f):
     """(objective, gradient (p,), Hessian (p, p)) of the unpenalised objective at theta, in one pass;
     row i weighted by ``sw[i]`` (1.0 without weights: the same bits).
 
-    ``with_f=False`` skips the objective (returned as NaN): no log1p per row. Each chunk keeps
-    its sums in local scalars for p <= 3 (the Platt and beta designs), so no row waits on a
-    store of the previous one.
+    ``with_f=False`` skips the objective (returned as NaN): no log1p per row. Each chunk's sums go to its
+    own row of the partial tables, added in chunk order (:func:`calframe._kernels.chunks.in_chunk_order`:
+    the same additions, from 0, as a loop over the chunks).
     """
-    n, p = Z.shape
+    p = Z.shape[1]
     fpart = np.zeros(nchunks)
     gpart = np.zeros((nchunks, p))
-    hpart = np.zeros((nchunks, p, p))
+    hpart = np.zeros((nchunks, p, p))  # the upper triangle (k >= j) is summed
+    run_chunks(_newton_terms, (Z, y, sw, theta, nchunks, with_f, fpart, gpart, hpart), ROW_COST * Z.shape[0])
+    f = np.nan
+    if with_f:
+        f = 0.0
+        for c in range(nchunks):
+            f += fpart[c]
+    g = in_chunk_order(gpart)
+    h = in_chunk_order(hpart)
+    lower = np.tril_indices(p, -1)
+    h[lower] = h.T[lower]
+    return f, g, h
+
+
+@njit(cache=True, nogil=True)
+def _newton_terms(Z, y, sw, theta, nchunks, with_f, fpart, gpart, hpart, taken):
+    """:func:`newton_terms`, one thread's share of the chunks: chunk c's sums into ``fpart[c]``, ``gpart[c]``
+    and ``hpart[c]``. Each chunk keeps its sums in local scalars for p <= 3 (the Platt and beta designs), so
+    no row waits on a store of the previous one."""
+    n, p = Z.shape
     step = (n + nchunks - 1) // nchunks
     t0 = theta[0]
     t1 = theta[1] if p > 1 else 0.0
     t2 = theta[2] if p > 2 else 0.0
-    for c in prange(nchunks):
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
         fs = 0.0
         g0 = g1 = g2 = 0.0
         h00 = h01 = h02 = h11 = h12 = h22 = 0.0
@@ -130,16 +164,3 @@ def newton_terms(Z, y, sw, theta, nchunks, with_f):
                 g[j] = loc_g[j]
                 for k in range(j, p):
                     h[j, k] = loc_h[j][k]
-    f = 0.0 if with_f else np.nan
-    g = np.zeros(p)
-    h = np.zeros((p, p))
-    for c in range(nchunks):
-        f += fpart[c]
-        for j in range(p):
-            g[j] += gpart[c, j]
-            for k in range(j, p):
-                h[j, k] += hpart[c, j, k]
-    for j in range(p):
-        for k in range(j):
-            h[j, k] = h[k, j]
-    return f, g, h

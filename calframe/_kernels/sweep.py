@@ -4,14 +4,31 @@ Rows come sorted by (group, value); a group of n rows split into b bins puts the
 ``min(b - 1, floor((i / n) * b))``, computed in float64 as caltrain's ``em_monotonic_sweep`` does (the
 float product differs from the integer ``i * b // n`` for some n and b, e.g. n = 44, b = 22, i = 30).
 ``calframe.binning.sweep_bins`` is the caller; docs/spec.md section 1.3 states the rule.
+
+Each group is worked on its own, so the groups are shared out among threads a group at a time
+(:func:`calframe._kernels.chunks.run_chunks`; plain ``nogil`` kernels, not ``parallel=True``, which costs
+seconds more to compile) and the results do not depend on the threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from .._jit import njit
+from .chunks import ROWS_PER_THREAD, run_chunks, take
+
+#: a row of :func:`sweep_assign` (a float division and floor, a scattered store) costs several times a row of a
+#: summing pass: its threads are chosen (:func:`calframe._kernels.chunks.pass_threads`) as for this many times
+#: the rows. :func:`sweep_counts` counts a row once: its sweep mostly stops after a few bin counts (at 1e6 rows
+#: in 1,000 groups it took 0.4 to 1.5 ms, less than waking a second thread gains)
+ROW_COST = 4
+
+
+def _work(starts, cost):
+    """The work of the groups ``starts`` delimits, in rows of a summing pass (``cost`` per row), capped so
+    that no more threads run than there are groups (a group is one thread's work)."""
+    n_groups = starts.shape[0] - 1
+    return min(cost * int(starts[-1] - starts[0]), n_groups * ROWS_PER_THREAD) if n_groups > 0 else 0
 
 
 @njit(inline="always")
@@ -51,14 +68,22 @@ def _monotone(csum, lo, n, b):
     return True
 
 
-@njit(parallel=True, cache=True)
 def sweep_counts(csum, starts):
     """Per group: the bin count the sweep keeps. b = 2, 3, ..., n - 1 in turn; the first b whose bin means are
     not monotone stops the sweep and b - 1 is kept (1 if b = 2); n - 1 if none stops it, 1 for n <= 2.
     ``csum``: prefix sums (length n_rows + 1) of acc sorted by (group, value); ``starts``: group offsets."""
-    n_groups = starts.shape[0] - 1
-    out = np.ones(n_groups, dtype=np.int64)
-    for g in prange(n_groups):
+    out = np.ones(starts.shape[0] - 1, dtype=np.int64)
+    run_chunks(_sweep_counts, (csum, starts, out), _work(starts, 1))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _sweep_counts(csum, starts, out, taken):
+    """:func:`sweep_counts`, one thread's share of the groups."""
+    while True:
+        g = take(taken)
+        if g >= starts.shape[0] - 1:
+            break
         lo = starts[g]
         n = starts[g + 1] - lo
         chosen = 1
@@ -67,10 +92,8 @@ def sweep_counts(csum, starts):
                 break
             chosen = b
         out[g] = chosen
-    return out
 
 
-@njit(parallel=True, cache=True)
 def sweep_assign(values_sorted, order, starts, counts, offsets):
     """Bin ids (int32, in row order) and per-group edges for the chosen counts.
 
@@ -81,7 +104,17 @@ def sweep_assign(values_sorted, order, starts, counts, offsets):
     n_groups = starts.shape[0] - 1
     ids = np.empty(order.shape[0], dtype=np.int32)
     edges = np.empty(offsets[n_groups], dtype=np.float64)
-    for g in prange(n_groups):
+    run_chunks(_sweep_assign, (values_sorted, order, starts, counts, offsets, ids, edges), _work(starts, ROW_COST))
+    return ids, edges
+
+
+@njit(cache=True, nogil=True)
+def _sweep_assign(values_sorted, order, starts, counts, offsets, ids, edges, taken):
+    """:func:`sweep_assign`, one thread's share of the groups."""
+    while True:
+        g = take(taken)
+        if g >= starts.shape[0] - 1:
+            break
         lo = starts[g]
         n = starts[g + 1] - lo
         b = counts[g]
@@ -91,4 +124,3 @@ def sweep_assign(values_sorted, order, starts, counts, offsets):
             s = lo + bin_start(k, n, b)
             edges[offsets[g] + k - 1] = (values_sorted[s - 1] + values_sorted[s]) / 2.0
         edges[offsets[g] + b - 1] = max(1.0, values_sorted[lo + n - 1])
-    return ids, edges
