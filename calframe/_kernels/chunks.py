@@ -39,10 +39,22 @@ def take(typingctx, counter):
     return types.int64(counter), codegen
 
 
+def kernel_threads() -> int:
+    """The threads calframe's kernels may use: numba's number, ``NUMBA_NUM_THREADS`` (by default the cores), or
+    what ``numba.set_num_threads`` chose once numba's threading layer has started. Not
+    ``numba.get_num_threads()`` before that: it starts numba's OpenMP pool, which these kernels do not use, and a
+    process that started GNU OpenMP cannot fork safely (docs/spec.md, "Processes and threads")."""
+    from numba.np.ufunc import parallel  # numba's own record of whether its layer has started
+
+    if getattr(parallel, "_is_initialized", True):
+        return int(numba.get_num_threads())
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
 def pass_threads(n_rows: int) -> int:
-    """Threads for a pass over ``n_rows``: numba's number (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``),
-    fewer where each would get fewer than ROWS_PER_THREAD rows."""
-    return max(1, min(numba.get_num_threads(), n_rows // ROWS_PER_THREAD))
+    """Threads for a pass over ``n_rows``: :func:`kernel_threads`, fewer where each would get fewer than
+    ROWS_PER_THREAD rows."""
+    return max(1, min(kernel_threads(), n_rows // ROWS_PER_THREAD))
 
 
 def run_chunks(worker: Callable[..., Any], args: tuple, n_rows: int) -> None:

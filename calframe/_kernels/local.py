@@ -110,11 +110,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from .._jit import njit, on_threads
-from .chunks import take
+from .chunks import kernel_threads, take
 
 #: den below exp(-ISO) (unshifted) -> recompute with the explicit min-distance shift
 ISO = 550.0
@@ -140,7 +139,7 @@ DIRECT_CHUNK = 16
 
 def _threads(items: int) -> int:
     """Threads for ``items`` units of work taken one by one: numba's number, no more than the items."""
-    return max(1, min(numba.get_num_threads(), int(items)))
+    return max(1, min(kernel_threads(), int(items)))
 
 
 def _counter() -> np.ndarray:

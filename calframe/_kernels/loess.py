@@ -103,11 +103,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from .._jit import njit, on_threads
-from .chunks import take
+from .chunks import kernel_threads, take
 
 __all__ = [
     "LoessResult",
@@ -137,7 +136,7 @@ def _threads(items: int) -> int:
     number, no more than the items. The workers are plain ``nogil`` kernels run by
     :func:`calframe._jit.on_threads`: numba's ``parallel=True`` compiled ``loess_eval`` in 8.8 s
     (docs/benchmarks.md, "Compile time")."""
-    return max(1, min(numba.get_num_threads(), int(items)))
+    return max(1, min(kernel_threads(), int(items)))
 
 
 def _counter() -> np.ndarray:

@@ -368,9 +368,9 @@ def _qcut_vece_many(
     def one(v: str) -> tuple[np.ndarray, np.ndarray, int, int]:
         return qcut_bin_sums(np.ascontiguousarray(scored.extra[v]), d, prev_i, next_i, gamma)
 
-    import numba
+    from .._kernels.chunks import kernel_threads
 
-    with ThreadPoolExecutor(max(1, min(numba.get_num_threads(), len(numeric)))) as pool:
+    with ThreadPoolExecutor(max(1, min(kernel_threads(), len(numeric)))) as pool:
         results = list(pool.map(one, numeric))
     for v, (_, _, _, n_bad) in zip(numeric, results):  # the first bad one, as the row-by-row check reports
         if n_bad:
