@@ -69,6 +69,18 @@ def run_chunks(worker: Callable[..., Any], args: tuple, n_rows: int) -> None:
     on_threads(worker, (*args, np.zeros(1, dtype=np.int64)), pass_threads(n_rows))
 
 
+def run_items(worker: Callable[..., Any], args: tuple, items: int) -> None:
+    """``worker(*args, counter)`` on :func:`kernel_threads` threads, no more than ``items`` (the units of work
+    the worker takes one by one with :func:`take`: groups, tiles, points, chunks of a fixed size).
+
+    >>> seen = []
+    >>> run_items(lambda counter: seen.append(int(counter[0])), (), 1)
+    >>> seen
+    [0]
+    """
+    on_threads(worker, (*args, np.zeros(1, dtype=np.int64)), max(1, min(kernel_threads(), int(items))))
+
+
 def in_chunk_order(part: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The partial tables (rows of ``part``) added in chunk order, into ``out`` (a new array by default): each
     cell's sum is ``((part[0] + part[1]) + part[2]) + ...``, whichever thread summed each chunk, so the same
@@ -78,9 +90,6 @@ def in_chunk_order(part: np.ndarray, out: np.ndarray | None = None) -> np.ndarra
     [1.5, 2.25]
     """
     out = np.empty_like(part[0]) if out is None else out
-    if part.shape[0] == 0:
-        out[...] = 0
-        return out
     np.copyto(out, part[0])
     for c in range(1, part.shape[0]):
         np.add(out, part[c], out=out)

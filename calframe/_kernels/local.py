@@ -112,8 +112,8 @@ import math
 
 import numpy as np
 
-from .._jit import njit, on_threads
-from .chunks import kernel_threads, take
+from .._jit import njit
+from .chunks import run_items, take
 
 #: den below exp(-ISO) (unshifted) -> recompute with the explicit min-distance shift
 ISO = 550.0
@@ -135,16 +135,6 @@ _FM = {"reassoc", "contract", "nsz", "arcp"}
 ROW_CHUNK = 1 << 13
 #: queries per chunk of the direct path's worker (a query may have few reference rows)
 DIRECT_CHUNK = 16
-
-
-def _threads(items: int) -> int:
-    """Threads for ``items`` units of work taken one by one: numba's number, no more than the items."""
-    return max(1, min(kernel_threads(), int(items)))
-
-
-def _counter() -> np.ndarray:
-    """A fresh chunk counter for :func:`calframe._kernels.chunks.take`."""
-    return np.zeros(1, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------
@@ -200,7 +190,7 @@ def _direct(rX, rV, qX, q_rs, q_re, qlist, h, out):
     weighs exactly 1).  Each query is one thread's (:func:`_direct_worker`).
     """
     nchunks = -(-qlist.shape[0] // DIRECT_CHUNK)
-    on_threads(_direct_worker, (rX, rV, qX, q_rs, q_re, qlist, float(h), out, _counter()), _threads(nchunks))
+    run_items(_direct_worker, (rX, rV, qX, q_rs, q_re, qlist, float(h), out), nchunks)
 
 
 # ---------------------------------------------------------------------------
@@ -230,7 +220,7 @@ def _exp_tables(X, pt_group, g_center, h, E, I):
     """E[j, i] = exp((X[i, j] - c_j) / h), I = 1 / that, c = centre of the point's group: each element one
     thread's (:func:`_exp_tables_worker`)."""
     nchunks = -(-X.shape[0] // ROW_CHUNK)
-    on_threads(_exp_tables_worker, (X, pt_group, g_center, float(h), E, I, _counter()), _threads(nchunks))
+    run_items(_exp_tables_worker, (X, pt_group, g_center, float(h), E, I), nchunks)
 
 
 def _brute_tiles(RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, out):
@@ -242,8 +232,7 @@ def _brute_tiles(RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, ou
     four queries at a time so that they share the loads of the row tables.
     Each tile is one thread's (:func:`_brute_worker`), its queries' rows of out its own.
     """
-    on_threads(_brute_worker, (RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, out, _counter()),
-               _threads(tile_q0.shape[0]))
+    run_items(_brute_worker, (RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, out), tile_q0.shape[0])
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
@@ -381,8 +370,7 @@ def _brute_worker(RE, RI, RVT, QE, QI, tile_q0, tile_q1, tile_rs, tile_re, rt, o
 def _sweep1d(rx, rV, qx, g_rs, g_re, g_qs, g_qe, groups, h, out):
     """For each group g in groups: rows rs:re and queries qs:qe, both ascending in x. Each group is one
     thread's (:func:`_sweep1d_worker`)."""
-    on_threads(_sweep1d_worker, (rx, rV, qx, g_rs, g_re, g_qs, g_qe, groups, float(h), out, _counter()),
-               _threads(groups.shape[0]))
+    run_items(_sweep1d_worker, (rx, rV, qx, g_rs, g_re, g_qs, g_qe, groups, float(h), out), groups.shape[0])
 
 
 @njit(cache=True, nogil=True)
@@ -1001,8 +989,8 @@ def _cdq3d_worker(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out,
 def _cdq3d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out, done):
     """The 3-d divide and conquer of each group (done[t]: group t was narrow enough), each group one
     thread's."""
-    on_threads(_cdq3d_worker, (rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, bool(self_mode), float(h), out, done,
-                               _counter()), _threads(groups.shape[0]))
+    run_items(_cdq3d_worker, (rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, bool(self_mode), float(h), out, done),
+              groups.shape[0])
 
 
 @njit(cache=True, nogil=True)
@@ -1025,8 +1013,8 @@ def _cdq2d(rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, self_mode, h, out):
     """The 2-d divide and conquer of each group (the fast variant where the group is narrow enough, else the
     chain variant), each group one thread's (:func:`_cdq2d_worker`): the biggest first, as the caller orders
     them."""
-    on_threads(_cdq2d_worker, (rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, bool(self_mode), float(h), out,
-                               _counter()), _threads(groups.shape[0]))
+    run_items(_cdq2d_worker, (rX, rV, qX, g_rs, g_re, g_qs, g_qe, groups, bool(self_mode), float(h), out),
+              groups.shape[0])
 
 
 @njit(cache=True)
@@ -1101,7 +1089,7 @@ def _gather(feats, values, order):
     n = order.shape[0]
     X = np.empty((n, feats.shape[1]))
     V = np.empty((n, values.shape[1] + 1))
-    on_threads(_gather_worker, (feats, values, order, X, V, _counter()), _threads(-(-n // ROW_CHUNK)))
+    run_items(_gather_worker, (feats, values, order, X, V), -(-n // ROW_CHUNK))
     return X, V
 
 
@@ -1128,7 +1116,7 @@ def _scatter(out, order):
     n = out.shape[0]
     num = np.empty((n, out.shape[1] - 1))
     den = np.empty(n)
-    on_threads(_scatter_worker, (out, order, num, den, _counter()), _threads(-(-n // ROW_CHUNK)))
+    run_items(_scatter_worker, (out, order, num, den), -(-n // ROW_CHUNK))
     return num, den
 
 

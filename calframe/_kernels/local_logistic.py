@@ -41,8 +41,8 @@ import math
 
 import numpy as np
 
-from .._jit import njit, on_threads
-from .chunks import kernel_threads, take
+from .._jit import njit
+from .chunks import run_items, take
 from .loess import loess_bandwidth, tricube_weight, loess_window, sym_pinv
 
 #: output columns of :func:`local_logistic`: the fit expit(b0), b0 (= ETA), b1, b2, se(b0), Newton steps
@@ -201,8 +201,7 @@ def local_logistic(xs, nf, span, degree, ux, cnt, sy, syy, qpts, z, beta0):
     out = np.empty((m, _NOUT))
     span = float(span)
     sfac = span if span > 1.0 else 1.0
-    on_threads(_fit_points, (xs, int(nf), sfac, int(degree) + 1, ux, cnt, sy, syy, qpts, float(z), beta0, out,
-                             np.zeros(1, dtype=np.int64)), max(1, min(kernel_threads(), m)))
+    run_items(_fit_points, (xs, int(nf), sfac, int(degree) + 1, ux, cnt, sy, syy, qpts, float(z), beta0, out), m)
     return out
 
 

@@ -105,8 +105,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._jit import njit, on_threads
-from .chunks import kernel_threads, take
+from .._jit import njit
+from .chunks import run_items, take
 
 __all__ = [
     "LoessResult",
@@ -129,18 +129,6 @@ _NOUT = 6
 _OK, _ZERO_WIDTH, _ALL_ZERO = 0, 1, 2
 #: points per chunk of the cheap elementwise workers (bandwidths, Hermite interpolation)
 _POINT_CHUNK = 1 << 12
-
-
-def _threads(items: int) -> int:
-    """Threads for ``items`` units of work taken one by one (:func:`calframe._kernels.chunks.take`): numba's
-    number, no more than the items. The workers are plain ``nogil`` kernels run by
-    :func:`calframe._jit.on_threads`: numba's ``parallel=True`` compiled ``loess_eval`` in 8.8 s
-    (docs/benchmarks.md, "Compile time")."""
-    return max(1, min(kernel_threads(), int(items)))
-
-
-def _counter() -> np.ndarray:
-    return np.zeros(1, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------
@@ -440,8 +428,8 @@ def loess_eval(xs, nf, span, degree, ux, fw, fwy, lw, q1, q2, qpts,
     out = np.empty((m, _NOUT))
     span = float(span)
     sfac = span if span > 1.0 else 1.0
-    on_threads(_eval_points, (xs, int(nf), sfac, int(degree), ux, fw, fwy, lw, q1, q2, qpts, bool(sep_l),
-                              bool(want_v1), bool(want_v2), out, _counter()), _threads(m))
+    run_items(_eval_points, (xs, int(nf), sfac, int(degree), ux, fw, fwy, lw, q1, q2, qpts, bool(sep_l),
+                            bool(want_v1), bool(want_v2), out), m)
     return out
 
 
@@ -454,7 +442,7 @@ def loess_operator(xs, nf, span, degree, ux, lw):
     status = np.zeros(u, dtype=np.int64)
     span = float(span)
     sfac = span if span > 1.0 else 1.0
-    on_threads(_operator_rows, (xs, int(nf), sfac, int(degree), ux, lw, g, status, _counter()), _threads(u))
+    run_items(_operator_rows, (xs, int(nf), sfac, int(degree), ux, lw, g, status), u)
     return g, status
 
 
@@ -499,7 +487,7 @@ def hermite_interp(vx, val, slope, t):
     the points on several threads (:func:`_hermite_worker`), each point one
     thread's."""
     out = np.empty(t.shape[0])
-    on_threads(_hermite_worker, (vx, val, slope, t, out, _counter()), _threads(-(-t.shape[0] // _POINT_CHUNK)))
+    run_items(_hermite_worker, (vx, val, slope, t, out), -(-t.shape[0] // _POINT_CHUNK))
     return out
 
 
