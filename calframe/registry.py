@@ -10,8 +10,12 @@ between them (docs/design.md, "The seam").
   optionally ``call(name, fn, args, kwargs)``, its entry for a public function (refusing, collecting or running
   it). :data:`ENGINES` is the registry: one line per kind of frame, the class that has it and the engine
   module. Adding an engine is one module and one line here.
-- :func:`how` is the one choice: ``"eager"``, ``"streamed"``, ``"native"``, ``"collected"`` or
-  ``"refused"`` for a function on a kind of frame.
+- :func:`route` is the one choice: ``"eager"``, ``"streamed"``, ``"native"``, ``"collected"`` or
+  ``"refused"`` for a call on a frame, and why. Given a function's name it answers for its default call from its
+  states (the support matrix; a public function's entry, before its call is parsed, where no parameter can make
+  a state native that is not); given the parsed request, from its states and its parameters: the engine's
+  ``supports(req, state, frame)`` says what of the call it does not run where the rows are. Nothing else
+  decides, and nothing retries by exception.
 
 Nothing is imported here: a frame can only be of a library's type once that library has been imported, so
 :func:`kind_of` tests an object against the classes of the modules already in ``sys.modules``, and an
@@ -26,11 +30,13 @@ from __future__ import annotations
 
 import importlib
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 __all__ = ["STATES", "SURFACES", "Column", "Figure", "Declaration", "figures", "figure_of", "column", "DECLARED", "declare", "functions", "Capabilities", "EVERY_STATE", "Engine",
-           "ENGINES", "KINDS", "instance", "kind_of", "engine", "how", "functions_on"]
+           "ENGINES", "KINDS", "instance", "kind_of", "engine", "how", "functions_on", "Route", "route", "calling_on"]
 
 #: the states a public function is computed from; an engine that computes one natively runs every function of it
 STATES = {
@@ -166,11 +172,18 @@ class Capabilities:
     """What an engine does with one kind of frame: the states it computes where the rows are (``native``), and
     those it collects into one in-memory frame first (``collects``; None: every other state). ``word`` is what
     the support matrix calls a native cell ("streamed" for Polars' streaming engine, "eager" for the in-memory
-    frames)."""
+    frames). ``outside``: what happens to a call of a native state whose parameters the engine does not run
+    there (its ``supports`` names them): "collected" where the engine collects (default: when it collects every
+    state), else "refused"."""
 
     native: frozenset[str]
     collects: frozenset[str] | None = frozenset()
     word: str = "native"
+    outside: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.outside is None:
+            object.__setattr__(self, "outside", "collected" if self.collects is None else "refused")
 
     def how(self, states: tuple[str, ...]) -> str:
         if all(s in self.native for s in states):
@@ -218,7 +231,10 @@ def instance(obj: Any, module: str, name: str) -> bool:
 
 def kind_of(frame: Any) -> str | None:
     """The kind of ``frame`` (a key of the registry: "polars", "lazy", "pandas", "duckdb", ...), None when no
-    engine takes it."""
+    engine takes it; the public call's frame's, detected once (:func:`calling_on`)."""
+    call = _CALL.get()
+    if call is not None and call[0] is frame:
+        return call[1]
     for e in ENGINES:
         if instance(frame, e.module, e.cls):
             return e.kind
@@ -231,11 +247,79 @@ def engine(kind: str) -> Any:
 
 
 def how(name: str, kind: str) -> str:
-    """How the public function ``name`` runs on a frame of ``kind``: ``"eager"``, ``"streamed"``,
-    ``"native"``, ``"collected"`` or ``"refused"`` (its declared states against the engine's capabilities)."""
+    """How the public function ``name``'s default call runs on a frame of ``kind``: ``"eager"``,
+    ``"streamed"``, ``"native"``, ``"collected"`` or ``"refused"`` (:func:`route`)."""
     if name not in DECLARED or kind not in KINDS:
         raise KeyError((name, kind))
-    return engine(kind).CAPABILITIES[kind].how(DECLARED[name].states)
+    return route(name, kind=kind).how
+
+
+class Route(NamedTuple):
+    """Where a call runs (:func:`route`): the frame's ``kind`` (None: not a frame of the registry, the eager
+    engine's arguments), ``how`` (a word of the support matrix) and ``why``: what of the call the engine does
+    not run where the rows are, when it is collected or refused (None when it runs there)."""
+
+    kind: str | None
+    how: str
+    why: str | None = None
+
+    @property
+    def engine(self) -> Any:
+        """The engine module (the eager engine for a frame of no kind)."""
+        return engine(self.kind or "polars")
+
+    @property
+    def here(self) -> bool:
+        """Whether the engine of the frame's kind runs the call where the rows are (eager, streamed, native)."""
+        return self.how not in ("collected", "refused")
+
+    def refusal(self, func: str) -> Exception:
+        """The error of a refused call (the engine's ``refuse(func, kind, why)``: what runs there instead)."""
+        return self.engine.refuse(func, self.kind, self.why or f"calframe.{func}")
+
+
+_UNSET: Any = object()
+
+#: the frame of the public call running now and its kind (:func:`calling_on`): detected once per call
+_CALL: ContextVar[tuple[Any, str | None] | None] = ContextVar("calframe_call", default=None)
+
+
+@contextmanager
+def calling_on(frame: Any) -> Iterator[str | None]:
+    """Detect ``frame``'s kind once for the public call running inside (:func:`kind_of` reads it back)."""
+    kind = kind_of(frame)
+    token = _CALL.set((frame, kind))
+    try:
+        yield kind
+    finally:
+        _CALL.reset(token)
+
+
+def route(call: Any, frame: Any = None, *, kind: Any = _UNSET, state: str | None = None) -> Route:
+    """Where ``call`` runs on ``frame`` (or on a frame of ``kind``): the one decision of calframe.
+
+    ``call``: a public function's name (its default call: its declared states against the engine's
+    capabilities) or its parsed :class:`~calframe.request.Request` (then also its parameters: the engine's
+    ``supports(req, state, frame)``, None when it runs them, else what it does not run); ``state``: the state
+    the request is computed from (default: the function's declared ones). A call of a native state that the
+    engine does not run is collected or refused as its capabilities say (``outside``).
+
+    >>> route("ece", kind="duckdb").how, route("lce", kind="duckdb").how, route("ece", kind="polars").how
+    ('native', 'refused', 'eager')
+    """
+    k = kind_of(frame) if kind is _UNSET else kind
+    name = call if isinstance(call, str) else call.func
+    if k is None:
+        return Route(None, "eager")
+    caps = engine(k).CAPABILITIES[k]
+    states = (state,) if state is not None else DECLARED[name].states
+    how_ = caps.how(states)
+    if how_ == "refused":
+        return Route(k, how_, f"calframe.{name}")
+    if how_ == "collected" or isinstance(call, str):
+        return Route(k, how_)
+    why = engine(k).supports(call, states[0], frame)
+    return Route(k, how_) if why is None else Route(k, caps.outside, why)  # type: ignore[arg-type]
 
 
 def functions_on(kind: str, *hows: str) -> tuple[str, ...]:

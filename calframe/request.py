@@ -109,6 +109,9 @@ class Request:
     figure: str = "ce"
     #: the columns of a figure of several (e.g. ``brier_decomposition``), in output order; () for one (``name``)
     parts: tuple[str, ...] = ()
+    #: whether rows are selected before the figure (gece's ``where``, ``labels_in``, ``output_between``): the
+    #: engines that sum where the rows are do not select them (:func:`calframe.registry.route`)
+    selects: bool = False
 
     @property
     def variable(self) -> str | None:

@@ -381,17 +381,17 @@ def test_nulls_drop_equals_eager(scan):
 
 def test_supports():
     lf = pl.LazyFrame({"prob": [0.1], "label": [0], "probs": [[0.5, 0.5]]})
-    assert LZ.supports(lf, R.ce("ece", "ece"))
-    assert LZ.supports(lf, R.vece("vece", "vece", "prob"))
-    assert not LZ.supports(lf.collect(), R.ce("ece", "ece"))
-    assert LZ.supports(lf, R.ce("ece", "ece", ci=0.95))  # drawn from the moments of its bins (calframe.moments)
-    assert not LZ.supports(lf, R.ce("ece", "ece", ci=0.95, bootstrap="rows"))
-    assert not LZ.supports(lf, R.ce("ece", "ece", ci=0.95, binning="quantile"))
-    assert not LZ.supports(lf, R.ce("ece", "ece", lens="marginal"))
-    assert not LZ.supports(lf, R.ce("ece", "ece", "probs"))  # List columns go the eager way
-    assert not LZ.supports(lf, R.vece("vece", "vece", ["a", "b"]))
-    assert not LZ.supports(lf, R.companion("brier"))  # no bins
-    assert LZ.supports(lf, R.ce("ece", "ece", "missing"))  # lazy_sums raises the eager error
+    assert LZ.streams(lf, R.ce("ece", "ece"))
+    assert LZ.streams(lf, R.vece("vece", "vece", "prob"))
+    assert not LZ.streams(lf.collect(), R.ce("ece", "ece"))
+    assert LZ.streams(lf, R.ce("ece", "ece", ci=0.95))  # drawn from the moments of its bins (calframe.moments)
+    assert not LZ.streams(lf, R.ce("ece", "ece", ci=0.95, bootstrap="rows"))
+    assert not LZ.streams(lf, R.ce("ece", "ece", ci=0.95, binning="quantile"))
+    assert not LZ.streams(lf, R.ce("ece", "ece", lens="marginal"))
+    assert not LZ.streams(lf, R.ce("ece", "ece", "probs"))  # List columns go the eager way
+    assert not LZ.streams(lf, R.vece("vece", "vece", ["a", "b"]))
+    assert not LZ.streams(lf, R.companion("brier"))  # no bins
+    assert LZ.streams(lf, R.ce("ece", "ece", "missing"))  # lazy_sums raises the eager error
 
 
 # --------------------------------------------------------------------------- bad input: same error

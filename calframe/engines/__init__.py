@@ -19,6 +19,7 @@ The families ask here where their other calls run (:func:`route`, :func:`in_memo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -32,28 +33,41 @@ from . import eager
 from . import _row_means
 
 
+def _routed(req: R.Request, frame: Any, state: str) -> registry.Route:
+    """:func:`calframe.registry.route` of the parsed ``req`` of ``state`` on ``frame``; a refusal raised."""
+    r = registry.route(req, frame, state=state)
+    if r.how == "refused":
+        raise r.refusal(req.func)
+    return r
+
+
 def run_binned(req: R.Request, frame: Any, figures: dict[str, eager.Figure] | None = None) -> Any:
     """A request whose figure comes from bin sums (:data:`figures.BINNED`) or row means (the companions,
-    ``summary``), on any frame: the ``binned`` of the engine the registry (:mod:`calframe.registry`) names for the
-    frame's kind: Dask's partitions, the narwhals engine (DuckDB, Spark, Ibis, pyarrow), streamed sums for a
-    LazyFrame that can stream, else the eager engine; the row means of the narwhals and lazy engines are
-    :mod:`._row_means`' passes."""
-    kind = registry.kind_of(frame)
-    if req.kind in _row_means.KINDS and kind in _row_means.ON:
+    ``summary``), on any frame, where :func:`calframe.registry.route` says: the ``binned`` of the frame's engine
+    (Dask's partitions, the narwhals engine: DuckDB, Spark, Ibis, pyarrow; streamed sums for a LazyFrame), the
+    row means of the narwhals and lazy engines in :mod:`._row_means`' passes; a call collected, and an in-memory
+    frame, by the eager engine."""
+    r = _routed(req, frame, "row_means" if req.kind in _row_means.KINDS else
+                "bin_table" if req.kind == "reliability" else "bin_sums")
+    if r.how == "collected":
+        return eager.binned(req, r.engine.collect(frame), figures)
+    if req.kind in _row_means.KINDS and r.kind in _row_means.ON:
         return _row_means.binned(req, frame, figures)
-    if kind == "dask" and _dask_moments().runs(req):  # ci= from the moments of the partitions' bins
+    if r.kind == "dask" and _dask_moments().runs(req):  # ci= from the moments of the partitions' bins
         return _dask_moments().deferred(frame, req, dask_engine().needed(frame, req),
                                         lambda rows: _dask_moments().result(req, rows, figures))
-    engine = eager if kind is None else registry.engine(kind)
-    return engine.binned(req, frame, figures)
+    return r.engine.binned(req, frame, figures)
 
 
 def run_grid(req: R.Request, frame: Any, figures: dict[str, eager.Figure]) -> Any:
-    """A request whose figure comes from grid sums (the smooth ECE's state, ``grid_sums``), on any frame: those of
-    the engine the registry names for the frame's kind (``_grid_sums.py``: a LazyFrame, streamed, and the narwhals
-    engine's frames; ``_grid_dask.py``: Dask's partitions), else the eager engine (``figures``: its figure, which
-    a bootstrap or a collected frame runs)."""
-    engine = _engine_name(registry.kind_of(frame))
+    """A request whose figure comes from grid sums (the smooth ECE's state, ``grid_sums``), on any frame, where
+    :func:`calframe.registry.route` says: the engine of the frame's kind (``_grid_sums.py``: a LazyFrame,
+    streamed, and the narwhals engine's frames; ``_grid_dask.py``: Dask's partitions), else the eager engine
+    (``figures``: its figure, which a bootstrap or a collected frame runs)."""
+    r = _routed(req, frame, "grid_sums")
+    engine = _engine_name(r.kind)
+    if r.how == "collected":
+        return eager.evaluate(req, r.engine.collect(frame), figures)
     if engine == "dask":
         from . import _grid_dask
 
@@ -68,22 +82,19 @@ def run_grid(req: R.Request, frame: Any, figures: dict[str, eager.Figure]) -> An
 def moment_sums(req: R.Request, frame: Any) -> tuple | None:
     """``(sums, keys, counts, scale, moments)`` of ``req``'s bins computed where the rows are, for intervals
     drawn from the moments (:mod:`calframe.moments`): on a LazyFrame (streamed) and in the narwhals engine; None
-    where they are not (eager frames, Dask, a call whose bins or lens need the rows)."""
-    kind = registry.kind_of(frame)
+    where they are not (eager frames, Dask, a call whose bins or lens need the rows: not
+    :func:`calframe.registry.route`'s "here")."""
     if req.ci is None or req.kind != "ce" or req.several or not M.native_ci(req):
         return None
-    engine = _engine_name(kind)
+    r = registry.route(req, frame, state="bin_sums")
+    engine = _engine_name(r.kind)
+    if not r.here:
+        return None
     if engine == "lazy":
-        from . import lazy
-
-        return lazy.sums_and_moments(frame, req, moments=True) if lazy.supports(frame, req) else None
+        return r.engine.sums_and_moments(frame, req, moments=True)
     if engine == "narwhals":
-        from . import narwhals
-
-        if narwhals.unsupported(req) is not None:
-            return None
-        eng = narwhals.Engine(frame)
-        return (*narwhals.binned_sums(eng, req, moments=True)[:4], eng.moments)
+        eng = r.engine.Engine(frame)
+        return (*r.engine.binned_sums(eng, req, moments=True)[:4], eng.moments)
     if engine == "dask" and _dask_moments().runs(req):
         return _dask_moments().moment_sums(frame, req, dask_engine().needed(frame, req))
     return None
@@ -92,37 +103,43 @@ def moment_sums(req: R.Request, frame: Any) -> tuple | None:
 def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dict[str, Any],
               rows: Callable[[Any], Any], native: bool = True) -> Any:
     """A table read off ``req``'s figures per group (``req.by``): ``finish(values, counts, keys, flavor)``,
-    computed where the frame's rows are (``native``: no row selection) when the engine runs ``req`` there
-    without the rows: lazily on Dask, in the narwhals engine (the table in the input's type), streamed on a
+    computed where the frame's rows are when :func:`calframe.registry.route` says so (``native``: no row
+    selection): lazily on Dask, in the narwhals engine (the table in the input's type), streamed on a
     LazyFrame (a LazyFrame of ``schema``). Else ``rows(frame)`` runs it eagerly: on the collected needed columns
-    on Dask, on the collected LazyFrame, on a pyarrow Table as a Polars frame (:func:`narwhals.call`); DuckDB,
-    Spark and Ibis refuse it (:class:`narwhals.Unsupported`)."""
+    on Dask, on the collected LazyFrame, on a pyarrow Table as a Polars frame; DuckDB, Spark and Ibis refuse it."""
     kind = registry.kind_of(frame)
+    if kind != "dask":
+        r = _routed(req if native else replace(req, selects=True), frame, "groups")
+        if r.how == "collected":
+            return rows(r.engine.collect(frame))
+        if r.how == "eager":
+            return rows(frame)
+        if req.ci is not None:  # the intervals from the moments, where the rows are
+            return _where_the_rows_are(kind, frame, rows, schema)
+        out = _row_means.table(kind, frame, req, finish, schema, True, native)
+        return out if out is not None else rows(frame)
+    d = dask_engine()
     plain = native and req.ci is None and not req.several
-    if native and _engine_name(kind) in ("lazy", "narwhals") and req.ci is not None and req.kind == "ce" and (
-            not req.several and M.native_ci(req)):  # the intervals from the moments, where the rows are
-        return _where_the_rows_are(kind, frame, rows, schema)
-    if kind == "dask":
-        d = dask_engine()
-        if native and not plain and _dask_moments().runs(req):  # the moments of the bins from the partitions
-            return _dask_moments().deferred(frame, req, d.needed(frame, req), rows)
-        if not plain:
-            return d.collected(req.func, frame, d.needed(frame, req), rows)
-        return d.binned(req, frame, None, partial(finish, flavor="pandas"))
-    out = _row_means.table(kind, frame, req, finish, schema, plain, native) if kind in _row_means.ON else None
-    return out if out is not None else rows(frame)
+    if native and not plain and _dask_moments().runs(req):  # the moments of the bins from the partitions
+        return _dask_moments().deferred(frame, req, d.needed(frame, req), rows)
+    if not plain:
+        return d.collected(req.func, frame, d.needed(frame, req), rows)
+    return d.binned(req, frame, None, partial(finish, flavor="pandas"))
 
 
-def run_vector(req: R.Request, frame: Any, here: Callable[[], Any], selects: bool,
+def run_vector(req: R.Request, frame: Any, here: Callable[[Any], Any], selects: bool,
                dask: Callable[[Any], Any]) -> Any:
-    """:func:`calframe.gece` (its state, ``vector_sums``: per (group, cell) sums of the lensed vectors) on any frame:
-    ``dask(engine)`` on a Dask DataFrame (``dask.gece``), the cell sums in the frame's engine on the narwhals
-    engine's frames and streamed on a LazyFrame (``_vector_sums.py``: uniform bins, no ``ci``, no row selection:
-    ``selects``), else ``here()``, the eager call (a LazyFrame's needed columns collected)."""
-    kind = registry.kind_of(frame)
-    engine = _engine_name(kind)
+    """:func:`calframe.gece` (its state, ``vector_sums``: per (group, cell) sums of the lensed vectors) on any frame,
+    where :func:`calframe.registry.route` says: ``dask(engine)`` on a Dask DataFrame (``dask.gece``), the cell
+    sums in the frame's engine on the narwhals engine's frames and streamed on a LazyFrame (``_vector_sums.py``:
+    uniform bins, no ``ci``, no row selection: ``selects``), else ``here(frame)``, the eager call (on a
+    LazyFrame's needed columns collected, a pyarrow Table's rows as a Polars frame)."""
+    r = _routed(replace(req, selects=selects), frame, "vector_sums")
+    engine = _engine_name(r.kind)
     if engine == "dask":
-        return dask(registry.engine(kind))  # type: ignore[arg-type]
+        return dask(r.engine)  # type: ignore[arg-type]
+    if r.how == "collected":
+        return here(r.engine.collect(frame))
     if engine == "narwhals":
         from . import _vector_sums
 
@@ -133,7 +150,7 @@ def run_vector(req: R.Request, frame: Any, here: Callable[[], Any], selects: boo
         out = _vector_sums.run_lazy(frame, req, selects)
         if out is not None:
             return out
-    return here()
+    return here(frame)
 
 
 def _dask_moments() -> Any:

@@ -27,6 +27,7 @@ from ..frames.convert import select
 from .._names import key_names
 from .._errors import CalframeError, ColumnTypeError, list_lengths_differ
 from .._imports import LazyModule
+from .._limits import check_cells
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
 from ..binning import Binning, Bins, check_variable, make_binning, uniform_edges
@@ -569,3 +570,28 @@ def merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
             else:
                 out[k] = out.get(k, 0) + v
     return out
+
+
+def gece_value(req: Any, m: Any, marginal: bool) -> np.ndarray:
+    """GECE per group from the merged cell sums ``m`` (the Dask engine's ``Merged`` of :func:`gece_partition`); the
+    marginal lens combines the classes'."""
+    from .. import generalized as G
+
+    frame, per = m.frame, []
+    for c in np.unique(frame[CLS].to_numpy()):
+        sel = frame[CLS].to_numpy() == c
+        part, g = frame[sel], m.g[sel]
+        j = part[FIG].to_numpy()
+        width = int(j.max()) + 1
+        uniq, inv = np.unique(np.stack([g, part[BIN].to_numpy()], axis=1), axis=0, return_inverse=True)
+        rank = np.arange(len(uniq)) - np.searchsorted(uniq[:, 0], uniq[:, 0], side="left")  # the cell in its group
+        b = rank[inv.reshape(-1)]
+        n_bins = int(b.max()) + 1
+        check_cells(m.groups.n, n_bins, 1 + 2 * width)
+        sums = np.zeros((m.groups.n, n_bins, 1 + 2 * width))
+        first = j == 0
+        np.add.at(sums[..., 0], (g[first], b[first]), part[N].to_numpy()[first])
+        np.add.at(sums, (g, b, 1 + j), part[SC].to_numpy())
+        np.add.at(sums, (g, b, 1 + width + j), part[SA].to_numpy())
+        per.append(G.gece_from_sums(sums, req.p, req.options.distance))
+    return G.gece_marginal(np.stack(per), req.p) if marginal else per[0]

@@ -5,17 +5,18 @@ scale, the lens, the bin of a row). Nothing here runs a query. The narwhals engi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from .. import lenses as L
-from .._columns import SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names, weight_exponents
+from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names, weight_exponents
 from .. import _errors as E
 from .._errors import CalframeError, bad_param
 from .._names import PREFIX, key_names
+from ..moments import native_ci
 from ..request import Request
 from ..binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
 from .._kernels.codes import BUCKET_BITS, FIXED_BITS, MAX_BUCKET, WEIGHTED_BITS  # no numba
@@ -106,6 +107,62 @@ class EnginePlan:
 
 def _is_num(dt: Any) -> bool:
     return dt.is_float() or dt.is_integer()
+
+
+def outside(req: Any, state: str) -> str | None:
+    """What of ``req`` (computed from ``state``) the engines that sum where the rows are from a plan (Polars'
+    streaming engine, the narwhals engine) do not compute there, None when they do: their common answer to
+    :func:`calframe.registry.route` (each engine adds its own: the column types it reads).
+
+    >>> from calframe import request as R
+    >>> outside(R.ce("ece", "ece"), "bin_sums"), outside(R.ce("ece", "ece", binning="sweep"), "bin_sums")
+    (None, "binning='sweep'")
+    """
+    if state == "groups":  # disparity's figures per group (engines.run_table)
+        if req.selects:
+            return "a row selection"
+        if req.several:
+            return "several variables at once"
+        if req.ci is not None and not (req.kind == "ce" and native_ci(req)):
+            return "ci="
+        return outside(req, "bin_sums" if req.kind == "ce" else "row_means")
+    if state == "row_means":  # the companions, summary, row sums: their intervals from moments (companions)
+        if req.ci is not None and not (req.kind == "companion" and req.bootstrap != "rows"):
+            return "ci="
+        return outside(replace(req, kind="ce", ci=None), "bin_sums")
+    if state == "grid_sums":
+        return "ci=" if req.ci is not None else None
+    if state == "vector_sums":
+        if req.options.binning[0] != "uniform":
+            return "binning='adaptive'"
+        if req.ci is not None:
+            return "ci="
+        return "a row selection (where=, labels_in=, output_between=)" if req.selects else None
+    if state not in ("bin_sums", "bin_table") or req.kind not in ("ce", "reliability"):
+        return None
+    if req.ci is not None and not native_ci(req):
+        return "ci= with bootstrap='rows' or on data-dependent bins"
+    if req.sweep:
+        return "binning='sweep'"
+    if req.lens.kind == "marginal":
+        return "the marginal lens"
+    if req.variables and req.variable is None:
+        return "several variables at once"
+    return None
+
+
+def prob_shape(schema: Any, req: Any) -> str | None:
+    """"list" or "array" when ``req``'s one probability column (named, or the one default candidate in
+    ``schema``) is a List or an Array column, else None (class columns, a missing or scalar column)."""
+    names = list(schema)
+    name = req.prob
+    if name is None:
+        found = [c for c in PROB_CANDIDATES if c in names]
+        name = found[0] if len(found) == 1 else None
+    if not isinstance(name, str) or name not in schema:
+        return None
+    dt = schema[name]
+    return "list" if isinstance(dt, pl.List) else "array" if isinstance(dt, pl.Array) else None
 
 
 def make_plan(lf: pl.LazyFrame, req: Request) -> EnginePlan:

@@ -299,8 +299,8 @@ def streamed(frame: Any, req: Request, finish: Finish | None = None,
              schema: dict[str, pl.DataType] | None = None) -> pl.LazyFrame | None:
     """``req`` on a LazyFrame as a LazyFrame, computed by Polars' streaming engine when collected (``finish`` of
     its values, a frame of ``schema``; default: the figures, one row without ``by``), or None when the call needs
-    the rows (``lazy.supports``)."""
-    if req.ci is not None or not LZ.supports(frame, replace(req, kind="ce") if req.kind in KINDS else req):
+    the rows (``lazy.streams``)."""
+    if req.ci is not None or not LZ.streams(frame, replace(req, kind="ce") if req.kind in KINDS else req):
         return None  # the row means' intervals need the rows (the CE family's come from the moments of its bins)
     plan = LZ.make_plan(frame, req)  # the column errors now, the data's when collected
     F.check_by_names(req.func, req.by, F.output_columns(names(req)), frame)
@@ -428,7 +428,7 @@ def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.Laz
     row selection)."""
     from .. import moments as M
 
-    if not _moment_ready(req, figures) or not LZ.supports(frame, replace(req, kind="ce", ci=None)):
+    if not _moment_ready(req, figures) or not LZ.streams(frame, replace(req, kind="ce", ci=None)):
         return None
     plan = LZ.make_plan(frame, replace(req, ci=None))  # the column errors now, the data's when collected
     F.check_by_names(req.func, req.by, F.output_columns([req.func], req.ci), frame)

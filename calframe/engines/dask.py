@@ -61,7 +61,7 @@ from ..families.applying import apply_columns, apply_rows
 from .. import figures as F
 from .. import row_sums as RS
 from ..frames.convert import select
-from ..registry import Capabilities, functions_on, how
+from ..registry import Capabilities, functions_on, route
 from ..request import Request
 from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, pick_default, check_group_weights, group_codes,
                         resolve)
@@ -75,7 +75,7 @@ from ..metrics import check_weight_sums
 from ._dask_partitions import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FIRST, GATHER_COLS, HIST_AGG, HIST_COLS,
                                N, PAR, ROWS, SA, SC, SHIFT, SHIFTS, SUMS_AGG, SUMS_COLS, VAL, VMAX, VMIN, Spec,
                                apply_partition, check_plan, gather_partition, gece_partition, hist_partition,
-                               key_tuples, keys_of, merge_stats, partition_stats, refuse_nested_keys,
+                               gece_value, key_tuples, keys_of, merge_stats, partition_stats, refuse_nested_keys,
                                sums_partition)
 
 __all__ = ["CAPABILITIES", "DaskResult", "apply", "call", "collected", "compute_now", "result", "run", "supported"]
@@ -389,15 +389,25 @@ def supported() -> tuple[str, ...]:
     return functions_on("dask", "native", "collected")
 
 
+def supports(req: Request, state: str, frame: Any) -> str | None:
+    """None: this engine's passes decide which parameters they collect (:func:`run`)."""
+    return None
+
+
+def refuse(func: str, kind: str, why: str) -> Exception:
+    """The error of a function this engine does not run, saying what to do instead."""
+    on = ", ".join(sorted(supported()))
+    return E.ColumnTypeError(f"{func}: Dask DataFrames are not supported here (on Dask: {on}). Compute a pandas "
+                             f"frame first, e.g. calframe.{func}(ddf.compute()) or on a sample, "
+                             "ddf.sample(frac=0.1).compute().")
+
+
 def call(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     """``fn`` (the public function ``name``) on a Dask DataFrame, its arguments bound first; refused, saying what
-    to do instead, unless this engine runs it."""
-    if how(name, "dask") == "refused":
-        raise E.ColumnTypeError(
-            f"{name}: Dask DataFrames are not supported here (on Dask: {', '.join(sorted(supported()))}). "
-            f"Compute a pandas frame first, e.g. calframe.{name}(ddf.compute()) or on a sample, "
-            f"ddf.sample(frac=0.1).compute()."
-        )
+    to do instead, unless this engine runs it (:func:`calframe.registry.route`)."""
+    r = route(name, kind="dask")
+    if r.how == "refused":
+        raise r.refusal(name)
     try:
         inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as exc:
@@ -682,13 +692,15 @@ def run(ddf: Any, req: Request, figures: dict | None = None, finish: Callable[..
 
 def _companion_figure(m: Merged, total: bool = False) -> np.ndarray:
     sums, _ = _sums_array(m.frame, m.g, m.groups.n, 1, np.zeros(len(m.frame), dtype=np.int64))
-    return sums[:, 0, 0] * m.weight_scale if total else F.companion(sums)  # the weights' total, caller's units
+    with np.errstate(over="ignore"):  # a total of weights past float64 is inf, as eager's
+        return sums[:, 0, 0] * m.weight_scale if total else F.companion(sums)  # the weights' total, caller's units
 
 
 def _row_figures(req: Request, names: tuple[str, ...], ms: tuple[Merged, ...]) -> dict[str, np.ndarray]:
     """A companion, or the figure of several row values' means (calframe.row_sums), from one pass per value."""
     means = {name: _companion_figure(m) for name, m in zip(names, ms)}
-    means[RS.WEIGHT] = _companion_figure(ms[0], total=True)
+    if req.kind == "row_sums":
+        means[RS.WEIGHT] = _companion_figure(ms[0], total=True)
     return RS.finalize(req.options, means, ms[0].counts) if req.kind == "row_sums" else {req.name: means[req.func]}
 
 
@@ -757,31 +769,7 @@ def gece(ddf: Any, req: Request, figures: dict, lensed: Callable[..., Any], rows
         return collected(req.func, ddf, list(ddf.columns) if needs_rows else spec.needed, rows)
     marginal = req.options.lens == "marginal"
     return result(req.func, [_pass(ddf, spec, (lensed, int(bins), marginal))],
-                  lambda m: F.shape(req, {"gece": _gece_value(req, m, marginal)}, m.counts, m.groups.keys, "pandas"))
-
-
-def _gece_value(req: Request, m: Merged, marginal: bool) -> np.ndarray:
-    """GECE per group from the merged cell sums (:func:`_gece_rows`); the marginal lens combines the classes'."""
-    from .. import generalized as G
-
-    frame, per = m.frame, []
-    for c in np.unique(frame[CLS].to_numpy()):
-        sel = frame[CLS].to_numpy() == c
-        part, g = frame[sel], m.g[sel]
-        j = part[FIG].to_numpy()
-        width = int(j.max()) + 1
-        uniq, inv = np.unique(np.stack([g, part[BIN].to_numpy()], axis=1), axis=0, return_inverse=True)
-        rank = np.arange(len(uniq)) - np.searchsorted(uniq[:, 0], uniq[:, 0], side="left")  # the cell in its group
-        b = rank[inv.reshape(-1)]
-        n_bins = int(b.max()) + 1
-        check_cells(m.groups.n, n_bins, 1 + 2 * width)
-        sums = np.zeros((m.groups.n, n_bins, 1 + 2 * width))
-        first = j == 0
-        np.add.at(sums[..., 0], (g[first], b[first]), part[N].to_numpy()[first])
-        np.add.at(sums, (g, b, 1 + j), part[SC].to_numpy())
-        np.add.at(sums, (g, b, 1 + width + j), part[SA].to_numpy())
-        per.append(G.gece_from_sums(sums, req.p, req.options.distance))
-    return G.gece_marginal(np.stack(per), req.p) if marginal else per[0]
+                  lambda m: F.shape(req, {"gece": gece_value(req, m, marginal)}, m.counts, m.groups.keys, "pandas"))
 
 
 def apply(ddf: Any, recalibrator: Any, kwargs: dict[str, Any]) -> Any:

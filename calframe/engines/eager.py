@@ -40,6 +40,16 @@ Frame = Union[pl.DataFrame, pl.LazyFrame, "pd.DataFrame"]
 Result = Union[float, pl.DataFrame, "pd.DataFrame"]
 #: the engine of Polars and pandas frames: every state, in memory (calframe.registry)
 CAPABILITIES = {kind: Capabilities(EVERY_STATE, word="eager") for kind in ("polars", "pandas")}
+
+
+def supports(req: R.Request, state: str, frame: Any) -> str | None:
+    """The eager engine runs every call (:func:`calframe.registry.route`)."""
+    return None
+
+
+def collect(frame: Any) -> Any:
+    """The frame the eager engine reads (it is one)."""
+    return frame
 #: a figure of the eager engine: the validated rows -> one value per group
 Figure = Callable[[Scored], np.ndarray]
 

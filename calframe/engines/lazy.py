@@ -76,7 +76,7 @@ import numpy as np
 import polars as pl
 
 from .. import figures as F
-from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_group_weights
+from .._columns import SUM_TOLERANCE, check_group_weights
 from .. import _errors as E
 from .._imports import lazy_function
 
@@ -369,35 +369,47 @@ CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "bin_table", "grid_s
                                                 "vector_sums", "windows", "batches"}), collects=None, word="streamed")}
 
 
-def supports(frame: Any, req: Request) -> bool:
-    """Whether :func:`lazy_sums` can compute ``req`` by streaming.
+def supports(req: Request, state: str, frame: Any) -> str | None:
+    """What of ``req`` (of ``state``) Polars' streaming engine does not compute on the LazyFrame ``frame``, None
+    when it streams it (the engine's answer to :func:`calframe.registry.route`; the call is then collected).
 
-    True for a Polars LazyFrame and a CE_p request without ``ci`` whose probabilities are one
-    column (binary or ``Array``) or a list of class columns, with the
-    ``top1`` or ``class:c`` lens, uniform / explicit-edge / quantile /
-    equal-mass bins (with weights too: :mod:`calframe.engines._order_stats`; not the sweep: it sorts each
-    group's rows, and the frame is collected) and at most one variable. Bad column names or values do
-    not make it False: :func:`lazy_sums` raises the eager path's errors for them.
-    """
-    if not isinstance(frame, pl.LazyFrame) or req.kind != "ce" or req.sweep:
-        return False
-    if req.ci is not None and not moment_ci(req):
-        return False
-    if (req.variables and req.variable is None) or req.lens.kind == "marginal":
-        return False
-    if req.prob is None or isinstance(req.prob, str):
-        try:
-            schema = frame.collect_schema()
-        except Exception:
-            return False
-        names = list(schema)
-        name = req.prob
-        if name is None:
-            found = [c for c in PROB_CANDIDATES if c in names]
-            name = found[0] if len(found) == 1 else None
-        if name is not None and name in schema and isinstance(schema[name], pl.List):
-            return False
-    return True
+    The bin sums stream for a CE_p request whose probabilities are one column (binary or ``Array``) or a list of
+    class columns, with the ``top1`` or ``class:c`` lens, uniform / explicit-edge / quantile / equal-mass bins
+    (with weights too: :mod:`calframe.engines._order_stats`; not the sweep: it sorts each group's rows), at most
+    one variable and ``ci=`` drawn from the moments of its bins; the other states as
+    :func:`calframe.engines._lazy_plan.outside` says. Bad column names or values do not make it collected: the
+    passes raise the eager path's errors for them."""
+    if state == "bin_table" and req.kind == "reliability":  # the table (engines/lazy_table.py): fixed bins
+        b = req.binning
+        if b is None or not (b.scheme == "uniform" or b.edges is not None):
+            return "a reliability table on data-dependent bins"
+    what = P.outside(req, state)
+    if what is not None:
+        return what
+    try:
+        schema = frame.collect_schema()
+    except Exception:  # a plan that fails to resolve raises its error when the call runs it
+        return None
+    if P.prob_shape(schema, req) == "list":
+        return "a List probability column"
+    return None
+
+
+def streams(frame: Any, req: Request) -> bool:
+    """Whether ``frame`` is a LazyFrame whose bin sums for ``req`` Polars' streaming engine computes
+    (:func:`supports`)."""
+    return isinstance(frame, pl.LazyFrame) and req.kind == "ce" and supports(req, "bin_sums", frame) is None
+
+
+def refuse(func: str, kind: str, why: str) -> Exception:  # pragma: no cover - a LazyFrame collects what it does not stream
+    """The protocol's refusal: never raised here (a LazyFrame's other calls are collected)."""
+    return E.ParameterError(f"{func}: {why} is not streamed")
+
+
+def collect(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """The frame the eager engine reads for a call collected here: the LazyFrame itself (the eager engine
+    collects its needed columns, and its result is a LazyFrame again)."""
+    return frame
 
 
 def lazy_sums(lf: pl.LazyFrame,
@@ -672,7 +684,7 @@ def run(frame: Any, req: Request) -> pl.LazyFrame | None:
     raises the eager path's errors there) and :func:`figures.binned_values` finalizes them. The result has the group
     columns (with ``by``), ``n`` and the figure: one row without ``by``.
     """
-    if not supports(frame, req):
+    if not streams(frame, req):
         return None
     plan = make_plan(frame, req)
     ends = ("", "_lo", "_hi") if req.ci is not None else ("",)

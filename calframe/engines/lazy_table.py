@@ -9,7 +9,6 @@ variable, weights with ranks or a marginal lens: None, and the caller collects t
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -30,11 +29,9 @@ assert tuple(COLUMNS) == F.RELIABILITY_COLUMNS
 
 
 def streams(frame: Any, req: Request) -> bool:
-    """Whether the table of ``req`` (a reliability request) is streamed: the figures' own test
-    (:func:`calframe.engines.lazy.supports`), on uniform or explicit-edge bins."""
-    b = req.binning
-    return (b is not None and (b.scheme == "uniform" or b.edges is not None) and not req.variables
-            and LZ.supports(frame, dataclasses.replace(req, kind="ce")))
+    """Whether the table of ``req`` (a reliability request) is streamed: on a LazyFrame whose engine streams it
+    (:func:`calframe.engines.lazy.supports`: the figures' own test, on uniform or explicit-edge bins)."""
+    return isinstance(frame, pl.LazyFrame) and LZ.supports(req, "bin_table", frame) is None and not req.variables
 
 
 def reliability(frame: pl.LazyFrame, req: Request) -> pl.LazyFrame | None:

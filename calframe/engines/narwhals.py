@@ -52,7 +52,7 @@ from .._errors import ParameterError
 from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
 from ..frames import convert
 from ..frames.kinds import native_kind
-from ..registry import Capabilities, functions_on, how
+from ..registry import Capabilities, functions_on, route
 from ..request import Request
 from . import _lazy_plan as P
 from . import lazy as LZ
@@ -103,26 +103,47 @@ def refusal(kind: str, what: str) -> str:
 
 
 def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    """The public function ``name`` (``fn``) on a frame of :func:`native_kind`: this engine where the registry
-    says it runs the call (:func:`calframe.registry.how`); else a pyarrow Table goes to the eager engine (as a
-    Polars DataFrame, the result back as a pyarrow Table) and the other frames are refused with a ParameterError
-    naming what is supported."""
+    """The public function ``name`` (``fn``) on a frame of :func:`native_kind`, as :func:`calframe.registry.route`
+    says for its state: run here (a call whose parameters this engine does not run is then collected or refused
+    where it is parsed, by the same function); a pyarrow Table's other calls go to the eager engine (as a Polars
+    DataFrame); the other frames' are refused, naming what runs. A Polars result comes back as a pyarrow Table
+    for a Table."""
     frame = args[0] if args else kwargs["frame"]
     kind = native_kind(frame)
-    assert kind is not None
-    if how(name, kind) == "native":
-        try:
-            out = fn(*args, **kwargs)  # a Polars frame when a call inside it ran on the rows collected
-            return out.to_arrow() if kind == "pyarrow" and isinstance(out, pl.DataFrame) else out
-        except Unsupported:
-            if kind != "pyarrow":
-                raise
-    elif kind != "pyarrow":
-        raise ParameterError(f"{name}: " + refusal(kind, f"calframe.{name}"))
-    polars = convert.from_arrow(frame)
-    args, kwargs = ((polars, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": polars})
-    out = fn(*args, **kwargs)
-    return out.to_arrow() if isinstance(out, pl.DataFrame) else out
+    r = route(name, kind=kind)
+    if r.how == "refused":
+        raise r.refusal(name)
+    if r.how == "collected":
+        polars = collect(frame)
+        args, kwargs = ((polars, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": polars})
+    out = fn(*args, **kwargs)  # a Polars frame when it ran on the rows collected
+    return out.to_arrow() if kind == "pyarrow" and isinstance(out, pl.DataFrame) else out
+
+
+def supports(req: Request, state: str, frame: Any) -> str | None:
+    """What of ``req`` (of ``state``) this engine does not compute in the frame's own engine, None when it does
+    (the engine's answer to :func:`calframe.registry.route`: a pyarrow Table is then collected, the other frames
+    refuse it): :func:`calframe.engines._lazy_plan.outside`, and probabilities in one List or Array column."""
+    what = P.outside(req, state)
+    if what is None and frame is not None and req.kind != "rows":
+        shape = P.prob_shape(polars_schema(Engine(frame).lf.collect_schema()), req)
+        what = None if shape is None else f"a{'n' if shape == 'array' else ''} {shape.title()} probability column"
+    return what
+
+
+def polars_schema(schema: Any) -> pl.Schema:
+    """A narwhals schema as Polars' (the plan reads Polars types)."""
+    return pl.Schema({c: dt.to_polars() if hasattr(dt, "to_polars") else dt for c, dt in schema.to_polars().items()})
+
+
+def refuse(func: str, kind: str, why: str) -> Exception:
+    """The error of a call this engine refuses (:meth:`calframe.registry.Route.refusal`)."""
+    return Unsupported(f"{func}: " + refusal(kind, why))
+
+
+def collect(frame: Any) -> pl.DataFrame:
+    """The frame the eager engine reads for a call collected here (a pyarrow Table's: the others refuse it)."""
+    return convert.from_arrow(frame)
 
 
 # --------------------------------------------------------------------------- tables in the user's engine
@@ -376,8 +397,7 @@ class Run:
         nw = _nw()
         self.eng, self.req = eng, req
         self.schema = eng.lf.collect_schema()
-        pl_schema = pl.Schema({c: dt.to_polars() if hasattr(dt, "to_polars") else dt
-                               for c, dt in self.schema.to_polars().items()})
+        pl_schema = polars_schema(self.schema)
         try:
             self.plan = plan = LZ.make_plan(pl.LazyFrame(schema=pl_schema), req)
         except NotImplementedError:
@@ -681,15 +701,7 @@ def unsupported(req: Request) -> str | None:
     """What of ``req`` this engine does not run (None: it runs it)."""
     if req.kind not in ("ce", "reliability"):
         return f"calframe.{req.func}"
-    if req.ci is not None and not LZ.moment_ci(req):
-        return "ci= with bootstrap='rows' or on data-dependent bins"
-    if req.sweep:
-        return "binning='sweep'"
-    if req.lens.kind == "marginal":
-        return "the marginal lens"
-    if req.variables and req.variable is None:
-        return "several variables at once"
-    return None
+    return P.outside(req, "bin_sums")
 
 
 def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:

@@ -240,7 +240,7 @@ def gece(
         # a narwhals frame's refused there, or collected for a pyarrow Table, whose rows `where` then reads)
         return engines.route(frame, lambda: rows(frame),
                              narwhals=lambda _: run_plan(req, frame, {"gece": figure}, prepare=select))
-    return engines.run_vector(req, frame, lambda: rows(frame), selects,
+    return engines.run_vector(req, frame, rows, selects,
                               lambda dask: dask.gece(frame, req, {"gece": figure}, lensed, rows, selects))
 
 

@@ -31,16 +31,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def engine_entry(fn: F) -> F:
     """``fn(frame, ...)`` through the entry (``call``) of the engine of the frame's kind, when it has one: the
-    registry's choice (:func:`calframe.registry.how`) of refusing, collecting or running ``fn`` there."""
+    registry's choice (:func:`calframe.registry.route`, for the function's states) of refusing, collecting or
+    running ``fn`` there; its parameters are routed once it has parsed them. The frame's kind is detected once
+    for the call (:func:`calframe.registry.calling_on`)."""
     name = fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kind = registry.kind_of(args[0] if args else kwargs.get("frame"))
-        call = None if kind is None else getattr(registry.engine(kind), "call", None)
-        if call is None:
-            return fn(*args, **kwargs)
-        return call(name, fn, args, kwargs)
+        with registry.calling_on(args[0] if args else kwargs.get("frame")) as kind:  # detected once per call
+            call = None if kind is None else getattr(registry.engine(kind), "call", None)
+            if call is None:
+                return fn(*args, **kwargs)
+            return call(name, fn, args, kwargs)
 
     return wrapper  # type: ignore[return-value]
 
