@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["STATES", "SURFACES", "Column", "Figure", "Declaration", "figures", "figure_of", "column", "DECLARED", "declare", "functions", "Capabilities", "EVERY_STATE", "Engine",
-           "ENGINES", "KINDS", "instance", "kind_of", "engine", "how", "functions_on", "Route", "route", "calling_on"]
+           "ENGINES", "KINDS", "instance", "kind_of", "engine", "how", "functions_on", "Route", "route", "calling_on", "called", "ENGINE_OF"]
 
 #: the states a public function is computed from; an engine that computes one natively runs every function of it
 STATES = {
@@ -186,9 +185,9 @@ class Capabilities:
             object.__setattr__(self, "outside", "collected" if self.collects is None else "refused")
 
     def how(self, states: tuple[str, ...]) -> str:
-        if all(s in self.native for s in states):
+        if self.native.issuperset(states):
             return self.word
-        if self.collects is None or all(s in self.native or s in self.collects for s in states):
+        if self.collects is None or (self.native | self.collects).issuperset(states):
             return "collected"
         return "refused"
 
@@ -241,9 +240,13 @@ def kind_of(frame: Any) -> str | None:
     return None
 
 
+#: the engine module's name of each kind of frame
+ENGINE_OF = {e.kind: e.engine for e in ENGINES}
+
+
 def engine(kind: str) -> Any:
     """The engine module of ``kind`` (imported now)."""
-    return importlib.import_module(next(e.engine for e in ENGINES if e.kind == kind))
+    return importlib.import_module(ENGINE_OF[kind])
 
 
 def how(name: str, kind: str) -> str:
@@ -284,15 +287,16 @@ _UNSET: Any = object()
 _CALL: ContextVar[tuple[Any, str | None] | None] = ContextVar("calframe_call", default=None)
 
 
-@contextmanager
-def calling_on(frame: Any) -> Iterator[str | None]:
-    """Detect ``frame``'s kind once for the public call running inside (:func:`kind_of` reads it back)."""
+def calling_on(frame: Any) -> tuple[str | None, Any]:
+    """Detect ``frame``'s kind once for the public call about to run: (its kind, the token that
+    :func:`called` takes when the call returns); :func:`kind_of` answers from it meanwhile."""
     kind = kind_of(frame)
-    token = _CALL.set((frame, kind))
-    try:
-        yield kind
-    finally:
-        _CALL.reset(token)
+    return kind, _CALL.set((frame, kind))
+
+
+def called(token: Any) -> None:
+    """The public call of :func:`calling_on`'s ``token`` has returned."""
+    _CALL.reset(token)
 
 
 def route(call: Any, frame: Any = None, *, kind: Any = _UNSET, state: str | None = None) -> Route:
@@ -316,7 +320,7 @@ def route(call: Any, frame: Any = None, *, kind: Any = _UNSET, state: str | None
     how_ = caps.how(states)
     if how_ == "refused":
         return Route(k, how_, f"calframe.{name}")
-    if how_ == "collected" or isinstance(call, str):
+    if how_ in ("collected", "eager") or isinstance(call, str):  # the eager engine runs every parameter
         return Route(k, how_)
     why = engine(k).supports(call, states[0], frame)
     return Route(k, how_) if why is None else Route(k, caps.outside, why)  # type: ignore[arg-type]

@@ -169,9 +169,7 @@ def dask_engine() -> Any:
 def _engine_name(kind: str | None) -> str:
     """The short name of the engine of ``kind`` ("eager", "lazy", "dask", "narwhals"), not importing it; "eager"
     for an object of no kind."""
-    if kind is None:
-        return "eager"
-    return next(e.engine for e in registry.ENGINES if e.kind == kind).rsplit(".", 1)[1]
+    return "eager" if kind is None else registry.ENGINE_OF[kind].rsplit(".", 1)[1]
 
 
 def route(frame: Any, here: Callable[[], Any], **steps: Callable[[Any], Any]) -> Any:

@@ -38,11 +38,12 @@ def engine_entry(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with registry.calling_on(args[0] if args else kwargs.get("frame")) as kind:  # detected once per call
+        kind, token = registry.calling_on(args[0] if args else kwargs.get("frame"))  # detected once per call
+        try:
             call = None if kind is None else getattr(registry.engine(kind), "call", None)
-            if call is None:
-                return fn(*args, **kwargs)
-            return call(name, fn, args, kwargs)
+            return fn(*args, **kwargs) if call is None else call(name, fn, args, kwargs)
+        finally:
+            registry.called(token)
 
     return wrapper  # type: ignore[return-value]
 
