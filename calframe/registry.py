@@ -208,14 +208,14 @@ class Engine(NamedTuple):
 #: the registry, in the order :func:`kind_of` tries the classes
 ENGINES = (
     Engine("polars", "polars", "DataFrame", "calframe.engines.eager"),
-    Engine("lazy", "polars", "LazyFrame", "calframe.engines.lazy"),
+    Engine("lazy", "polars", "LazyFrame", "calframe.engines.streaming"),
     Engine("pandas", "pandas", "DataFrame", "calframe.engines.eager"),
-    Engine("pyarrow", "pyarrow", "Table", "calframe.engines.narwhals"),
-    Engine("duckdb", "duckdb", "DuckDBPyRelation", "calframe.engines.narwhals"),
-    Engine("ibis", "ibis.expr.types", "Table", "calframe.engines.narwhals"),
-    Engine("spark", "pyspark.sql", "DataFrame", "calframe.engines.narwhals"),
-    Engine("spark", "pyspark.sql.connect.dataframe", "DataFrame", "calframe.engines.narwhals"),
-    Engine("dask", "dask.dataframe", "DataFrame", "calframe.engines.dask"),
+    Engine("pyarrow", "pyarrow", "Table", "calframe.engines.native"),
+    Engine("duckdb", "duckdb", "DuckDBPyRelation", "calframe.engines.native"),
+    Engine("ibis", "ibis.expr.types", "Table", "calframe.engines.native"),
+    Engine("spark", "pyspark.sql", "DataFrame", "calframe.engines.native"),
+    Engine("spark", "pyspark.sql.connect.dataframe", "DataFrame", "calframe.engines.native"),
+    Engine("dask", "dask.dataframe", "DataFrame", "calframe.engines.partitions"),
 )
 
 #: the kinds of frame, once each, in the registry's order

@@ -50,6 +50,31 @@ def supports(req: R.Request, state: str, frame: Any) -> str | None:
 def collect(frame: Any) -> Any:
     """The frame the eager engine reads (it is one)."""
     return frame
+
+
+#: the engine's short name (the families' steps: ``engines.route``)
+NAME = "eager"
+
+
+def grid(req: R.Request, frame: Frame, figures: dict[str, Figure]) -> Result:
+    """The smooth ECE (its figure in ``figures``) on the rows."""
+    return evaluate(req, frame, figures)
+
+
+def vector(req: R.Request, frame: Frame, here: Callable[[Any], Any], selects: bool, dask: Callable[[Any], Any]) -> Any:
+    """GECE on the rows: the family's own call, ``here(frame)``."""
+    return here(frame)
+
+
+def table(req: R.Request, frame: Frame, finish: Callable[..., Any], schema: dict[str, Any],
+          rows: Callable[[Any], Any], native: bool) -> Any:
+    """Disparity's table on the rows: ``rows(frame)``."""
+    return rows(frame)
+
+
+def moment_sums(req: R.Request, frame: Frame) -> None:
+    """None: in memory the intervals are drawn from the rows' own moments (:func:`evaluate`)."""
+    return None
 #: a figure of the eager engine: the validated rows -> one value per group
 Figure = Callable[[Scored], np.ndarray]
 

@@ -30,18 +30,31 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def engine_entry(fn: F) -> F:
-    """``fn(frame, ...)`` through the entry (``call``) of the engine of the frame's kind, when it has one: the
-    registry's choice (:func:`calframe.registry.route`, for the function's states) of refusing, collecting or
-    running ``fn`` there; its parameters are routed once it has parsed them. The frame's kind is detected once
-    for the call (:func:`calframe.registry.calling_on`)."""
+    """``fn(frame, ...)`` where the registry's choice (:func:`calframe.registry.route`, for the function's
+    states) says: refused (the engine's ``refuse``), run on the frame the engine collects (its ``collect``), or
+    run on the frame, whose parameters are routed once the function has parsed them; through the engine's own
+    entry (``call``) when it has one. The frame's kind is detected once for the call
+    (:func:`calframe.registry.calling_on`)."""
     name = fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kind, token = registry.calling_on(args[0] if args else kwargs.get("frame"))  # detected once per call
+        frame = args[0] if args else kwargs.get("frame")
+        kind, token = registry.calling_on(frame)  # detected once per call
         try:
-            call = None if kind is None else getattr(registry.engine(kind), "call", None)
-            return fn(*args, **kwargs) if call is None else call(name, fn, args, kwargs)
+            if kind is None:
+                return fn(*args, **kwargs)
+            engine = registry.engine(kind)
+            call = getattr(engine, "call", None)
+            if call is not None:  # the engine's own entry (e.g. a Table's result back as a Table)
+                return call(name, fn, args, kwargs)
+            r = registry.route(name, kind=kind)
+            if r.how == "refused":
+                raise r.refusal(name)
+            if r.how == "collected":  # the rows the function reads, in memory
+                frame = engine.collect(frame)
+                args, kwargs = ((frame, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": frame})
+            return fn(*args, **kwargs)
         finally:
             registry.called(token)
 

@@ -16,7 +16,7 @@ from ..registry import ENGINES, instance, kind_of
 __all__ = ["is_dask_frame", "is_duckdb_relation", "is_pandas_frame", "is_spark_frame", "kind_of", "native_kind"]
 
 #: the kinds of frame the narwhals engine takes
-NARWHALS = tuple(dict.fromkeys(e.kind for e in ENGINES if e.engine == "calframe.engines.narwhals"))
+NARWHALS = tuple(dict.fromkeys(e.kind for e in ENGINES if e.engine == "calframe.engines.native"))
 
 
 def native_kind(frame: Any) -> str | None:
