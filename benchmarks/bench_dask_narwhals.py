@@ -1,9 +1,9 @@
 """Should the narwhals engine replace calframe's Dask engine? Both on the same Dask frame, side by side.
 
-The narwhals engine (calframe.engines.narwhals) runs DuckDB, Ibis, PySpark and pyarrow frames; narwhals also
+The narwhals engine (calframe.engines.native.sums) runs DuckDB, Ibis, PySpark and pyarrow frames; narwhals also
 reaches Dask. This script runs it on a persisted Dask DataFrame (its small edge tables handed to it as
 one-partition Dask frames, which the engine does not do by itself, since it does not take Dask frames) and
-prints its time beside the Dask engine's (calframe.engines.dask), with the largest difference of the per-group
+prints its time beside the Dask engine's (calframe.engines.partitions.client), with the largest difference of the per-group
 ECEs. The decision rule (issue 13): replace the Dask engine only if the narwhals one keeps exact edges and is at
 most 1.2x slower. Results are in docs/scaling-out-dask.md ("Why Dask keeps its own engine").
 
@@ -38,8 +38,8 @@ def main() -> None:
 
     import calframe.frames.dask  # noqa: F401
     from calframe import request as R
-    from calframe.engines import dask as D
-    from calframe.engines import narwhals as N
+    from calframe.engines.partitions import client as D
+    from calframe.engines.native import sums as N
 
     dask.config.set(scheduler="threads")
     engine_table = N.Engine.table

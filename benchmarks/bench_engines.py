@@ -23,7 +23,7 @@ with ``--groups`` groups; written once under ``benchmarks/_data/``, shared with 
 Both sides of (a) and (b) run in one process, interleaved (calframe, hand,
 calframe, hand, ...) after a warm-up of each; each pair's ratio is printed
 with its spread. Targets (issue 13): within 1.5x. Needs the narwhals engine
-(``calframe.engines.narwhals``): where calframe refuses the frame, the script
+(``calframe.engines.native.sums``): where calframe refuses the frame, the script
 says so and skips that comparison.
 """
 
@@ -126,7 +126,7 @@ def refused(fn: Callable[[], Any], engine: str) -> str | None:
         fn()
     except calframe.ColumnTypeError as exc:
         return (f"calframe refuses a {engine} frame on this checkout (the narwhals engine, "
-                f"calframe.engines.narwhals, is not here?): {exc}")
+                f"calframe.engines.native.sums, is not here?): {exc}")
     return None
 
 

@@ -27,7 +27,7 @@ Contenders, for ECE (uniform(15), top1 lens, by g) and VECE (V = region, by g);
 a third table (``vq``) times VECE with quantile(10) bins of a numeric V
 (``prob``), whose exact edges take several streaming passes, against eager:
 
-- ``stream``: calframe.engines.lazy.lazy_sums on ``pl.scan_parquet`` (one
+- ``stream``: calframe.engines.streaming.streamed.lazy_sums on ``pl.scan_parquet`` (one
   streaming query with validation and exact bins) + ``ce_from_sums``;
 - ``polars``: the bare Polars streaming group-by of the same sums, what a user
   would write by hand (``floor(conf * 15)`` bins, no validation), finalized
@@ -120,7 +120,7 @@ def child(kind: str, path: str, repeat: int) -> dict:
 
     import calframe
     from calframe import request as R
-    from calframe.engines import lazy as LZ
+    from calframe.engines.streaming import streamed as LZ
     from calframe.metrics import ce_from_sums
 
     metric, how = kind.split(":")

@@ -28,7 +28,7 @@ from ._errors import ParameterError
 
 def is_nw(x: Any) -> bool:
     """Whether ``x`` is a narwhals expression (False whenever narwhals has not been imported: an optional
-    dependency, imported by :mod:`calframe.engines.narwhals`)."""
+    dependency, imported by :mod:`calframe.engines.native.sums`)."""
     nw = sys.modules.get("narwhals")
     return nw is not None and isinstance(x, nw.Expr)
 

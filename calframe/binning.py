@@ -473,7 +473,7 @@ def weighted_take(values: np.ndarray, weights: np.ndarray, groups: np.ndarray | 
     A group's rows of positive weight are sorted by value (ties in row order) and laid end to end, row i
     covering ``[C_{i-1}, C_i)`` with ``C_i`` the exact sum of the weights up to row i, correctly rounded
     (:class:`Running`: for whole weights below 2^53 in total ``numpy.cumsum``; for others the same bits in
-    any order of the rows, on every engine: :mod:`calframe.engines._order_stats`).
+    any order of the rows, on every engine: :mod:`calframe.engines.plan.order_stats`).
     The value at position p is that of the row whose stretch holds p (the first row for p < 0, the last for
     p >= W). For whole weights, position p is rank p of the frame with each row repeated w_i times, so the
     edges are that frame's, bit for bit; other weights use the same formula.

@@ -244,12 +244,12 @@ def where_the_rows_are(frame: Any, kind: str, w: R.Windows, prob: Any, label: st
             return None
         if kind == "dask":
             return dask_engine().collected(FUNC, frame, needed, here)
-        from .engines.narwhals import refusal
+        from .engines.native.sums import refusal
 
         raise ParameterError(f"{FUNC}: " + refusal(kind, f"calframe.monitor with {exc}")) from None
     if kind == "pyarrow":
         return out.to_arrow()
-    from .engines.narwhals import Engine
+    from .engines.native.sums import Engine
 
     return Engine(frame).out(out)
 

@@ -140,7 +140,7 @@ class Request:
     def weighted_ranks(self) -> bool:
         """Whether weights meet quantile / equal-mass bins computed from the data: edges of the rows repeated
         w_i times (:func:`calframe.binning.weighted_take`; on a LazyFrame and in the narwhals engine
-        :mod:`calframe.engines._order_stats`), which the Dask engine does not compute."""
+        :mod:`calframe.engines.plan.order_stats`), which the Dask engine does not compute."""
         b = self.binning
         return self.weights is not None and b is not None and b.edges is None and b.scheme in ("quantile",
                                                                                                "equal_mass")

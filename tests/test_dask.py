@@ -22,8 +22,8 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 
 import calframe  # noqa: E402
 import calframe.frames.dask  # noqa: E402,F401  (registers ddf.calib)
-import calframe.engines.dask as cfd  # noqa: E402
-import calframe.engines._dask_partitions as cfd_parts  # noqa: E402
+import calframe.engines.partitions.client as cfd  # noqa: E402
+import calframe.engines.partitions.workers as cfd_parts  # noqa: E402
 
 TOL = 1e-12
 #: uneven partition bounds; [37:37] is an empty partition
@@ -584,7 +584,7 @@ def test_what_dask_refuses_is_refused_with_what_to_do():
     from calframe import registry
 
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "spec.md").read_text()
-    assert "`calframe.engines.dask.supported()`" in text
+    assert "`calframe.engines.partitions.client.supported()`" in text
     refused = {n for n in registry.functions() if registry.how(n, "dask") == "refused"}
     assert refused and refused.isdisjoint(cfd.supported())
     assert set(registry.functions()) == refused | set(cfd.supported())

@@ -10,7 +10,7 @@ import pytest
 from _engine_checks import assert_same, refuse_rows, small_cells_frame
 
 import calframe
-from calframe.engines import dask as dask_engine
+from calframe.engines.partitions import client as dask_engine
 
 dd = pytest.importorskip("dask.dataframe")
 import calframe.frames.dask  # noqa: E402,F401  (registers ddf.calib)

@@ -18,7 +18,7 @@ import calframe
 from calframe import ColumnNotFoundError, ColumnTypeError, InvalidValueError, ParameterError
 from calframe.disparities import spread
 from calframe import registry
-from calframe.engines.dask import call as dask_call
+from calframe.engines.partitions.client import call as dask_call
 
 
 @pytest.fixture(scope="module")

@@ -106,8 +106,8 @@ def test_readme_layout_names_only_what_exists() -> None:
     pkg = ROOT / "calframe"
     named = set(re.findall(r"(?<![\w./])(_?\w+\.py|_?\w+/)(?!\w)", layout)) - {"calframe/"}
     for name in named:
-        # a name in a subpackage's line (lazy.py, _dask_partitions.py, convert.py, queries.py) is that subpackage's
-        found = (pkg / name).exists() or any((d / name).exists() for d in pkg.iterdir() if d.is_dir())
+        # a name in a subpackage's line (streamed.py, workers.py, convert.py, queries.py) is in that subpackage
+        found = (pkg / name).exists() or any(p.name == name.rstrip("/") for p in pkg.rglob("*"))
         assert found, f"README.md, Layout names {name}, which is not in calframe/"
 
 

@@ -19,8 +19,8 @@ import pytest
 import calframe
 from calframe import sql
 from calframe.binning import Binning, bin_values, edge_table, pack_edges
-from calframe.engines import _order_stats as OS
-from calframe.engines import lazy as LZ
+from calframe.engines.plan import order_stats as OS
+from calframe.engines.streaming import streamed as LZ
 
 SCHEMES = [("quantile", 10), ("equal_mass", 15), ("quantile", 4)]
 
@@ -122,7 +122,7 @@ def test_lazy_edges_are_the_drivers(monkeypatch, budget, case, scheme, bins):
 def test_dask_edges_are_the_drivers(monkeypatch, case, scheme, bins):
     dask = pytest.importorskip("dask")
     dd = pytest.importorskip("dask.dataframe")
-    import calframe.engines.dask as cfd
+    import calframe.engines.partitions.client as cfd
     import calframe.frames.dask  # noqa: F401  (registers ddf.calib)
 
     monkeypatch.setattr(cfd, "GATHER_CELL", 4)  # crowded cells go through the finer histogram levels

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import calframe
 from calframe._kernels import exact as X
-from calframe.engines import lazy as LZ
+from calframe.engines.streaming import streamed as LZ
 from conftest import collected
 
 FIGURES = ("brier", "log_loss", "accuracy")
@@ -76,7 +76,7 @@ def test_issue_example_brier_by_group_is_exactly_tied() -> None:
 
 
 def _bucket(w: float) -> int:
-    """Polars' weight bucket (calframe.engines.lazy.weight_bucket), evaluated by Polars."""
+    """Polars' weight bucket (calframe.engines.streaming.streamed.weight_bucket), evaluated by Polars."""
     return int(pl.DataFrame({"w": [w]}).select(LZ.weight_bucket(pl.col("w")))["w"][0])
 
 

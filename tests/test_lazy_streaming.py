@@ -1,4 +1,4 @@
-"""The streaming LazyFrame path (calframe.engines.lazy) against the eager path on the collected frame.
+"""The streaming LazyFrame path (calframe.engines.streaming.streamed) against the eager path on the collected frame.
 
 Every comparison reads the frame back with ``pl.scan_parquet`` from a
 temporary file, so the queries really run on the streaming engine over a
@@ -21,7 +21,7 @@ from calframe._kernels import accumulate as _K
 from calframe import figures as F
 from calframe import request as R
 from calframe.binning import make_binning, uniform_bin_expr, uniform_edges
-from calframe.engines import lazy as LZ
+from calframe.engines.streaming import streamed as LZ
 from calframe.metrics import Distance, ce_from_sums
 from conftest import signed_zero_keys_frame
 

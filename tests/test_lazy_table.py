@@ -1,4 +1,4 @@
-"""reliability and calibration_test streamed on a LazyFrame (calframe/engines/lazy_table.py), against eager Polars.
+"""reliability and calibration_test streamed on a LazyFrame (calframe/engines/streaming/reliability.py), against eager Polars.
 
 The table's sums are the streaming pass's exact fixed-point sums, eager Polars' float sums: equal to rounding
 (1e-12), the same verdicts. A spy fails a case whose LazyFrame brings half the rows or more into Python."""

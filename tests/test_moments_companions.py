@@ -1,5 +1,5 @@
 """The companions' intervals (brier, log_loss, accuracy) from the moments of their row values, streamed on a
-LazyFrame (calframe.engines._row_means.moment_companion), and calibration_test with frequency weights where the
+LazyFrame (calframe.engines.plan.row_means.moment_companion), and calibration_test with frequency weights where the
 rows are, each against eager Polars (the rows in memory).
 
 The LazyFrame's moments are exact fixed-point sums and eager Polars' are float sums in row order: they agree to

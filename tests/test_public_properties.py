@@ -123,7 +123,7 @@ assert set(FROM_POLARS) == set(CONSTRUCTORS), "keep FROM_POLARS in step with tes
 PANDAS = ("pandas", "pandas[nullable]", "pandas[pyarrow]")
 FLAVOURS = list(FROM_POLARS) + (["dask"] if dd is not None else [])
 
-#: what ddf.calib offers (calframe.engines.dask.supported())
+#: what ddf.calib offers (calframe.engines.partitions.client.supported())
 DASK_FUNCS = {"ece", "mce", "rmsce", "ce", "reliability", "brier", "log_loss", "accuracy", "vece", "vmce",
               "summary", "gece", "vece_rank", "fit_apply"}
 #: the functions that need a variable / feature column

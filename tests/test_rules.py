@@ -106,7 +106,7 @@ def run_duckdb(con, q: str, t: pl.DataFrame) -> dict[str, np.ndarray]:
     return con.execute(q).fetchnumpy()
 
 
-#: the engines the narwhals renderings are checked on (calframe.engines.narwhals)
+#: the engines the narwhals renderings are checked on (calframe.engines.native.sums)
 NW_BACKENDS = ("duckdb", "pyarrow", "ibis")
 
 

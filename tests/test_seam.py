@@ -33,7 +33,7 @@ def test_every_handle_is_generated_from_the_one_list() -> None:
         assert list(inspect.signature(method).parameters)[1:] == list(inspect.signature(fn).parameters)[1:]
     assert set(FRAME_FUNCTIONS) <= set(calframe.__all__)
     dask = pytest.importorskip("calframe.frames.dask")
-    from calframe.engines.dask import supported
+    from calframe.engines.partitions.client import supported
 
     assert sorted(n for n in dir(dask.DaskCalib) if not n.startswith("_")) == sorted(supported())
     assert set(supported()) <= set(FRAME_FUNCTIONS)

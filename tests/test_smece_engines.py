@@ -14,7 +14,7 @@ import pytest
 
 import calframe
 from calframe import smooth as S
-from calframe.engines import _grid_sums as GS
+from calframe.engines.plan import grid_sums as GS
 from test_error_catalogue import PROBLEMS, _frame, _raised
 
 KINDS = ["lazy", "pyarrow", "duckdb", "ibis", "dask"]
@@ -166,7 +166,7 @@ def test_finer_grids_are_passes_for_the_groups_that_need_them(kind: str, monkeyp
 
 
 def test_finer_grids_on_dask_are_passes_for_the_groups_that_need_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    from calframe.engines import _grid_dask as GD
+    from calframe.engines.partitions import grids as GD
 
     asked = []
     rows = GD._grid_rows

@@ -301,7 +301,7 @@ class RowSpy:
         # exact order statistics gather the values of the cells that hold the wanted ranks once those number at
         # most COLLECT_BUDGET (4e6: all of them, in this small data): a small budget here, so that the spy sees
         # the refinement an engine does at scale
-        from calframe.engines import lazy
+        from calframe.engines.streaming import streamed as lazy
 
         monkeypatch.setattr(lazy, "COLLECT_BUDGET", limit // 10)
         nw = pytest.importorskip("narwhals")
@@ -313,7 +313,7 @@ class RowSpy:
             self._wrap(monkeypatch, dask, "compute")
             # a Dask result's graph hands its value to calframe's continuation (engines/dask.py: _then): a
             # collected call's value is the rows
-            from calframe.engines import dask as engine
+            from calframe.engines.partitions import client as engine
 
             then, spy = engine._then, self
 

@@ -207,7 +207,7 @@ class _Rows:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, budget: int) -> None:
         import narwhals as nw
 
-        from calframe.engines import lazy
+        from calframe.engines.streaming import streamed as lazy
 
         monkeypatch.setattr(lazy, "COLLECT_BUDGET", budget)
         self.most = 0
@@ -254,7 +254,8 @@ def test_engines_compute_weighted_edges_where_the_rows_are(monkeypatch, kind, bi
     pytest.importorskip({"lazy": "polars", "pyarrow": "pyarrow"}.get(kind, kind))
     from _engine_checks import assert_same, refuse_rows
 
-    from calframe.engines import eager, lazy
+    from calframe.engines import eager
+    from calframe.engines.streaming import streamed as lazy
 
     df = _big()
     rep = _repeated(df.drop("wf", "wd"))
@@ -289,7 +290,7 @@ def test_streamed_weighted_edges_are_the_repeated_frames(frame, binning, bins, b
     """Small frames (ties, weights 0..4, rows of weight 0 beyond a group's other values) on a LazyFrame and DuckDB,
     with and without histogram refinement: the repeated frame's figures, per group, to 1e-12; with decimal
     weights, eager Polars'."""
-    from calframe.engines import lazy
+    from calframe.engines.streaming import streamed as lazy
 
     old = lazy.COLLECT_BUDGET
     lazy.COLLECT_BUDGET = budget

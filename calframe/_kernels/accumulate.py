@@ -490,7 +490,7 @@ def select_1d(values: np.ndarray, ranks: np.ndarray, n_cells: int = 1 << 14) -> 
 @njit(cache=True)
 def fixed_to_float(a, b, c, exp):
     """(a * 2^64 + b * 2^32 + c) * 2^exp correctly rounded to float64 (limbs b, c >= 0 carry into the limb
-    above; a >= 0): how the LazyFrame engine's exact Int128 sums become float64 (calframe/engines/lazy.py).
+    above; a >= 0): how the LazyFrame engine's exact Int128 sums become float64 (calframe/engines/streaming/streamed.py).
 
     The integer's top 64 bits, with a sticky bit for any lower one, convert with one rounding
     (to nearest even), then scale by a power of two.

@@ -4,8 +4,8 @@ The LazyFrame and narwhals engines sum a companion's row values (Brier, log loss
 value x (divided by a power of two ``span`` into [0, 1]) counts as trunc(x * 2^62) without weights; with
 weights w (each group's divided by its power of two: ``calframe._columns.scale_weights``), the row's weight
 bucket k = floor(-log2(w) / 8) (in [0, 134]) scales w and w * x by 2^(60 + 8 k) before the truncation, and each
-(group, bucket) is summed on its own (``calframe.engines.lazy.fixed_sum`` / ``_weight_bucket``,
-``calframe.engines.narwhals.fixed_parts``). Integer sums do not depend on the order of the rows, so
+(group, bucket) is summed on its own (``calframe.engines.streaming.streamed.fixed_sum`` / ``_weight_bucket``,
+``calframe.engines.native.sums.fixed_parts``). Integer sums do not depend on the order of the rows, so
 :func:`group_sums` gives each group's sums with the same bits for any row order and thread count, and the
 same bits as those engines: each (group, bucket) integer is rounded once to float64
 (:func:`calframe._kernels.accumulate.fixed_to_float`), and a group's buckets are added smallest weights first

@@ -29,7 +29,7 @@ from .. import moments as M
 from .. import registry
 from .. import request as R
 from . import eager
-from . import _row_means
+from .plan import row_means as _row_means
 
 
 def _routed(req: R.Request, frame: Any, state: str) -> registry.Route:
@@ -98,7 +98,7 @@ def run_vector(req: R.Request, frame: Any, here: Callable[[Any], Any], selects: 
 
 def dask_engine() -> Any:
     """The Dask engine (imported when a Dask frame arrives: importing calframe never imports Dask)."""
-    from . import dask
+    from .partitions import client as dask
 
     return dask
 

@@ -206,7 +206,7 @@ def _uniform_ids(x: np.ndarray, edges: np.ndarray, closed: str) -> np.ndarray:
 
 #: a power of two at least each companion's largest row value (Brier: 2 over K > 2 classes; log loss:
 #: -ln(eps) < 37): the value / SPAN lies in [0, 1], what the exact fixed-point sums take (eager:
-#: :func:`group_means`; the LazyFrame and narwhals engines: :mod:`calframe.engines._row_means`)
+#: :func:`group_means`; the LazyFrame and narwhals engines: :mod:`calframe.engines.plan.row_means`)
 SPAN = {"accuracy": 1.0, "brier": 2.0, "log_loss": 64.0}
 
 

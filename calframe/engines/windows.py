@@ -242,7 +242,7 @@ def _dask_windowed(ddf: Any, g: Grid, dtype: pl.DataType, time_col: str, nulls_d
         ddf = ddf[ddf[time_col].notna()]
     meta = ddf._meta.assign(**{bucket: pd.Series([], dtype="Int64")})
     ddf = ddf.map_partitions(_with_bucket, g, time_col, dtype == pl.Date, bucket, meta=meta)
-    from .dask import compute_now
+    from .partitions.client import compute_now
 
     sizes = compute_now(ddf[bucket].value_counts(dropna=False))[0]
     counts, nulls = _counts(pl.DataFrame({bucket: pl.Series(sizes.index.astype("Int64").to_numpy(
@@ -321,7 +321,7 @@ def as_polars(res: Any) -> pl.DataFrame:
     if isinstance(res, pl.DataFrame):
         return res
     if hasattr(res, "__dask_graph__"):
-        from .dask import compute_now  # (on a distributed worker: through its client)
+        from .partitions.client import compute_now  # (on a distributed worker: through its client)
 
         out = compute_now(res)[0]
         return out if isinstance(out, (pl.DataFrame, float)) else pl.from_pandas(out.reset_index(drop=True))
@@ -332,7 +332,7 @@ def scalar_result(res: Any, columns: tuple[str, ...]) -> pl.DataFrame:
     """A figure's result without ``by`` (a float, or a one-row frame of ``n`` and its columns) as a one-row
     Polars frame of its ``columns``."""
     if hasattr(res, "__dask_graph__"):
-        from .dask import compute_now
+        from .partitions.client import compute_now
 
         res = compute_now(res)[0]
     if isinstance(res, float):
@@ -343,11 +343,11 @@ def scalar_result(res: Any, columns: tuple[str, ...]) -> pl.DataFrame:
 
 
 def deferred_dask(run: Any) -> Any:
-    """A Dask result (``calframe.engines.dask.DaskResult``) that runs ``run()`` (a Polars frame, given back as
+    """A Dask result (``calframe.engines.partitions.client.DaskResult``) that runs ``run()`` (a Polars frame, given back as
     pandas) when computed: its passes are Dask's own, started then."""
     import dask
 
-    from .dask import DaskResult
+    from .partitions.client import DaskResult
 
     from .._progress import carry  # the call's progress= holds where the result is computed
 
@@ -362,7 +362,7 @@ def _tables(frame: Any, kind: str, nw: Any) -> Any:
     """``table(df)``: a small Polars frame as a narwhals LazyFrame of ``frame``'s engine."""
     if kind == "lazy":
         return lambda df: nw.from_native(df.lazy())
-    from .narwhals import Engine
+    from .native.sums import Engine
 
     return Engine(frame).table
 

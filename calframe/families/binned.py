@@ -17,7 +17,7 @@ from .._columns import Scored, resolve
 from .._keywords import Columns
 from .._imports import pd  # pandas: imported at first use
 from .. import engines
-from ..engines import lazy_table
+from ..engines.streaming import reliability as lazy_table
 from ..engines.eager import (
     Figure,
     Frame,

@@ -2,9 +2,9 @@
 ``pip install "calframe[dask]"``; importing calframe alone never imports Dask).
 
 The handle's methods are the public functions the Dask engine runs
-(:func:`calframe.engines.dask.supported`, from its capabilities and the declarations of
+(:func:`calframe.engines.partitions.client.supported`, from its capabilities and the declarations of
 :mod:`calframe.registry`), generated as every handle (:mod:`calframe.frames.namespace`); each returns a lazy
-:class:`calframe.engines.dask.DaskResult` that computes (``.compute()``,
+:class:`calframe.engines.partitions.client.DaskResult` that computes (``.compute()``,
 ``dask.compute(a, b)``) to what calframe returns for a pandas frame.
 ``calframe.ece(ddf, ...)`` is the same call.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..engines.dask import supported
+from ..engines.partitions.client import supported
 from .namespace import make_handle
 
 __all__ = ["DaskCalib", "REGISTERED", "register"]

@@ -1,11 +1,11 @@
 """The frames given to calframe's top-level functions: :func:`public`, with which every one is defined, declares
 the state it is computed from (:mod:`calframe.registry`) and hands a frame to the entry of the engine of its kind
-(``call`` of :mod:`calframe.engines.dask` and :mod:`calframe.engines.narwhals`: refuse, collect or run), chosen
+(``call`` of :mod:`calframe.engines.partitions.client` and :mod:`calframe.engines.native.sums`: refuse, collect or run), chosen
 by the registry; Polars and pandas frames, and LazyFrames, go to the function itself.
 
 ``calframe.ece(ddf, ...)`` is ``ddf.calib.ece(...)``: the same parameters and
 results (a lazy ``DaskResult``); the function parses its request and
-hands it to :mod:`calframe.engines.dask`. Functions that Dask frames do not
+hands it to :mod:`calframe.engines.partitions.client`. Functions that Dask frames do not
 support (``lce``, ``mlce``, ``mlce_curve``, ...) raise a
 :class:`~calframe.ColumnTypeError` saying what to do instead. Dask is never
 imported here: an object can only be a Dask DataFrame once ``dask.dataframe``

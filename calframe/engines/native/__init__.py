@@ -2,12 +2,12 @@
 sums where the rows are, through narwhals, and the result comes back in the input's type. The engine protocol
 (docs/design.md, "Recipe: add an engine"):
 
-- ``CAPABILITIES``, ``supports``, ``refuse``, ``collect``, ``call``: :mod:`calframe.engines.narwhals`'s (the
+- ``CAPABILITIES``, ``supports``, ``refuse``, ``collect``, ``call``: :mod:`calframe.engines.native.sums`'s (the
   route's answers, and the public functions' entry);
 - ``binned``, ``grid``, ``vector``, ``table``, ``moment_sums``: one per state, the passes of
-  :mod:`calframe.engines.narwhals` (bin sums, their moments), :mod:`calframe.engines._row_means` (row means,
-  disparity's figures per group), :mod:`calframe.engines._grid_sums` (the smooth ECE's grids) and
-  :mod:`calframe.engines._vector_sums` (GECE's cells);
+  :mod:`calframe.engines.native.sums` (bin sums, their moments), :mod:`calframe.engines.plan.row_means` (row means,
+  disparity's figures per group), :mod:`calframe.engines.plan.grid_sums` (the smooth ECE's grids) and
+  :mod:`calframe.engines.plan.vector_sums` (GECE's cells);
 - ``Engine``: the frame as a narwhals LazyFrame (the families' steps read small results back with it).
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...request import Request
-from .. import _grid_sums, _row_means, _vector_sums
-from .. import narwhals as NW
-from ..narwhals import CAPABILITIES, Engine, call, collect, refuse, supports
+from ..plan import grid_sums as _grid_sums, row_means as _row_means, vector_sums as _vector_sums
+from . import sums as NW
+from .sums import CAPABILITIES, Engine, call, collect, refuse, supports
 
 __all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "collect", "call", "binned", "grid", "vector", "table",
            "moment_sums", "Engine"]

@@ -1,11 +1,11 @@
 """The engine of a Dask DataFrame: each partition's sums, added by Dask, finalized on the client; the result is
 lazy (a ``DaskResult``). The engine protocol (docs/design.md, "Recipe: add an engine"):
 
-- ``CAPABILITIES``, ``supports``, ``refuse``, ``call``: :mod:`calframe.engines.dask`'s (the route's answers, and
+- ``CAPABILITIES``, ``supports``, ``refuse``, ``call``: :mod:`calframe.engines.partitions.client`'s (the route's answers, and
   the public functions' entry; Dask's passes decide which parameters they collect);
 - ``binned``, ``grid``, ``vector``, ``table``, ``moment_sums``: one per state, the passes of
-  :mod:`calframe.engines.dask` (bin sums, row means, GECE's cells), :mod:`calframe.engines.dask_moments` (the
-  bins' moments for ``ci=``) and :mod:`calframe.engines._grid_dask` (the smooth ECE's grids);
+  :mod:`calframe.engines.partitions.client` (bin sums, row means, GECE's cells), :mod:`calframe.engines.partitions.moments` (the
+  bins' moments for ``ci=``) and :mod:`calframe.engines.partitions.grids` (the smooth ECE's grids);
 - ``collected``, ``needed``, ``apply``, ``DaskResult``: a call's needed columns computed into one pandas frame, a
   recalibrator applied per partition, the lazy result (the families' steps).
 """
@@ -17,10 +17,10 @@ from functools import partial
 from typing import Any
 
 from ...request import Request
-from .. import _grid_dask
-from .. import dask as D
-from .. import dask_moments as DM
-from ..dask import CAPABILITIES, DaskResult, apply, call, collected, needed, refuse, supports
+from . import grids as _grid_dask
+from . import client as D
+from . import moments as DM
+from .client import CAPABILITIES, DaskResult, apply, call, collected, needed, refuse, supports
 
 __all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "call", "binned", "grid", "vector", "table", "moment_sums",
            "collected", "needed", "apply", "DaskResult"]
@@ -47,7 +47,7 @@ def grid(req: Request, frame: Any, figures: dict) -> Any:
 
 
 def vector(req: Request, frame: Any, here: Callable[[Any], Any], selects: bool, dask: Callable[[Any], Any]) -> Any:
-    """GECE: the family's Dask step (``dask(engine)``: :func:`calframe.engines.dask.gece`)."""
+    """GECE: the family's Dask step (``dask(engine)``: :func:`calframe.engines.partitions.client.gece`)."""
     return dask(D)
 
 

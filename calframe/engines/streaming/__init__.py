@@ -1,11 +1,11 @@
 """The engine of a Polars LazyFrame: Polars' streaming engine sums where the rows are, and the result is a
 LazyFrame (spec section 8, "Lazy in, lazy out"). The engine protocol (docs/design.md, "Recipe: add an engine"):
 
-- ``CAPABILITIES``, ``supports``, ``refuse``, ``collect``: :mod:`calframe.engines.lazy`'s (the route's answers);
+- ``CAPABILITIES``, ``supports``, ``refuse``, ``collect``: :mod:`calframe.engines.streaming.streamed`'s (the route's answers);
 - ``binned``, ``grid``, ``vector``, ``table``, ``moment_sums``: one per state, the passes of
-  :mod:`calframe.engines.lazy` (bin sums, their moments), :mod:`calframe.engines._row_means` (row means, disparity's
-  figures per group), :mod:`calframe.engines._grid_sums` (the smooth ECE's grids) and
-  :mod:`calframe.engines._vector_sums` (GECE's cells).
+  :mod:`calframe.engines.streaming.streamed` (bin sums, their moments), :mod:`calframe.engines.plan.row_means` (row means, disparity's
+  figures per group), :mod:`calframe.engines.plan.grid_sums` (the smooth ECE's grids) and
+  :mod:`calframe.engines.plan.vector_sums` (GECE's cells).
 
 >>> import polars as pl, calframe
 >>> lf = pl.LazyFrame({"prob": [0.2, 0.9], "label": [0, 1]})
@@ -21,9 +21,9 @@ from typing import Any
 import polars as pl
 
 from ...request import Request
-from .. import _grid_sums, _row_means, _vector_sums
-from .. import lazy as LZ
-from ..lazy import CAPABILITIES, collect, refuse, supports
+from ..plan import grid_sums as _grid_sums, row_means as _row_means, vector_sums as _vector_sums
+from . import streamed as LZ
+from .streamed import CAPABILITIES, collect, refuse, supports
 
 __all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "collect", "binned", "grid", "vector", "table",
            "moment_sums"]

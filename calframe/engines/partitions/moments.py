@@ -1,10 +1,10 @@
 """The moments of the bins on a Dask DataFrame (calframe.moments): ``disparity``'s default call (``ci=0.95``) and
 the CE family's ``ci=`` from the partitions, without gathering the rows.
 
-Each partition runs the LazyFrame engine's moments pass on its rows (:func:`calframe.engines.lazy.main_query`:
+Each partition runs the LazyFrame engine's moments pass on its rows (:func:`calframe.engines.streaming.streamed.main_query`:
 per (keys, bin, label) the row count and the exact fixed-point sums of ``w``, ``w conf`` and their second
 moments, as Int128); the client adds the partitions' cells up (exact: integers), which is the one pass over the
-whole frame, and finishes as the LazyFrame engine does (:func:`calframe.engines.lazy.sums_and_moments`). The
+whole frame, and finishes as the LazyFrame engine does (:func:`calframe.engines.streaming.streamed.sums_and_moments`). The
 rows of the cells under :data:`calframe.moments.SMALL` rows come from a second pass that returns only those
 (bounded). The moments are the LazyFrame's, so the draws are its bits.
 
@@ -21,10 +21,10 @@ from typing import Any
 
 import polars as pl
 
-from .. import moments as M
-from ..frames.convert import from_pandas
-from ..request import Request
-from . import lazy as LZ
+from ... import moments as M
+from ...frames.convert import from_pandas
+from ...request import Request
+from ..streaming import streamed as LZ
 
 __all__ = ["runs", "moment_sums", "computed", "deferred", "result"]
 
@@ -55,7 +55,7 @@ def moment_sums(ddf: Any, req: Request, columns: list[str]) -> tuple | None:
         return _DONE[id(ddf)]
     import dask
 
-    from .dask import compute_now  # (on a distributed worker: through its client)
+    from .client import compute_now  # (on a distributed worker: through its client)
 
     parts = ddf[columns].to_delayed()
     cells = compute_now(*[dask.delayed(_cells)(p, req, columns) for p in parts])
@@ -89,7 +89,7 @@ def deferred(ddf: Any, req: Request, columns: list[str], rows: Any) -> Any:
     asked: the partitions' passes then; with bad rows, ``rows`` of the collected columns (the eager errors)."""
     import dask
 
-    from .dask import DaskResult, compute_now
+    from .client import DaskResult, compute_now
 
     def then(_: Any) -> Any:
         sums = moment_sums(ddf, req, columns)
@@ -100,7 +100,7 @@ def deferred(ddf: Any, req: Request, columns: list[str], rows: Any) -> Any:
                 out = rows(ddf)
         return out.to_pandas() if isinstance(out, pl.DataFrame) else out
 
-    from .._progress import carry  # the call's progress= holds where the result is computed
+    from ..._progress import carry  # the call's progress= holds where the result is computed
 
     return DaskResult(dask.delayed(_nothing)(), carry(then), req.func)
 
@@ -109,7 +109,7 @@ def result(req: Request, frame: Any, figures: dict | None) -> Any:
     """A CE figure's result with its interval: from the moments of ``frame`` (a Dask frame, :func:`computed`), or
     the eager engine's on ``frame``, the collected pandas rows."""
     if isinstance(frame, pd_frame()):
-        from .eager import ce_figures, evaluate
+        from ..eager import ce_figures, evaluate
 
         return evaluate(req, frame, figures or ce_figures(req))
     sums, keys, counts, scale, m = _DONE[id(frame)]

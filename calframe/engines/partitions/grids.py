@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import figures as F
-from .. import lenses as L
-from .. import smooth as S
-from .._imports import pd  # imported at first use
-from ..request import Request
-from . import dask as D
-from ._dask_partitions import (BIN, EXP, FIG, N, ROWS, SC, SUMS_AGG, SUMS_COLS, Spec, finish, partition_frame, guarded_partition,
-                               local_keys, partition_marker, refuse_nested_keys, scored_partition)
-from ._grid_sums import first_nodes
+from ... import figures as F
+from ... import lenses as L
+from ... import smooth as S
+from ..._imports import pd  # imported at first use
+from ...request import Request
+from . import client as D
+from .workers import (BIN, EXP, FIG, N, ROWS, SC, SUMS_AGG, SUMS_COLS, Spec, finish, partition_frame,
+                      guarded_partition, local_keys, partition_marker, refuse_nested_keys, scored_partition)
+from ..plan.grid_sums import first_nodes
 
 __all__ = ["run"]
 
@@ -29,7 +29,7 @@ _GROUP, _NODE = 0, 1
 
 
 def run(ddf: Any, req: Request, figures: dict) -> D.DaskResult:
-    """:func:`calframe.smece` on a Dask DataFrame, lazy (:class:`~calframe.engines.dask.DaskResult`); ``figures``:
+    """:func:`calframe.smece` on a Dask DataFrame, lazy (:class:`~calframe.engines.partitions.client.DaskResult`); ``figures``:
     the eager engine's, which ``ci=`` runs on the collected columns."""
     spec = D.dask_spec(ddf, req)
     if req.ci is not None:
@@ -71,7 +71,7 @@ def _grids(merged: D.Merged, place: np.ndarray, n: int, m: int) -> np.ndarray:
 
 def _grid_partition(pdf: pd.DataFrame, spec: Spec, meta: pd.DataFrame, m: int, wanted: set | None,
                     partition_info: Any = None) -> pd.DataFrame:
-    """:func:`_grid_rows`, guarded (``_dask_partitions.guarded_partition``)."""
+    """:func:`_grid_rows`, guarded (``workers.guarded_partition``)."""
     return guarded_partition(_grid_rows, pdf, spec, meta, m, wanted)
 
 

@@ -56,7 +56,7 @@ Quantile / equal-mass bins are exact, in streaming passes:
    ``edge_table`` builds the edges from those values;
 4. the accumulate pass joins each row to its group's edges.
 With weights the ranks are positions in the rows' exact running sums of weights, the histograms carry exact
-sums of weights per cell, and each group's total takes one more pass (:mod:`calframe.engines._order_stats`).
+sums of weights per cell, and each group's total takes one more pass (:mod:`calframe.engines.plan.order_stats`).
 Memory: the per (group, bin) table, plus the histograms and at most about
 COLLECT_BUDGET values for data-dependent bins. (1e8 rows, 1000 groups,
 quantile(10): 5 passes, 12.5 s, 0.59 GB peak; eager 8.2 s, 5.5 GB.)
@@ -75,26 +75,26 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import figures as F
-from .._columns import SUM_TOLERANCE, check_group_weights
-from .. import _errors as E
-from .._imports import lazy_function
+from ... import figures as F
+from ..._columns import SUM_TOLERANCE, check_group_weights
+from ... import _errors as E
+from ..._imports import lazy_function
 
 fixed_to_floats = lazy_function("calframe._kernels.accumulate", "fixed_to_floats")
-from .._limits import check_cells
-from ..registry import Capabilities
-from .eager import evaluate
-from ..request import Request
-from ..moments import native_ci as moment_ci
-from ..binning import check_variable
+from ..._limits import check_cells
+from ...registry import Capabilities
+from ..eager import evaluate
+from ...request import Request
+from ...moments import native_ci as moment_ci
+from ...binning import check_variable
 # the plan (schema only), the queries' column names and the expressions the passes are built from
-from . import _lazy_plan as P
-from . import _order_stats as OS
-from ._order_stats import RW, edge_columns
-from ._lazy_plan import (detail_aggs, detail_row, ACC, BAD, BIN, CATV, CNT, CONF, EB, KEEP, LEN, MAX, MAX_BUCKET, MIN,
-                         NODE, OK, ONE, COL_PREFIX, SA, SC, TWO64, VMAX, VMIN, W, WT, X, BUCKET_BITS,
-                         FIXED_BITS, WEIGHTED_BITS, EnginePlan, bin_stages, group_scales, keep_expr, key_cols, lensed_exprs, raw_weights, row_ok, var_expr,
-                         weights_expr, with_scales, make_plan)
+from ..plan import base as P
+from ..plan import order_stats as OS
+from ..plan.order_stats import RW, edge_columns
+from ..plan.base import (detail_aggs, detail_row, ACC, BAD, BIN, CATV, CNT, CONF, EB, KEEP, LEN, MAX, MAX_BUCKET,
+                         MIN, NODE, OK, ONE, COL_PREFIX, SA, SC, TWO64, VMAX, VMIN, W, WT, X, BUCKET_BITS,
+                         FIXED_BITS, WEIGHTED_BITS, EnginePlan, bin_stages, group_scales, keep_expr, key_cols,
+                         lensed_exprs, raw_weights, row_ok, var_expr, weights_expr, with_scales, make_plan)
 
 __all__ = ["lazy_sums", "make_plan", "run", "supports", "ENGINE", "COLLECT_BUDGET", "HIST_CELLS"]
 
@@ -117,7 +117,7 @@ def collect_frame(q: pl.LazyFrame) -> pl.DataFrame:
 
 
 def _set_weight_scale(plan: EnginePlan, lf: pl.LazyFrame) -> None:
-    """One aggregation: the largest kept weight of each group, read by :func:`~._lazy_plan.set_scales`."""
+    """One aggregation: the largest kept weight of each group, read by :func:`~calframe.engines.plan.base.set_scales`."""
     w = raw_weights(plan)
     keep = keep_expr(plan)
     w = w if keep is None else w.filter(keep)
@@ -248,7 +248,7 @@ def cell_moments(plan: EnginePlan, cells: pl.DataFrame, exact: Any) -> tuple[tup
     """The :func:`calframe.moments.from_cells` inputs of a moments pass's kept cells (Int128 sums; ``exact``: the
     engine's Int128 -> float conversion of a column at an exponent per row), and the keys of the small cells,
     whose rows are then fetched (None: no cell is small)."""
-    from .. import moments as M
+    from ... import moments as M
 
     g, _, n_groups = group_index(plan, cells)
     weighted = plan.weight_col is not None
@@ -363,7 +363,7 @@ def run_checks(plan: EnginePlan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 #: (engines/_grid_sums.py, without ``ci``), the companions' and summary's row means and disparity's figures per
 #: group (engines/_row_means.py, without ``ci``), GECE's cell sums (engines/_vector_sums.py: uniform bins, without
 #: ``ci`` or a row selection), ``monitor``'s windows (calframe.expr in ``group_by_dynamic``; engines/windows.py with
-#: ``ci``), ``apply``'s batches and the reliability table (engines/lazy_table.py); the others collect the needed
+#: ``ci``), ``apply``'s batches and the reliability table (engines/streaming/reliability.py); the others collect the needed
 #: columns
 CAPABILITIES = {"lazy": Capabilities(frozenset({"bin_sums", "bin_table", "grid_sums", "row_means", "groups",
                                                 "vector_sums", "windows", "batches"}), collects=None, word="streamed")}
@@ -375,11 +375,11 @@ def supports(req: Request, state: str, frame: Any) -> str | None:
 
     The bin sums stream for a CE_p request whose probabilities are one column (binary or ``Array``) or a list of
     class columns, with the ``top1`` or ``class:c`` lens, uniform / explicit-edge / quantile / equal-mass bins
-    (with weights too: :mod:`calframe.engines._order_stats`; not the sweep: it sorts each group's rows), at most
+    (with weights too: :mod:`calframe.engines.plan.order_stats`; not the sweep: it sorts each group's rows), at most
     one variable and ``ci=`` drawn from the moments of its bins; the other states as
-    :func:`calframe.engines._lazy_plan.outside` says. Bad column names or values do not make it collected: the
+    :func:`calframe.engines.plan.base.outside` says. Bad column names or values do not make it collected: the
     passes raise the eager path's errors for them."""
-    if state == "bin_table" and req.kind == "reliability":  # the table (engines/lazy_table.py): fixed bins
+    if state == "bin_table" and req.kind == "reliability":  # the table (engines/streaming/reliability.py): fixed bins
         b = req.binning
         if b is None or not (b.scheme == "uniform" or b.edges is not None):
             return "a reliability table on data-dependent bins"
@@ -435,7 +435,7 @@ def lazy_sums(lf: pl.LazyFrame,
 def sums_and_moments(lf: pl.LazyFrame, req: Request, moments: bool = False) -> tuple[Any, ...]:
     """:func:`lazy_sums`, and with ``moments`` the :class:`calframe.moments.Moments` of the bins from the same
     pass (uniform or explicit-edge bins), plus one bounded query for the small cells' rows."""
-    from .. import moments as M
+    from ... import moments as M
 
     func = req.func
     plan = prepared(make_plan(lf, req), lf)
@@ -645,7 +645,7 @@ def cell_sums(plan: EnginePlan, cells: pl.DataFrame, groups: pl.DataFrame, gk: l
 
 
 def order_statistics(*args: Any, **kwargs: Any) -> np.ndarray:
-    """:func:`calframe.engines._order_stats.order_statistics` with this engine's COLLECT_BUDGET and HIST_CELLS."""
+    """:func:`calframe.engines.plan.order_stats.order_statistics` with this engine's COLLECT_BUDGET and HIST_CELLS."""
     return OS.order_statistics(*args, budget=COLLECT_BUDGET, hist_cells=HIST_CELLS, **kwargs)
 
 
@@ -702,8 +702,8 @@ def run(frame: Any, req: Request) -> pl.LazyFrame | None:
 def moment_result(req: Request, sums: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, scale: Any,
                   m: Any) -> pl.DataFrame:
     """A CE_p result from its bin sums, with ``req.ci`` its intervals from the moments ``m`` of the same bins."""
-    from .. import moments as M
-    from .eager import ce_figures
+    from ... import moments as M
+    from ..eager import ce_figures
 
     values = F.binned_values(req, lambda c: sums, 1, scale)
     bounds = None

@@ -26,18 +26,18 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import figures as F
-from .. import lenses as L
-from .. import row_sums as RS
-from ..binning import Binning
-from .._columns import check_group_weights
-from .._render import flag, where
-from ..request import Request, summary_parts
-from . import _lazy_plan as LP
-from . import lazy as LZ
-from . import narwhals as NW
-from .eager import SPAN, evaluate
-from ._lazy_plan import BIN, EB, LEN, OK, COL_PREFIX, W, WT, pairwise_sum
+from ... import figures as F
+from ... import lenses as L
+from ... import row_sums as RS
+from ...binning import Binning
+from ..._columns import check_group_weights
+from ..._render import flag, where
+from ...request import Request, summary_parts
+from . import base as LP
+from ..streaming import streamed as LZ
+from ..native import sums as NW
+from ..eager import SPAN, evaluate
+from .base import BIN, EB, LEN, OK, COL_PREFIX, W, WT, pairwise_sum
 
 __all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
 
@@ -259,7 +259,7 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
 
 def _narwhals_companion(frame: Any, req: Request, figures: dict) -> Any:
     """A companion's ``ci=`` in the narwhals engine (the result in the input's type)."""
-    from .. import moments as M
+    from ... import moments as M
 
     eng = NW.Engine(frame)
     NW.admit(eng, replace(req, kind="ce", ci=None), F.output_columns([req.func], req.ci))
@@ -361,7 +361,7 @@ def _companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFra
     """A companion's values from its checked cells per group (``point``) and the moments of its cells per (group,
     correctness) (``cells``, Int128 sums of the value over its :data:`SPAN`), the small cells' rows from
     ``rows_of(fetch)`` ((cell, w, w v / span) per row): :func:`_lazy_moment_means`' return."""
-    from .. import moments as M
+    from ... import moments as M
 
     span, weighted = _span(name), plan.weight_col is not None
     vals, counts, keys = _means(plan, point.rename({LZ.SC: _col(name)}), (name,))
@@ -415,7 +415,7 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Val
 
 def _moment_ready(req: Request, figures: dict | None) -> bool:
     """Whether a companion's ``ci=`` is drawn from the moments of its row values where the rows are."""
-    from .. import moments as M
+    from ... import moments as M
 
     return (req.kind == "companion" and req.ci is not None and req.bootstrap != "rows" and figures is not None
             and all(M.sums_of(f) is not None for f in figures.values()))
@@ -426,7 +426,7 @@ def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.Laz
     moments of its row values (:mod:`calframe.moments`, the eager figure's :class:`~calframe.moments.Summed`:
     the same law and streams), or None when the call needs the rows (``bootstrap="rows"``, List probabilities, a
     row selection)."""
-    from .. import moments as M
+    from ... import moments as M
 
     if not _moment_ready(req, figures) or not LZ.streams(frame, replace(req, kind="ce", ci=None)):
         return None

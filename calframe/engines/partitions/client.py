@@ -48,7 +48,7 @@ from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
-from .._imports import pd  # imported at first use
+from ..._imports import pd  # imported at first use
 import polars as pl
 
 try:
@@ -56,27 +56,25 @@ try:
 except ImportError:  # without Dask this module only declares CAPABILITIES (calframe.frames.dask registers nothing)
     DaskMethodsMixin = object  # type: ignore[assignment,misc]
 
-from . import lazy as LZ
-from ..families.applying import apply_columns, apply_rows
-from .. import figures as F
-from .. import row_sums as RS
-from ..frames.convert import select
-from ..registry import Capabilities, functions_on, route
-from ..request import Request
-from .._columns import (LABEL_CANDIDATES, PROB_CANDIDATES, pick_default, check_group_weights, group_codes,
-                        resolve)
-from .._names import key_names
-from .. import _errors as E
-from .._errors import EmptyInputError, ParameterError
-from .._limits import check_cells
-from ..binning import Bins, check_variable, edge_table, pack_edges, take_each, uniform_edges
-from ..metrics import check_weight_sums
+from ..streaming import streamed as LZ
+from ...families.applying import apply_columns, apply_rows
+from ... import figures as F
+from ... import row_sums as RS
+from ...frames.convert import select
+from ...registry import Capabilities, functions_on, route
+from ...request import Request
+from ..._columns import LABEL_CANDIDATES, PROB_CANDIDATES, pick_default, check_group_weights, group_codes, resolve
+from ..._names import key_names
+from ... import _errors as E
+from ..._errors import EmptyInputError, ParameterError
+from ..._limits import check_cells
+from ...binning import Bins, check_variable, edge_table, pack_edges, take_each, uniform_edges
+from ...metrics import check_weight_sums
 # the per-partition side (workers): the frames' internal columns, the shipped request, the partition functions
-from ._dask_partitions import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FIRST, GATHER_COLS, HIST_AGG, HIST_COLS,
-                               N, PAR, ROWS, SA, SC, SHIFT, SHIFTS, SUMS_AGG, SUMS_COLS, VAL, VMAX, VMIN, Spec,
-                               apply_partition, check_plan, gather_partition, gece_partition, hist_partition,
-                               gece_value, key_tuples, keys_of, merge_stats, partition_stats, refuse_nested_keys,
-                               sums_partition)
+from .workers import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FIRST, GATHER_COLS, HIST_AGG, HIST_COLS, N, PAR,
+                      ROWS, SA, SC, SHIFT, SHIFTS, SUMS_AGG, SUMS_COLS, VAL, VMAX, VMIN, Spec, apply_partition,
+                      check_plan, gather_partition, gece_partition, hist_partition, gece_value, key_tuples, keys_of,
+                      merge_stats, partition_stats, refuse_nested_keys, sums_partition)
 
 __all__ = ["CAPABILITIES", "DaskResult", "apply", "call", "collected", "compute_now", "result", "run", "supported"]
 
@@ -159,7 +157,7 @@ class Runner:
         self.key_meta = keys_of(ddf._meta, spec.by)
 
     def checked(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """A computed pass: a partition's input error (a marker row, :func:`_dask_partitions.guarded_partition`) is raised again with the
+        """A computed pass: a partition's input error (a marker row, :func:`~.workers.guarded_partition`) is raised again with the
         counts over every partition (:func:`_raise_totals`), else as the partition raised it."""
         err = frame[ERR].to_numpy() if ERR in frame.columns else np.empty(0, dtype=object)
         failed = [e for e in err if isinstance(e, str) and e]
@@ -379,7 +377,7 @@ def _rescale(frame: pd.DataFrame, g: np.ndarray, n_groups: int) -> np.ndarray:
 
 #: what this engine computes (calframe.registry): every partition's sums, added (grids: _grid_dask.py); fits and
 #: vece_rank / vce_curve collect their columns into one pandas frame (:func:`collected`), as ci= does. Others: refused.
-#: "groups": disparity's default ci= from the moments of the partitions' bins (engines/dask_moments.py); weights collect
+#: "groups": disparity's default ci= from the moments of the partitions' bins (engines/partitions/moments.py); weights collect
 CAPABILITIES = {"dask": Capabilities(frozenset({"bin_sums", "bin_table", "row_means", "grid_sums", "vector_sums",
                                                 "batches", "windows", "groups"}), collects=frozenset({"variables", "fit"}))}
 
@@ -638,7 +636,7 @@ def collected(what: str, ddf: Any, columns: Sequence[Any], eager: Callable[[pd.D
     order as ``ddf.compute()``, so the same result, bit for bit."""
     import dask
 
-    from .._progress import carry  # the call's progress= holds where the result is computed (off on a worker)
+    from ..._progress import carry  # the call's progress= holds where the result is computed (off on a worker)
 
     return DaskResult(dask.delayed(_identity)(ddf[list(dict.fromkeys(columns))]), carry(eager), what)
 
@@ -654,7 +652,7 @@ def _identity(frame: pd.DataFrame) -> pd.DataFrame:
 
 def eager_figures(req: Request, figures: dict | None, frame: pd.DataFrame, **kw: Any) -> Any:
     """The eager engine's run of ``req`` on a pandas frame (what calframe's functions do for pandas)."""
-    from .eager import evaluate, ce_figures
+    from ..eager import evaluate, ce_figures
 
     return evaluate(req, frame, figures or ce_figures(req), **kw)
 
@@ -731,7 +729,7 @@ def summary(ddf: Any, req: Request, figures: dict, finish: Callable[..., Any] | 
     Its figures come from exact sums, in one graph: the uniform bins' sums (ECE, MCE, RMSCE and, with weights,
     the debiased figure), the equal-mass sums of the debiased figure (its exact edges: further passes when
     computed), and the one-bin sums of accuracy, Brier score and log loss."""
-    from ..request import summary_parts
+    from ...request import summary_parts
 
     F.check_by_names(req.func, req.by, F.output_columns(list(figures), req.ci), ddf._meta)
     if req.ci is not None:

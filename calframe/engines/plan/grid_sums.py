@@ -15,7 +15,7 @@ caller's ``sigma``'s) and counts what the input checks need (the lazy engine's `
 narwhals ``Run.prepared`` / ``checked``: the eager path's errors and messages); a finer grid the bisection asks
 for is another pass, for the groups that need it (:class:`calframe.smooth.Grids`' source). Calls they do not run
 (``ci=``: the bootstrap needs the rows) are collected on a LazyFrame and a pyarrow Table and refused on the
-others (:class:`calframe.engines.narwhals.Unsupported`).
+others (:class:`calframe.engines.native.sums.Unsupported`).
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from typing import Any, Callable
 import numpy as np
 import polars as pl
 
-from .. import figures as F
-from .. import smooth as S
-from .._columns import check_group_weights
-from ..request import Request
-from . import lazy as LZ
-from . import narwhals as NW
-from .eager import evaluate
-from ._lazy_plan import (ACC, BIN, CONF, EB, KEEP, LEN, OK, COL_PREFIX, W, WT, X, EnginePlan, group_scales, keep_expr,
-                         key_cols, lensed_exprs, row_ok, weights_expr, with_scales, make_plan)
+from ... import figures as F
+from ... import smooth as S
+from ..._columns import check_group_weights
+from ...request import Request
+from ..streaming import streamed as LZ
+from ..native import sums as NW
+from ..eager import evaluate
+from .base import (ACC, BIN, CONF, EB, KEEP, LEN, OK, COL_PREFIX, W, WT, X, EnginePlan, group_scales, keep_expr,
+                   key_cols, lensed_exprs, row_ok, weights_expr, with_scales, make_plan)
 
 __all__ = ["streamed", "run_lazy", "run_native"]
 
@@ -246,8 +246,8 @@ class _LazyPass(_Pass):
 
 def run_native(frame: Any, req: Request) -> Any:
     """The smooth ECE of a frame of the narwhals engine, the grids summed by the frame's own engine; the result
-    in the input's type (as :func:`calframe.engines.narwhals.run`'s). ``ci=`` raises
-    :class:`~calframe.engines.narwhals.Unsupported` (a pyarrow Table is then collected)."""
+    in the input's type (as :func:`calframe.engines.native.sums.run`'s). ``ci=`` raises
+    :class:`~calframe.engines.native.sums.Unsupported` (a pyarrow Table is then collected)."""
     eng = NW.Engine(frame)
     if req.ci is not None:
         raise NW.Unsupported(f"{req.func}: " + NW.refusal(eng.kind, "ci="))

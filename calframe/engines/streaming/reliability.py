@@ -1,5 +1,5 @@
 """The reliability table of a LazyFrame, streamed (the state ``bin_table``): the per (group, bin) sums and row
-counts of the figures' one streaming pass (:func:`calframe.engines.lazy.main_query`), the table built by
+counts of the figures' one streaming pass (:func:`calframe.engines.streaming.streamed.main_query`), the table built by
 :func:`calframe.figures.reliability_table` when the result is collected. ``reliability`` and ``calibration_test``
 (which reads the table only) then run on a LazyFrame as on the narwhals engine's frames.
 
@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import figures as F
-from .._columns import check_group_weights
-from ..binning import Bins, uniform_edges
-from ..request import Request
-from . import lazy as LZ
+from ... import figures as F
+from ..._columns import check_group_weights
+from ...binning import Bins, uniform_edges
+from ...request import Request
+from . import streamed as LZ
 
 __all__ = ["reliability", "table"]
 
@@ -30,7 +30,7 @@ assert tuple(COLUMNS) == F.RELIABILITY_COLUMNS
 
 def streams(frame: Any, req: Request) -> bool:
     """Whether the table of ``req`` (a reliability request) is streamed: on a LazyFrame whose engine streams it
-    (:func:`calframe.engines.lazy.supports`: the figures' own test, on uniform or explicit-edge bins)."""
+    (:func:`calframe.engines.streaming.streamed.supports`: the figures' own test, on uniform or explicit-edge bins)."""
     return isinstance(frame, pl.LazyFrame) and LZ.supports(req, "bin_table", frame) is None and not req.variables
 
 

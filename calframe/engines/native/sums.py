@@ -13,7 +13,7 @@ DataFrame does. The sums are computed when the function is called (the engines'
 own laziness ends there: several passes may be needed).
 
 The plan (columns, dtypes, the checks the schema decides) is
-:func:`calframe.engines.lazy.make_plan` on an empty Polars LazyFrame of the
+:func:`calframe.engines.streaming.streamed.make_plan` on an empty Polars LazyFrame of the
 input's schema, and the checks, cell tables and exact floats are the lazy
 engine's (``light_stats``, ``run_checks``, ``assemble``, ``exact_floats``,
 ``order_statistics``, ``edge_columns``, ``cell_sums``): only the queries are
@@ -46,19 +46,19 @@ from typing import Any, Callable
 import numpy as np
 import polars as pl
 
-from .. import figures as F
-from .._columns import check_group_weights
-from .._errors import ParameterError
-from ..binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
-from ..frames import convert
-from ..frames.kinds import native_kind
-from ..registry import Capabilities, functions_on, route
-from ..request import Request
-from . import _lazy_plan as P
-from . import lazy as LZ
-from . import _order_stats as OS
-from ._lazy_plan import (BAD, BIN, CATV, CNT, CONF, ACC, EB, KEEP, LEN, MAX, MIN, NODE, OK, ONE, COL_PREFIX,
-                         SA, SC, VMAX, VMIN, W, WT, X, BUCKET_BITS, WEIGHTED_BITS, MAX_BUCKET, scale_factors)
+from ... import figures as F
+from ..._columns import check_group_weights
+from ..._errors import ParameterError
+from ...binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
+from ...frames import convert
+from ...frames.kinds import native_kind
+from ...registry import Capabilities, functions_on, route
+from ...request import Request
+from ..plan import base as P
+from ..streaming import streamed as LZ
+from ..plan import order_stats as OS
+from ..plan.base import (BAD, BIN, CATV, CNT, CONF, ACC, EB, KEEP, LEN, MAX, MIN, NODE, OK, ONE, COL_PREFIX, SA, SC,
+                         VMAX, VMIN, W, WT, X, BUCKET_BITS, WEIGHTED_BITS, MAX_BUCKET, scale_factors)
 
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
@@ -123,7 +123,7 @@ def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 def supports(req: Request, state: str, frame: Any) -> str | None:
     """What of ``req`` (of ``state``) this engine does not compute in the frame's own engine, None when it does
     (the engine's answer to :func:`calframe.registry.route`: a pyarrow Table is then collected, the other frames
-    refuse it): :func:`calframe.engines._lazy_plan.outside`, and probabilities in one List or Array column."""
+    refuse it): :func:`calframe.engines.plan.base.outside`, and probabilities in one List or Array column."""
     what = P.outside(req, state)
     if what is None and frame is not None and req.kind != "rows":
         shape = P.prob_shape(polars_schema(Engine(frame).lf.collect_schema()), req)
@@ -211,7 +211,7 @@ def collect_frame(q: Any) -> pl.DataFrame:
 # --------------------------------------------------------------------------- expressions
 
 
-# the row expressions of the lazy engine's plan (engines/_lazy_plan.py), in narwhals
+# the row expressions of the lazy engine's plan (engines/plan/base.py), in narwhals
 
 
 def _class_probs(plan: LZ.EnginePlan) -> list[Any]:
@@ -346,7 +346,7 @@ def _int128(res: pl.DataFrame, names: list[str], wide: bool) -> pl.DataFrame:
     return res.with_columns(big).drop([n + p for n in names for p in (HI, LO)] if not wide else [])
 
 
-#: :func:`_int128` by its public name (calframe.engines._row_means' moments pass adds its cells up with it)
+#: :func:`_int128` by its public name (calframe.engines.plan.row_means' moments pass adds its cells up with it)
 int128_sums = _int128
 
 
@@ -449,7 +449,7 @@ class Run:
         return w * f2 if f2 != 1.0 else w
 
     def set_weight_scale(self) -> None:
-        """``lazy._set_weight_scale``: each group's largest kept weight, read by :func:`~._lazy_plan.set_scales`."""
+        """``lazy._set_weight_scale``: each group's largest kept weight, read by :func:`~calframe.engines.plan.base.set_scales`."""
         nw, plan = self.nw, self.plan
         w = _raw_weights(plan)
         keep = keep_expr(plan)
@@ -558,7 +558,7 @@ class Run:
     # the error path
 
     def detail(self) -> dict[str, Any]:
-        """Every count the ordered checks need (:func:`~._lazy_plan.detail_aggs`), and the labels outside."""
+        """Every count the ordered checks need (:func:`~calframe.engines.plan.base.detail_aggs`), and the labels outside."""
         nw, plan = self.nw, self.plan
         row = P.detail_row(plan, collect_frame(self.eng.lf.select(*P.detail_aggs(plan, nw).values())).row(0, named=True))
         if row.get("label_outside"):
@@ -757,7 +757,7 @@ def binned_sums(eng: Engine, req: Request, moments: bool = False
 
 def _moments(plan: LZ.EnginePlan, cells: pl.DataFrame, r: Run) -> Any:
     """The :class:`calframe.moments.Moments` of a moments pass's kept cells, the small cells' rows fetched."""
-    from .. import moments as M
+    from ... import moments as M
 
     merged, fetch = LZ.cell_moments(plan, cells, LZ.int128_float)
     small = r.rows_of(fetch) if fetch is not None else M.NO_ROWS

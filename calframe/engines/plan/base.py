@@ -1,4 +1,4 @@
-"""The LazyFrame engine's plan (:mod:`calframe.engines.lazy`): the queries' internal column names, the plan of a
+"""The LazyFrame engine's plan (:mod:`calframe.engines.streaming.streamed`): the queries' internal column names, the plan of a
 call read from the schema alone (:func:`make_plan`, the parameter and column checks of ``_columns.resolve``) and
 the Polars expressions the passes are built from (probabilities, labels and weights checked per row, the weights'
 scale, the lens, the bin of a row). Nothing here runs a query. The narwhals engine reads the same plan."""
@@ -11,15 +11,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import lenses as L
-from .._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names, weight_exponents
-from .. import _errors as E
-from .._errors import CalframeError, bad_param
-from .._names import PREFIX, key_names
-from ..moments import native_ci
-from ..request import Request
-from ..binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
-from .._kernels.codes import BUCKET_BITS, FIXED_BITS, MAX_BUCKET, WEIGHTED_BITS  # no numba
+from ... import lenses as L
+from ..._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_key_dtype, key_expr, resolve_names, weight_exponents
+from ... import _errors as E
+from ..._errors import CalframeError, bad_param
+from ..._names import PREFIX, key_names
+from ...moments import native_ci
+from ...request import Request
+from ...binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
+from ..._kernels.codes import BUCKET_BITS, FIXED_BITS, MAX_BUCKET, WEIGHTED_BITS  # no numba
 
 
 # The queries' own columns start with COL_PREFIX. The group keys enter them renamed to positional names

@@ -1,7 +1,7 @@
-"""The Dask engine's partitions (:mod:`calframe.engines.dask`): the internal columns of the per-partition frames,
+"""The Dask engine's partitions (:mod:`calframe.engines.partitions.client`): the internal columns of the per-partition frames,
 the request shipped to every partition (``Spec``) and what a worker runs on one partition: resolve, lens, bin and
 accumulate (the sums), the histograms and gathered values of exact edges, the generalized ECE's cell sums, apply's
-rows, and the counts of the input checks (merged on the client, :func:`calframe.engines.dask._raise_totals`).
+rows, and the counts of the input checks (merged on the client, :func:`calframe.engines.partitions.client._raise_totals`).
 Nothing here imports Dask."""
 
 from __future__ import annotations
@@ -12,25 +12,25 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from .._imports import pd  # imported at first use
+from ..._imports import pd  # imported at first use
 import polars as pl
 import pyarrow as pa
 
-from . import lazy as LZ
-from . import eager as E_
-from ..families.applying import apply_rows
-from ..request import Request
-from .. import lenses as L
-from .. import row_sums as RS
-from .._columns import Scored, resolve
-from ..frames.convert import select
-from .._names import key_names
-from .._errors import CalframeError, ColumnTypeError, list_lengths_differ
-from .._imports import LazyModule
-from .._limits import check_cells
+from ..streaming import streamed as LZ
+from .. import eager as E_
+from ...families.applying import apply_rows
+from ...request import Request
+from ... import lenses as L
+from ... import row_sums as RS
+from ..._columns import Scored, resolve
+from ...frames.convert import select
+from ..._names import key_names
+from ..._errors import CalframeError, ColumnTypeError, list_lengths_differ
+from ..._imports import LazyModule
+from ..._limits import check_cells
 
 K = LazyModule("calframe._kernels.accumulate")  # numba kernels: imported at first use
-from ..binning import Binning, Bins, check_variable, make_binning, uniform_edges
+from ...binning import Binning, Bins, check_variable, make_binning, uniform_edges
 
 # internal columns of the per-partition frames; the group keys travel in them under positional names
 # (keys_of: __cf_key0, ...), so no user column, whatever its name, meets an internal one
@@ -446,8 +446,8 @@ def _gece_rows(pdf, spec, meta, gece) -> pd.DataFrame:
     of uniform(bins) on the first K' - 1 lensed coordinates (generalized.uniform_grid's cells, keyed by their
     mixed-radix index in BIN), one row per lensed coordinate j (FIG = j: SC = sum w g'_j, SA = sum w y'_j, N and
     ROWS the cell's), CLS the class of the marginal lens. ``gece``: (lensed, bins, marginal), api.gece's lens."""
-    from .. import generalized as G
-    from .._kernels import vector as VK
+    from ... import generalized as G
+    from ..._kernels import vector as VK
 
     lensed, bins, marginal = gece
     scored, kept, dropped = scored_partition(pdf, spec)
@@ -575,7 +575,7 @@ def merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
 def gece_value(req: Any, m: Any, marginal: bool) -> np.ndarray:
     """GECE per group from the merged cell sums ``m`` (the Dask engine's ``Merged`` of :func:`gece_partition`); the
     marginal lens combines the classes'."""
-    from .. import generalized as G
+    from ... import generalized as G
 
     frame, per = m.frame, []
     for c in np.unique(frame[CLS].to_numpy()):

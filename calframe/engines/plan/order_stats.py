@@ -1,5 +1,5 @@
 """Exact order statistics of each group's values by histogram passes, for quantile / equal-mass edges on the
-engines that cannot sort a group's rows (the LazyFrame engine, :mod:`calframe.engines.lazy`, and the narwhals
+engines that cannot sort a group's rows (the LazyFrame engine, :mod:`calframe.engines.streaming.streamed`, and the narwhals
 engine over DuckDB, Spark, Ibis and pyarrow): the engine runs the queries (``hist``, ``values``), this module
 follows the wanted ranks through them.
 
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..binning import Binning, Running, Take, edge_table, pack_edges, rounded, take_each
-from ._lazy_plan import (BUCKET_BITS, CNT, COL_PREFIX, EB, LEN, MAX, MAX_BUCKET, MIN, NODE, WEIGHTED_BITS, X)
+from ...binning import Binning, Running, Take, edge_table, pack_edges, rounded, take_each
+from .base import BUCKET_BITS, CNT, COL_PREFIX, EB, LEN, MAX, MAX_BUCKET, MIN, NODE, WEIGHTED_BITS, X
 
 #: a group's (or a histogram cell's) sum of the caller's weights over its rows of positive weight
 WSUM = f"{COL_PREFIX}wsum"

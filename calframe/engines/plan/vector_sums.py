@@ -9,7 +9,7 @@ edge), and each (group, cell[, weight bucket]) sums the weight (or counts the ro
 are the engines' exact fixed-point ones (``lazy.fixed_sum``; narwhals ``fixed_parts`` / ``exact_sums``; a sum
 may be negative: the rest coordinate of top-k, 1 - its sum, is a little below 0 on a row whose probabilities
 add up to a little above 1), so the result has the same bits on every run; the Dask engine's per (group, cell)
-sums (``_dask_partitions._gece_rows``) are finalized the same way, by
+sums (``partitions.workers``) are finalized the same way, by
 :func:`calframe.generalized.gece_from_sums` (the marginal lens: one pass per class, combined by
 :func:`~calframe.generalized.gece_marginal`).
 
@@ -18,7 +18,7 @@ errors in its order); a lens's own errors (a class past the classes, a bad ``k``
 :func:`calframe.generalized.choose_lens`) come after them, as on the eager path. Calls they do not run (adaptive
 bins, ``ci=``, row selections, top-k of more than :data:`~calframe.generalized.TOPK_EXPR_MAX` classes; on the
 narwhals engine an Array / List probability column too) are collected on a LazyFrame and a pyarrow Table and
-refused on the others (:class:`calframe.engines.narwhals.Unsupported`).
+refused on the others (:class:`calframe.engines.native.sums.Unsupported`).
 """
 
 from __future__ import annotations
@@ -29,19 +29,19 @@ from typing import Any, Callable
 import numpy as np
 import polars as pl
 
-from .. import figures as F
-from .. import generalized as G
-from .. import lenses as L
-from .._columns import check_group_weights
-from .._errors import ParameterError
-from .._limits import check_cells
-from .._names import fresh_prefix
-from ..binning import uniform_bin_expr, uniform_bin_nw
-from ..request import Request
-from . import lazy as LZ
-from . import narwhals as NW
-from ._lazy_plan import (BIN, EB, KEEP, LEN, OK, COL_PREFIX, W, WT, EnginePlan, binary_prob, class_probs, keep_expr,
-                         key_cols, row_ok, weights_expr, with_scales, make_plan)
+from ... import figures as F
+from ... import generalized as G
+from ... import lenses as L
+from ..._columns import check_group_weights
+from ..._errors import ParameterError
+from ..._limits import check_cells
+from ..._names import fresh_prefix
+from ...binning import uniform_bin_expr, uniform_bin_nw
+from ...request import Request
+from ..streaming import streamed as LZ
+from ..native import sums as NW
+from .base import (BIN, EB, KEEP, LEN, OK, COL_PREFIX, W, WT, EnginePlan, binary_prob, class_probs, keep_expr,
+                   key_cols, row_ok, weights_expr, with_scales, make_plan)
 
 __all__ = ["unsupported", "run_lazy", "run_native"]
 
@@ -269,8 +269,8 @@ class _LazySums(_Sums):
 
 def run_native(frame: Any, req: Request, selects: bool) -> Any:
     """gece of a frame of the narwhals engine, the cells summed by the frame's own engine; the result in the
-    input's type (as :func:`calframe.engines.narwhals.run`'s). A call it does not run raises
-    :class:`~calframe.engines.narwhals.Unsupported` (a pyarrow Table is then collected)."""
+    input's type (as :func:`calframe.engines.native.sums.run`'s). A call it does not run raises
+    :class:`~calframe.engines.native.sums.Unsupported` (a pyarrow Table is then collected)."""
     eng = NW.Engine(frame)
     what = unsupported(req, selects)
     if what is not None:
