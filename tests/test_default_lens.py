@@ -181,7 +181,8 @@ def test_class_probabilities_keep_top1(constructor):
 # --------------------------------------------------------------------------- what the outputs say
 
 
-def test_report_and_cli_name_the_lens(aged, tmp_path):
+def test_report_and_cli_name_the_lens(aged, tmp_path, capsys):
+    from calframe.cli import main
     from calframe.report import build_report
 
     rep = build_report(aged.head(3000), by="region", variables=["age"], ci=None)
@@ -198,11 +199,18 @@ def test_report_and_cli_name_the_lens(aged, tmp_path):
     res = run()
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("Lens class:1 (probability of the positive class")
-    res = run("--json", "-")
-    assert json.loads(res.stdout)["options"]["lens"] == "class:1" and "lens class:1" in res.stderr
-    res = run("--lens", "top1", "--json", "-")
-    figs = json.loads(res.stdout)
-    assert figs["options"]["lens"] == "top1" and "lens top1" in res.stderr
+
+    def in_process(*args: str) -> tuple[str, str]:  # the same command through calframe.cli.main (no new process)
+        capsys.readouterr()
+        assert main(["report", str(path), "--no-ci", *args]) == 0
+        out = capsys.readouterr()
+        return out.out, out.err
+
+    out, err = in_process("--json", "-")
+    assert json.loads(out)["options"]["lens"] == "class:1" and "lens class:1" in err
+    out, err = in_process("--lens", "top1", "--json", "-")
+    figs = json.loads(out)
+    assert figs["options"]["lens"] == "top1" and "lens top1" in err
     assert figs["summary"][0]["ece"] == pytest.approx(calframe.ece(aged.head(3000), lens="top1"), rel=1e-12)
 
 

@@ -266,11 +266,23 @@ def run_cli(*args: str, cwd) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-def test_report_over_time(df, tmp_path):
+def main_in(capsys, monkeypatch, *args: str, cwd) -> subprocess.CompletedProcess:
+    """The command through ``calframe.cli.main`` in this process (tests/test_cli.py runs the entry point itself):
+    the same code, without a fresh interpreter loading calframe's kernels (make test's time)."""
+    from calframe.cli import main
+
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["calframe", *args], code, out.out, out.err)
+
+
+def test_report_over_time(df, tmp_path, capsys, monkeypatch):
     import json
 
     df.write_parquet(tmp_path / "s.parquet")
-    run = run_cli("report", "s.parquet", "--time-col", "ts", "--every", "1d", "--baseline", "2024-01-02",
+    run = main_in(capsys, monkeypatch, "report", "s.parquet", "--time-col", "ts", "--every", "1d", "--baseline", "2024-01-02",
                   "--ci", "0.9", "--n-boot", "50", "--bins", "10", "--out", "r.html", "--json", "f.json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     got = json.loads((tmp_path / "f.json").read_text())
@@ -354,14 +366,14 @@ def test_window_verdicts_are_tests_not_the_interval_rule():
         calframe.calibration_test(df, by="ts").select("p_not_calibrated", "noise_ece"))  # a window a day
 
 
-def test_fail_above_on_test_judges_windows(tmp_path):
+def test_fail_above_on_test_judges_windows(tmp_path, capsys, monkeypatch):
     df = calibrated_days(2000, days=3)
     bad = df.filter(pl.col("ts") == dt.datetime(2024, 1, 3)).with_columns(prob=pl.col("prob") ** 0.5)
     df = pl.concat([df.filter(pl.col("ts") < dt.datetime(2024, 1, 3)), bad])  # day 3 over-confident
     df.write_parquet(tmp_path / "s.parquet")
     for limit in ("0.03", "0.04"):  # the report's tolerance (its verdicts), and another one (tests anew)
-        run = run_cli("report", "s.parquet", "--time-col", "ts", "--fail-above", f"ece={limit}", "--on", "test",
-                      "--no-ci", cwd=tmp_path)
+        run = main_in(capsys, monkeypatch, "report", "s.parquet", "--time-col", "ts", "--fail-above", f"ece={limit}",
+                      "--on", "test", "--no-ci", cwd=tmp_path)
         assert run.returncode == 3, run.stderr
         breached = [line for line in run.stderr.splitlines() if "limit breached" in line]
         assert any(f"[ts=2024-01-03 00:00:00]: not calibrated at tolerance {float(limit):g}" in line

@@ -187,15 +187,26 @@ def scores(tmp_path_factory) -> Path:
     return path
 
 
-def test_console_report_fits_100_columns(scores):
+def in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+    """``calframe args...`` through ``calframe.cli.main`` in this process (the console text is render_text's, under
+    its own pl.Config; tests/test_cli.py runs the entry point itself): no fresh interpreter loading the kernels."""
+    from calframe.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["calframe", *args], code, out.out, out.err)
+
+
+def test_console_report_fits_100_columns(scores, capsys):
     for by in ("region", "region,device"):
-        res = run("report", str(scores), "--by", by, "--vece", "age,device", "--n-boot", "30")
+        res = in_process(capsys, "report", str(scores), "--by", by, "--vece", "age,device", "--n-boot", "30")
         assert res.returncode == 0, res.stderr
         assert max(map(len, _lines(res.stdout))) <= WIDTH, res.stdout
         words = " ".join(res.stdout.split())
         assert "overall (ECE " in words and "most miscalibrated along age" in words
         assert "ece_lo" not in res.stdout and "log loss" not in res.stdout
-    wide = run("report", str(scores), "--by", "region", "--vece", "age", "--n-boot", "30", "--wide")
+    wide = in_process(capsys, "report", str(scores), "--by", "region", "--vece", "age", "--n-boot", "30", "--wide")
     assert wide.returncode == 0, wide.stderr
     assert all(f in wide.stdout for f in ("log loss", "RMSCE", "accuracy (top label)", "debiased CE"))
     assert max(map(len, _lines(wide.stdout))) > WIDTH  # everything, however wide

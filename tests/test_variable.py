@@ -134,9 +134,10 @@ def test_adult_beta_calibrated_vece_and_vce_oracles(adult_split):
 
 def test_vce_curve_by_group_equals_each_group():
     df = frame(3000, 4).with_columns(v=pl.col("score"))
-    res = calframe.vce_curve(df, "v", by="g", n_points=40)
+    # n_boot=20: the v* interval's resamples run (and cost 10x less than the default 200); vce and v* are the fits'
+    res = calframe.vce_curve(df, "v", by="g", n_points=40, n_boot=20)
     for row in res.summary.iter_rows(named=True):
-        alone = calframe.vce_curve(df.filter(pl.col("g") == row["g"]), "v", n_points=40)
+        alone = calframe.vce_curve(df.filter(pl.col("g") == row["g"]), "v", n_points=40, n_boot=20)
         assert row["vce"] == pytest.approx(alone.vce, rel=1e-12)
         assert row["v_star"] == pytest.approx(alone.v_star, rel=1e-12)
     with pytest.raises(AttributeError, match="summary"):
@@ -168,7 +169,9 @@ def test_vece_rank_with_vce_matches_vce_curve():
     rank = calframe.vece_rank(df, exclude=["g"], vce=True)
     for row in rank.iter_rows(named=True):
         if row["kind"] == "numeric":
-            res = calframe.vce_curve(df, row["variable"])
+            # n_boot=20: the v* interval's resamples still run beside the fit (the default 200 cost ~25 s a variable
+            # on the loaded 2-core machine); vce and v* are the full data's, which vece_rank(vce=True) gives
+            res = calframe.vce_curve(df, row["variable"], n_boot=20)
             assert row["vce"] == pytest.approx(res.vce, rel=1e-12)
             assert row["v_star"] == pytest.approx(res.v_star, rel=1e-12)
         else:
