@@ -4,7 +4,7 @@ standard error and t-test (model-diagnostics' ``compute_bias``) and Spiegelhalte
 Each row value is a function of the lens's ``(conf, acc)`` (:mod:`calframe.lenses`), written once in operations
 that numpy arrays, Polars expressions and narwhals expressions share (``-``, ``*``, ``.clip``), so the eager
 engine, Polars' streaming engine and the narwhals engine (DuckDB, Spark, Ibis, pyarrow) compute the same values
-row by row (engines/_row_means.py, engines/_dask_partitions.py). Each lies in [0, 1], as the engines' exact
+row by row (engines/plan/row_means.py, engines/partitions/workers.py). Each lies in [0, 1], as the engines' exact
 fixed-point sums take them: a signed value is summed as its positive and negative parts.
 
 Per group, with weights ``w`` (1 without ``weights``), ``W = sum w``, ``n`` the rows and the bias

@@ -237,7 +237,7 @@ def smece(frame: Frame, prob: Columns = None, label: str | None = None, **option
     The rows are spread once on every group's grid (one pass over the frame); each bandwidth the bisection
     tries is then a product of spectra per group, not a pass over the rows (calframe.smooth); a finer grid
     (a bandwidth below 0.01) is a pass of its own for the groups that need it. Where the rows are, the frame's
-    engine sums the grids (calframe/engines/_grid_sums.py, _grid_dask.py): a ``pl.LazyFrame`` gives a
+    engine sums the grids (calframe/engines/plan/grid_sums.py, _grid_dask.py): a ``pl.LazyFrame`` gives a
     ``pl.LazyFrame`` whose collect streams them (one row, ``n`` and the figure, without ``by``), a DuckDB
     relation, PySpark DataFrame, Ibis table or pyarrow Table its own type, a Dask DataFrame a lazy result.
     ``ci`` needs the rows: they are collected (LazyFrame, pyarrow Table, Dask) or the call is refused.

@@ -63,8 +63,8 @@ from ..plan.base import (BAD, BIN, CATV, CNT, CONF, ACC, EB, KEEP, LEN, MAX, MIN
 __all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
 
 #: what this engine computes in the frame's own engine (calframe.registry): the bin, grid, row-mean and GECE cell
-#: sums everywhere (the grid sums in engines/_grid_sums.py, the row means in engines/_row_means.py, the cell sums in
-#: engines/_vector_sums.py), and disparity's groups of them, ``apply``'s batches on DuckDB and Spark; a pyarrow
+#: sums everywhere (the grid sums in engines/plan/grid_sums.py, the row means in engines/plan/row_means.py, the cell sums in
+#: engines/plan/vector_sums.py), and disparity's groups of them, ``apply``'s batches on DuckDB and Spark; a pyarrow
 #: Table collects the rest (the eager engine on it as a Polars frame), the others refuse it
 _SUMS = frozenset({"bin_sums", "bin_table", "grid_sums", "row_means", "groups", "vector_sums"})
 CAPABILITIES = {"duckdb": Capabilities(_SUMS | {"batches", "windows"}),
@@ -580,7 +580,7 @@ class Run:
         cols = self.row_columns()
         if not plan.keys:
             cols.append(nw.lit(0).cast(nw.Int8).alias(ONE))
-        weighted = plan.weight_col is not None  # the edges of the rows repeated w_i times (_order_stats)
+        weighted = plan.weight_col is not None  # the edges of the rows repeated w_i times (plan/order_stats.py)
         if weighted:
             cols.append(_raw_weights(plan).alias(OS.RW))
         base = self.base(cols)

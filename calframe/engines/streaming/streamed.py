@@ -360,8 +360,8 @@ def run_checks(plan: EnginePlan, st: dict[str, Any], lf: pl.LazyFrame) -> None:
 
 #: what Polars' engine computes on a LazyFrame, the result a LazyFrame (calframe.registry): the bin sums streamed
 #: (:func:`supports` says which calls: no ``ci``, not the sweep, a scalar lens), the smooth ECE's grid sums
-#: (engines/_grid_sums.py, without ``ci``), the companions' and summary's row means and disparity's figures per
-#: group (engines/_row_means.py, without ``ci``), GECE's cell sums (engines/_vector_sums.py: uniform bins, without
+#: (engines/plan/grid_sums.py, without ``ci``), the companions' and summary's row means and disparity's figures per
+#: group (engines/plan/row_means.py, without ``ci``), GECE's cell sums (engines/plan/vector_sums.py: uniform bins, without
 #: ``ci`` or a row selection), ``monitor``'s windows (calframe.expr in ``group_by_dynamic``; engines/windows.py with
 #: ``ci``), ``apply``'s batches and the reliability table (engines/streaming/reliability.py); the others collect the needed
 #: columns
@@ -562,7 +562,7 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, p
     cols = key_cols(plan) or [pl.lit(0, pl.Int8).alias(ONE)]
     cols += [x.alias(X), conf.alias(CONF), acc.alias(ACC), bad.alias(BAD),
              (keep if keep is not None else pl.lit(True)).alias(KEEP)]
-    weighted = plan.weight_col is not None  # the edges of the rows repeated w_i times (_order_stats)
+    weighted = plan.weight_col is not None  # the edges of the rows repeated w_i times (plan/order_stats.py)
     if weighted:
         cols += [weights_expr(plan).alias(WT), raw_weights(plan).alias(RW)]
     base = with_scales(plan, lf).select(cols)
