@@ -69,6 +69,17 @@ def test_binomials_follow_scipys_law(n, p):
     assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-3, (n, p)
 
 
+def test_binomials_of_tiny_and_degenerate_probabilities():
+    """A row of weight 1e-30 among rows of weight 1 (its share 2e-33: the waiting time is past 2^63), p = 0, 1 and
+    NaN (a group without weight) and n = 0 return at once."""
+    assert np.all(DK.samples(1, 1, 1000, 478.0, 2.1e-33) == 0)
+    assert np.all(DK.samples(1, 1, 10, 478.0, 1.0) == 478)
+    for n, p in ((478.0, 0.0), (478.0, np.nan), (0.0, 0.5)):
+        assert np.all(DK.samples(1, 1, 10, n, p) == 0)
+    x = DK.samples(1, 3, 20000, 1e6, 1.0 - 1e-9)  # the mirror image: n - Binomial(n, 1e-9), mean 1e-3 below n
+    assert x.min() >= 1e6 - 3 and x.max() == 1e6
+
+
 def _frame(n: int = 60_000, groups: int = 40) -> pl.DataFrame:
     rng = np.random.default_rng(3)
     p = rng.uniform(size=n)

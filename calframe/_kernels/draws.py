@@ -184,7 +184,7 @@ def _stirling_tail(k):
 def binomial(n, p, s):
     """(a Binomial(n, p) draw as a float, the next state): n a whole number (a float), p in [0, 1]. Inversion
     by geometric waiting times when n min(p, 1 - p) < 10, else BTRS (Hörmann 1993)."""
-    if n <= 0.0 or p <= 0.0:
+    if not (n > 0.0 and p > 0.0 and math.isfinite(n)):  # NaN p (a group without weight): none
         return 0.0, s
     if p >= 1.0:
         return n, s
@@ -194,9 +194,9 @@ def binomial(n, p, s):
         lq = math.log1p(-q)
         k = 0.0
         total = 0.0
-        while True:
+        while True:  # the waiting times of a geometric law, floats throughout (numba's math.ceil is an int)
             u, s = _uniform(s)
-            total += math.ceil(math.log(u) / lq)
+            total += np.ceil(math.log(u) / lq)
             if total > n:
                 break
             k += 1.0
@@ -208,13 +208,13 @@ def binomial(n, p, s):
         v_r = 0.92 - 4.2 / b
         r = q / (1.0 - q)
         alpha = (2.83 + 5.1 / b) * spq
-        m = math.floor((n + 1.0) * q)
+        m = np.floor((n + 1.0) * q)
         while True:
             u, s = _uniform(s)
             v, s = _uniform(s)
             u -= 0.5
             us = 0.5 - abs(u)
-            k = math.floor((2.0 * a / us + b) * u + c)
+            k = np.floor((2.0 * a / us + b) * u + c)
             if us >= 0.07 and v <= v_r:
                 break
             if k < 0.0 or k > n:
@@ -332,7 +332,7 @@ def _draw_worker(keys, start, n, freq, mean, sd, split, code, small_rows, small_
             if s_rows > 0:
                 s = mix(skey + rr)
                 if weighted:
-                    trials = math.floor(n_g)
+                    trials = np.floor(n_g)
                     if trials != n_g:  # non-integer frequency weights: floor or ceil, with mean n_g
                         u, s = _uniform(s)
                         if u < n_g - trials:
@@ -456,9 +456,9 @@ def draw(keys, start, n, freq, mean, sd, split, code, small_rows, small_start, u
 
 
 @njit(cache=True, nogil=True)
-def _cells_chunked(groups, bins, value, split, weights, edges, right, n_bins, part, taken):
+def _cells_chunked(groups, bins, value, split, weights, edges, right, n_bins, part, codes, taken):
     """One thread's chunks of :func:`cell_sums`: per (group, bin, split) ``[rows, sum w, sum w v, sum w v^2]``
-    into the chunk's own partial table."""
+    into the chunk's own partial table, and each row's cell code ``(group B + bin) 2 + split`` into ``codes``."""
     n = value.shape[0]
     nchunks = part.shape[0]
     while True:
@@ -475,7 +475,9 @@ def _cells_chunked(groups, bins, value, split, weights, edges, right, n_bins, pa
                     b = edge_bin(x, edges, n_bins, right)
             else:
                 b = bins[i]
-            k = 4 * (((b if groups is None else groups[i] * n_bins + b) << 1) + (1 if split[i] != 0 else 0))
+            code = ((groups[i] * n_bins + b) << 1) + (1 if split[i] != 0 else 0)
+            codes[i] = code
+            k = 4 * code
             w = 1.0 if weights is None else weights[i]
             wv = w * x
             tab[k] += 1.0
@@ -484,45 +486,53 @@ def _cells_chunked(groups, bins, value, split, weights, edges, right, n_bins, pa
             tab[k + 3] += wv * x
 
 
-@njit(cache=True)
-def _small_rows(groups, bins, value, split, weights, edges, right, n_bins, cell_of, counts, out_cell, out):
-    """The rows of the cells of fewer than SMALL rows (``counts`` per code): their cell (``cell_of``) and ``(w,
-    w v)``, in row order."""
-    j = 0
-    for i in range(value.shape[0]):
-        x = value[i]
-        if bins is None:
-            b = fast_bin(x, n_bins)
-            if b < 0:
-                b = edge_bin(x, edges, n_bins, right)
-        else:
-            b = bins[i]
-        k = ((b if groups is None else groups[i] * n_bins + b) << 1) + (1 if split[i] != 0 else 0)
-        if counts[k] < SMALL:
-            w = 1.0 if weights is None else weights[i]
-            out_cell[j] = cell_of[k]
-            out[j, 0] = w
-            out[j, 1] = w * x
-            j += 1
+@njit(cache=True, nogil=True)
+def _small_chunked(codes, value, weights, counts, cell_of, offsets, out_cell, out, taken):
+    """One thread's chunks (those of :func:`_cells_chunked`, ``offsets``: where each chunk's rows of small cells
+    go) of the rows of the cells of fewer than SMALL rows: their cell (``cell_of``) and ``(w, w v)``, in row
+    order."""
+    n = value.shape[0]
+    nchunks = offsets.shape[0] - 1
+    while True:
+        c = take(taken)
+        if c >= nchunks:
+            break
+        lo, hi = chunk_bounds(n, nchunks, c)
+        j = offsets[c]
+        for i in range(lo, hi):
+            k = codes[i]
+            if counts[k] < SMALL:
+                w = 1.0 if weights is None else weights[i]
+                out_cell[j] = cell_of[k]
+                out[j, 0] = w
+                out[j, 1] = w * value[i]
+                j += 1
 
 
 def cell_sums(value, split, bins, edges, right, groups, n_groups, n_bins, weights):
-    """Per (group, bin, split) code ``(rows (int64), [sum w, sum w v, sum w v^2])`` of the rows, and the small
-    cells' rows ``(cell, w, w v)`` (cells numbered in code order among the non-empty ones). ``bins``: each
-    row's bin, or None to bin ``value`` on the uniform ``edges`` inside the pass (``right``: the closed side).
-    Chunked as :func:`calframe._kernels.accumulate.accumulate`: the same bits for any thread count."""
+    """Per (group, bin, split) code ``(rows (int64), [sum w, sum w v, sum w v^2])`` of the rows, the codes of the
+    non-empty cells, and the small cells' rows ``(cell, w, w v)`` (cells numbered in code order among the
+    non-empty ones). ``groups``: int32 codes; ``bins``: each row's bin, or None to bin ``value`` on the uniform
+    ``edges`` inside the pass (``right``: the closed side). Chunked as
+    :func:`calframe._kernels.accumulate.accumulate`: the same bits for any thread count; the rows of small cells
+    are read in a second pass over the rows' cell codes, each chunk's to its own place."""
     size = n_groups * n_bins * 2
     part, out = tables(n_chunks(value.shape[0], size * 4 // 3 + 1), 4 * size)
-    args = (A.codes(groups), A.codes(bins), A.real(value), A.label(np.asarray(split, dtype=np.int8)),
-            A.real(weights), A.real(edges), bool(right), int(n_bins))
-    run_chunks(_cells_chunked, (*args, part), value.shape[0])
+    codes = np.empty(value.shape[0], dtype=np.int64 if size >= 2 ** 31 else np.int32)
+    value, weights = A.real(value), A.real(weights)
+    run_chunks(_cells_chunked, (A.codes(groups), A.codes(bins), value, A.label(np.asarray(split, dtype=np.int8)),
+                                weights, A.real(edges), bool(right), int(n_bins), part, codes), value.shape[0])
     sums = in_chunk_order(part, out).reshape(size, 4)
     counts = sums[:, 0].astype(np.int64)
     present = np.flatnonzero(counts)
     cell_of = np.full(size, -1, dtype=np.int64)
     cell_of[present] = np.arange(present.size)
-    few = int(counts[(counts > 0) & (counts < SMALL)].sum())
+    small = np.flatnonzero((counts > 0) & (counts < SMALL))
+    per_chunk = part[:, 4 * small].sum(axis=1).astype(np.int64) if small.size else np.zeros(part.shape[0], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(per_chunk)])
+    few = int(offsets[-1])
     out_cell, rows = np.empty(few, dtype=np.int64), np.empty((few, 2))
     if few:
-        _small_rows(*args, cell_of, counts, out_cell, rows)
+        run_chunks(_small_chunked, (A.frozen(codes), value, weights, A.frozen(counts), A.frozen(cell_of),
+                                    A.frozen(offsets), out_cell, rows), value.shape[0])
     return counts, sums[:, 1:], present, (out_cell, rows[:, 0], rows[:, 1])
