@@ -311,6 +311,12 @@ def _draw_worker(keys, start, n, freq, mean, sd, split, code, small_rows, small_
                         row_v[j] = row_wv[j] / row_w[j] if row_w[j] > 0 else 0.0
                         w_total += row_w[j]
                         j += 1
+        inv_unit = 1.0 / unit if weighted else 1.0  # a power of two: exact
+        cbin, csplit = np.empty(nc, dtype=np.int64), np.empty(nc)
+        for i in range(nc):
+            cbin[i] = code[c0 + i] >> 1
+            csplit[i] = split[c0 + i]
+        bmean, bsd = np.empty(n_big), np.empty(n_big)
         q = np.empty(n_big)
         rq = np.empty(n_big)
         ckey = np.empty(n_big, dtype=np.uint64)
@@ -318,6 +324,7 @@ def _draw_worker(keys, start, n, freq, mean, sd, split, code, small_rows, small_
             i = big[t]
             q[t] = fq[i] / big_total if big_total > 0 else 0.0
             rq[t] = math.sqrt(q[t])
+            bmean[t], bsd[t] = mean[c0 + i], sd[c0 + i]
             ckey[t] = mix(keys[g] + mix(np.uint64(4 * code[c0 + i] + 1)))
         skey = mix(keys[g] + mix(np.uint64(3)))
         zc, zv = np.empty(n_big), np.empty(n_big)
@@ -325,9 +332,10 @@ def _draw_worker(keys, start, n, freq, mean, sd, split, code, small_rows, small_
         tab = np.zeros((n_bins, 3))
         for r in range(n_boot):
             rr = _C * np.uint64(r + 1)
-            for i in range(nc):
-                sw[i] = 0.0
-                sv[i] = 0.0
+            if s_rows > 0:
+                for i in range(nc):
+                    sw[i] = 0.0
+                    sv[i] = 0.0
             rest = n_g
             if s_rows > 0:
                 s = mix(skey + rr)
@@ -382,7 +390,7 @@ def _draw_worker(keys, start, n, freq, mean, sd, split, code, small_rows, small_
                     kk = rest * q[t] + (zc[t] - q[t] * total) * root
                     if kk < 0.0:
                         kk = 0.0
-                    vv = kk * mean[c0 + i] + math.sqrt(kk) * zv[t] * sd[c0 + i]
+                    vv = kk * bmean[t] + math.sqrt(kk) * zv[t] * bsd[t]
                     if vv < lo * kk:
                         vv = lo * kk
                     if vv > hi * kk:
@@ -393,42 +401,43 @@ def _draw_worker(keys, start, n, freq, mean, sd, split, code, small_rows, small_
                 tab[b, 0] = 0.0
                 tab[b, 1] = 0.0
                 tab[b, 2] = 0.0
-            for i in range(nc):
-                a_w = sw[i] / unit if weighted else sw[i]
-                a_v = sv[i] / unit if weighted else sv[i]
-                b = code[c0 + i] >> 1
+            for i in range(nc):  # in the rows' units (the figures divide sums by sums)
+                a_w = sw[i] * inv_unit
+                a_v = sv[i] * inv_unit
+                b = cbin[i]
                 tab[b, 0] += a_w
                 tab[b, 1] += a_v
-                tab[b, 2] += a_w * split[c0 + i]
+                tab[b, 2] += a_w * csplit[i]
             if n_specs == 0:
                 for b in range(n_bins):
                     table[r, gi, b, 0] = tab[b, 0]
                     table[r, gi, b, 1] = tab[b, 1]
                     table[r, gi, b, 2] = tab[b, 2]
                 continue
-            for jj in range(n_specs):
+            for jj in range(n_specs):  # n_b d_b^p with d_b = factor |s_b / n_b - a_b / n_b|: no division for p = 1
                 p, factor, squared = specs[jj, 0], specs[jj, 1], specs[jj, 2]
+                kind = 0 if p == 1.0 else (1 if p == 2.0 else 2)
                 num, den = 0.0, 0.0
-                top = -np.inf
                 for b in range(n_bins):
                     w = tab[b, 0]
                     den += w
                     if w > 0:
-                        d = factor * abs(tab[b, 1] / w - tab[b, 2] / w)
-                        if math.isinf(p):
-                            top = max(top, d)
-                        elif p == 1.0:
-                            num += w * d
-                        else:
-                            num += w * (d * d)
+                        diff = abs(tab[b, 1] - tab[b, 2])
+                        if kind == 0:
+                            num += diff
+                        elif kind == 1:
+                            num += diff * diff / w
+                        elif diff / w > num:
+                            num = diff / w
                 if not den > 0:
                     figs[r, gi, jj] = np.nan
-                elif math.isinf(p):
-                    figs[r, gi, jj] = top
-                elif p == 1.0 or squared != 0.0:
-                    figs[r, gi, jj] = num / den
+                elif kind == 0:
+                    figs[r, gi, jj] = factor * num / den
+                elif kind == 1:
+                    e = factor * factor * num / den
+                    figs[r, gi, jj] = e if squared != 0.0 else math.sqrt(e)
                 else:
-                    figs[r, gi, jj] = math.sqrt(num / den)
+                    figs[r, gi, jj] = factor * num
 
 
 def draw(keys, start, n, freq, mean, sd, split, code, small_rows, small_start, units, weighted, n_boot, n_bins,
