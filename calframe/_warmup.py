@@ -58,6 +58,9 @@ def _binary_cases() -> list[tuple[str, Callable[[], Any]]]:
         ("mce, rmsce", lambda: (cf.mce(df, by="region"), cf.rmsce(df))),
         ("debiased l2 CE", lambda: (cf.ce(df, p=2, estimator="debiased"), cf.ce(df, p=2, estimator="debiased", by="region"))),
         ("bootstrap intervals", lambda: (cf.ece(df, ci=0.95, n_boot=20), cf.summary(df, by="region", ci=0.95, n_boot=20))),
+        ("bootstrap intervals weighted, quantile bins", lambda: (
+            cf.ece(df, ci=0.95, n_boot=20, weights="w", by="region"), cf.ece(df, binning="quantile", ci=0.95, n_boot=20),
+            cf.ece(df, binning="quantile", ci=0.95, n_boot=20, weights="w"))),
         ("reliability", lambda: cf.reliability(df, by="region", bins=10)),
         ("companions", lambda: (cf.brier(df), cf.log_loss(df), cf.accuracy(df, by="region"))),
         # weighted: the weight buckets, and (groups of two rows, each with its own bucket) their per-group layout
@@ -152,13 +155,18 @@ def _commands(df: Any) -> None:
 
 def _data_dependent() -> None:
     """Kernels a call runs only on some data, called directly with the types the calls pass: the logistic fits'
-    objective (evaluated when a Newton step must be shortened)."""
+    objective (evaluated when a Newton step must be shortened), the moments' rows of small cells."""
     import numpy as np
 
-    from ._kernels import logistic
+    from ._kernels import draws, logistic
 
     z = np.array([[0.5, 1.0], [-0.5, 1.0]])
     logistic.objective(z, np.array([1.0, 0.0]), np.ones(2), np.zeros(2), logistic.n_chunks(2))
+    # the moments' pass and its small cells' rows (cells of fewer than 32 rows), each way of binning and weighting
+    x, split, groups = np.array([0.1, 0.6, 0.7]), np.array([0, 1, 1], dtype=np.int8), np.zeros(3, dtype=np.int32)
+    for bins in (None, np.array([0, 1, 1], dtype=np.int32)):
+        for w in (None, np.ones(3)):
+            draws.cell_sums(x, split, bins, np.array([0.0, 0.5, 1.0]), False, groups, 1, 2, w)
 
 
 def _multiclass_cases() -> list[tuple[str, Callable[[], Any]]]:

@@ -201,7 +201,10 @@ def interval(draws: np.ndarray, level: float, method: str, estimate: np.ndarray,
     some = ~np.isnan(draws).all(axis=0)  # a group a selection emptied has NaN draws only: NaN bounds, no warning
     if not some.any():
         return lo, hi
-    q_lo, q_hi = np.nanquantile(draws[:, some], [alpha, 1.0 - alpha], axis=0)
+    sub = draws[:, some]
+    # numpy's quantile along the axis is nanquantile's column by column, bit for bit, when no draw is NaN
+    quantile = np.nanquantile if np.isnan(sub).any() else np.quantile
+    q_lo, q_hi = quantile(sub, [alpha, 1.0 - alpha], axis=0)
     if method == "percentile":
         lo[some], hi[some] = q_lo, q_hi
     else:

@@ -5,7 +5,7 @@ A binned figure reads a group's rows only through the sums of its cells, a cell 
 (a group's ``n_g`` rows drawn again with replacement) moves those sums by
 
 1. the cells' row counts: ``Multinomial(n_g, n_cell / n_g)``, exactly for the cells of fewer than :data:`SMALL`
-   rows, the large cells' from that law's normal approximation (same mean and covariance; :func:`_group_random`);
+   rows, the large cells' from that law's normal approximation (same mean and covariance; :func:`draws`);
 2. given a cell's count ``k``, its ``sum conf``: the sum of ``k`` rows drawn with replacement from the cell's own
    rows. For a cell of at least :data:`SMALL` rows it is drawn from its normal law, mean ``k * m`` and variance
    ``k * s^2`` with ``m``, ``s^2`` the mean and variance of the cell's values (from its sums ``sum conf`` and
@@ -26,9 +26,12 @@ A small cell is drawn exactly as the row bootstrap draws it; a large cell's coun
 their normal laws. The bins stay the call's: for data-dependent bins (quantile, equal-mass, a variable's) this
 is the bootstrap conditional on the bin edges (docs/statistics.md).
 
-Group ``g`` draws from ``default_rng([seed, hash(g's key), hash(binning)])``: its draws do not depend on the
-other groups or on the row order of its cells' small rows (sorted by value), and the same call draws the same
-bits on every run.
+Every random number is a function of (seed, group key, binning, cell, draw) alone: a counter-based stream
+(:mod:`calframe._kernels.draws`: SplitMix64's mixer of those, a ziggurat for the normals, exact binomials), so a
+group's draws do not depend on the other groups, the thread count, the engine or the row order of its cells'
+small rows (sorted by value), and the same call draws the same bits on every run. The draws run compiled, one
+group per thread at a time; a plug-in CE_p (ECE, MCE, the plug-in RMSCE) is finalized in the same kernel
+(:attr:`Summed.plugin`), any other figure from the drawn ``(draws x groups, bins, 3)`` tables.
 """
 
 from __future__ import annotations
@@ -40,14 +43,18 @@ from typing import Any
 
 import numpy as np
 
+from ._imports import LazyModule
+
+DK = LazyModule("calframe._kernels.draws")  # numba kernels: imported at first use
+
 #: a cell with fewer rows than this is resampled exactly (its rows drawn with replacement)
 SMALL = 32
 #: a weighted group's sum of weights above which no cell is drawn exactly (its count is no int64): all normal
 HUGE = 2.0 ** 52
 #: the most float64 values of drawn sums held at once (groups are drawn in chunks below it)
-_CHUNK_VALUES = 200_000
+_CHUNK_VALUES = 2_000_000
 
-Cells = tuple[np.ndarray, np.ndarray, np.ndarray, int]
+Cells = tuple[np.ndarray, np.ndarray, Any, int]
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,19 @@ class Summed:
     #: what seeds the draws beside (seed, group key): the bins (default: ``key``), so that the same bins draw the
     #: same numbers whatever lens (or its default) the call named
     stream: Hashable = None
+    #: ``(p, distance factor, squared)`` when ``finalize`` is the plug-in CE_p (p 1, 2 or inf) of the distance
+    #: ``factor * |conf - acc|`` (tvd: 1, l2: sqrt 2): the draws' kernel finalizes it itself
+    plugin: tuple[float, float, bool] | None = None
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """A figure's bins as :attr:`Summed.cells` may give them instead of each row's bin: the uniform ``edges``
+    (B + 1) and their closed side (``right``), on which the moments' pass bins the rows itself (the rule of
+    :func:`calframe.binning.edge_bins`, as the fused pass)."""
+
+    edges: np.ndarray
+    right: bool
 
 
 def with_sums(figure: Callable[..., np.ndarray], summed: Summed) -> Callable[..., np.ndarray]:
@@ -108,29 +128,26 @@ class Moments:
     weighted: bool
 
 
-def moments(value: np.ndarray, split: np.ndarray, bins: np.ndarray, groups: np.ndarray | None, n_groups: int,
-            n_bins: int, weights: np.ndarray | None) -> Moments:
+def moments(value: np.ndarray, split: np.ndarray, bins: "np.ndarray | Uniform", groups: np.ndarray | None,
+            n_groups: int, n_bins: int, weights: np.ndarray | None) -> Moments:
     """The cells' counts, weight sums, first and second moments and small cells' rows, from the rows of one
-    binning (``weights`` as the rows carry them: a group's power of two, ``Scored.weight_scale``, is applied by
-    :func:`draws`)."""
-    code = np.asarray(bins, dtype=np.int64) * 2 + np.asarray(split, dtype=np.int64)
-    if groups is not None:
-        code += np.asarray(groups, dtype=np.int64) * (2 * n_bins)
-    size = n_groups * n_bins * 2
-    n = np.bincount(code, minlength=size)
-    w = np.ones_like(value) if weights is None else weights
-    wv = value if weights is None else weights * value
-    present = np.flatnonzero(n)
-    sums = np.stack([n.astype(np.float64) if weights is None else np.bincount(code, w, size),
-                     np.bincount(code, wv, size), np.bincount(code, wv * value, size)], axis=1)[present]
+    binning (``bins``: each row's bin, or :class:`Uniform` edges to bin the rows on in the same compiled pass;
+    ``weights`` as the rows carry them: a group's power of two, ``Scored.weight_scale``, is applied by
+    :func:`draws`). The sums are added in chunks of rows, in chunk order: the same bits for any thread count.
+
+    >>> m = moments(np.array([0.1, 0.2, 0.9]), np.array([0, 1, 1]), np.array([0, 0, 1]), None, 1, 2, None)
+    >>> m.n.tolist(), m.bin.tolist(), m.split.tolist(), m.small_rows[:, 1].tolist()
+    ([1, 1, 1], [0, 0, 1], [0.0, 1.0, 1.0], [0.1, 0.2, 0.9])
+    """
+    uniform = isinstance(bins, Uniform)
+    codes = np.zeros(value.shape[0], dtype=np.int32) if groups is None else np.asarray(groups, dtype=np.int32)
+    counts, sums, present, small = DK.cell_sums(
+        value, split, None if uniform else np.asarray(bins, dtype=np.int32),
+        bins.edges if uniform else np.zeros(2), bins.right if uniform else False, codes, max(n_groups, 1), n_bins,
+        weights)
     group, rest = np.divmod(present, 2 * n_bins)
     bin_, split_ = np.divmod(rest, 2)
-    cell_of = np.full(size, -1, dtype=np.int64)
-    cell_of[present] = np.arange(present.size)
-    rows = np.flatnonzero(n[code] < SMALL)
-    small = (cell_of[code[rows]], w[rows], wv[rows])
-    return from_cells(group, bin_, split_, n[present], sums, n_groups, small, weights is not None)
-
+    return from_cells(group, bin_, split_, counts[present], sums[present], n_groups, small, weights is not None)
 
 
 #: no small cells' rows: (cell, w, w * value)
@@ -182,135 +199,6 @@ def from_cells(group: np.ndarray, bin_: np.ndarray, split: np.ndarray, n: np.nda
                    start, small_rows, small_start, weighted)
 
 
-def _trials(total: float, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    """The group's number of rows per draw: ``total`` (its sum of frequency weights) when it is a whole number;
-    otherwise floor or ceil at random, with mean ``total`` (non-integer frequency weights), and at least 1."""
-    whole = np.floor(total)
-    if whole == total:
-        return np.full(n_boot, max(whole, 1.0))
-    return np.maximum(whole + (rng.random(n_boot) < total - whole), 1.0)
-
-
-def _draw_small_weighted(m: Moments, c0: int, few: np.ndarray, k: np.ndarray, sw: np.ndarray, sv: np.ndarray,
-                         rng: np.random.Generator) -> None:
-    """The small cells' sums of a weighted group (frequency weights): the small cells' total of rows per draw
-    (``k[:, few[0]]``) split among their rows by ``Multinomial(total, w_i / sum w)``, a row of
-    weight w_i being w_i rows each drawn alone; a cell's sums are then its rows' counts and ``counts @ value``."""
-    lo, hi = m.small_start[c0 + few], m.small_start[c0 + few + 1]
-    idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)])
-    rows = m.small_rows[idx]
-    w = rows[:, 0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        value = np.where(w > 0, rows[:, 1] / w, 0.0)
-    total = w.sum()
-    starts = np.concatenate([[0], np.cumsum(hi - lo)[:-1]])  # each cell's first row (a small cell has one)
-    picks = rng.multinomial(k[:, few[0]].astype(np.int64), w / total if total > 0 else np.full(w.size, 1 / w.size))
-    sw[:, few] = np.add.reduceat(picks, starts, axis=1)
-    sv[:, few] = np.add.reduceat(picks * value, starts, axis=1)
-
-
-def _group_random(m: Moments, g: int, n_boot: int, rng: np.random.Generator, unit: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Group g's random part, drawn from its own stream ``rng`` in one fixed order: ``(big cells, rest, count
-    normals, value normals, small cells, their drawn [sum w, sum w value])``: the rows left to the large cells per
-    draw, standard normals for their counts and values ``(n_boot, big)``, and the small cells' sums drawn exactly
-    ``(n_boot, small, 2)``, frequencies in the caller's units. :func:`_chunk` does the arithmetic of every
-    group's large cells at once."""
-    c0, c1 = int(m.start[g]), int(m.start[g + 1])
-    n_c = m.n[c0:c1]
-    small = n_c < SMALL
-    freq = m.freq[c0:c1] * unit if m.weighted else n_c.astype(np.float64)
-    if m.weighted and freq.sum() > HUGE:
-        small = np.zeros(small.size, dtype=bool)
-    few, big = np.flatnonzero(small), np.flatnonzero(~small)
-    n_g = float(freq.sum())
-    rest = np.full(n_boot, n_g)
-    kf = None
-    if few.size:
-        share = freq[few].sum()
-        if m.weighted:
-            trials = _trials(n_g, rng, n_boot)
-            k_small = (rng.binomial(trials.astype(np.int64), min(share / n_g, 1.0)) if big.size
-                       else trials.astype(np.int64))
-            rest = np.maximum(trials - k_small, 0.0)
-        else:
-            k_small = rng.binomial(int(n_g), share / n_g, size=n_boot) if big.size else np.full(n_boot, int(n_g))
-            kf = rng.multinomial(k_small, n_c[few] / share)
-            rest = n_g - k_small.astype(np.float64)
-    zc = rng.standard_normal((n_boot, big.size)) if big.size else np.zeros((n_boot, 0))
-    zv = rng.standard_normal((n_boot, big.size)) if big.size else np.zeros((n_boot, 0))
-    sums = np.zeros((n_boot, few.size, 2))
-    if few.size and m.weighted:
-        k = np.zeros((n_boot, c1 - c0))
-        k[:, few[0]] = k_small
-        sw, sv = np.zeros_like(k), np.zeros_like(k)
-        _draw_small_weighted(m, c0, few, k, sw, sv, rng)
-        sums[:, :, 0], sums[:, :, 1] = sw[:, few], sv[:, few]
-    elif few.size:
-        total = int(kf.sum())
-        seg = np.repeat(np.arange(kf.size), kf.ravel())
-        cells = few[seg % few.size]
-        lo = m.small_start[c0 + cells]
-        picked = m.small_rows[lo + np.minimum((rng.random(total) * n_c[cells]).astype(np.int64), n_c[cells] - 1)]
-        sums[:, :, 0] = np.bincount(seg, picked[:, 0], kf.size).reshape(kf.shape)
-        sums[:, :, 1] = np.bincount(seg, picked[:, 1], kf.size).reshape(kf.shape)
-    return c0 + big, rest, zc, zv, c0 + few, sums
-
-
-def _chunk(m: Moments, groups: range, n_boot: int, n_bins: int, rngs: list[np.random.Generator],
-           bounds: tuple[float, float], units: np.ndarray) -> np.ndarray:
-    """``(n_boot, groups, n_bins, 3)`` draws of the per-bin sums of ``groups`` (each from its own generator,
-    :func:`_group_random`): the random numbers per group, the arithmetic of every group's large cells in one pass of
-    array operations (no Python loop over cells; no matrix product: BLAS threads stall on a loaded machine)."""
-    parts = [_group_random(m, g, n_boot, rng, float(units[i])) for i, (g, rng) in enumerate(zip(groups, rngs))]
-    g0, n_g = groups[0], len(groups)
-    c0, c1 = int(m.start[g0]), int(m.start[g0 + n_g])
-    sw = np.zeros((n_boot, c1 - c0))
-    sv = np.zeros((n_boot, c1 - c0))
-    big = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    unit_of = np.repeat(units, np.diff(m.start[g0:g0 + n_g + 1]))  # per cell of the chunk
-    if big.size:
-        owner = np.repeat(np.arange(n_g), [p[0].size for p in parts])  # chunk group of each large cell
-        freq = (m.freq[big] * unit_of[big - c0]) if m.weighted else m.n[big].astype(np.float64)
-        seg = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # first large cell of each group
-        which = np.searchsorted(seg, np.arange(big.size), side="right") - 1  # its group among those
-        q = freq / np.add.reduceat(freq, seg)[which]
-        x = np.concatenate([p[2] for p in parts], axis=1)
-        x *= np.sqrt(q)
-        x -= q * np.add.reduceat(x, seg, axis=1)[:, which]  # the multinomial's deviations: they add up to 0
-        rest = np.stack([p[1] for p in parts], axis=1)[:, owner[seg]]  # (n_boot, groups with large cells)
-        x *= np.sqrt(rest)[:, which]
-        k = rest[:, which] * q
-        k += x
-        np.maximum(k, 0.0, out=k)
-        v = np.sqrt(k)
-        v *= np.concatenate([p[3] for p in parts], axis=1)
-        v *= m.sd[big]
-        v += k * m.mean[big]
-        np.maximum(v, bounds[0] * k, out=v)
-        np.minimum(v, bounds[1] * k, out=v)
-        if big.size == c1 - c0:  # no small cell: the arrays themselves
-            sw, sv = k, v
-        else:
-            sw[:, big - c0], sv[:, big - c0] = k, v
-    few = np.concatenate([p[4] for p in parts]).astype(np.int64)
-    if few.size:
-        drawn = np.concatenate([p[5] for p in parts], axis=1)
-        sw[:, few - c0], sv[:, few - c0] = drawn[:, :, 0], drawn[:, :, 1]
-    if m.weighted:  # frequencies back to the rows' units (the figures divide sums by sums)
-        sw /= unit_of
-        sv /= unit_of
-    out = np.zeros((n_boot, n_g * n_bins, 3))
-    gb = (m.group[c0:c1] - g0) * n_bins + m.bin[c0:c1]  # sorted: a (group, bin)'s one or two cells adjacent
-    second = np.flatnonzero(np.r_[False, gb[1:] == gb[:-1]])  # a bin's split-1 cell beside its split-0 one
-    first = np.setdiff1d(np.arange(c1 - c0), second, assume_unique=True)
-    acc = sw * m.split[c0:c1]
-    for j, x in enumerate((sw, sv, acc)):  # no matrix product: BLAS threads stall on a loaded machine
-        out[:, gb[first], j] = x[:, first]
-        out[:, gb[second], j] += x[:, second]
-    return out.reshape(n_boot, n_g, n_bins, 3)
-
-
 def of_rows(scored: Any) -> Callable[[Summed], tuple[Moments, int]]:
     """The moments of a figure's binning on in-memory rows (:class:`~calframe._columns.Scored`)."""
     def get(summed: Summed) -> tuple[Moments, int]:
@@ -327,34 +215,59 @@ def draws(moments_of: Callable[[Summed], tuple[Moments, int]], figures: dict[str
     the same drawn sums: ``moments_of(summed)`` -> (its binning's :class:`Moments`, bins) (:func:`of_rows`, or an
     engine's cells); ``keys``: each group's key (its stream); ``scale``: the weights' power of two (one, or one
     per group: ``Scored.weight_scale``); ``bar``: a progress counter of ``n_boot`` draws
-    (:func:`calframe._progress.steps`), advanced as the groups are drawn."""
+    (:func:`calframe._progress.steps`), advanced as the groups are drawn.
+
+    The draws of a binning whose figures are all plug-in CE_p (:attr:`Summed.plugin`) come finalized from the
+    kernel (:func:`calframe._kernels.draws.draw`); the others' per-bin sums are drawn for chunks of groups and
+    finalized by each figure's ``finalize``."""
     by_key: dict[Hashable, list[str]] = {}
     for name, f in figures.items():
         by_key.setdefault(sums_of(f).key, []).append(name)  # type: ignore[union-attr]
     n_groups = len(keys)
-    key_hash = [stable_hash(k) for k in keys]
+    key_hash = np.array([stable_hash(k) for k in keys], dtype=np.uint64).reshape(n_groups)
+    seed64 = _seed64(seed)
+    units = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, dtype=np.float64), (n_groups,)))
     out = {name: np.empty((n_boot, n_groups)) for name in figures}
     done, parts = 0, len(by_key) * n_groups
     for i, (key, names) in enumerate(by_key.items()):
         summed = sums_of(figures[names[0]])
         m, n_bins = moments_of(summed)  # type: ignore[arg-type]
         stream = stable_hash(key if summed.stream is None else summed.stream)  # type: ignore[union-attr]
-        chunk = max(1, _CHUNK_VALUES // (n_boot * n_bins * 3))
-        for g0 in range(0, n_groups, chunk):
-            g1 = min(n_groups, g0 + chunk)
-            rngs = [np.random.default_rng(None if seed is None else [seed, key_hash[g], stream]) for g in range(g0, g1)]
-            units = np.broadcast_to(np.asarray(scale, dtype=np.float64), (n_groups,))[g0:g1]
-            table = _chunk(m, range(g0, g1), n_boot, n_bins, rngs, summed.bounds, units)  # type: ignore[union-attr]
-            flat = table.reshape(n_boot * (g1 - g0), n_bins, 3)
-            s = np.tile(scale[g0:g1], n_boot) if isinstance(scale, np.ndarray) else scale
-            for name in names:
-                fin = sums_of(figures[name]).finalize  # type: ignore[union-attr]
-                out[name][:, g0:g1] = np.asarray(fin(flat, s)).reshape(n_boot, g1 - g0)
-            if bar is not None:  # the draws' share of the work done so far
-                now = n_boot * (i * n_groups + g1) // parts
-                bar.update(now - done)
-                done = now
+        gkeys = DK.group_keys(seed64, key_hash, stream)
+        arrays = (gkeys, m.start, m.n, m.freq, m.mean, m.sd, m.split, np.asarray(m.bin) * 2 + m.split.astype(np.int64),
+                  m.small_rows, m.small_start, units, m.weighted, n_boot, n_bins, summed.bounds)  # type: ignore
+        plugins = [sums_of(figures[name]).plugin for name in names]  # type: ignore[union-attr]
+        if all(p is not None for p in plugins):
+            figs = DK.draw(*arrays, range(n_groups), np.array(plugins, dtype=np.float64))
+            for j, name in enumerate(names):
+                out[name][:] = figs[:, :, j]
+            chunk = n_groups
+        else:
+            chunk = max(1, _CHUNK_VALUES // (n_boot * n_bins * 3))
+            for g0 in range(0, n_groups, chunk):
+                g1 = min(n_groups, g0 + chunk)
+                table = DK.draw(*arrays, range(g0, g1), np.zeros((0, 3)))
+                flat = table.reshape(n_boot * (g1 - g0), n_bins, 3)
+                s = np.tile(scale[g0:g1], n_boot) if isinstance(scale, np.ndarray) else scale
+                for name in names:
+                    fin = sums_of(figures[name]).finalize  # type: ignore[union-attr]
+                    out[name][:, g0:g1] = np.asarray(fin(flat, s)).reshape(n_boot, g1 - g0)
+                if bar is not None:  # the draws' share of the work done so far
+                    now = n_boot * (i * n_groups + g1) // parts
+                    bar.update(now - done)
+                    done = now
+        if bar is not None:
+            now = n_boot * (i + 1) * n_groups // parts
+            bar.update(now - done)
+            done = now
     return out
+
+
+def _seed64(seed: int | None) -> int:
+    """The stream's seed as 64 bits: ``seed`` itself below 2^64, a hash of it above; None: fresh entropy."""
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    return int(seed) if int(seed) < 2 ** 64 else stable_hash(("seed", int(seed)))
 
 
 def bounds_from_moments(req: Any, figures: dict[str, Callable[..., np.ndarray]], sums: np.ndarray, m: Moments,

@@ -144,21 +144,25 @@ def test_disparity_comes_from_the_groups_bootstrap(grouped):
     for name in calframe.report.report_figures():
         own = getattr(calframe, name)(grouped, **boot).drop("n", "ci_method")
         assert rep.by_group.select(own.columns).equals(own), name
-    # by hand: the ECE per region (numpy), its max - min and min / max; the bounds are the worst group's own
+    # by hand: the ECE per region (numpy); with ci the worst group has the highest lower bound and the best the
+    # lowest upper bound (of the groups' own intervals: here 30 draws, so which of the two highest ECEs is worst
+    # is the draws' call); the difference and ratio of their values; the bounds are the worst group's own
     p, y, g = grouped["prob"].to_numpy(), grouped["label"].to_numpy(), grouped["region"].to_numpy()
     per = {k: numpy_ece(p[g == k], y[g == k]) for k in np.unique(g)}
     ece = rep.disparity.filter(pl.col("figure") == "ece").row(0, named=True)
-    assert ece["worst_group"] == f"region={max(per, key=per.get)}"
-    assert ece["best_group"] == f"region={min(per, key=per.get)}"
-    assert ece["difference"] == pytest.approx(max(per.values()) - min(per.values()), rel=1e-9)
-    assert ece["ratio"] == pytest.approx(min(per.values()) / max(per.values()), rel=1e-9)
-    worst = rep.by_group.filter(pl.col("region") == max(per, key=per.get)).row(0, named=True)
+    groups = rep.by_group.select("region", "ece_lo", "ece_hi")
+    top, low = groups.sort("ece_lo")["region"][-1], groups.sort("ece_hi")["region"][0]
+    assert (ece["worst_group"], ece["best_group"]) == (f"region={top}", f"region={low}")
+    assert ece["worst"] == pytest.approx(per[top], rel=1e-9) and ece["best"] == pytest.approx(per[low], rel=1e-9)
+    assert ece["difference"] == pytest.approx(per[top] - per[low], rel=1e-9)
+    assert ece["ratio"] == pytest.approx(min(per[top], per[low]) / max(per[top], per[low]), rel=1e-9)
+    worst = rep.by_group.filter(pl.col("region") == top).row(0, named=True)
     assert (ece["worst_lo"], ece["worst_hi"]) == (worst["ece_lo"], worst["ece_hi"])
     assert ece["difference_lo"] <= ece["difference"] <= ece["difference_hi"]
     # on the page, in the By region section
     section = _text(rep.to_html().split("<h2>By region</h2>")[1].split("<h2>")[0])
-    assert (f"ECE {max(per, key=per.get)} {ece['worst']:.4f} [{ece['worst_lo']:.4f}, {ece['worst_hi']:.4f}] "
-            f"{min(per, key=per.get)} {ece['best']:.4f} [{ece['best_lo']:.4f}, {ece['best_hi']:.4f}] "
+    assert (f"ECE {top} {ece['worst']:.4f} [{ece['worst_lo']:.4f}, {ece['worst_hi']:.4f}] "
+            f"{low} {ece['best']:.4f} [{ece['best_lo']:.4f}, {ece['best_hi']:.4f}] "
             f"{ece['difference']:.4f} [{ece['difference_lo']:.4f}, {ece['difference_hi']:.4f}] "
             f"{ece['ratio']:.4f} [{ece['ratio_lo']:.4f}, {ece['ratio_hi']:.4f}]") in section
     assert rep.to_dict()["disparity"][1]["figure"] == "ece"

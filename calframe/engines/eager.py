@@ -162,7 +162,7 @@ def ce_figure(req: R.Request, binner: Binner | None = None, part: str | None = N
         bins = binning if isinstance(binning, Binning) else getattr(binning, "key", "bins")
         return M.with_sums(figure, M.Summed((r.lens, bins), lambda scored: _cells(r, binning, scored),
                                             lambda sums, scale: F.binned_values(r, lambda c: sums, 1, scale)[column],
-                                            stream=bins))
+                                            stream=bins, plugin=_plugin(r)))
 
     figure = of(req)
     if req.estimator == "debiased":  # the bootstrap world's true value is the plug-in's (F.Scale)
@@ -177,15 +177,25 @@ def ce_figure(req: R.Request, binner: Binner | None = None, part: str | None = N
     return figure
 
 
+def _plugin(req: R.Request) -> tuple[float, float, bool] | None:
+    """``(p, distance factor, squared)`` when the request's figure is a plug-in CE_p the draws' kernel finalizes
+    itself (:attr:`moments.Summed.plugin`: p 1, 2 or inf, the tvd or l2 distance), else None."""
+    plugin = req.estimator == "plugin" or np.isinf(req.p)
+    if req.figure != "ce" or not plugin or req.p not in (1.0, 2.0, np.inf) or req.distance.kind not in ("tvd", "l2"):
+        return None
+    return float(req.p), (1.0 if req.distance.kind == "tvd" else float(np.sqrt(2.0))), bool(req.sq)
+
+
 def _cells(req: R.Request, binning: Binning | Binner, scored: Scored) -> M.Cells:
-    """The rows of a scalar-lens figure as the moments read them: (conf, acc, bin, bins) (:class:`moments.Summed`)."""
+    """The rows of a scalar-lens figure as the moments read them: (conf, acc, bin, bins) (:class:`moments.Summed`;
+    uniform bins as their edges, which the moments' pass bins on)."""
     conf, acc = L.scalar(scored, req.lens, req.func)
     binner = conf_binner(binning, acc) if isinstance(binning, Binning) else binning
     bins = binner(scored, conf)
     if bins.ids is not None:
         ids = bins.ids
     elif bins.binning.scheme == "uniform" and bins.offsets is None:
-        ids = _uniform_ids(conf, bins.edges, bins.binning.closed)
+        ids = M.Uniform(np.asarray(bins.edges, dtype=np.float64), bins.binning.closed == "right")
     else:
         ids = edge_bins(conf, bins.edges[1:-1], bins.binning.closed)
     return conf, acc, ids, bins.n_bins
