@@ -301,7 +301,9 @@ def moments(s: Settings) -> str:
 draws each bin's sums from their law under the row bootstrap instead of resampling the rows: the cells'
 (group, bin, label) row counts from their multinomial law exactly, a cell's sum of confidences given its
 count from its normal law (mean and variance from the cell's first and second moments), and a cell of fewer
-than 32 rows by drawing its own rows. It costs about what the figure costs. The bins stay the call's, so for
+than 32 rows by drawing its own rows. Every random number is a function of (seed, group key, bins, cell,
+draw) alone (a counter-based stream, `calframe/_kernels/draws.py`), so every engine, thread count and row order
+draws the same bits. It costs a few times what the figure costs (docs/benchmarks.md, "Statistics"). The bins stay the call's, so for
 data-dependent bins (quantile, equal-mass, a variable's) it is the bootstrap conditional on the bin edges.
 `bootstrap="rows"` keeps the row bootstrap.
 
