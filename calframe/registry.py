@@ -7,8 +7,8 @@ between them (docs/design.md, "The seam").
   definition order: ``df.calib``'s methods, the support matrix and the engines' lists all read it.
 - An **engine** is one module of ``calframe.engines`` with a ``CAPABILITIES`` mapping: kind of frame ->
   :class:`Capabilities` (the states it computes where the rows are, those it collects into memory first), and
-  optionally ``call(name, fn, args, kwargs)``, its entry for a public function (refusing, collecting or running
-  it). :data:`ENGINES` is the registry: one line per kind of frame, the class that has it and the engine
+  optionally ``call(name, fn, args, kwargs)``, its own run of a public function the route let through, and
+  ``returned(out, kind)``, the result in the input's type. :data:`ENGINES` is the registry: one line per kind of frame, the class that has it and the engine
   module. Adding an engine is one module and one line here.
 - :func:`route` is the one choice: ``"eager"``, ``"streamed"``, ``"native"``, ``"collected"`` or
   ``"refused"`` for a call on a frame, and why. Given a function's name it answers for its default call from its

@@ -1,7 +1,7 @@
 """The frames given to calframe's top-level functions: :func:`public`, with which every one is defined, declares
-the state it is computed from (:mod:`calframe.registry`) and hands a frame to the entry of the engine of its kind
-(``call`` of :mod:`calframe.engines.partitions.client` and :mod:`calframe.engines.native.sums`: refuse, collect or run), chosen
-by the registry; Polars and pandas frames, and LazyFrames, go to the function itself.
+the state it is computed from (:mod:`calframe.registry`) and runs it where the registry's route says: refused,
+on the frame the engine collects, or on the frame (through the engine's ``call`` when it has one: Dask binds the
+arguments first), the result in the input's type (the engine's ``returned``: a pyarrow Table's as a Table).
 
 ``calframe.ece(ddf, ...)`` is ``ddf.calib.ece(...)``: the same parameters and
 results (a lazy ``DaskResult``); the function parses its request and
@@ -33,7 +33,8 @@ def engine_entry(fn: F) -> F:
     """``fn(frame, ...)`` where the registry's choice (:func:`calframe.registry.route`, for the function's
     states) says: refused (the engine's ``refuse``), run on the frame the engine collects (its ``collect``), or
     run on the frame, whose parameters are routed once the function has parsed them; through the engine's own
-    entry (``call``) when it has one. The frame's kind is detected once for the call
+    run (``call``) when it has one, the result through its ``returned``. The frame's kind is detected once for
+    the call
     (:func:`calframe.registry.calling_on`)."""
     name = fn.__name__
 
@@ -45,16 +46,16 @@ def engine_entry(fn: F) -> F:
             if kind is None:
                 return fn(*args, **kwargs)
             engine = registry.engine(kind)
-            call = getattr(engine, "call", None)
-            if call is not None:  # the engine's own entry (e.g. a Table's result back as a Table)
-                return call(name, fn, args, kwargs)
             r = registry.route(name, kind=kind)
             if r.how == "refused":
                 raise r.refusal(name)
             if r.how == "collected":  # the rows the function reads, in memory
                 frame = engine.collect(frame)
                 args, kwargs = ((frame, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": frame})
-            return fn(*args, **kwargs)
+            call = getattr(engine, "call", None)  # the engine's own run (e.g. Dask binds the arguments first)
+            out = fn(*args, **kwargs) if call is None else call(name, fn, args, kwargs)
+            returned = getattr(engine, "returned", None)  # the result in the input's type (a Table's as a Table)
+            return out if returned is None else returned(out, kind)
         finally:
             registry.called(token)
 

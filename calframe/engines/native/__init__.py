@@ -2,7 +2,7 @@
 sums where the rows are, through narwhals, and the result comes back in the input's type. The engine protocol
 (docs/design.md, "Recipe: add an engine"):
 
-- ``CAPABILITIES``, ``supports``, ``refuse``, ``collect``, ``call``: :mod:`calframe.engines.native.sums`'s (the
+- ``CAPABILITIES``, ``supports``, ``refuse``, ``collect``, ``returned``: :mod:`calframe.engines.native.sums`'s (the
   route's answers, and the public functions' entry);
 - ``binned``, ``grid``, ``vector``, ``table``, ``moment_sums``: one per state, the passes of
   :mod:`calframe.engines.native.sums` (bin sums, their moments), :mod:`calframe.engines.plan.row_means` (row means,
@@ -19,9 +19,9 @@ from typing import Any
 from ...request import Request
 from ..plan import grid_sums as _grid_sums, row_means as _row_means, vector_sums as _vector_sums
 from . import sums as NW
-from .sums import CAPABILITIES, Engine, call, collect, refuse, supports
+from .sums import CAPABILITIES, Engine, collect, refuse, returned, supports
 
-__all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "collect", "call", "binned", "grid", "vector", "table",
+__all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "collect", "returned", "binned", "grid", "vector", "table",
            "moment_sums", "Engine"]
 
 #: the engine's short name (the families' steps: ``engines.route(frame, here, narwhals=...)``)

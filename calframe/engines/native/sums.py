@@ -52,7 +52,7 @@ from ..._errors import ParameterError
 from ...binning import Bins, edge_bins_nw, uniform_bin_nw, uniform_edges
 from ...frames import convert
 from ...frames.kinds import native_kind
-from ...registry import Capabilities, functions_on, route
+from ...registry import Capabilities, functions_on
 from ...request import Request
 from ..plan import base as P
 from ..streaming import streamed as LZ
@@ -60,7 +60,7 @@ from ..plan import order_stats as OS
 from ..plan.base import (BAD, BIN, CATV, CNT, CONF, ACC, EB, KEEP, LEN, MAX, MIN, NODE, OK, ONE, COL_PREFIX, SA, SC,
                          VMAX, VMIN, W, WT, X, BUCKET_BITS, WEIGHTED_BITS, MAX_BUCKET, scale_factors)
 
-__all__ = ["CAPABILITIES", "native_kind", "call", "run", "Unsupported"]
+__all__ = ["CAPABILITIES", "native_kind", "returned", "run", "Unsupported"]
 
 #: what this engine computes in the frame's own engine (calframe.registry): the bin, grid, row-mean and GECE cell
 #: sums everywhere (the grid sums in engines/plan/grid_sums.py, the row means in engines/plan/row_means.py, the cell sums in
@@ -102,21 +102,9 @@ def refusal(kind: str, what: str) -> str:
             f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
 
 
-def call(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    """The public function ``name`` (``fn``) on a frame of :func:`native_kind`, as :func:`calframe.registry.route`
-    says for its state: run here (a call whose parameters this engine does not run is then collected or refused
-    where it is parsed, by the same function); a pyarrow Table's other calls go to the eager engine (as a Polars
-    DataFrame); the other frames' are refused, naming what runs. A Polars result comes back as a pyarrow Table
-    for a Table."""
-    frame = args[0] if args else kwargs["frame"]
-    kind = native_kind(frame)
-    r = route(name, kind=kind)
-    if r.how == "refused":
-        raise r.refusal(name)
-    if r.how == "collected":
-        polars = collect(frame)
-        args, kwargs = ((polars, *args[1:]), kwargs) if args else (args, {**kwargs, "frame": polars})
-    out = fn(*args, **kwargs)  # a Polars frame when it ran on the rows collected
+def returned(out: Any, kind: str) -> Any:
+    """A public function's result on a frame of ``kind``: a Polars frame (a call that ran on a pyarrow Table's
+    rows collected) comes back as a pyarrow Table; the other results are already in the input's type."""
     return out.to_arrow() if kind == "pyarrow" and isinstance(out, pl.DataFrame) else out
 
 

@@ -29,9 +29,10 @@ __all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "call", "binned", "grid
 NAME = "dask"
 
 
-def collect(frame: Any) -> Any:  # pragma: no cover - Dask's passes collect themselves (supports is None)
-    """Not used: a parsed call on Dask is never routed "collected" (its passes collect what they need, lazily)."""
-    raise NotImplementedError
+def collect(frame: Any) -> Any:
+    """The Dask DataFrame itself: a function routed "collected" (a fit, vece_rank) computes its needed columns
+    lazily in its body (:func:`calframe.engines.collected`), its result a ``DaskResult``."""
+    return frame
 
 
 def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:

@@ -61,7 +61,7 @@ from ...families.applying import apply_columns, apply_rows
 from ... import figures as F
 from ... import row_sums as RS
 from ...frames.convert import select
-from ...registry import Capabilities, functions_on, route
+from ...registry import Capabilities, functions_on
 from ...request import Request
 from ..._columns import LABEL_CANDIDATES, PROB_CANDIDATES, pick_default, check_group_weights, group_codes, resolve
 from ..._names import key_names
@@ -401,11 +401,8 @@ def refuse(func: str, kind: str, why: str) -> Exception:
 
 
 def call(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
-    """``fn`` (the public function ``name``) on a Dask DataFrame, its arguments bound first; refused, saying what
-    to do instead, unless this engine runs it (:func:`calframe.registry.route`)."""
-    r = route(name, kind="dask")
-    if r.how == "refused":
-        raise r.refusal(name)
+    """``fn`` (the public function ``name``, which :func:`calframe.registry.route` let through) on a Dask
+    DataFrame, its arguments bound first (a wrong keyword named before any graph is built)."""
     try:
         inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as exc:
