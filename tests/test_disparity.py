@@ -18,7 +18,6 @@ import calframe
 from calframe import ColumnNotFoundError, ColumnTypeError, InvalidValueError, ParameterError
 from calframe.disparities import spread
 from calframe import registry
-from calframe.engines.partitions.client import call as dask_call
 
 
 @pytest.fixture(scope="module")
@@ -248,9 +247,10 @@ def test_flavours_and_handles_agree(df):
 
 
 def test_dask_frames_run_it():  # natively, its default ci=0.95 from the partitions' moments (test_dask_moments.py)
+    dd = pytest.importorskip("dask.dataframe")
     assert registry.how("disparity", "dask") == "native"  # (weights and data-dependent bins collect)
     with pytest.raises(ColumnTypeError, match=r"lce: Dask DataFrames are not supported.*compute\(\)"):
-        dask_call("lce", calframe.lce, (None,), {})
+        calframe.lce(dd.from_pandas(pd.DataFrame({"prob": [0.2], "label": [0]}), npartitions=1), "prob")
 
 
 def test_the_caller_frame_is_not_modified(df):
