@@ -562,7 +562,10 @@ class Run:
 
     # quantile / equal-mass bins (lazy._data_binned_sums, in narwhals)
 
-    def data_binned(self) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, int, Bins]:
+    def data_binned(self, moments: bool = False) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, int, Bins]:
+        """(sums, keys, counts, cell counts, bins) of quantile / equal-mass bins; ``moments``: the accumulate pass
+        per (keys, bin, acc) with the second moments beside, whose kept cells are left in ``self.moment_cells``
+        and the small cells' rows in ``self.rows_of`` (the edges are the call's: held fixed under the draws)."""
         nw, plan = self.nw, self.plan
         gk = plan.keys or [ONE]
         cols = self.row_columns()
@@ -650,11 +653,23 @@ class Run:
                                     nw.when(ok).then(nw.col(WT)), nw.col(EB))
         q = q.with_columns(bin_.cast(nw.Int32).alias(BIN), *sums)
         cell = gk + [BIN] + ([EB] if plan.weight_col is not None else [])
-        res = collect_frame(q.group_by(cell).agg(*_aggs(plan, summed, self.wide)))
+        names: list[str] = []
+        if moments:
+            more, names = _moment_columns(plan, self.wide, nw.when(ok).then(nw.col(CONF)), nw.col(WT), nw.col(EB))
+            q = q.with_columns(*more)
+        res = collect_frame(q.group_by(cell + ([ACC] if moments else [])).agg(
+            *_aggs(plan, summed + names, self.wide)))
         res = res.with_columns(pl.col(LEN).cast(pl.Int64))
         if plan.weight_col is None:
             res = res.with_columns(pl.col(SA).cast(pl.Float64))
-        res = exact_sums(res, summed, self.wide)
+        if moments:  # the point sums: the moments' cells added up over the label (exact integers)
+            big = _int128(res, summed + names, self.wide)
+            self.moment_cells = big
+            res = LZ.exact_floats(big.group_by(cell).agg(
+                pl.col(c).sum() for c in big.columns if c not in cell and c not in (ACC, *LZ.Q)))
+            self.rows_of = lambda fetch: self.data_small_rows(q, jnames if plan.keys else [], fetch)
+        else:
+            res = exact_sums(res, summed, self.wide)
         sums_, keys, counts = LZ.cell_sums(plan, res, groups, gk, n_bins)
         cnt = np.zeros((groups.height, n_bins))
         gi = _cell_groups(res, groups, gk)
@@ -666,6 +681,21 @@ class Run:
         edges = np.concatenate([padded[g, : n_edges[g]] for g in range(groups.height)])
         bins = Bins(None, n_bins, edges, offsets, plan.binning)
         return sums_, keys, counts, cnt, bins
+
+    def data_small_rows(self, q: Any, on: list[str], fetch: pl.DataFrame) -> tuple:
+        """The small cells' rows of quantile / equal-mass bins, (cell, w, w conf): ``q`` the kept rows with their
+        ``BIN`` and the keys' null-safe join columns ``on`` (:func:`join_keys`); one bounded query."""
+        nw, plan = self.nw, self.plan
+        w = nw.col(WT) if plan.weight_col is not None else nw.lit(1.0)
+        _, names = join_keys(plan, plan.keys) if plan.keys else ([], [])
+        table = polars_join_keys(fetch, plan.keys, names).drop(plan.keys).with_columns(
+            pl.col(BIN).cast(pl.Int32), pl.col(ACC).cast(pl.Int64))
+        rows = q.select(*[nw.col(c) for c in on], nw.col(BIN), nw.col(ACC).cast(nw.Int64), w.alias(W),
+                        (w * nw.col(CONF)).alias(SC))
+        got = collect_frame(rows.join(self.eng.table(table), on=on + [BIN, ACC], how="inner").select(
+            nw.col(f"{COL_PREFIX}cell"), nw.col(W), nw.col(SC)))
+        return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy().astype(np.float64), got[SC].to_numpy().astype(
+            np.float64)
 
 
 def _sum_ints(parts: list[Any]) -> Any:
@@ -726,9 +756,11 @@ def binned_sums(eng: Engine, req: Request, moments: bool = False
     r = Run(eng, req)
     plan = r.prepared()
     cells: tuple = ()
-    if plan.data_binned:
-        sums, keys, counts, cell_counts, bins = r.data_binned()
+    if plan.data_binned:  # with moments: the edges found once, then held fixed (moments.edges_ci)
+        sums, keys, counts, cell_counts, bins = r.data_binned(moments)
         cells = (cell_counts, bins)
+        if moments:
+            eng.moments = _moments(plan, r.moment_cells, r, bins.n_bins)
     else:
         res = r.main(moments)
         if moments:
@@ -743,11 +775,12 @@ def binned_sums(eng: Engine, req: Request, moments: bool = False
     return sums, keys, counts, LZ.group_scales(plan, keys), cells
 
 
-def _moments(plan: LZ.EnginePlan, cells: pl.DataFrame, r: Run) -> Any:
-    """The :class:`calframe.moments.Moments` of a moments pass's kept cells, the small cells' rows fetched."""
+def _moments(plan: LZ.EnginePlan, cells: pl.DataFrame, r: Run, n_bins: int | None = None) -> Any:
+    """The :class:`calframe.moments.Moments` of a moments pass's kept cells, the small cells' rows fetched
+    (``n_bins``: quantile / equal-mass bins, as many as their edges)."""
     from ... import moments as M
 
-    merged, fetch = LZ.cell_moments(plan, cells, LZ.int128_float)
+    merged, fetch = LZ.cell_moments(plan, cells, LZ.int128_float, n_bins)
     small = r.rows_of(fetch) if fetch is not None else M.NO_ROWS
     return M.from_cells(*merged, small, plan.weight_col is not None)
 
