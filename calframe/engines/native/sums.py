@@ -30,8 +30,9 @@ instead of two: measured ~7% of the query).
 
 Quantile / equal-mass edges are exact order statistics (histogram passes in the
 engine, then the few values of the cells holding the wanted ranks), never the
-engine's approximate quantile. Calls this engine does not run (``ci``, the
-marginal lens, several variables, Array / List probability columns, and the functions
+engine's approximate quantile; with ``ci=`` they are found once and held fixed under the draws from the
+moments of their bins, as in memory (:func:`calframe.moments.edges_ci`). Calls this engine does not run
+(``bootstrap="rows"``, the sweep, the marginal lens, several variables, Array / List probability columns, and the functions
 outside :data:`CAPABILITIES`) raise a ParameterError saying what it runs, except on
 a pyarrow Table, which is then handed to the eager engine as a Polars DataFrame
 (zero-copy) and the result given back as a pyarrow Table.
@@ -96,7 +97,8 @@ def refusal(kind: str, what: str) -> str:
     runs = ", ".join(functions_on(kind, "native"))
     return (f"{what} is not supported on {KINDS[kind]} (its engine runs {runs} with uniform, "
             f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c) and one variable, and "
-            f"their ci= from the moments of uniform or explicit-edge bins (bootstrap='moments'); "
+            f"their ci= from the moments of those bins (bootstrap='moments'; quantile and equal-mass edges held "
+            f"fixed); "
             f"probabilities as one column or a list of class columns; gece with uniform bins, no ci and no row "
             f"selection). Compute it on a Polars frame instead, e.g. "
             f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
@@ -393,6 +395,7 @@ class Run:
         if plan.array:
             raise Unsupported(f"{req.func}: " + refusal(eng.kind, "an Array probability column"))
         self.scale_table: pl.DataFrame | None = None
+        self.moment_cells: pl.DataFrame | None = None  # quantile / equal-mass bins' moments (data_binned)
         self.nw = nw
         #: the engine sums Int64 into a 128-bit integer (DuckDB's HUGEINT; not Ibis, which types the sum Int64)
         self.wide = eng.kind == "duckdb"
@@ -508,7 +511,7 @@ class Run:
         if moments:
             more, names = _moment_columns(plan, self.wide, nw.col(CONF), nw.col(WT), nw.col(EB))
             sums, summed, cell = sums + more, summed + names, cell + [ACC]
-            self.rows_of = lambda fetch: self.small_rows(rows, bin_, fetch)
+            self.rows_of = lambda fetch: self.small_rows(self.base(rows).with_columns(bin_.alias(BIN)), fetch)
         cols = [nw.col(c) for c in cell if c != BIN] + [bin_.alias(BIN), *sums]
         aggs = _aggs(plan, summed, self.wide)
         if categorical:
@@ -527,18 +530,17 @@ class Run:
             return LZ.exact_floats(point), cells
         return exact_sums(res, summed, self.wide)
 
-    def small_rows(self, rows: list[Any], bin_: Any, fetch: pl.DataFrame) -> tuple:
-        """The small cells' rows, (cell, w, w conf): one bounded query (``lazy._small_rows``)."""
+    def small_rows(self, rows: Any, fetch: pl.DataFrame) -> tuple:
+        """The small cells' rows, (cell, w, w conf), of ``rows`` (the kept rows with the plan's keys, ``BIN``,
+        ``ACC``, ``CONF`` and ``WT``): one bounded query (``lazy._small_rows``)."""
         nw, plan = self.nw, self.plan
         w = nw.col(WT) if plan.weight_col is not None else nw.lit(1.0)
         exprs, names = join_keys(plan, plan.keys)
-        picked = [nw.col(k) for k in plan.keys] + [bin_.alias(BIN), nw.col(ACC), w.alias(W),
+        picked = [nw.col(k) for k in plan.keys] + [nw.col(BIN), nw.col(ACC).cast(nw.Int64), w.alias(W),
                                                    (w * nw.col(CONF)).alias(SC)]
-        q = self.base(rows).select(picked).with_columns(exprs)
         table = polars_join_keys(fetch, plan.keys, names).drop(plan.keys).with_columns(
             pl.col(BIN).cast(pl.Int32), pl.col(ACC).cast(pl.Int64))
-        q = q.with_columns(nw.col(ACC).cast(nw.Int64)).join(self.eng.table(table), on=names + [BIN, ACC],
-                                                               how="inner")
+        q = rows.select(picked).with_columns(exprs).join(self.eng.table(table), on=names + [BIN, ACC], how="inner")
         got = collect_frame(q.select(nw.col(f"{COL_PREFIX}cell"), nw.col(W), nw.col(SC)))
         return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy().astype(np.float64), got[SC].to_numpy().astype(
             np.float64)
@@ -563,9 +565,8 @@ class Run:
     # quantile / equal-mass bins (lazy._data_binned_sums, in narwhals)
 
     def data_binned(self, moments: bool = False) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, int, Bins]:
-        """(sums, keys, counts, cell counts, bins) of quantile / equal-mass bins; ``moments``: the accumulate pass
-        per (keys, bin, acc) with the second moments beside, whose kept cells are left in ``self.moment_cells``
-        and the small cells' rows in ``self.rows_of`` (the edges are the call's: held fixed under the draws)."""
+        """(sums, keys, counts, cell counts, bins) of quantile / equal-mass bins; ``moments``: the last pass per
+        (keys, bin, acc) with the second moments, its cells left in ``self.moment_cells`` (and ``self.rows_of``)."""
         nw, plan = self.nw, self.plan
         gk = plan.keys or [ONE]
         cols = self.row_columns()
@@ -667,7 +668,7 @@ class Run:
             self.moment_cells = big
             res = LZ.exact_floats(big.group_by(cell).agg(
                 pl.col(c).sum() for c in big.columns if c not in cell and c not in (ACC, *LZ.Q)))
-            self.rows_of = lambda fetch: self.data_small_rows(q, jnames if plan.keys else [], fetch)
+            self.rows_of = lambda fetch: self.small_rows(q, fetch)
         else:
             res = exact_sums(res, summed, self.wide)
         sums_, keys, counts = LZ.cell_sums(plan, res, groups, gk, n_bins)
@@ -681,21 +682,6 @@ class Run:
         edges = np.concatenate([padded[g, : n_edges[g]] for g in range(groups.height)])
         bins = Bins(None, n_bins, edges, offsets, plan.binning)
         return sums_, keys, counts, cnt, bins
-
-    def data_small_rows(self, q: Any, on: list[str], fetch: pl.DataFrame) -> tuple:
-        """The small cells' rows of quantile / equal-mass bins, (cell, w, w conf): ``q`` the kept rows with their
-        ``BIN`` and the keys' null-safe join columns ``on`` (:func:`join_keys`); one bounded query."""
-        nw, plan = self.nw, self.plan
-        w = nw.col(WT) if plan.weight_col is not None else nw.lit(1.0)
-        _, names = join_keys(plan, plan.keys) if plan.keys else ([], [])
-        table = polars_join_keys(fetch, plan.keys, names).drop(plan.keys).with_columns(
-            pl.col(BIN).cast(pl.Int32), pl.col(ACC).cast(pl.Int64))
-        rows = q.select(*[nw.col(c) for c in on], nw.col(BIN), nw.col(ACC).cast(nw.Int64), w.alias(W),
-                        (w * nw.col(CONF)).alias(SC))
-        got = collect_frame(rows.join(self.eng.table(table), on=on + [BIN, ACC], how="inner").select(
-            nw.col(f"{COL_PREFIX}cell"), nw.col(W), nw.col(SC)))
-        return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy().astype(np.float64), got[SC].to_numpy().astype(
-            np.float64)
 
 
 def _sum_ints(parts: list[Any]) -> Any:
