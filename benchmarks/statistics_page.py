@@ -304,8 +304,10 @@ count from its normal law (mean and variance from the cell's first and second mo
 than 32 rows by drawing its own rows. Every random number is a function of (seed, group key, bins, cell,
 draw) alone (a counter-based stream, `calframe/_kernels/draws.py`), so every engine, thread count and row order
 draws the same bits. It costs a few times what the figure costs (docs/benchmarks.md, "Statistics"). The bins stay the call's, so for
-data-dependent bins (quantile, equal-mass, a variable's) it is the bootstrap conditional on the bin edges.
-`bootstrap="rows"` keeps the row bootstrap.
+data-dependent bins (quantile, equal-mass, a variable's) it is the bootstrap conditional on the bin edges (its
+coverage: "Quantile bins held fixed", below); on quantile and equal-mass bins the LazyFrame, DuckDB, Spark, Ibis
+and pyarrow engines find those edges where the rows are and draw the same intervals there.
+`bootstrap="rows"` keeps the row bootstrap, which finds the edges again on every resample.
 
 **Weights are frequency weights** (docs/spec.md §8 "Weights"): a row of weight w counts as w rows, each
 resampled on its own. A cell's count is then its sum of weights, and one drawn row's confidence follows the
