@@ -42,8 +42,12 @@ _polars = result_to_polars
 
 @pytest.fixture
 def no_rows(monkeypatch):
-    """The eager engine (the rows in memory) fails the test if it is reached."""
+    """The eager engine (the rows in memory) fails the test if it is reached, also from the LazyFrame engine (which
+    holds its own name of it)."""
+    from calframe.engines.streaming import streamed
+
     monkeypatch.setattr(eager, "evaluate", refuse_rows)
+    monkeypatch.setattr(streamed, "evaluate", refuse_rows)
 
 
 _same = assert_same
@@ -164,6 +168,44 @@ def test_data_dependent_bins_are_held_fixed_as_in_memory():
     auto = calframe.ece(DF, **kw)
     assert auto.equals(calframe.ece(DF, bootstrap="moments", **kw))
     assert not auto.equals(calframe.ece(DF, bootstrap="rows", **kw))
+
+
+def _awkward(n: int = 2000, seed: int = 5) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Tied scores (two decimals), a null key, integer weights with zeros, a group of one score repeated (its edges
+    collapse to one bin), some null scores; and three class columns."""
+    rng = np.random.default_rng(seed)
+    p = np.round(rng.uniform(size=n), 2)
+    df = pl.DataFrame({"prob": p, "label": (rng.uniform(size=n) < p).astype(np.int8),
+                       "g": rng.choice(["a", "b", None], n).tolist(), "w": rng.integers(0, 4, n).astype(float)})
+    same = pl.DataFrame({"prob": [0.5] * 5, "label": [1, 0, 1, 1, 0], "g": ["c"] * 5, "w": [1.0] * 5},
+                        schema=df.schema)
+    df = pl.concat([df, same]).with_columns(
+        pl.when(pl.int_range(pl.len()) % 97 == 0).then(None).otherwise(pl.col("prob")).alias("prob"))
+    k = rng.dirichlet([1, 1, 1], n)
+    classes = pl.DataFrame({"p0": k[:, 0], "p1": k[:, 1], "p2": k[:, 2], "label": rng.integers(0, 3, n),
+                            "g": rng.integers(0, 2, n)})
+    return df, classes
+
+
+@pytest.mark.parametrize("kind", ["lazy", "duckdb"])
+def test_data_dependent_bins_with_ties_null_keys_and_class_columns(kind, request):
+    df, classes = _awkward()
+    calls = [(df, calframe.ece, {"binning": "quantile", "by": "g", "bins": 4, "nulls": "drop"}),
+             (df, calframe.ece, {"binning": "equal_mass", "by": "g", "weights": "w", "closed": "right",
+                                 "nulls": "drop"}),
+             (classes, calframe.ece, {"prob": ["p0", "p1", "p2"], "binning": "quantile", "by": "g", "lens": "top1"}),
+             (classes, calframe.rmsce, {"prob": ["p0", "p1", "p2"], "binning": "equal_mass", "lens": "class:2",
+                                        "ci_method": "bias_corrected"})]
+    wants = []
+    with pytest.warns(calframe.CalframeWarning):  # nulls="drop" says how many rows it dropped
+        for frame, fn, kw in calls[:2]:
+            wants.append(fn(frame, ci=0.9, n_boot=80, **kw))
+    wants += [fn(frame, ci=0.9, n_boot=80, **kw) for frame, fn, kw in calls[2:]]
+    request.getfixturevalue("no_rows")
+    with pytest.warns(calframe.CalframeWarning):
+        gots = [_polars(fn(_native(kind, frame), ci=0.9, n_boot=80, **kw)) for frame, fn, kw in calls]
+    for got, want in zip(gots, wants):
+        _same(got, want)
 
 
 @pytest.mark.parametrize("kind", ["lazy", "duckdb"])
