@@ -377,9 +377,10 @@ def sample_edges(frame: pl.DataFrame, bins: int = BINS) -> list[np.ndarray]:
 def conditional_rows(s: Settings, sizes: tuple[int, ...] = MOMENT_SIZES, gaps: tuple[Gap, ...] = GAPS
                      ) -> list[list[str]]:
     """Per (design, n): the population ECE on the population's quantile bins (uniform, for U(0, 1) scores), the
-    mean distance to it of the population ECE on each sample's own edges, and how often the default 95% interval on 15 quantile bins covers it (``bootstrap="moments"``: the edges held
-    fixed; ``"rows"``: found again on each resample), and how often the moments' interval covers the population
-    ECE on the sample's own edges (the conditional figure)."""
+    mean distance to it of the population ECE on each sample's own edges, and how often the default 95% interval
+    on 15 quantile bins covers it (``bootstrap="moments"``: the edges held fixed; ``"rows"``: found again on each
+    resample), and how often the moments' interval covers the population ECE on the sample's own edges (the
+    conditional figure)."""
     rows = []
     uniform = np.linspace(0.0, 1.0, BINS + 1)
     for gap in gaps:
@@ -387,11 +388,14 @@ def conditional_rows(s: Settings, sizes: tuple[int, ...] = MOMENT_SIZES, gaps: t
         for n in sizes:
             frame = gap.frame(n, s.seeds, s.base)
             given = np.array([ece_on_edges(gap, e) for e in sample_edges(frame)])
-            cover = []
-            for how, target in (("moments", pop), ("moments", given), ("rows", pop)):
+            bounds = {}
+            for how in ("moments", "rows"):
                 r = calframe.ece(frame, bins=BINS, binning="quantile", by="seed", ci=LEVEL, n_boot=s.n_boot, seed=1,
                                  bootstrap=how)
-                lo, hi = r["ece_lo"].to_numpy(), r["ece_hi"].to_numpy()
+                bounds[how] = r["ece_lo"].to_numpy(), r["ece_hi"].to_numpy()
+            cover = []
+            for how, target in (("moments", pop), ("moments", given), ("rows", pop)):
+                lo, hi = bounds[how]
                 cover.append(cell(int(((lo <= target + 1e-12) & (target <= hi)).sum()), s.seeds))
             rows.append([gap.name, f"{n:,}", f"{pop:.4f}", f"{np.abs(given - pop).mean():.4f}", *cover])
             print(f"  quantile {gap.name} n={n}: {cover}", file=sys.stderr, flush=True)
@@ -401,8 +405,8 @@ def conditional_rows(s: Settings, sizes: tuple[int, ...] = MOMENT_SIZES, gaps: t
 def conditional(s: Settings) -> str:
     """The bootstrap from moments on quantile bins, the edges held fixed: coverage beside the row bootstrap."""
     table = _table(["design", "n", "population ECE", "mean \\|ECE on the sample's edges - it\\|",
-                    "`moments`, edges fixed", "`moments`: the ECE on the sample's edges", "`rows`, edges found per draw"],
-                   conditional_rows(s))
+                    "`moments`, edges fixed", "`moments`: the ECE on the sample's edges",
+                    "`rows`, edges found per draw"], conditional_rows(s))
     return f"""## Quantile bins held fixed
 
 On quantile and equal-mass bins (and `ace`), `bootstrap="moments"` keeps the bins the call found on its rows
