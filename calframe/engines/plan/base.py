@@ -127,7 +127,7 @@ def outside(req: Any, state: str) -> str | None:
             return "ci="
         return outside(req, "bin_sums" if req.kind == "ce" else "row_means")
     if state == "row_means":  # the companions, summary, row sums: their intervals from moments (companions)
-        if req.ci is not None and not (req.kind == "companion" and req.bootstrap != "rows"):
+        if req.ci is not None and not (req.kind in ("companion", "summary") and req.bootstrap != "rows"):
             return "ci="
         return outside(replace(req, kind="ce", ci=None), "bin_sums")
     if state == "grid_sums":

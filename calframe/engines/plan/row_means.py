@@ -253,8 +253,65 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
         out = streamed(frame, req) if req.ci is None else moment_companion(frame, req, figures)
         return out if out is not None else evaluate(req, frame, figures)
     if _moment_ready(req, figures):  # the narwhals engine: its intervals from the moments, in its own engine
+        if req.kind == "summary":
+            return _narwhals_summary(frame, req, figures)
         return _narwhals_companion(frame, req, figures)
     return run(frame, req)
+
+
+def _narwhals_summary(frame: Any, req: Request, figures: dict) -> Any:
+    """``summary(ci=)`` in the narwhals engine (:func:`moment_summary`; the result in the input's type)."""
+    eng = NW.Engine(frame)
+    NW.admit(eng, replace(req, kind="ce", ci=None), F.output_columns(names(req), req.ci))
+
+    def sums(sub: Request) -> tuple:
+        out = NW.binned_sums(eng, sub, moments=True)[:4]
+        return (*out, eng.moments)
+
+    return eng.out(moment_summary(req, figures, sums, lambda name: _narwhals_moment_means(eng, req, name)))
+
+
+def moment_summary(req: Request, figures: dict, sums: Callable[[Request], tuple],
+                   means: Callable[[str], tuple]) -> pl.DataFrame:
+    """``summary(ci=)`` where the rows are, as eager draws it: every figure from the moments of its own state,
+    each binning's CE figures from one moments pass of its bins (``sums(sub)`` -> ``(sums, keys, counts, scale,
+    moments)``: uniform bins, and the debiased figure's equal-mass ones, held fixed) and each companion from the
+    moments of its row values (``means(name)``: :func:`_lazy_moment_means`' return). A figure's draws depend on
+    its own state's stream only (:func:`calframe.moments.draws`), so drawing the states apart gives eager's bits
+    (to the rounding of its float sums). Returns the result as a Polars frame (``by``'s keys, ``n``, the figures,
+    their bounds and ``ci_method``)."""
+    from ... import moments as M
+
+    parts = summary_parts(req)
+    binnings: list[tuple[Binning, list[str]]] = []
+    for name, sub in parts.items():
+        same = [names_ for b, names_ in binnings if b == sub.binning]
+        if same:
+            same[0].append(name)
+        else:
+            binnings.append((sub.binning, [name]))
+    values: dict[str, np.ndarray] = {}
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    counts, keys = None, None
+    for i, (_, group) in enumerate(binnings):
+        with warnings.catch_warnings():  # the first pass warned of the rows nulls='drop' dropped: once, as eager
+            if i:
+                warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
+            s, k, c, scale, m = sums(parts[group[0]])
+        if counts is None:
+            counts, keys = c, k
+        for name in group:
+            sub = parts[name]
+            values[name] = F.binned_values(sub, lambda _, s=s: s, 1, scale)[sub.name]
+        bounds.update(M.bounds_from_moments(req, {n: figures[n] for n in group}, s, m, k, scale))
+    for name in _SUMMARY_MEANS:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
+            (vals, _, k), m, table, scale = means(name)
+        values[name] = vals[name]
+        bounds.update(M.bounds_from_moments(req, {name: figures[name]}, table, m, k, scale))
+    ordered = {name: values[name] for name in names(req)}
+    return F.shape(req, ordered, counts, keys, "polars", bounds, scalar=False)
 
 
 def _narwhals_companion(frame: Any, req: Request, figures: dict) -> Any:
@@ -410,32 +467,35 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Val
                            pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
     point, cells = LZ.split_moments(plan, NW.int128_sums(res, summed, wide))
     return _companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
-                            lambda fetch: r.small_rows(rows, nw.col(BIN), fetch))
+                            lambda fetch: r.small_rows(r.base(rows), fetch))
 
 
 def _moment_ready(req: Request, figures: dict | None) -> bool:
     """Whether a companion's ``ci=`` is drawn from the moments of its row values where the rows are."""
     from ... import moments as M
 
-    return (req.kind == "companion" and req.ci is not None and req.bootstrap != "rows" and figures is not None
+    return (req.kind in ("companion", "summary") and req.ci is not None and req.bootstrap != "rows" and figures is not None
             and all(M.sums_of(f) is not None for f in figures.values()))
 
 
 def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.LazyFrame | None:
-    """A companion's ``ci=`` on a LazyFrame, streamed (LazyFrame out): its value and the bootstrap from the
-    moments of its row values (:mod:`calframe.moments`, the eager figure's :class:`~calframe.moments.Summed`:
-    the same law and streams), or None when the call needs the rows (``bootstrap="rows"``, List probabilities, a
-    row selection)."""
+    """A companion's or summary's ``ci=`` on a LazyFrame, streamed (LazyFrame out): the values and the bootstrap
+    from the moments of their states (:mod:`calframe.moments`, the eager figures' :class:`~calframe.moments.Summed`:
+    the same law and streams; summary: :func:`moment_summary`), or None when the call needs the rows
+    (``bootstrap="rows"``, List probabilities, a row selection)."""
     from ... import moments as M
 
     if not _moment_ready(req, figures) or not LZ.streams(frame, replace(req, kind="ce", ci=None)):
         return None
     plan = LZ.make_plan(frame, replace(req, ci=None))  # the column errors now, the data's when collected
-    F.check_by_names(req.func, req.by, F.output_columns([req.func], req.ci), frame)
+    F.check_by_names(req.func, req.by, F.output_columns(names(req), req.ci), frame)
     schema = {c: plan.schema[c] for c in plan.by_cols} | {"n": pl.Int64}
-    schema |= {f"{req.func}{end}": pl.Float64 for end in ("", "_lo", "_hi")} | {F.CI_METHOD: pl.String}
+    schema |= {f"{f}{end}": pl.Float64 for f in names(req) for end in ("", "_lo", "_hi")} | {F.CI_METHOD: pl.String}
 
     def compute() -> pl.DataFrame:
+        if req.kind == "summary":
+            return moment_summary(req, figures, lambda sub: LZ.sums_and_moments(frame, sub, moments=True),
+                                  lambda name: _lazy_moment_means(frame, req, name))
         (vals, counts, keys), m, table, scale = _lazy_moment_means(frame, req, req.func)
         bounds = M.bounds_from_moments(req, figures, table, m, keys, scale)
         return F.shape(req, vals, counts, keys, "polars", bounds, scalar=False)
