@@ -128,7 +128,7 @@ def outside(req: Any, state: str) -> str | None:
         return outside(req, "bin_sums" if req.kind == "ce" else "row_means")
     if state == "row_means":  # the companions, summary, row sums: their intervals from moments (companions)
         if req.ci is not None and not (req.kind in ("companion", "summary") and req.bootstrap != "rows"):
-            return "ci="
+            return "ci= with bootstrap='rows'" if req.bootstrap == "rows" else "ci="
         return outside(replace(req, kind="ce", ci=None), "bin_sums")
     if state == "grid_sums":
         return "ci=" if req.ci is not None else None
