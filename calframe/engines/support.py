@@ -100,10 +100,12 @@ rows of the cells of fewer than 32 rows; docs/statistics.md, "The bootstrap from
 engine and on Dask (unweighted), streamed on a LazyFrame. So are those on quantile and equal-mass bins (weighted
 too) in the narwhals engine and on a LazyFrame: the edges are found there first (exact order statistics), then held
 fixed under the draws, as in memory (the bootstrap conditional on the edges; its coverage: docs/statistics.md,
-"Quantile bins held fixed"); and the companions' (`brier`, `log_loss`, `accuracy`: the moments of their row
-values, split by top-1 correctness), but on Dask. Other intervals (quantile and equal-mass bins on Dask, the sweep,
-a variable's bins, the companions' on Dask, `summary`, `bootstrap="rows"`) need the rows: they are collected on
-Dask, a LazyFrame and a pyarrow Table. The refused
+"Quantile bins held fixed"); the companions' (`brier`, `log_loss`, `accuracy`: the moments of their row
+values, split by top-1 correctness), but on Dask; and `summary`'s, but on Dask: each of its figures drawn from the
+moments of its own state as in memory (one pass per binning, the debiased CE's equal-mass edges held fixed, and one
+per companion). Other intervals (quantile and equal-mass bins on Dask, the sweep, a variable's bins, the
+companions' and `summary`'s on Dask, `bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and
+a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
 (`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
 columns, or a sample. `monitor`'s windows (`windows`) are a time key of the figures' sums, computed in the frame's

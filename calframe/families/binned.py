@@ -275,8 +275,8 @@ def _smece_figure(req: R.Request) -> Figure:
 
 #: the companions' docstrings end with this
 _COLLECTS = """A ``pl.LazyFrame`` gives a ``pl.LazyFrame`` (one row, ``n`` and the figure, without ``by``), streamed when
-    collected (with ``ci``, the needed columns are collected first); a DuckDB relation, PySpark DataFrame, Ibis table
-    or pyarrow Table is summed in its own engine."""
+    collected (``ci`` too: drawn from the moments of the row values; with ``bootstrap="rows"`` the needed columns are
+    collected first); a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow Table is summed in its own engine."""
 
 
 def _bounded(func: str, figure: Figure) -> Figure:
@@ -350,8 +350,11 @@ def summary(frame: Frame, prob: Columns = None, label: str | None = None, *, len
     (the positive class) for a single probability column and ``top1`` for
     class probabilities; then ``brier``, ``log_loss``; with ``ci``,
     ``_lo``/``_hi`` bounds for each. A ``pl.LazyFrame`` gives a
-    ``pl.LazyFrame``, streamed when collected (with ``ci``, the needed columns
-    are collected first).
+    ``pl.LazyFrame``, streamed when collected; a DuckDB relation, PySpark
+    DataFrame, Ibis table or pyarrow Table is summed in its own engine. With
+    ``ci``, each figure is drawn from the moments of its own state, as
+    :func:`ece` and :func:`brier` draw theirs: where the rows are too (one
+    pass per binning and per companion; ``bootstrap="rows"`` collects them).
 
     ``disparity=True`` (needs ``by``) answers how far apart the groups are
     instead: :func:`disparity`'s table, one row per column above (``figure``

@@ -11,9 +11,9 @@ check). The row values are written once here for Polars and narwhals expressions
 loss ``-ln(clip(g_y, eps, 1 - eps))`` and the accuracy, the top-1 lens's ``acc`` (:mod:`calframe.lenses`: its
 tie rule). ``summary`` adds the CE figures from the engine's bin sums (uniform bins, and the debiased figure's
 equal-mass bins). A companion's ``ci=`` is drawn from the moments of its row values where the rows are
-(:func:`moment_companion` streamed on a LazyFrame, :func:`_narwhals_companion` in the narwhals engine); other
-``ci=`` needs the rows: the narwhals engine refuses it (a pyarrow Table is then run eagerly), and a LazyFrame is
-collected.
+(:func:`moment_companion` streamed on a LazyFrame, :func:`_narwhals_companion` in the narwhals engine), and so is
+summary's, each figure from the moments of its own state (:func:`moment_summary`); ``bootstrap="rows"`` needs the
+rows: the narwhals engine refuses it (a pyarrow Table is then run eagerly), and a LazyFrame is collected.
 """
 
 from __future__ import annotations
