@@ -105,6 +105,23 @@ def test_spark_draws_intervals_on_quantile_bins_held_fixed(sdf, scores):
         assert got.equals(calframe.mce(duckdb.connect().from_arrow(scores.to_arrow()), **kw).pl())
 
 
+def test_spark_draws_summary_intervals_where_the_rows_are(sdf, scores):
+    """summary(ci=) in Spark (issue 30): each figure from the moments of its own state, as in memory (the uniform
+    bins', the debiased CE's equal-mass bins held fixed, each companion's row values): eager Polars' bounds to
+    rounding, DuckDB's bits (but log_loss, through each engine's own logarithm)."""
+    import duckdb
+
+    kw = dict(by="g", ci=0.9, n_boot=100)
+    got = to_polars(calframe.summary(sdf, **kw))
+    want = calframe.summary(scores, **kw)
+    assert got.columns == want.columns and got["g"].to_list() == want["g"].to_list()
+    for c in want.columns[2:-1]:
+        np.testing.assert_allclose(got[c].to_numpy(), want[c].to_numpy(), rtol=1e-12, atol=1e-15, err_msg=c)
+    duck = calframe.summary(duckdb.connect().from_arrow(scores.to_arrow()), **kw).pl()
+    log_loss = ["log_loss", "log_loss_lo", "log_loss_hi"]
+    assert got.drop(log_loss).equals(duck.drop(log_loss))
+
+
 def test_spark_refuses_what_its_engine_does_not_run(sdf):
     with pytest.raises(calframe.ParameterError, match="ci= with bootstrap='rows' is not supported on a PySpark"):
         calframe.ece(sdf, ci=0.9, bootstrap="rows")
