@@ -11,8 +11,8 @@ check). The row values are written once here for Polars and narwhals expressions
 loss ``-ln(clip(g_y, eps, 1 - eps))`` and the accuracy, the top-1 lens's ``acc`` (:mod:`calframe.lenses`: its
 tie rule). ``summary`` adds the CE figures from the engine's bin sums (uniform bins, and the debiased figure's
 equal-mass bins). A companion's ``ci=`` is drawn from the moments of its row values where the rows are
-(:func:`moment_companion` streamed on a LazyFrame, :func:`_narwhals_companion` in the narwhals engine), and so is
-summary's, each figure from the moments of its own state (:func:`moment_summary`); ``bootstrap="rows"`` needs the
+(:func:`moment_companion` streamed on a LazyFrame, :func:`narwhals_states` in the narwhals engine), and so is
+summary's, each figure from the moments of its own state (:func:`moment_state`); ``bootstrap="rows"`` needs the
 rows: the narwhals engine refuses it (a pyarrow Table is then run eagerly), and a LazyFrame is collected.
 """
 
@@ -253,35 +253,58 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
         out = streamed(frame, req) if req.ci is None else moment_companion(frame, req, figures)
         return out if out is not None else evaluate(req, frame, figures)
     if _moment_ready(req, figures):  # the narwhals engine: its intervals from the moments, in its own engine
-        if req.kind == "summary":
-            return _narwhals_summary(frame, req, figures)
-        return _narwhals_companion(frame, req, figures)
+        eng = NW.Engine(frame)
+        NW.admit(eng, replace(req, kind="ce", ci=None), F.output_columns(names(req), req.ci))
+        return eng.out(moment_result(req, figures, *narwhals_states(eng, req)))
     return run(frame, req)
 
 
-def _narwhals_summary(frame: Any, req: Request, figures: dict) -> Any:
-    """``summary(ci=)`` in the narwhals engine (:func:`moment_summary`; the result in the input's type)."""
-    eng = NW.Engine(frame)
-    NW.admit(eng, replace(req, kind="ce", ci=None), F.output_columns(names(req), req.ci))
+#: an engine's moments of one binning: ``sums(sub)`` -> ``(sums, keys, counts, scale, moments)``
+Sums = Callable[[Request], tuple]
+#: an engine's moments of one companion's row values: ``means(name)`` -> :func:`_lazy_moment_means`' return
+Means = Callable[[str], tuple]
 
+
+def narwhals_states(eng: NW.Engine, req: Request) -> tuple[Sums, Means]:
+    """The ``sums`` and ``means`` of :func:`moment_state` in the narwhals engine."""
     def sums(sub: Request) -> tuple:
         out = NW.binned_sums(eng, sub, moments=True)[:4]
         return (*out, eng.moments)
 
-    return eng.out(moment_summary(req, figures, sums, lambda name: _narwhals_moment_means(eng, req, name)))
+    return sums, lambda name: _narwhals_moment_means(eng, req, name)
 
 
-def moment_summary(req: Request, figures: dict, sums: Callable[[Request], tuple],
-                   means: Callable[[str], tuple]) -> pl.DataFrame:
-    """``summary(ci=)`` where the rows are, as eager draws it: every figure from the moments of its own state,
-    each binning's CE figures from one moments pass of its bins (``sums(sub)`` -> ``(sums, keys, counts, scale,
-    moments)``: uniform bins, and the debiased figure's equal-mass ones, held fixed) and each companion from the
-    moments of its row values (``means(name)``: :func:`_lazy_moment_means`' return). A figure's draws depend on
-    its own state's stream only (:func:`calframe.moments.draws`), so drawing the states apart gives eager's bits
-    (to the rounding of its float sums). Returns the result as a Polars frame (``by``'s keys, ``n``, the figures,
-    their bounds and ``ci_method``)."""
+def lazy_states(lf: pl.LazyFrame, req: Request) -> tuple[Sums, Means]:
+    """The ``sums`` and ``means`` of :func:`moment_state`, streamed on a LazyFrame."""
+    return (lambda sub: LZ.sums_and_moments(lf, sub, moments=True),
+            lambda name: _lazy_moment_means(lf, req, name))
+
+
+def moment_result(req: Request, figures: dict, sums: Sums, means: Means) -> pl.DataFrame:
+    """A companion's or summary's ``ci=`` result where the rows are (:func:`moment_state`), as a Polars frame:
+    ``by``'s keys, ``n``, the figures, their bounds and ``ci_method``."""
+    values, counts, keys, bounds, _ = moment_state(req, figures, sums, means)
+    return F.shape(req, values, counts, keys, "polars", bounds, scalar=False)
+
+
+def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: dict | None = None) -> tuple:
+    """A companion's or summary's values and ``ci=`` bounds where the rows are, drawn as eager draws them: every
+    figure from the moments of its own state. A companion from the moments of its row values split by top-1
+    correctness (``means(name)``); summary's CE figures from one moments pass per binning (``sums(sub)``: the
+    uniform bins, and the debiased figure's equal-mass bins, their edges held fixed), its companions as the
+    companions. A figure's draws depend on its own state's stream only (:func:`calframe.moments.draws`), so
+    drawing the states apart gives eager's bits (to the rounding of its float sums). ``keep``: filled with each
+    figure's draws (:func:`calframe.disparity`). Returns (values in the result's order, rows per group, the key
+    table, bounds, each group's sum of weights with weights: ``Spread.sizes``, else None)."""
     from ... import moments as M
 
+    def sizes(m: Any, n_groups: int, scale: Any) -> np.ndarray | None:
+        return M.frequencies(m, n_groups, scale) if m is not None and m.weighted else None
+
+    if req.kind == "companion":
+        (vals, counts, keys), m, table, scale = means(req.func)
+        bounds = M.bounds_from_moments(req, figures, table, m, keys, scale, keep=keep)
+        return vals, counts, keys, bounds, sizes(m, table.shape[0], scale)
     parts = summary_parts(req)
     binnings: list[tuple[Binning, list[str]]] = []
     for name, sub in parts.items():
@@ -292,38 +315,25 @@ def moment_summary(req: Request, figures: dict, sums: Callable[[Request], tuple]
             binnings.append((sub.binning, [name]))
     values: dict[str, np.ndarray] = {}
     bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    counts, keys = None, None
+    first: tuple | None = None
     for i, (_, group) in enumerate(binnings):
         with warnings.catch_warnings():  # the first pass warned of the rows nulls='drop' dropped: once, as eager
             if i:
                 warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
             s, k, c, scale, m = sums(parts[group[0]])
-        if counts is None:
-            counts, keys = c, k
+        first = first or (c, k, sizes(m, s.shape[0], scale))
         for name in group:
             sub = parts[name]
             values[name] = F.binned_values(sub, lambda _, s=s: s, 1, scale)[sub.name]
-        bounds.update(M.bounds_from_moments(req, {n: figures[n] for n in group}, s, m, k, scale))
+        bounds.update(M.bounds_from_moments(req, {n: figures[n] for n in group}, s, m, k, scale, keep=keep))
     for name in _SUMMARY_MEANS:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
             (vals, _, k), m, table, scale = means(name)
         values[name] = vals[name]
-        bounds.update(M.bounds_from_moments(req, {name: figures[name]}, table, m, k, scale))
-    ordered = {name: values[name] for name in names(req)}
-    return F.shape(req, ordered, counts, keys, "polars", bounds, scalar=False)
-
-
-def _narwhals_companion(frame: Any, req: Request, figures: dict) -> Any:
-    """A companion's ``ci=`` in the narwhals engine (the result in the input's type)."""
-    from ... import moments as M
-
-    eng = NW.Engine(frame)
-    NW.admit(eng, replace(req, kind="ce", ci=None), F.output_columns([req.func], req.ci))
-    (vals, counts, keys), m, table, scale = _narwhals_moment_means(eng, req, req.func)
-    bounds = M.bounds_from_moments(req, figures, table, m, keys, scale)
-    out = F.shape(req, vals, counts, keys, "polars", bounds, scalar=False)
-    return eng.out(out)
+        bounds.update(M.bounds_from_moments(req, {name: figures[name]}, table, m, k, scale, keep=keep))
+    counts, keys, weights = first  # type: ignore[misc]
+    return {name: values[name] for name in names(req)}, counts, keys, bounds, weights
 
 
 def table(kind: str, frame: Any, req: Request, finish: Finish, schema: dict[str, pl.DataType], plain: bool,
@@ -481,10 +491,8 @@ def _moment_ready(req: Request, figures: dict | None) -> bool:
 def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.LazyFrame | None:
     """A companion's or summary's ``ci=`` on a LazyFrame, streamed (LazyFrame out): the values and the bootstrap
     from the moments of their states (:mod:`calframe.moments`, the eager figures' :class:`~calframe.moments.Summed`:
-    the same law and streams; summary: :func:`moment_summary`), or None when the call needs the rows
+    the same law and streams; summary: :func:`moment_state`), or None when the call needs the rows
     (``bootstrap="rows"``, List probabilities, a row selection)."""
-    from ... import moments as M
-
     if not _moment_ready(req, figures) or not LZ.streams(frame, replace(req, kind="ce", ci=None)):
         return None
     plan = LZ.make_plan(frame, replace(req, ci=None))  # the column errors now, the data's when collected
@@ -493,11 +501,6 @@ def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.Laz
     schema |= {f"{f}{end}": pl.Float64 for f in names(req) for end in ("", "_lo", "_hi")} | {F.CI_METHOD: pl.String}
 
     def compute() -> pl.DataFrame:
-        if req.kind == "summary":
-            return moment_summary(req, figures, lambda sub: LZ.sums_and_moments(frame, sub, moments=True),
-                                  lambda name: _lazy_moment_means(frame, req, name))
-        (vals, counts, keys), m, table, scale = _lazy_moment_means(frame, req, req.func)
-        bounds = M.bounds_from_moments(req, figures, table, m, keys, scale)
-        return F.shape(req, vals, counts, keys, "polars", bounds, scalar=False)
+        return moment_result(req, figures, *lazy_states(frame, req))
 
     return pl.defer(compute, schema=schema)
