@@ -101,3 +101,33 @@ def test_summary_row_bootstrap_is_collected_on_a_lazyframe_and_refused_in_duckdb
     assert got.collect().equals(calframe.summary(DF, **kw))
     with pytest.raises(calframe.ParameterError, match="ci= with bootstrap='rows' is not supported on a DuckDB"):
         calframe.summary(_native("duckdb", DF), **kw)
+
+
+DISPARITIES = {
+    "brier": ("brier", {}),
+    "accuracy weighted": ("accuracy", {"weights": "w"}),
+    "summary": ("summary", {}),
+    "summary weighted": ("summary", {"weights": "w", "min_n": 10}),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("call", list(DISPARITIES))
+def test_disparity_of_companions_and_summary_with_its_defaults_where_the_rows_are(kind, call, request):
+    """disparity's default ci=0.95 on a companion or summary: the groups' draws from the moments of each figure's
+    state where the rows are (with weights, min_n compares each group's sum of weights), the eager table."""
+    fig, kw = DISPARITIES[call]
+    want = calframe.disparity(DF, fig, by="g", n_boot=100, **kw)
+    request.getfixturevalue("no_rows")
+    got = calframe.disparity(_native(kind, DF), fig, by="g", n_boot=100, **kw)
+    if kind == "lazy":
+        assert isinstance(got, pl.LazyFrame)
+    _same(_polars(got), want, as_text=True)
+
+
+@pytest.mark.parametrize("kind", ["lazy", "duckdb"])
+def test_summary_disparity_true_with_ci_where_the_rows_are(kind, request):
+    want = calframe.summary(DF, by="g", disparity=True, ci=0.9, n_boot=100)
+    request.getfixturevalue("no_rows")
+    _same(_polars(calframe.summary(_native(kind, DF), by="g", disparity=True, ci=0.9, n_boot=100)), want,
+          as_text=True)

@@ -174,13 +174,13 @@ def test_streamed_sums_are_the_same_bits_every_run(binary):
     assert all(r.equals(runs[0]) for r in runs[1:])
 
 
-def test_ci_refused_in_duckdb_collected_on_a_lazyframe_and_pyarrow(binary):
+def test_ci_in_duckdb_on_a_lazyframe_and_pyarrow(binary):
     """A companion's own intervals come from the moments of its row values where the rows are
-    (tests/test_moments_companions.py); a disparity of companions' intervals still needs the rows."""
+    (tests/test_moments_companions.py), and so do a disparity's of companions (tests/test_moments_summary.py)."""
     same(polars_of(calframe.brier(frame_of(binary, "duckdb"), by="g", ci=0.9, n_boot=20)),
          calframe.brier(binary, by="g", ci=0.9, n_boot=20))
-    with pytest.raises(calframe.ParameterError, match="ci= is not supported on a DuckDB relation"):
-        calframe.disparity(frame_of(binary, "duckdb"), "brier", by="g", n_boot=20)
+    same(polars_of(calframe.disparity(frame_of(binary, "duckdb"), "brier", by="g", n_boot=20)),
+         calframe.disparity(binary, "brier", by="g", n_boot=20))
     expected = calframe.brier(binary, by="g", ci=0.9, n_boot=20)
     same(calframe.brier(binary.lazy(), by="g", ci=0.9, n_boot=20).collect(), expected)
     same(pl.from_arrow(calframe.brier(binary.to_arrow(), by="g", ci=0.9, n_boot=20)), expected)

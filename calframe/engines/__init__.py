@@ -71,6 +71,20 @@ def moment_sums(req: R.Request, frame: Any) -> tuple | None:
     return r.engine.moment_sums(req, frame) if r.here else None
 
 
+def moment_means(req: R.Request, frame: Any, figures: dict[str, eager.Figure], keep: dict | None = None
+                 ) -> tuple | None:
+    """``(values, counts, keys, bounds, sizes)`` of a companion's or ``summary``'s ``ci=`` computed where the rows
+    are, every figure from the moments of its own state (:func:`calframe.engines.plan.row_means.moment_state`;
+    ``keep``: filled with the draws): the ``moment_means`` of the frame's engine where
+    :func:`calframe.registry.route` runs the call there; None where the rows are in memory or needed (an engine
+    without the method: its own path)."""
+    if req.ci is None or req.kind not in ("companion", "summary") or req.bootstrap == "rows":
+        return None
+    r = registry.route(req, frame, state="row_means")
+    step = getattr(r.engine, "moment_means", None) if r.here else None
+    return None if step is None else step(req, frame, figures, keep)
+
+
 def run_table(req: R.Request, frame: Any, finish: _row_means.Finish, schema: dict[str, Any],
               rows: Callable[[Any], Any], native: bool = True) -> Any:
     """A table read off ``req``'s figures per group (``req.by``): ``finish(values, counts, keys, flavor)``,

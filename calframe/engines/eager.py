@@ -72,6 +72,11 @@ def table(req: R.Request, frame: Frame, finish: Callable[..., Any], schema: dict
     return rows(frame)
 
 
+def moment_means(req: R.Request, frame: Frame, figures: dict, keep: dict | None = None) -> None:
+    """None: in memory a companion's and summary's intervals are drawn from the rows' own moments (:func:`evaluate`)."""
+    return None
+
+
 def moment_sums(req: R.Request, frame: Frame) -> None:
     """None: in memory the intervals are drawn from the rows' own moments (:func:`evaluate`)."""
     return None

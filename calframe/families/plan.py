@@ -15,6 +15,7 @@ from .. import request as R
 from .._columns import Scored
 from .._imports import pd  # pandas: imported at first use
 from ..engines import run_binned as _run_binned
+from ..engines import moment_means as _moment_means
 from ..engines import moment_sums as _moment_sums
 from ..engines import run_table as _run_table
 from .. import figures as F
@@ -109,6 +110,11 @@ def spread_run(plan: Plan, min_n: int = D.MIN_N) -> tuple[Any, D.Spread, float |
         bounds = M.bounds_from_moments(req, spread.figures, sums, m, keys, scale, keep=spread.draws)
         spread.keys, spread.flavor = keys, "polars"
         spread.sizes = M.frequencies(m, sums.shape[0], scale) if m is not None and m.weighted else None
+        return F.shape(req, values, counts, keys, "polars", bounds, scalar=False), spread, req.ci
+    means = _moment_means(req, plan.frame, spread.figures, spread.draws) if plan.prepare is None else None
+    if means is not None:  # a companion's or summary's figures, each from the moments of its own state
+        values, counts, keys, bounds, spread.sizes = means
+        spread.keys, spread.flavor = keys, "polars"
         return F.shape(req, values, counts, keys, "polars", bounds, scalar=False), spread, req.ci
     return (evaluate(req, plan.frame, spread.figures, scalar=False, prepare=plan.prepare, keep=spread.draws),
             spread, req.ci)

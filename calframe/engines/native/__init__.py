@@ -22,7 +22,7 @@ from . import sums as NW
 from .sums import CAPABILITIES, Engine, collect, refuse, returned, supports
 
 __all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "collect", "returned", "binned", "grid", "vector", "table",
-           "moment_sums", "Engine"]
+           "moment_sums", "moment_means", "Engine"]
 
 #: the engine's short name (the families' steps: ``engines.route(frame, here, narwhals=...)``)
 NAME = "narwhals"
@@ -53,6 +53,12 @@ def table(req: Request, frame: Any, finish: Callable[..., Any], schema: dict[str
     if req.ci is not None:
         return Engine(frame).out(rows(frame))
     return _row_means.table(NW.native_kind(frame), frame, req, finish, schema, True, native)
+
+
+def moment_means(req: Request, frame: Any, figures: dict, keep: dict | None = None) -> tuple:
+    """``(values, counts, keys, bounds, sizes)`` of a companion's or summary's ``ci=``, each figure from the moments
+    of its own state computed in the frame's engine (:func:`calframe.engines.plan.row_means.moment_state`)."""
+    return _row_means.moment_state(req, figures, *_row_means.narwhals_states(NW.Engine(frame), req), keep)
 
 
 def moment_sums(req: Request, frame: Any) -> tuple:

@@ -123,8 +123,8 @@ def outside(req: Any, state: str) -> str | None:
             return "a row selection"
         if req.several:
             return "several variables at once"
-        if req.ci is not None and not (req.kind == "ce" and plan_ci(req)):
-            return "ci="
+        if req.ci is not None and not (req.kind == "ce" and plan_ci(req) or req.kind in ("companion", "summary")):
+            return "ci="  # a companion's and summary's: as the row_means state says (below)
         return outside(req, "bin_sums" if req.kind == "ce" else "row_means")
     if state == "row_means":  # the companions, summary, row sums: their intervals from moments (companions)
         if req.ci is not None and not (req.kind in ("companion", "summary") and req.bootstrap != "rows"):

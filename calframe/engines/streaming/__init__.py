@@ -26,7 +26,7 @@ from . import streamed as LZ
 from .streamed import CAPABILITIES, collect, refuse, supports
 
 __all__ = ["NAME", "CAPABILITIES", "supports", "refuse", "collect", "binned", "grid", "vector", "table",
-           "moment_sums"]
+           "moment_sums", "moment_means"]
 
 #: the engine's short name (the families' steps: ``engines.route(frame, here, lazy=...)``)
 NAME = "lazy"
@@ -60,6 +60,12 @@ def table(req: Request, frame: pl.LazyFrame, finish: Callable[..., Any], schema:
         return pl.defer(lambda: rows(frame), schema=schema)
     out = _row_means.table("lazy", frame, req, finish, schema, True, native)
     return out if out is not None else rows(frame)
+
+
+def moment_means(req: Request, frame: pl.LazyFrame, figures: dict, keep: dict | None = None) -> tuple:
+    """``(values, counts, keys, bounds, sizes)`` of a companion's or summary's ``ci=``, each figure from the moments
+    of its own state, streamed (:func:`calframe.engines.plan.row_means.moment_state`)."""
+    return _row_means.moment_state(req, figures, *_row_means.lazy_states(frame, req), keep)
 
 
 def moment_sums(req: Request, frame: pl.LazyFrame) -> tuple:
