@@ -103,9 +103,9 @@ fixed under the draws, as in memory (the bootstrap conditional on the edges; its
 "Quantile bins held fixed"); the companions' (`brier`, `log_loss`, `accuracy`: the moments of their row
 values, split by top-1 correctness), but on Dask; and `summary`'s, but on Dask: each of its figures drawn from the
 moments of its own state as in memory (one pass per binning, the debiased CE's equal-mass edges held fixed, and one
-per companion). Other intervals (quantile and equal-mass bins on Dask, the sweep, a variable's bins, the
-companions' and `summary`'s on Dask, `bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and
-a pyarrow Table. The refused
+per companion), and so are `disparity`'s on them (its default `ci=0.95`). Other intervals (quantile and
+equal-mass bins on Dask, the sweep, a variable's bins, the companions' and `summary`'s on Dask,
+`bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
 (`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
 columns, or a sample. `monitor`'s windows (`windows`) are a time key of the figures' sums, computed in the frame's
