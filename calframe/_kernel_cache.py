@@ -126,20 +126,23 @@ def forbidden_compile(kernel: str, sig: Any) -> KernelCompileForbidden:
 def announce(kernel: str | None = None) -> None:
     """Say on stderr that kernels are being compiled (a cache miss calls it): once per process with what
     ``calframe warmup`` does, then the name of each kernel compiled, and the public function it is compiled for
-    (``compiling binned_pass_class1 for calframe.summary``), so that no wait is silent."""
+    (``compiling binned_pass_class1 for calframe.summary``), so that no wait is silent. Where progress bars are
+    shown (a terminal, or ``CALFRAME_PROGRESS=1``), a call's second and further compiles go on a bar that counts
+    them and names the kernel being compiled (:func:`calframe._progress.compiling`)."""
     global _announced
     if quiet:
         return
     with _said:
         first = not _announced
         _announced = True
+    from ._progress import compiling
     from ._runtime import current_call
 
     call = current_call()
     if first:
         print("compiling calframe kernels (first use; `calframe warmup` does this ahead)", file=sys.stderr,
               flush=True)
-    if kernel is not None:
+    if kernel is not None and not compiling(kernel, call):  # a call's further compiles: a bar where bars show
         print(f"  compiling {kernel}" + (f" for calframe.{call}" if call else ""), file=sys.stderr, flush=True)
 
 

@@ -328,3 +328,33 @@ def test_cached_closures_need_their_own_names() -> None:
 
     with pytest.raises(TypeError, match="closure"):
         njit(cache=True)(factory(1))
+
+
+def test_a_calls_further_compiles_go_on_one_bar(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 31 ("no silent wait"): a public call that compiles several kernels names its first compile on a line,
+    then counts the following ones on one bar that names the kernel being compiled; the bar closes when the call
+    returns. (``CALFRAME_PROGRESS=1`` stands in for a terminal.)"""
+    import numba
+
+    from calframe import _kernel_cache, _progress, _runtime
+
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", "")  # beside the source (make test sets NUMBA_CACHE_DIR)
+    monkeypatch.setattr(_kernel_cache, "quiet", False)
+    monkeypatch.setenv("CALFRAME_PROGRESS", "1")
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    tag = _synth(tmp_path, "synth_bar")
+
+    @_runtime.entry
+    def three_types() -> list[float]:
+        return [tag(np.arange(1, 8).astype(dt)) for dt in ("int8", "int16", "float32")]
+
+    assert three_types() == [28_001.0, 28_002.0, 28_004.0]
+    err = capsys.readouterr().err
+    assert "  compiling tag for calframe.three_types\n" in err, err  # the first compile: its line
+    assert err.count("  compiling tag") == 1, err  # the others: on the bar
+    assert "compiling calframe kernels for calframe.three_types: " in err and "3 kernels" in err, err
+    assert getattr(_progress._compiles, "state", None) is None  # closed with the call
+    monkeypatch.setenv("CALFRAME_PROGRESS", "0")  # bars off: every compile on its own line, as before
+    again = _runtime.entry(lambda: [tag(np.arange(1, 8).astype(dt)) for dt in ("uint8", "uint16")])
+    again()
+    assert capsys.readouterr().err.count("  compiling tag for calframe.<lambda>") == 2
