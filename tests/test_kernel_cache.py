@@ -358,3 +358,49 @@ def test_a_calls_further_compiles_go_on_one_bar(tmp_path: Path, monkeypatch, cap
     again = _runtime.entry(lambda: [tag(np.arange(1, 8).astype(dt)) for dt in ("uint8", "uint16")])
     again()
     assert capsys.readouterr().err.count("  compiling tag for calframe.<lambda>") == 2
+
+
+LOCK_RUN = textwrap.dedent(
+    """
+    import json, sys, time
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import synth_kernels
+    time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes miss together
+    v = synth_kernels.tag(np.arange(1, 8, dtype=np.int64))
+    st = synth_kernels.tag.stats
+    print(json.dumps({"v": v, "hits": sum(st.cache_hits.values()), "misses": sum(st.cache_misses.values())}))
+    """
+)
+
+
+def test_processes_that_miss_one_variant_at_once_compile_it_once(tmp_path: Path) -> None:
+    """A variant missed by 3 processes at once is compiled by one of them; the others wait for its compile lock
+    and load what it saved (issue 31: pytest's workers and warm-up's processes compiled the same kernels twice)."""
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    start = str(time.time() + 8)  # after every process has imported numba
+    procs = [_start(LOCK_RUN, [str(tmp_path), start], tmp_path / "cache") for _ in range(3)]
+    got = [_finish(p) for p in procs]
+    x = np.arange(1, 8, dtype=np.int64)
+    assert [g["v"] for g, _ in got] == [float(x.sum()) * 1000.0 + 8] * 3  # numpy's figure
+    assert sorted(g["misses"] for g, _ in got) == [0, 0, 1], got
+    assert sorted(g["hits"] for g, _ in got) == [0, 1, 1], got
+
+
+def test_a_failed_compile_gives_its_lock_back(tmp_path: Path, monkeypatch) -> None:
+    """A compile that raises (a type numba cannot compile the kernel for) leaves no compile lock held, and the
+    next variant compiles and is saved as usual."""
+    import numba
+
+    from calframe import _kernel_cache
+
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", "")  # beside the source (make test sets NUMBA_CACHE_DIR)
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    tag = _synth(tmp_path, "synth_fails")
+    with pytest.raises(numba.core.errors.TypingError):
+        tag("not an array")
+    assert _kernel_cache._held == {}
+    x = np.arange(1, 8, dtype=np.int16)
+    assert tag(x) == float(x.sum()) * 1000.0 + 2 and _kernel_cache._held == {}
+    again = _synth(tmp_path, "synth_fails_again")
+    assert again(x) == float(x.sum()) * 1000.0 + 2 and sum(again.stats.cache_hits.values()) == 1  # saved: loaded
