@@ -131,3 +131,19 @@ def test_summary_disparity_true_with_ci_where_the_rows_are(kind, request):
     request.getfixturevalue("no_rows")
     _same(_polars(calframe.summary(_native(kind, DF), by="g", disparity=True, ci=0.9, n_boot=100)), want,
           as_text=True)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_summary_intervals_on_class_columns_with_a_null_key(kind, request):
+    """Three class-probability columns (the top-1 lens, the companions over K classes) and a null group key."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet([0.6, 0.6, 0.6], size=2000)
+    y = (rng.uniform(size=(2000, 1)) > p.cumsum(axis=1)).sum(axis=1).clip(0, 2)
+    df = pl.DataFrame({"p0": p[:, 0], "p1": p[:, 1], "p2": p[:, 2], "label": y,
+                       "g": rng.choice(["a", "b", None], 2000).tolist()})
+    kw = dict(prob=["p0", "p1", "p2"], by="g", ci=0.9, n_boot=80)
+    want = calframe.summary(df, **kw)
+    request.getfixturevalue("no_rows")
+    _same(_polars(calframe.summary(_native(kind, df), **kw)), want)
