@@ -261,7 +261,7 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
 
 #: an engine's moments of one binning: ``sums(sub)`` -> ``(sums, keys, counts, scale, moments)``
 Sums = Callable[[Request], tuple]
-#: an engine's moments of one companion's row values: ``means(name)`` -> :func:`_lazy_moment_means`' return
+#: an engine's moments of companions' row values: ``means(names)`` -> :func:`_lazy_moment_means`' return
 Means = Callable[[str], tuple]
 
 
@@ -271,13 +271,13 @@ def narwhals_states(eng: NW.Engine, req: Request) -> tuple[Sums, Means]:
         out = NW.binned_sums(eng, sub, moments=True)[:4]
         return (*out, eng.moments)
 
-    return sums, lambda name: _narwhals_moment_means(eng, req, name)
+    return sums, lambda names_: _narwhals_moment_means(eng, req, names_)
 
 
 def lazy_states(lf: pl.LazyFrame, req: Request) -> tuple[Sums, Means]:
     """The ``sums`` and ``means`` of :func:`moment_state`, streamed on a LazyFrame."""
     return (lambda sub: LZ.sums_and_moments(lf, sub, moments=True),
-            lambda name: _lazy_moment_means(lf, req, name))
+            lambda names_: _lazy_moment_means(lf, req, names_))
 
 
 def moment_result(req: Request, figures: dict, sums: Sums, means: Means) -> pl.DataFrame:
@@ -290,7 +290,7 @@ def moment_result(req: Request, figures: dict, sums: Sums, means: Means) -> pl.D
 def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: dict | None = None) -> tuple:
     """A companion's or summary's values and ``ci=`` bounds where the rows are, drawn as eager draws them: every
     figure from the moments of its own state. A companion from the moments of its row values split by top-1
-    correctness (``means(name)``); summary's CE figures from one moments pass per binning (``sums(sub)``: the
+    correctness (``means(names)``: one pass for several); summary's CE figures from one moments pass per binning (``sums(sub)``: the
     uniform bins, and the debiased figure's equal-mass bins, their edges held fixed), its companions as the
     companions. A figure's draws depend on its own state's stream only (:func:`calframe.moments.draws`), so
     drawing the states apart gives eager's bits (to the rounding of its float sums). ``keep``: filled with each
@@ -302,7 +302,7 @@ def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: di
         return M.frequencies(m, n_groups, scale) if m is not None and m.weighted else None
 
     if req.kind == "companion":
-        (vals, counts, keys), m, table, scale = means(req.func)
+        (vals, counts, keys), m, table, scale = means((req.func,))[req.func]
         bounds = M.bounds_from_moments(req, figures, table, m, keys, scale, keep=keep)
         return vals, counts, keys, bounds, sizes(m, table.shape[0], scale)
     parts = summary_parts(req)
@@ -326,10 +326,11 @@ def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: di
             sub = parts[name]
             values[name] = F.binned_values(sub, lambda _, s=s: s, 1, scale)[sub.name]
         bounds.update(M.bounds_from_moments(req, {n: figures[n] for n in group}, s, m, k, scale, keep=keep))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
+        states = means(_SUMMARY_MEANS)  # one pass for the three companions
     for name in _SUMMARY_MEANS:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
-            (vals, _, k), m, table, scale = means(name)
+        (vals, _, k), m, table, scale = states[name]
         values[name] = vals[name]
         bounds.update(M.bounds_from_moments(req, {name: figures[name]}, table, m, k, scale, keep=keep))
     counts, keys, weights = first  # type: ignore[misc]
@@ -386,45 +387,85 @@ def streamed(frame: Any, req: Request, finish: Finish | None = None,
 # --------------------------------------------------------------------------- intervals from moments
 
 
-def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Values, Any, np.ndarray, Any]:
-    """A companion's row means and the moments of its cells, streamed: one pass per (keys, top-1 correctness
-    [, weight bucket]) with the exact sums of w, w v and w v^2 (v the row value over its :data:`SPAN`, so in
-    [0, 1]: ``lazy._moment_aggs``' layout), added up again exactly per group for the figure (``lazy.split_moments``),
-    and one bounded query for the rows of the cells under :data:`calframe.moments.SMALL` rows. Returns (the
-    values, counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of the row values, the
-    groups' ``[sum w, sum w v, 0]`` table, the weights' scale)."""
+def _v(name: str) -> str:
+    """A moments pass's column of the row value ``name`` over its :data:`SPAN`."""
+    return f"{COL_PREFIX}v_{name}"
+
+
+def _s(name: str) -> str:
+    """A moments pass's sum of ``w v`` of the row value ``name`` (per cell; ``w v`` per row in the small rows)."""
+    return f"{COL_PREFIX}s_{name}"
+
+
+def _q(name: str) -> str:
+    """A moments pass's sum of ``w v^2`` of the row value ``name``."""
+    return f"{COL_PREFIX}q_{name}"
+
+
+#: a companion's state from a moments pass: (its :data:`Values`, its cells' Moments, the groups' table, the scale)
+State = tuple[Values, Any, np.ndarray, Any]
+
+
+def _lazy_moment_means(lf: pl.LazyFrame, req: Request, names_: tuple[str, ...]) -> dict[str, State]:
+    """The companions' (``names_``) row means and the moments of their cells, streamed: one pass per (keys, top-1
+    correctness [, weight bucket]) with the exact sums of w and, per companion, of w v and w v^2 (v its row value
+    over its :data:`SPAN`, so in [0, 1]: ``lazy._moment_aggs``' layout), added up again exactly per group for the
+    figures (``lazy.split_moments``), and one bounded query for the rows of the cells under
+    :data:`calframe.moments.SMALL` rows (the same cells for every companion). Returns per companion (the values,
+    counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of its row values, the groups'
+    ``[sum w, sum w v, 0]`` table, the weights' scale)."""
     plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=_lens_of(req))), lf)
-    weighted, keep, span = plan.weight_col is not None, LP.keep_expr(plan), _span(name)
-    value = _row_exprs(plan, pl, (name,))[name] * (1.0 / span)
+    weighted, keep = plan.weight_col is not None, LP.keep_expr(plan)
+    values_ = _row_exprs(plan, pl, names_)
     split = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), pl)[1]
     marker = pl.lit(0, pl.Int32) if keep is None else pl.when(keep).then(0).otherwise(-1).cast(pl.Int32)
-    cols = LP.key_cols(plan) + [value.alias(LZ.CONF), split.fill_null(0).cast(pl.Int8).alias(LZ.ACC),
-                                LP.row_ok(plan).alias(OK), marker.alias(BIN)]
+    cols = LP.key_cols(plan) + [(values_[n] * (1.0 / _span(n))).alias(_v(n)) for n in names_] + [
+        split.fill_null(0).cast(pl.Int8).alias(LZ.ACC), LP.row_ok(plan).alias(OK), marker.alias(BIN)]
     if weighted:
         cols.append(LP.weights_expr(plan).alias(WT))
     q = LP.with_scales(plan, lf).select(cols)
     w, bucket = (pl.col(WT), pl.col(EB)) if weighted else (pl.lit(1.0), None)
     if weighted:
         q = q.with_columns(LZ.weight_bucket(pl.col(WT)).alias(EB))
-    c = pl.col(LZ.CONF)
-    aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK),
-            LZ.fixed_sum(w * c if weighted else c, bucket).alias(LZ.SC),
-            LZ.fixed_sum((w * c) * c if weighted else c * c, bucket).alias(LZ.Q[2])]
+    aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK)]
+    for n in names_:
+        c = pl.col(_v(n))
+        aggs += [LZ.fixed_sum(w * c if weighted else c, bucket).alias(_s(n)),
+                 LZ.fixed_sum((w * c) * c if weighted else c * c, bucket).alias(_q(n))]
     if weighted:
         aggs.append(LZ.fixed_sum(w, bucket).alias(W))
     res = LZ.collect_frame(q.group_by(plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else [])).agg(aggs))
     point, cells = LZ.split_moments(plan, res)
 
-    def rows_of(fetch: pl.DataFrame) -> tuple:  # the small cells' rows: at most SMALL - 1 per cell
-        got = LZ.collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True)
-                               .select(pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * c).alias(LZ.SC)))
-        return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[LZ.SC].to_numpy()
+    def rows_of(fetch: pl.DataFrame) -> pl.DataFrame:  # the small cells' rows: at most SMALL - 1 per cell
+        return LZ.collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True)
+                                .select(pl.col(f"{COL_PREFIX}cell"), w.alias(W),
+                                        *[(w * pl.col(_v(n))).alias(_s(n)) for n in names_]))
 
-    return _companion_state(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, name, rows_of)
+    return _companion_states(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, names_, rows_of)
+
+
+def _companion_states(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, names_: tuple[str, ...],
+                      rows_of: Callable[[pl.DataFrame], pl.DataFrame]) -> dict[str, State]:
+    """Each companion's :func:`_companion_state` from one moments pass (its columns :func:`_s`, :func:`_q`), the
+    small cells' rows fetched once (``rows_of(fetch)``: ``cell``, ``W`` and each :func:`_s` per row)."""
+    fetched: list[pl.DataFrame] = []
+
+    def small(name: str) -> Callable[[pl.DataFrame], tuple]:
+        def get(fetch: pl.DataFrame) -> tuple:
+            if not fetched:  # the same cells are small for every companion: one query
+                fetched.append(rows_of(fetch))
+            got = fetched[0]
+            return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy().astype(np.float64), got[_s(name)].to_numpy(
+                ).astype(np.float64)
+        return get
+
+    return {n: _companion_state(plan, point.rename({_s(n): LZ.SC}), cells.rename({_s(n): LZ.SC, _q(n): LZ.Q[2]}),
+                                n, small(n)) for n in names_}
 
 
 def _companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
-                     rows_of: Callable[[pl.DataFrame], tuple]) -> tuple[Values, Any, np.ndarray, Any]:
+                     rows_of: Callable[[pl.DataFrame], tuple]) -> State:
     """A companion's values from its checked cells per group (``point``) and the moments of its cells per (group,
     correctness) (``cells``, Int128 sums of the value over its :data:`SPAN`), the small cells' rows from
     ``rows_of(fetch)`` ((cell, w, w v / span) per row): :func:`_lazy_moment_means`' return."""
@@ -446,29 +487,31 @@ def _companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFra
     return (vals, counts, keys), m, table, LZ.group_scales(plan, keys) if weighted else 1.0
 
 
-def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Values, Any, np.ndarray, Any]:
+def _narwhals_moment_means(eng: NW.Engine, req: Request, names_: tuple[str, ...]) -> dict[str, State]:
     """:func:`_lazy_moment_means` in the narwhals engine (DuckDB, Spark, Ibis, pyarrow): the same cells and sums
-    in one query of the user's engine (``narwhals.Run.main``'s layout), the small cells' rows by
-    ``narwhals.Run.small_rows``."""
+    in one query of the user's engine (``narwhals.Run.main``'s layout), the small cells' rows in one more
+    (``narwhals.Run.small_rows``' join, every companion's value)."""
     r = NW.Run(eng, replace(req, kind="companion", lens=_lens_of(req), ci=None))
     plan = r.prepared()
-    nw, weighted, wide, span = r.nw, plan.weight_col is not None, r.wide, _span(name)
+    nw, weighted, wide = r.nw, plan.weight_col is not None, r.wide
     ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
-    value = _row_exprs(plan, nw, (name,))[name] * (1.0 / span)
+    values_ = _row_exprs(plan, nw, names_)
     split = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), nw)[1]
     marker = nw.when(ok).then(nw.lit(0)).otherwise(nw.lit(-2))
     rows = NW.key_cols(plan, r.schema) + [
-        nw.when(ok).then(value).alias(LZ.CONF), nw.when(ok).then(split).otherwise(nw.lit(0)).cast(nw.Int64)
-        .alias(LZ.ACC),
+        nw.when(ok).then(values_[n] * (1.0 / _span(n))).alias(_v(n)) for n in names_] + [
+        nw.when(ok).then(split).otherwise(nw.lit(0)).cast(nw.Int64).alias(LZ.ACC),
         (marker if keep is None else nw.when(keep).then(marker).otherwise(nw.lit(-1))).cast(nw.Int32).alias(BIN)]
     if weighted:
         w = nw.when(ok).then(r.weights())
         rows += [w.alias(WT), NW.bucket_expr(w).alias(EB)]
-    bucket, x = (nw.col(EB) if weighted else None), nw.col(LZ.CONF)
-    wx = nw.col(WT) * x if weighted else x
-    parts = (NW.fixed_parts(W, nw.col(WT), bucket, wide) if weighted else []) + NW.fixed_parts(
-        LZ.SC, wx, bucket, wide) + NW.fixed_parts(LZ.Q[2], wx * x, bucket, wide)
-    summed = ([W] if weighted else []) + [LZ.SC, LZ.Q[2]]
+    bucket = nw.col(EB) if weighted else None
+    parts = NW.fixed_parts(W, nw.col(WT), bucket, wide) if weighted else []
+    for n in names_:
+        x = nw.col(_v(n))
+        wx = nw.col(WT) * x if weighted else x
+        parts += NW.fixed_parts(_s(n), wx, bucket, wide) + NW.fixed_parts(_q(n), wx * x, bucket, wide)
+    summed = ([W] if weighted else []) + [c for n in names_ for c in (_s(n), _q(n))]
     cell = plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else [])
     aggs = [nw.col(c).sum().alias(c) for s in summed for c in NW.part_names(s, wide)]
     res = NW.collect_frame(r.base(rows).select(*[nw.col(c) for c in cell], *parts).group_by(cell).agg(
@@ -476,8 +519,18 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Val
     res = res.with_columns(pl.col(LEN).cast(pl.Int64), pl.col(LZ.ACC).cast(pl.Int64),
                            pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
     point, cells = LZ.split_moments(plan, NW.int128_sums(res, summed, wide))
-    return _companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
-                            lambda fetch: r.small_rows(r.base(rows), fetch))
+
+    def rows_of(fetch: pl.DataFrame) -> pl.DataFrame:  # Run.small_rows' join, every companion's w v
+        wc = nw.col(WT) if weighted else nw.lit(1.0)
+        exprs, jn = NW.join_keys(plan, plan.keys)
+        picked = [nw.col(k) for k in plan.keys] + [nw.col(BIN), nw.col(LZ.ACC).cast(nw.Int64), wc.alias(W)] + [
+            (wc * nw.col(_v(n))).alias(_s(n)) for n in names_]
+        table = NW.polars_join_keys(fetch, plan.keys, jn).drop(plan.keys).with_columns(
+            pl.col(BIN).cast(pl.Int32), pl.col(LZ.ACC).cast(pl.Int64))
+        q = r.base(rows).select(picked).with_columns(exprs).join(eng.table(table), on=jn + [BIN, LZ.ACC], how="inner")
+        return NW.collect_frame(q.select(nw.col(f"{COL_PREFIX}cell"), nw.col(W), *[nw.col(_s(n)) for n in names_]))
+
+    return _companion_states(plan, r.checked(LZ.exact_floats(point)), cells, names_, rows_of)
 
 
 def _moment_ready(req: Request, figures: dict | None) -> bool:
