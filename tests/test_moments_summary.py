@@ -82,11 +82,12 @@ def test_summary_nulls_dropped_warn_once_as_eager(kind):
     _same(got, want)
 
 
-@pytest.mark.parametrize("kind", ["lazy", "duckdb"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_summary_bad_input_and_zero_weights_give_the_eager_errors(kind):
     bad = DF.with_columns(pl.when(pl.arange(0, DF.height) == 5).then(1.5).otherwise(pl.col("prob")).alias("prob"))
     zero = DF.with_columns(pl.when(pl.col("g") == 9).then(0.0).otherwise(pl.col("w")).alias("w"))
-    for frame, kw in ((bad, {}), (zero, {"by": "g", "weights": "w"})):
+    all_zero = DF.with_columns(w=pl.lit(0.0))
+    for frame, kw in ((bad, {}), (zero, {"by": "g", "weights": "w"}), (all_zero, {"weights": "w"})):
         with pytest.raises(Exception) as eager_error:
             calframe.summary(frame, ci=0.9, n_boot=20, **kw)
         with pytest.raises(type(eager_error.value)) as engine_error:
