@@ -294,17 +294,20 @@ def _seed64(seed: int | None) -> int:
 
 
 def bounds_from_moments(req: Any, figures: dict[str, Callable[..., np.ndarray]], sums: np.ndarray, m: Moments,
-                        keys: Any, scale: Any, keep: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                        keys: Any, scale: Any, keep: dict | None = None,
+                        bar: Any = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``req``'s intervals where the rows are: its figures (eager ones carrying :class:`Summed`, of one binning)
     on the bin sums ``sums``, drawn from the moments ``m`` of the same bins; ``keys``: the key table (None: one
-    group); ``keep``: filled with each figure's draws (:func:`calframe.figures.bounds`)."""
+    group); ``keep``: filled with each figure's draws (:func:`calframe.figures.bounds`); ``bar``: the progress
+    counter the draws advance by ``n_boot`` (default: a bar of their own)."""
     from . import figures as F
     from ._progress import steps
 
     scales, drawn = F.resampled(figures, req.ci_method)
     n_bins = sums.shape[1]
     draws_ = draws(lambda summed: (m, n_bins), drawn, req.n_boot, req.seed,
-                   keys.rows() if keys is not None else [()], scale, steps(req.n_boot, "bootstrap", unit="draw"))
+                   keys.rows() if keys is not None else [()], scale,
+                   steps(req.n_boot, "bootstrap", unit="draw") if bar is None else bar)
 
     def at(f: Callable[..., np.ndarray]) -> np.ndarray:
         return sums_of(f).finalize(sums, scale)  # type: ignore[union-attr]

@@ -148,3 +148,17 @@ def test_summary_intervals_on_class_columns_with_a_null_key(kind, request):
     want = calframe.summary(df, **kw)
     request.getfixturevalue("no_rows")
     _same(_polars(calframe.summary(_native(kind, df), **kw)), want)
+
+
+def test_summary_intervals_count_one_bar_of_n_boot_draws_in_duckdb(monkeypatch):
+    """As in memory (tests/test_progress.py): one bootstrap bar of n_boot draws, though each state draws apart."""
+    from test_progress import _Recorder
+    from calframe import _progress as P
+
+    rec = type("Rec", (_Recorder,), {"made": []})
+    monkeypatch.setattr(P, "_tqdm", lambda: rec)
+    monkeypatch.setattr(P, "_terminal", lambda: True)
+    monkeypatch.delenv(P.ENV, raising=False)
+    calframe.summary(_native("duckdb", DF), by="g", ci=0.9, n_boot=11, progress=True)
+    assert [(b.kw["desc"], b.kw["total"], b.n) for b in rec.made if b.kw["desc"] == "bootstrap"] == [
+        ("bootstrap", 11, 11)]

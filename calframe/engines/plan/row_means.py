@@ -297,6 +297,7 @@ def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: di
     figure's draws (:func:`calframe.disparity`). Returns (values in the result's order, rows per group, the key
     table, bounds, each group's sum of weights with weights: ``Spread.sizes``, else None)."""
     from ... import moments as M
+    from ..._progress import steps
 
     def sizes(m: Any, n_groups: int, scale: Any) -> np.ndarray | None:
         return M.frequencies(m, n_groups, scale) if m is not None and m.weighted else None
@@ -316,6 +317,7 @@ def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: di
     values: dict[str, np.ndarray] = {}
     bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     first: tuple | None = None
+    bar = _Shared(steps(req.n_boot, "bootstrap", unit="draw"), len(binnings) + len(_SUMMARY_MEANS))
     for i, (_, group) in enumerate(binnings):
         with warnings.catch_warnings():  # the first pass warned of the rows nulls='drop' dropped: once, as eager
             if i:
@@ -325,14 +327,15 @@ def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: di
         for name in group:
             sub = parts[name]
             values[name] = F.binned_values(sub, lambda _, s=s: s, 1, scale)[sub.name]
-        bounds.update(M.bounds_from_moments(req, {n: figures[n] for n in group}, s, m, k, scale, keep=keep))
+        bounds.update(M.bounds_from_moments(req, {n: figures[n] for n in group}, s, m, k, scale, keep=keep,
+                                            bar=bar))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=f"{req.func}: dropped ")
         states = means(_SUMMARY_MEANS)  # one pass for the three companions
     for name in _SUMMARY_MEANS:
         (vals, _, k), m, table, scale = states[name]
         values[name] = vals[name]
-        bounds.update(M.bounds_from_moments(req, {name: figures[name]}, table, m, k, scale, keep=keep))
+        bounds.update(M.bounds_from_moments(req, {name: figures[name]}, table, m, k, scale, keep=keep, bar=bar))
     counts, keys, weights = first  # type: ignore[misc]
     return {name: values[name] for name in names(req)}, counts, keys, bounds, weights
 
@@ -385,6 +388,21 @@ def streamed(frame: Any, req: Request, finish: Finish | None = None,
 
 
 # --------------------------------------------------------------------------- intervals from moments
+
+
+class _Shared:
+    """One progress bar of ``n_boot`` draws advanced by ``parts`` drawings of ``n_boot`` each (summary's states:
+    one bar per call, as in memory)."""
+
+    def __init__(self, bar: Any, parts: int) -> None:
+        self.bar, self.parts, self.done, self.shown = bar, parts, 0, 0
+
+    def update(self, n: int) -> None:
+        self.done += n
+        now = self.done // self.parts
+        if now > self.shown:
+            self.bar.update(now - self.shown)
+            self.shown = now
 
 
 def _v(name: str) -> str:
@@ -556,4 +574,6 @@ def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.Laz
     def compute() -> pl.DataFrame:
         return moment_result(req, figures, *lazy_states(frame, req))
 
-    return pl.defer(compute, schema=schema)
+    from ..._progress import carry  # the call's progress= holds where the result is computed (at collect)
+
+    return pl.defer(carry(compute), schema=schema)

@@ -57,7 +57,9 @@ def table(req: Request, frame: pl.LazyFrame, finish: Callable[..., Any], schema:
     """Disparity's figures per group as a LazyFrame: with ``ci=`` the table of ``rows`` (its sums and moments
     streamed: :func:`moment_sums`) deferred to the collect; else ``finish`` of the streamed figures."""
     if req.ci is not None:
-        return pl.defer(lambda: rows(frame), schema=schema)
+        from ..._progress import carry  # the call's progress= holds where the result is computed (at collect)
+
+        return pl.defer(carry(lambda: rows(frame)), schema=schema)
     out = _row_means.table("lazy", frame, req, finish, schema, True, native)
     return out if out is not None else rows(frame)
 

@@ -724,7 +724,9 @@ def run(frame: Any, req: Request) -> pl.LazyFrame | None:
         sums, keys, counts, scale, m = sums_and_moments(frame, req, moments=req.ci is not None)
         return moment_result(req, sums, keys, counts, scale, m)
 
-    return pl.defer(run, schema=schema)
+    from ..._progress import carry  # the call's progress= holds where the result is computed (at collect)
+
+    return pl.defer(carry(run), schema=schema)
 
 
 def moment_result(req: Request, sums: np.ndarray, keys: pl.DataFrame | None, counts: np.ndarray, scale: Any,
