@@ -109,8 +109,10 @@ def disparity(frame: Frame, figure: str = "ece", prob: Columns = None, label: st
     Without ``ci``, the figures per group are computed where the rows are, as ``calframe.<figure>`` computes
     them: on Dask (a lazy result), in the engine of a DuckDB relation, PySpark DataFrame, Ibis table or pyarrow
     Table (the table in the input's type), streamed on a ``pl.LazyFrame`` (the table a ``pl.LazyFrame``). With
-    ``ci`` the bootstrap needs the rows: a ``pl.LazyFrame``, a pyarrow Table and a Dask DataFrame are collected
-    (their needed columns; the table in the input's kind), the other frames refuse it.
+    ``ci``, the draws come from the moments of the figure's state computed there too wherever the figure's own
+    ``ci=`` does (docs/engines.md: the CE family, the companions and ``summary``); a bootstrap that needs the rows
+    (``bootstrap="rows"``, ...) collects a ``pl.LazyFrame``'s, a pyarrow Table's and a Dask DataFrame's needed
+    columns (the table in the input's kind), and the other frames refuse it.
 
     Examples
     --------
