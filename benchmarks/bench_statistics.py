@@ -87,11 +87,20 @@ def engines(df: pl.DataFrame, n_boot: int) -> None:
     t = both({"eager": lambda: calframe.ece(df, by="g", ci=0.95, n_boot=n_boot),
               "lazy": lambda: calframe.ece(df.lazy(), by="g", ci=0.95, n_boot=n_boot).collect(),
               "hand": lambda: con.sql(sql).fetchall(),
-              "ours": lambda: calframe.ece(rel, by="g", ci=0.95, n_boot=n_boot).fetchall()}, 3)
+              "ours": lambda: calframe.ece(rel, by="g", ci=0.95, n_boot=n_boot).fetchall(),
+              # summary(ci=): every figure from the moments of its own state (its debiased CE's equal-mass edges
+              # found where the rows are, then held fixed), against the eager call and DuckDB's summary without ci
+              "summary eager": lambda: calframe.summary(df, by="g", ci=0.95, n_boot=n_boot),
+              "summary lazy": lambda: calframe.summary(df.lazy(), by="g", ci=0.95, n_boot=n_boot).collect(),
+              "summary plain": lambda: calframe.summary(rel, by="g").fetchall(),
+              "summary ours": lambda: calframe.summary(rel, by="g", ci=0.95, n_boot=n_boot).fetchall()}, 3)
     n = df.height
     for what, a, b, note in (("LazyFrame ece(by, ci=0.95) / the eager call", "lazy", "eager", ""),
                              ("DuckDB ece(by, ci=0.95) / hand GROUP BY of the moments", "ours", "hand",
-                              f"  (GROUP BY {t['hand'].single:.4f} s single, {t['hand'].hot:.4f} s hot)")):
+                              f"  (GROUP BY {t['hand'].single:.4f} s single, {t['hand'].hot:.4f} s hot)"),
+                             ("LazyFrame summary(by, ci=0.95) / the eager call", "summary lazy", "summary eager", ""),
+                             ("DuckDB summary(by, ci=0.95) / DuckDB summary(by)", "summary ours", "summary plain",
+                              f"  (without ci {t['summary plain'].single:.4f} s single)")):
         print(f"{n:>10.0e} {what:<52} {t[a].single:>9.4f} {t[a].single / t[b].single:>8.1f}x {t[a].hot:>9.4f} "
               f"{t[a].hot / t[b].hot:>8.1f}x{note}")
 
