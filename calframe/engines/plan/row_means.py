@@ -262,7 +262,7 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
 #: an engine's moments of one binning: ``sums(sub)`` -> ``(sums, keys, counts, scale, moments)``
 Sums = Callable[[Request], tuple]
 #: an engine's moments of companions' row values: ``means(names)`` -> :func:`_lazy_moment_means`' return
-Means = Callable[[str], tuple]
+Means = Callable[[tuple[str, ...]], dict]
 
 
 def narwhals_states(eng: NW.Engine, req: Request) -> tuple[Sums, Means]:
@@ -290,12 +290,13 @@ def moment_result(req: Request, figures: dict, sums: Sums, means: Means) -> pl.D
 def moment_state(req: Request, figures: dict, sums: Sums, means: Means, keep: dict | None = None) -> tuple:
     """A companion's or summary's values and ``ci=`` bounds where the rows are, drawn as eager draws them: every
     figure from the moments of its own state. A companion from the moments of its row values split by top-1
-    correctness (``means(names)``: one pass for several); summary's CE figures from one moments pass per binning (``sums(sub)``: the
-    uniform bins, and the debiased figure's equal-mass bins, their edges held fixed), its companions as the
-    companions. A figure's draws depend on its own state's stream only (:func:`calframe.moments.draws`), so
-    drawing the states apart gives eager's bits (to the rounding of its float sums). ``keep``: filled with each
-    figure's draws (:func:`calframe.disparity`). Returns (values in the result's order, rows per group, the key
-    table, bounds, each group's sum of weights with weights: ``Spread.sizes``, else None)."""
+    correctness (``means(names)``: one pass for several); summary's CE figures from one moments pass per binning
+    (``sums(sub)``: the uniform bins, and the debiased figure's equal-mass bins, their edges held fixed), its three
+    companions from one pass. A figure's draws depend on its own state's stream only
+    (:func:`calframe.moments.draws`), so drawing the states apart gives eager's bits (to the rounding of its float
+    sums). ``keep``: filled with each figure's draws (:func:`calframe.disparity`). Returns (values in the result's
+    order, rows per group, the key table, bounds, each group's sum of weights with weights: ``Spread.sizes``, else
+    None)."""
     from ... import moments as M
     from ..._progress import steps
 
@@ -552,11 +553,12 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, names_: tuple[str, ...]
 
 
 def _moment_ready(req: Request, figures: dict | None) -> bool:
-    """Whether a companion's ``ci=`` is drawn from the moments of its row values where the rows are."""
+    """Whether a companion's or summary's ``ci=`` is drawn from the moments of its figures' states where the rows
+    are."""
     from ... import moments as M
 
-    return (req.kind in ("companion", "summary") and req.ci is not None and req.bootstrap != "rows" and figures is not None
-            and all(M.sums_of(f) is not None for f in figures.values()))
+    return (req.kind in ("companion", "summary") and req.ci is not None and req.bootstrap != "rows"
+            and figures is not None and all(M.sums_of(f) is not None for f in figures.values()))
 
 
 def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.LazyFrame | None:
