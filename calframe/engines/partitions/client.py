@@ -236,8 +236,8 @@ class Runner:
             _raise_empty(self.spec.func, dropped)
         groups = _Groups.of(stats, self.spec)
         sources = sorted({(int(f), int(c)) for f, c in zip(stats[FIG], stats[CLS])})
-        edges, bins = OSW.weighted_edges(self, self._compute, stats, groups.codes(stats, self.spec.by), groups.n,
-                                         groups.index, _source_index(stats, sources), sources)
+        edges, bins = OSW.weighted_edges(self, self._compute, stats, groups.codes(stats, self.spec.by), groups,
+                                         _source_index(stats, sources), sources)
         return {"key_index": groups.index, "edges": edges}, groups, bins
 
     def order_stats(self, hist: pd.DataFrame, groups: _Groups, sources: list, src: np.ndarray,

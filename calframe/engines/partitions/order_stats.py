@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from ..._imports import pd  # imported at first use
+from ..._columns import check_group_weights
 from ...binning import Bins, check_variable, edge_table, pack_edges
 from ..eager import caller_weights
 from ..plan import order_stats as OS
@@ -184,29 +185,36 @@ def _meta(cols: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols.items()})
 
 
-def weighted_edges(runner: Any, compute: Any, stats: pd.DataFrame, g: np.ndarray, n_groups: int,
-                   key_index: dict, src: np.ndarray, sources: list) -> tuple[dict, dict]:
+def weighted_edges(runner: Any, compute: Any, stats: pd.DataFrame, g: np.ndarray, groups: Any, src: np.ndarray,
+                   sources: list) -> tuple[dict, dict]:
     """The edges of every weighted data-dependent binning per group: the sums plan's ``edges`` and the ``Bins``
     per (figure, class). ``stats``: the first pass merged (markers removed), ``g`` / ``src`` its rows' global
-    group and source index; ``runner``: the engine's passes over the Dask frame, ``compute`` runs a pass."""
+    group and source index, ``groups`` the global groups (``client._Groups``: ``n``, ``index``, ``keys``);
+    ``runner``: the engine's passes over the Dask frame, ``compute`` runs a pass."""
     spec = runner.spec
+    n_groups = groups.n
     n_seg = len(sources) * n_groups
     seg = src * n_groups + g
+    pos = stats[EB].to_numpy() != ZERO_EB
+    first, rows_ = src == 0, stats[ROWS].to_numpy()
+    counts = np.bincount(g[first], weights=rows_[first], minlength=n_groups)
+    # a group of rows whose weights are all 0 has no edges: eager's error (resolve), before any further pass
+    check_group_weights(spec.func, spec.weights, np.bincount(g[first & pos], weights=rows_[first & pos],
+                                                             minlength=n_groups), counts, groups.keys)
     if spec.variables:  # a variable of a single value (over every row, weight 0 included), as eager checks it
         for f in sorted({f for f, _ in sources}):
             sel = stats[FIG].to_numpy() == f
             check_variable(spec.func, spec.variables[f], spec.binning,
                            single=bool(stats.loc[sel, VMIN].min() == stats.loc[sel, VMAX].max()))
-    pos = stats[EB].to_numpy() != ZERO_EB
     rows = pl.DataFrame({SEG: seg[pos], LEN: stats.loc[pos, ROWS].to_numpy(), MIN: stats.loc[pos, VMIN].to_numpy(),
                          MAX: stats.loc[pos, VMAX].to_numpy()})
-    groups = pl.DataFrame({SEG: np.arange(n_seg, dtype=np.int64)}).join(
+    segs = pl.DataFrame({SEG: np.arange(n_seg, dtype=np.int64)}).join(
         rows.group_by(SEG).agg(pl.col(LEN).sum(), pl.col(MIN).min(), pl.col(MAX).max()), on=SEG, how="left",
         maintain_order="left").with_columns(pl.col(LEN).fill_null(0), pl.lit(0.0).alias(OS.WSUM))
     totals = pl.DataFrame({SEG: seg[pos], EB: stats.loc[pos, EB].to_numpy()}).with_columns(
         _fx(stats[pos]), pl.lit(1.0).alias(OS.MRW), pl.lit(1.0).alias(OS.MWT))  # unit 2^UNIT for every group
-    egroups, *exact = OS.weighted_groups(groups, [SEG], totals)
-    ctx = (key_index, sources, n_groups)
+    egroups, *exact = OS.weighted_groups(segs, [SEG], totals)
+    ctx = (groups.index, sources, n_groups)
 
     def hist(path: list[str], grids: list[pl.DataFrame], c_name: str) -> pl.DataFrame:
         cols = {SEG: np.int64, **{c: np.int64 for c in path}, c_name: np.int64, EB: np.int64, CNT: np.int64,
