@@ -339,8 +339,6 @@ def test_eager_errors(data):
         ddf.calib.ece(by="nope")
     with pytest.raises(calframe.ParameterError):
         ddf.calib.ece(bins=0)
-    with pytest.raises(calframe.ParameterError):
-        ddf.calib.ece(binning="quantile", weights="w")
     with pytest.raises(calframe.ParameterError, match="'ci' parameter"):
         ddf.calib.ece(ci=1.5)
 

@@ -91,7 +91,7 @@ The states a function is computed from:
 {states}
 Native cells run the default call and the options each engine's module lists (for the narwhals engine: uniform,
 explicit-edge, quantile and equal-mass bins, weighted too, as on a LazyFrame (the edges of the rows repeated w_i
-times; Dask refuses weights with data-dependent bins), a scalar lens, one variable, class probabilities as columns;
+times; on Dask too, by its partitions' histograms), a scalar lens, one variable, class probabilities as columns;
 `gece`: uniform bins, every lens (top-k of at most 16 classes), no `ci`, no row selection); a call outside
 them is collected on a pyarrow Table and a LazyFrame and refused on the others, with a message naming what runs.
 Bootstrap intervals (`ci=`) of the CE family on uniform or explicit-edge bins of a scalar lens are drawn from the
