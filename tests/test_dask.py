@@ -343,6 +343,17 @@ def test_eager_errors(data):
         ddf.calib.ece(ci=1.5)
 
 
+@pytest.mark.parametrize("binning", ["quantile", "equal_mass"])
+def test_weighted_data_dependent_edges(data, binning):
+    """Weights with quantile / equal-mass bins on the cluster: the edges of the rows repeated w_i times, eager's
+    (the edge passes run on a worker, through its client; tests/test_dask_weighted.py checks them bit for bit)."""
+    df, ddf = data
+    kw = {**BINARY, "weights": "w", "binning": binning}
+    _same(ddf.calib.ece(**kw, by="s"), calframe.ece(df, **kw, by="s"))
+    _same(ddf.calib.reliability(**kw, by="g", bins=6), calframe.reliability(df, **kw, by="g", bins=6))
+    _same(ddf.calib.vece("score", **kw), calframe.vece(df, "score", **kw))
+
+
 def test_constant_variable(data):
     df, ddf = data
     ddf = _ddf(df.assign(k=1.0, c="x"))

@@ -27,7 +27,8 @@ cumulative counts, and the values of only those cells gathered (a cell holding a
 gathering; a crowded cell is refined with the next 20 bits first). calframe's one edge rule
 (:func:`calframe.binning.edge_table`: every source and group in one call of its ``take``, then ``pack_edges``)
 builds the edges from the gathered order statistics, and a last pass bins with those edges (``assign_bins``) and
-accumulates. Results equal calframe's in-memory results up to float summation order (< 1e-12).
+accumulates. Results equal calframe's in-memory results up to float summation order (< 1e-12). With weights, the
+edges of the rows repeated w_i times: the shared plan's passes on the partitions (engines/partitions/order_stats.py).
 
 Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the finalize (and the later passes of
 exact edges) runs where Dask finalizes. ``summary``, uniform-bin ``gece`` and ``smece`` (its grids: _grid_dask.py)
