@@ -98,9 +98,9 @@ Bootstrap intervals (`ci=`) of the CE family on uniform or explicit-edge bins of
 moments of the bins, computed where the rows are in the same pass as the figure (plus one bounded query for the
 rows of the cells of fewer than 32 rows; docs/statistics.md, "The bootstrap from moments"): native in the narwhals
 engine and on Dask (unweighted), streamed on a LazyFrame; so are the companions' (`brier`, `log_loss`,
-`accuracy`: the moments of their row values, split by top-1 correctness), but on Dask. Other intervals
-(data-dependent bins, the companions' on Dask, `summary`, `bootstrap="rows"`) need the rows: they are collected on
-Dask, a LazyFrame and a pyarrow Table. The refused
+`accuracy`: the moments of their row values, split by top-1 correctness), on Dask too, weighted or not. Other
+intervals (data-dependent bins, `summary`, `bootstrap="rows"`) need the rows: they are collected on Dask, a
+LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
 (`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
 columns, or a sample. `monitor`'s windows (`windows`) are a time key of the figures' sums, computed in the frame's

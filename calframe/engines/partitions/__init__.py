@@ -19,6 +19,7 @@ from typing import Any
 from ...request import Request
 from . import grids as _grid_dask
 from . import client as D
+from . import companions as DC
 from . import moments as DM
 from .client import CAPABILITIES, DaskResult, apply, call, collected, needed, refuse, supports
 
@@ -36,9 +37,12 @@ def collect(frame: Any) -> Any:
 
 
 def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
-    """Bin sums or row means per partition; ``ci=`` from the moments of the partitions' bins where it can."""
+    """Bin sums or row means per partition; ``ci=`` from the moments of the partitions' bins (the CE family) or
+    of their row values (the companions) where it can."""
     if DM.runs(req):
         return DM.deferred(frame, req, D.needed(frame, req), lambda rows: DM.result(req, rows, figures))
+    if DC.runs(req, figures):  # a companion's ci= from the moments of its row values (partitions/companions.py)
+        return DC.deferred(frame, req, figures, D.needed(frame, req))
     return D.binned(req, frame, figures)
 
 

@@ -148,7 +148,7 @@ def _narwhals_means(eng: NW.Engine, req: Request, names: tuple[str, ...]) -> Val
     """One pass in the user's engine: per (keys, bin marker[, weight bucket]) rows and the exact sums of the
     weight and of the weighted row values (``narwhals.Run.main``'s layout: a bad row in bin -2, a dropped one
     in bin -1)."""
-    r = NW.Run(eng, replace(req, kind="companion", lens=_lens_of(req)))
+    r = NW.Run(eng, moment_request(req))
     plan = r.prepared()
     nw, weighted, wide = r.nw, plan.weight_col is not None, r.wide
     ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
@@ -252,7 +252,7 @@ def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
     if isinstance(frame, pl.LazyFrame):
         out = streamed(frame, req) if req.ci is None else moment_companion(frame, req, figures)
         return out if out is not None else evaluate(req, frame, figures)
-    if _moment_ready(req, figures):  # the narwhals engine: its intervals from the moments, in its own engine
+    if moment_ready(req, figures):  # the narwhals engine: its intervals from the moments, in its own engine
         return _narwhals_companion(frame, req, figures)
     return run(frame, req)
 
@@ -319,20 +319,23 @@ def streamed(frame: Any, req: Request, finish: Finish | None = None,
 # --------------------------------------------------------------------------- intervals from moments
 
 
-def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Values, Any, np.ndarray, Any]:
-    """A companion's row means and the moments of its cells, streamed: one pass per (keys, top-1 correctness
-    [, weight bucket]) with the exact sums of w, w v and w v^2 (v the row value over its :data:`SPAN`, so in
-    [0, 1]: ``lazy._moment_aggs``' layout), added up again exactly per group for the figure (``lazy.split_moments``),
-    and one bounded query for the rows of the cells under :data:`calframe.moments.SMALL` rows. Returns (the
-    values, counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of the row values, the
-    groups' ``[sum w, sum w v, 0]`` table, the weights' scale)."""
-    plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=_lens_of(req))), lf)
+def moment_request(req: Request) -> Request:
+    """The request a companion's moments pass is planned with (its lens: :func:`_lens_of`)."""
+    return replace(req, kind="companion", lens=_lens_of(req))
+
+
+def moment_query(plan: LP.EnginePlan, lf: pl.LazyFrame, name: str) -> tuple[pl.LazyFrame, list[str], list[pl.Expr],
+                                                                             Callable[[pl.DataFrame], pl.LazyFrame]]:
+    """The moments pass of companion ``name`` on ``lf`` (``plan``: :func:`moment_request`'s, its weights' scale
+    set): (the rows' query, the cell keys (keys, ``BIN``, ``LZ.ACC``[, ``EB``]), the cells' aggregations, and
+    ``small(fetch)``: the query of the rows of the cells of ``fetch``, their cell, ``W`` and ``LZ.SC``)."""
     weighted, keep, span = plan.weight_col is not None, LP.keep_expr(plan), _span(name)
     value = _row_exprs(plan, pl, (name,))[name] * (1.0 / span)
     split = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), pl)[1]
     marker = pl.lit(0, pl.Int32) if keep is None else pl.when(keep).then(0).otherwise(-1).cast(pl.Int32)
-    cols = LP.key_cols(plan) + [value.alias(LZ.CONF), split.fill_null(0).cast(pl.Int8).alias(LZ.ACC),
-                                LP.row_ok(plan).alias(OK), marker.alias(BIN)]
+    ok = LP.row_ok(plan)  # a bad row's correctness is 0 (a NaN label cannot be cast; the checks report the row)
+    cols = LP.key_cols(plan) + [value.alias(LZ.CONF), pl.when(ok).then(split).fill_null(0).cast(pl.Int8)
+                                .alias(LZ.ACC), ok.alias(OK), marker.alias(BIN)]
     if weighted:
         cols.append(LP.weights_expr(plan).alias(WT))
     q = LP.with_scales(plan, lf).select(cols)
@@ -345,18 +348,34 @@ def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Value
             LZ.fixed_sum((w * c) * c if weighted else c * c, bucket).alias(LZ.Q[2])]
     if weighted:
         aggs.append(LZ.fixed_sum(w, bucket).alias(W))
-    res = LZ.collect_frame(q.group_by(plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else [])).agg(aggs))
-    point, cells = LZ.split_moments(plan, res)
 
-    def rows_of(fetch: pl.DataFrame) -> tuple:  # the small cells' rows: at most SMALL - 1 per cell
-        got = LZ.collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True)
-                               .select(pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * c).alias(LZ.SC)))
-        return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[LZ.SC].to_numpy()
+    def small(fetch: pl.DataFrame) -> pl.LazyFrame:  # the small cells' rows: at most SMALL - 1 per cell
+        return q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True).select(
+            pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * c).alias(LZ.SC))
 
-    return _companion_state(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, name, rows_of)
+    return q, plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else []), aggs, small
 
 
-def _companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
+def small_arrays(got: pl.DataFrame) -> tuple:
+    """The small cells' rows (:func:`moment_query`'s ``small``, collected) as :func:`companion_state` reads them."""
+    return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[LZ.SC].to_numpy()
+
+
+def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Values, Any, np.ndarray, Any]:
+    """A companion's row means and the moments of its cells, streamed: one pass per (keys, top-1 correctness
+    [, weight bucket]) with the exact sums of w, w v and w v^2 (v the row value over its :data:`SPAN`, so in
+    [0, 1]: ``lazy._moment_aggs``' layout), added up again exactly per group for the figure (``lazy.split_moments``),
+    and one bounded query for the rows of the cells under :data:`calframe.moments.SMALL` rows. Returns (the
+    values, counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of the row values, the
+    groups' ``[sum w, sum w v, 0]`` table, the weights' scale)."""
+    plan = LZ.prepared(LZ.make_plan(lf, moment_request(req)), lf)
+    q, cell, aggs, small = moment_query(plan, lf, name)
+    point, cells = LZ.split_moments(plan, LZ.collect_frame(q.group_by(cell).agg(aggs)))
+    return companion_state(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, name,
+                           lambda fetch: small_arrays(LZ.collect_frame(small(fetch))))
+
+
+def companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
                      rows_of: Callable[[pl.DataFrame], tuple]) -> tuple[Values, Any, np.ndarray, Any]:
     """A companion's values from its checked cells per group (``point``) and the moments of its cells per (group,
     correctness) (``cells``, Int128 sums of the value over its :data:`SPAN`), the small cells' rows from
@@ -409,11 +428,11 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Val
     res = res.with_columns(pl.col(LEN).cast(pl.Int64), pl.col(LZ.ACC).cast(pl.Int64),
                            pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
     point, cells = LZ.split_moments(plan, NW.int128_sums(res, summed, wide))
-    return _companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
+    return companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
                             lambda fetch: r.small_rows(rows, nw.col(BIN), fetch))
 
 
-def _moment_ready(req: Request, figures: dict | None) -> bool:
+def moment_ready(req: Request, figures: dict | None) -> bool:
     """Whether a companion's ``ci=`` is drawn from the moments of its row values where the rows are."""
     from ... import moments as M
 
@@ -428,7 +447,7 @@ def moment_companion(frame: pl.LazyFrame, req: Request, figures: dict) -> pl.Laz
     row selection)."""
     from ... import moments as M
 
-    if not _moment_ready(req, figures) or not LZ.streams(frame, replace(req, kind="ce", ci=None)):
+    if not moment_ready(req, figures) or not LZ.streams(frame, replace(req, kind="ce", ci=None)):
         return None
     plan = LZ.make_plan(frame, replace(req, ci=None))  # the column errors now, the data's when collected
     F.check_by_names(req.func, req.by, F.output_columns([req.func], req.ci), frame)

@@ -118,14 +118,17 @@ def collect_frame(q: pl.LazyFrame) -> pl.DataFrame:
 
 def _set_weight_scale(plan: EnginePlan, lf: pl.LazyFrame) -> None:
     """One aggregation: the largest kept weight of each group, read by :func:`~calframe.engines.plan.base.set_scales`."""
+    P.set_scales(plan, collect_frame(weight_tops(plan, lf)))
+
+
+def weight_tops(plan: EnginePlan, lf: pl.LazyFrame) -> pl.LazyFrame:
+    """The largest kept weight (``W``) of each group (the key columns ``plan.keys``; one row without them)."""
     w = raw_weights(plan)
     keep = keep_expr(plan)
     w = w if keep is None else w.filter(keep)
     if plan.by_cols:
-        tops = collect_frame(lf.group_by(key_cols(plan)).agg(w.max().alias(W)))
-    else:
-        tops = collect_frame(lf.select(w.max().alias(W)))
-    P.set_scales(plan, tops)
+        return lf.group_by(key_cols(plan)).agg(w.max().alias(W))
+    return lf.select(w.max().alias(W))
 
 
 def fixed_sum(x: pl.Expr, bucket: pl.Expr | None) -> pl.Expr:
