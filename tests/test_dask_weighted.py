@@ -229,3 +229,15 @@ def test_nulls_dropped_and_weights_of_zero_beyond_the_values():
         with pytest.warns(UserWarning, match="dropped"):
             got = calframe.reliability(dd.from_pandas(pdf, npartitions=3), **kw)
             _check_table(got, want)
+
+
+@pytest.mark.parametrize("binning", ["quantile", "equal_mass"])
+def test_several_variables(binning):
+    """VECE over a numeric, a probability and a categorical variable at once (each numeric one its own weighted
+    edges, the categorical one a bin per category) and VMCE: eager Polars'."""
+    df = DF.with_columns(c=pl.col("cls").cast(pl.String))
+    kw = {"weights": "wd", "binning": binning, "bins": 5, "by": "g"}
+    assert_same(_polars(calframe.vece(_ddf(df), ["x", "p0", "c"], **kw)), calframe.vece(df, ["x", "p0", "c"], **kw),
+                atol=1e-12)
+    kw["by"] = None
+    _check(calframe.vmce(_ddf(df), "p1", **kw), calframe.vmce(df, "p1", **kw))
