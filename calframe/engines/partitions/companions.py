@@ -4,8 +4,8 @@ the moments of their row values, split by top-1 correctness, computed on the par
 Each partition runs the LazyFrame engine's moments pass of the companion on its rows
 (:func:`calframe.engines.plan.row_means.moment_query`: per (keys, correctness[, weight bucket]) the row count and
 the exact fixed-point sums of w, w v and w v^2, as Int128); the client adds the partitions' cells up (integers:
-exact, in any order) and finishes as the LazyFrame engine does (:func:`~calframe.engines.plan.row_means.companion_state`,
-:func:`calframe.moments.bounds_from_moments`). The rows of the cells under :data:`calframe.moments.SMALL` rows
+exact, in any order) and finishes as the LazyFrame engine does
+(:func:`~calframe.engines.plan.row_means.companion_state`, :func:`calframe.moments.bounds_from_moments`). The rows of the cells under :data:`calframe.moments.SMALL` rows
 come from one more, bounded pass. With weights a first pass finds each group's largest weight over every
 partition, so that every partition scales the weights by the group's power of two, the eager one: the fixed-point
 sums, hence the moments and the draws, are then eager Polars' bits.
@@ -93,7 +93,7 @@ def moment_means(ddf: Any, req: Request, columns: list[str]) -> tuple | None:
         got = compute_now(*[dask.delayed(_tops)(p, mreq, columns) for p in parts])
         if any(t is None for t in got) or not got:
             return None
-        found = pl.concat([t for t in got if t.height], how="vertical_relaxed") if any(t.height for t in got) else got[0]
+        found = pl.concat([t for t in got if t.height] or got[:1], how="vertical_relaxed")
         keys = [c for c in found.columns if c != P.W]
         tops = found.group_by(keys).agg(pl.col(P.W).max()) if keys else found.select(pl.col(P.W).max())
     cells = compute_now(*[dask.delayed(_cells)(p, mreq, columns, tops, name) for p in parts])

@@ -5,7 +5,7 @@ The rule is the LazyFrame and narwhals engines' (:mod:`calframe.engines.plan.ord
 ``order_statistics``, ``take_positions``); only the passes are Dask's. Every partition sums, per (segment, cell,
 weight bucket), its rows' count, min, max and the exact sum of their weights; Dask adds the partitions up
 (``groupby(...).agg(..., split_out=1)``) and the client follows the wanted positions through the merged
-histograms, then gathers the values of the last cells (at most ``streamed.COLLECT_BUDGET`` rows). A segment is
+histograms, then gathers the values of the last cells (at most :data:`GATHER_BUDGET` rows). A segment is
 a (source, group) pair: a source is a (figure, class) whose values are binned (the lensed confidence of a class,
 or a variable), a group the global group of the row's key (:class:`client._Groups`), ``SEG = source * n_groups +
 group``.
@@ -46,6 +46,9 @@ SEG = f"{COL_PREFIX}seg"
 V0, V1, V2 = f"{COL_PREFIX}v0", f"{COL_PREFIX}v1", f"{COL_PREFIX}v2"
 LIMBS = (V0, V1, V2)
 LIMB_BITS = 21
+#: the most rows whose values are gathered to the client at once (a node with more is refined by one more
+#: histogram pass first); the LazyFrame engine's ``streamed.COLLECT_BUDGET`` when that is smaller
+GATHER_BUDGET = 1 << 18
 #: the bucket of the rows of weight 0 (no bucket of a positive weight is this far out)
 ZERO_EB = 1 << 20
 
@@ -228,12 +231,14 @@ def weighted_edges(runner: Any, compute: Any, stats: pd.DataFrame, g: np.ndarray
 
     def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
         meta = _meta({NODE: np.int64, X: np.float64, OS.RW: np.float64})
+        wanted = _shipped(want.with_columns(pl.col(NODE).cast(pl.Int64)))
         return pl.from_pandas(_pass(runner, compute, values_partition, meta, None, None, ctx, path,
-                                    [_shipped(x) for x in grids], _shipped(want.with_columns(pl.col(NODE).cast(pl.Int64)))))
+                                    [_shipped(x) for x in grids], wanted))
 
     totals_w = egroups[OS.WSUM].fill_null(0.0).to_numpy().astype(np.float64)
+    budget = min(GATHER_BUDGET, LZ.COLLECT_BUDGET)
     table = edge_table(totals_w, spec.binning, OS.take_positions(totals_w, lambda s, p: OS.order_statistics(
-        egroups, [SEG], s, p, hist, values, budget=LZ.COLLECT_BUDGET, hist_cells=LZ.HIST_CELLS, weighted=True,
+        egroups, [SEG], s, p, hist, values, budget=budget, hist_cells=LZ.HIST_CELLS, weighted=True,
         exact=tuple(exact))))
     edges_plan, bins = {}, {}
     for s, (f, c) in enumerate(sources):
