@@ -125,6 +125,11 @@ def _edge_rows(pdf: pd.DataFrame, spec: Spec, ctx: tuple) -> pl.DataFrame:
         return pl.DataFrame(schema={SEG: pl.Int64, X: pl.Float64, OS.RW: pl.Float64, EB: pl.Int64,
                                     **{v: pl.Int64 for v in LIMBS}})
     _, tuples = local_keys(kept, scored, spec.by)
+    for t in tuples:
+        if t not in key_index:
+            raise RuntimeError(f"{spec.func}: group {t} appeared after the first pass over the Dask DataFrame (was "
+                               "the data changed?); exact edges need the same rows on every pass: persist() a random "
+                               "or live source.")
     glob = np.array([key_index[t] for t in tuples], dtype=np.int64)[scored.group_codes]
     w = caller_weights(scored)
     pos = np.flatnonzero(w > 0)
