@@ -4,8 +4,10 @@ lazy (a ``DaskResult``). The engine protocol (docs/design.md, "Recipe: add an en
 - ``CAPABILITIES``, ``supports``, ``refuse``, ``call``: :mod:`calframe.engines.partitions.client`'s (the route's answers, and
   the public functions' entry; Dask's passes decide which parameters they collect);
 - ``binned``, ``grid``, ``vector``, ``table``, ``moment_sums``: one per state, the passes of
-  :mod:`calframe.engines.partitions.client` (bin sums, row means, GECE's cells), :mod:`calframe.engines.partitions.moments` (the
-  bins' moments for ``ci=``) and :mod:`calframe.engines.partitions.grids` (the smooth ECE's grids);
+  :mod:`calframe.engines.partitions.client` (bin sums, row means, GECE's cells; weighted quantile / equal-mass edges:
+  :mod:`calframe.engines.partitions.order_stats`), :mod:`calframe.engines.partitions.moments` (the bins' moments for
+  ``ci=``), :mod:`calframe.engines.partitions.companions` (the companions' ``ci=``: the moments of their row values)
+  and :mod:`calframe.engines.partitions.grids` (the smooth ECE's grids);
 - ``collected``, ``needed``, ``apply``, ``DaskResult``: a call's needed columns computed into one pandas frame, a
   recalibrator applied per partition, the lazy result (the families' steps).
 """
