@@ -148,3 +148,19 @@ def test_bootstrap_rows_still_collects():
     kw = {"by": "g", "ci": 0.9, "n_boot": 20, "bootstrap": "rows"}
     got = pl.from_pandas(calframe.brier(_ddf(DF), **kw).compute(), nan_to_null=False)
     _same_bits(got, pl.from_pandas(calframe.brier(DF.to_pandas(), **kw), nan_to_null=False))
+
+
+def test_a_list_of_probabilities_is_collected():
+    """Class probabilities in one Arrow List column: the LazyFrame engine streams no List column, so the rows are
+    collected here too (as on a LazyFrame): eager's result."""
+    pa = pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    probs = DF.select("p0", "p1", "p2").to_numpy().tolist()
+    pdf = pd.DataFrame({"probs": pd.array(probs, dtype=pd.ArrowDtype(pa.list_(pa.float64()))),
+                        "label": DF["cls"].to_numpy(), "g": DF["g"].to_numpy()})
+    for fn in FUNCS:
+        want = pl.from_pandas(fn(pdf, ci=0.9, n_boot=30, by="g"), nan_to_null=False)
+        got = pl.from_pandas(fn(dd.from_pandas(pdf, npartitions=2), ci=0.9, n_boot=30, by="g").compute(),
+                             nan_to_null=False)
+        _same_bits(got, want)

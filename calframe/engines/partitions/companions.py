@@ -40,10 +40,14 @@ def runs(req: Request, figures: dict | None) -> bool:
 
 
 def _plan(part: Any, req: Request, columns: list[str], tops: pl.DataFrame | None) -> tuple[Any, pl.LazyFrame]:
-    """The moments pass's plan on one partition (None: a schema error, for the eager engine to report), its
-    weights scaled by ``tops``, every group's largest weight over all partitions."""
+    """The moments pass's plan on one partition (None: a schema error, for the eager engine to report, or a
+    column the LazyFrame engine does not stream, a List of probabilities), its weights scaled by ``tops``, every
+    group's largest weight over all partitions."""
     lf = from_pandas(part, columns, req.func).lazy()
-    plan = LZ.make_plan(lf, req)
+    try:
+        plan = LZ.make_plan(lf, req)
+    except NotImplementedError:  # the rows are collected, as a LazyFrame's are
+        return None, lf
     if plan.schema_errors:
         return None, lf
     if tops is not None:  # the groups' scales: the whole frame's, in this partition's key dtypes

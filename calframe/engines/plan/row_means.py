@@ -39,7 +39,8 @@ from ..native import sums as NW
 from ..eager import SPAN, evaluate
 from .base import BIN, EB, LEN, OK, COL_PREFIX, W, WT, pairwise_sum
 
-__all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
+__all__ = ["KINDS", "SPAN", "companion_state", "moment_query", "moment_ready", "moment_request", "row_values", "run",
+           "small_arrays", "streamed", "values"]
 
 #: the requests computed here beside the CE family's (``Request.kind``): ``row_sums`` are the figures of several
 #: row values' sums (bias, spiegelhalter: calframe.row_sums), each value a function of the request's lens
@@ -376,7 +377,7 @@ def _lazy_moment_means(lf: pl.LazyFrame, req: Request, name: str) -> tuple[Value
 
 
 def companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
-                     rows_of: Callable[[pl.DataFrame], tuple]) -> tuple[Values, Any, np.ndarray, Any]:
+                    rows_of: Callable[[pl.DataFrame], tuple]) -> tuple[Values, Any, np.ndarray, Any]:
     """A companion's values from its checked cells per group (``point``) and the moments of its cells per (group,
     correctness) (``cells``, Int128 sums of the value over its :data:`SPAN`), the small cells' rows from
     ``rows_of(fetch)`` ((cell, w, w v / span) per row): :func:`_lazy_moment_means`' return."""
@@ -429,7 +430,7 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Val
                            pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
     point, cells = LZ.split_moments(plan, NW.int128_sums(res, summed, wide))
     return companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
-                            lambda fetch: r.small_rows(rows, nw.col(BIN), fetch))
+                           lambda fetch: r.small_rows(rows, nw.col(BIN), fetch))
 
 
 def moment_ready(req: Request, figures: dict | None) -> bool:
