@@ -121,9 +121,10 @@ def _edge_rows(pdf: pd.DataFrame, spec: Spec, ctx: tuple) -> pl.DataFrame:
     caller's weight), ``EB`` and the limbs. ``ctx``: (key tuple -> global group, sources, number of groups)."""
     key_index, sources, n_groups = ctx
     scored, kept, _ = scored_partition(pdf, spec)
+    empty = pl.DataFrame(schema={SEG: pl.Int64, X: pl.Float64, OS.RW: pl.Float64, EB: pl.Int64,
+                                 **{v: pl.Int64 for v in LIMBS}})
     if scored is None:
-        return pl.DataFrame(schema={SEG: pl.Int64, X: pl.Float64, OS.RW: pl.Float64, EB: pl.Int64,
-                                    **{v: pl.Int64 for v in LIMBS}})
+        return empty
     _, tuples = local_keys(kept, scored, spec.by)
     for t in tuples:
         if t not in key_index:
@@ -138,7 +139,7 @@ def _edge_rows(pdf: pd.DataFrame, spec: Spec, ctx: tuple) -> pl.DataFrame:
     frames = [pl.DataFrame({SEG: src[(f, c)] * n_groups + glob[pos], X: np.asarray(values, dtype=np.float64)[pos],
                             OS.RW: w[pos], EB: eb, **dict(zip(LIMBS, limbs))})
               for f, c, values in dd_sources(scored, spec) if (f, c) in src]
-    return pl.concat(frames)
+    return pl.concat([empty, *frames], how="vertical_relaxed")
 
 
 def _frames(grids: list[dict]) -> list[pl.DataFrame]:
