@@ -31,6 +31,15 @@ with :func:`calframe._jit.njit`:
 
 The first cache miss of a process says once on stderr that kernels are being
 compiled, and that ``calframe warmup`` does it ahead (:func:`announce`).
+
+Processes that miss the same variant at once compile it once: a miss takes an
+inter-process lock on that variant (a ``.compiling`` file beside its data
+file) before compiling, and a process that finds the lock taken waits for it,
+then loads what the other saved (:func:`_hold`; at most :data:`COMPILE_WAIT`
+seconds, then it compiles itself). Pytest's workers, ``calframe warmup --jobs``
+and several Dask workers on one machine thus share their compiles instead of
+repeating them on every core. Waiting cannot deadlock: a variant's compile
+waits only on the variants it calls, and numba's call graph has no cycles.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +74,11 @@ _said = threading.Lock()
 _announced = False
 _warned = False
 quiet = False  # set by warmup(), which says what it does itself
+#: seconds a process waits for another's compile of the same variant before it compiles the variant itself
+COMPILE_WAIT = 600.0
+#: the compile locks this process holds: path -> [file descriptor, depth] (a process compiles on one thread at a
+#: time, under numba's global compiler lock, so the dict needs no lock of its own)
+_held: dict[str, list[int]] = {}
 
 
 def package_stamp() -> str:
@@ -126,21 +141,73 @@ def forbidden_compile(kernel: str, sig: Any) -> KernelCompileForbidden:
 def announce(kernel: str | None = None) -> None:
     """Say on stderr that kernels are being compiled (a cache miss calls it): once per process with what
     ``calframe warmup`` does, then the name of each kernel compiled, and the public function it is compiled for
-    (``compiling binned_pass_class1 for calframe.summary``), so that no wait is silent."""
+    (``compiling binned_pass_class1 for calframe.summary``), so that no wait is silent. Where progress bars are
+    shown (a terminal, or ``CALFRAME_PROGRESS=1``), a call's second and further compiles go on a bar that counts
+    them and names the kernel being compiled (:func:`calframe._progress.compiling`)."""
     global _announced
     if quiet:
         return
     with _said:
         first = not _announced
         _announced = True
+    from ._progress import compiling
     from ._runtime import current_call
 
     call = current_call()
     if first:
         print("compiling calframe kernels (first use; `calframe warmup` does this ahead)", file=sys.stderr,
               flush=True)
-    if kernel is not None:
+    if kernel is not None and not compiling(kernel, call):  # a call's further compiles: a bar where bars show
         print(f"  compiling {kernel}" + (f" for calframe.{call}" if call else ""), file=sys.stderr, flush=True)
+
+
+def _hold(path: str, kernel: str = "") -> bool:
+    """Take the compile lock ``path`` (again, if this process holds it): whether another process held it first
+    (it may have saved the variant meanwhile). Without ``fcntl``, or after :data:`COMPILE_WAIT` seconds of
+    waiting, nothing is held and the caller compiles anyway (the cache's own locks keep the files right)."""
+    if path in _held:
+        _held[path][1] += 1
+        return False
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only cache directory: nothing to share
+        return False
+    waited = False
+    deadline = time.monotonic() + COMPILE_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                return True
+            if not waited and not quiet:
+                print(f"  waiting for another process compiling {kernel or 'a calframe kernel'}", file=sys.stderr,
+                      flush=True)
+            waited = True
+            time.sleep(0.05)
+        except OSError:  # a file system without locks
+            os.close(fd)
+            return False
+    _held[path] = [fd, 1]
+    return waited
+
+
+def _release(path: str) -> None:
+    """Give back one hold of the compile lock ``path`` (:func:`_hold`); the lock goes at the last."""
+    held = _held.get(path)
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] == 0:
+        del _held[path]
+        try:
+            fcntl.flock(held[0], fcntl.LOCK_UN)
+        finally:
+            os.close(held[0])
 
 
 def _warn_discarded(name: str, why: str, path: str) -> None:
@@ -175,6 +242,10 @@ class KeyedCacheFile(IndexDataCacheFile):
         """The data file of ``key``: the function's base name and a hash of the whole key."""
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
         return f"{self._filename_base}.{digest}.nbc"
+
+    def compile_lock(self, key: Any) -> str:
+        """The path of the lock a process holds while it compiles the variant ``key`` (:func:`_hold`)."""
+        return os.path.join(self._cache_path, self.data_name(key)[: -len(".nbc")] + ".compiling")
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -277,17 +348,41 @@ class KernelCache(FunctionCache):
             source_stamp=stamp,
             name=py_func.__qualname__,
         )
+        self._pending: dict[tuple, list[str]] = {}  # argument types -> compile locks held while numba compiles
+        _listen_for_failed_compiles()
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         """The cached compile result, or None after saying that a kernel is being compiled (once per process,
         then each kernel's name while they follow each other); with ``CALFRAME_FORBID_COMPILE=1`` a miss raises
-        :class:`KernelCompileForbidden` instead."""
+        :class:`KernelCompileForbidden` instead. A miss holds the variant's compile lock until numba saves the
+        compiled variant (:meth:`save_overload`) or its compile fails (:func:`_compile_ended`); a process
+        that waited for another's lock loads what that one saved."""
         got = super().load_overload(sig, target_context)
         if got is None and self._enabled:
             if forbidden():
                 raise forbidden_compile(self._py_func.__qualname__, sig)
+            lock = self._cache_file.compile_lock(self._index_key(sig, target_context.codegen()))
+            if _hold(lock, self._py_func.__qualname__):
+                got = super().load_overload(sig, target_context)
+            if got is not None:
+                _release(lock)
+                return got
+            self._pending.setdefault(_args_of(sig), []).append(lock)
             announce(self._py_func.__qualname__)
         return got
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        """numba's save, then the variant's compile lock given back (:meth:`load_overload`)."""
+        try:
+            super().save_overload(sig, data)
+        finally:
+            self.compiled(_args_of(sig))
+
+    def compiled(self, args: tuple) -> None:
+        """Give back the compile lock of the variant for argument types ``args``, if this process holds it."""
+        locks = self._pending.get(args)
+        if locks:
+            _release(locks.pop())
 
     def _load_overload(self, sig: Any, target_context: Any) -> Any:
         """numba's load, with an entry that cannot be rebuilt into a function discarded (a miss) instead of
@@ -303,6 +398,33 @@ class KernelCache(FunctionCache):
         except Exception as exc:
             self._cache_file.drop(key, self._cache_file.data_name(key), f"cannot be loaded ({type(exc).__name__})")
             return None
+
+
+def _args_of(sig: Any) -> tuple:
+    """The argument types of a signature as numba's compile events name them."""
+    from numba.core import sigutils
+
+    return tuple(sigutils.normalize_signature(sig)[0])
+
+
+@functools.cache
+def _listen_for_failed_compiles() -> None:
+    """Once per process: a compile that raises gives its variant's compile lock back (numba saves, and so
+    releases through :meth:`KernelCache.save_overload`, only what compiled)."""
+    from numba.core import event
+
+    class _Failed(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            pass
+
+        def on_end(self, ev: Any) -> None:
+            dispatcher, args = ev.data["dispatcher"], tuple(ev.data["args"])
+            cache = getattr(dispatcher, "_cache", None)
+            # failed: no overload was added (numba 0.68's Event.is_failed answers the opposite, so not asked)
+            if isinstance(cache, KernelCache) and args not in dispatcher.overloads:
+                cache.compiled(args)
+
+    event.register("numba:compile", _Failed())
 
 
 def cache_dirs() -> list[str]:

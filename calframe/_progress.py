@@ -223,6 +223,47 @@ class _NoBar:
 _NO_BAR = _NoBar()
 
 
+#: per thread: ``[call, kernels compiled, tqdm bar or None]`` while a public call compiles kernels
+_compiles = threading.local()
+
+
+def compiling(kernel: str, call: str | None) -> bool:
+    """Count one kernel compile of the public function ``call``: from its second compile on (where bars are
+    shown, :func:`mode`), a bar counts the call's compiles and names the kernel being compiled, and this returns
+    True; otherwise False, and the caller prints its one-line notice. :func:`compiles_done` closes the bar when the
+    call returns (``_runtime.entry``). Compiles outside a public call are never counted on a bar.
+
+    >>> compiling("binned_pass_class1", None), compiling("binned_pass_top1", "ece")  # not a terminal here
+    (False, False)
+    >>> compiles_done()
+    """
+    state = getattr(_compiles, "state", None)
+    if call is None:
+        return False
+    if state is None or state[0] != call:
+        compiles_done()
+        state = _compiles.state = [call, 0, None]
+    state[1] += 1
+    if state[2] is None:
+        how = mode()
+        cls = _tqdm()
+        if state[1] < 2 or cls is None or how == "off" or _on_dask_worker() or (how == "auto" and not _terminal()):
+            return False
+        state[2] = cls(total=None, desc=f"compiling calframe kernels for calframe.{call}", unit=" kernels",
+                       initial=state[1] - 1, file=sys.stderr, **_width())
+    state[2].set_postfix_str(kernel, refresh=False)
+    state[2].update(1)
+    return True
+
+
+def compiles_done() -> None:
+    """Close the compile bar of this thread's public call, if one was shown (:func:`compiling`)."""
+    state = getattr(_compiles, "state", None)
+    _compiles.state = None
+    if state is not None and state[2] is not None:
+        state[2].close()
+
+
 def iterate(items: Sequence[T], desc: str, *, unit: str = "step") -> Iterator[T]:
     """``items``, counted: each step is done when the loop asks for the next item."""
     bar = steps(len(items), desc, unit=unit)

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ._errors import UnsafeForkError
+from ._progress import compiles_done
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -182,6 +183,7 @@ def entry(func: F) -> F:
             return func(*args, **kwargs)
         finally:
             _calling.name = None
+            compiles_done()  # the bar of the call's kernel compiles, if one was shown
 
     return guarded  # type: ignore[return-value]
 

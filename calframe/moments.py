@@ -162,6 +162,29 @@ def native_ci(req: Any) -> bool:
             and (b.scheme == "uniform" or b.edges is not None))
 
 
+def edges_ci(req: Any) -> bool:
+    """Whether ``req``'s interval is drawn from the moments of quantile or equal-mass bins of a scalar lens's
+    confidence: the edges found once on the call's rows and then held fixed (the bootstrap conditional on the
+    edges, docs/statistics.md), as in memory. The LazyFrame and narwhals engines find the edges where the rows
+    are (:mod:`calframe.engines.plan.order_stats`) and draw on them as on explicit edges.
+
+    >>> from calframe import request as R
+    >>> edges_ci(R.ce("ece", "ece", binning="quantile", ci=0.9)), edges_ci(R.ce("ece", "ece", ci=0.9))
+    (True, False)
+    >>> edges_ci(R.ce("ece", "ece", binning="quantile", ci=0.9, bootstrap="rows"))
+    False
+    """
+    b = req.binning
+    return (req.bootstrap != "rows" and not req.variables and req.lens.kind != "marginal" and b is not None
+            and b.edges is None and b.scheme in ("quantile", "equal_mass"))
+
+
+def plan_ci(req: Any) -> bool:
+    """Whether the engines that sum from a plan (a LazyFrame streamed, the narwhals engine) draw ``req``'s interval
+    from the moments of its bins where the rows are: :func:`native_ci` or :func:`edges_ci`."""
+    return native_ci(req) or edges_ci(req)
+
+
 def merge_cells(group: np.ndarray, bin_: np.ndarray, split: np.ndarray, bucket: np.ndarray, n: np.ndarray,
                 parts: np.ndarray, n_bins: int, n_groups: int) -> tuple[tuple, np.ndarray, np.ndarray]:
     """An engine's cells (one row per (group, bin, split, weight bucket), in any order; ``parts``: the three sums

@@ -328,3 +328,79 @@ def test_cached_closures_need_their_own_names() -> None:
 
     with pytest.raises(TypeError, match="closure"):
         njit(cache=True)(factory(1))
+
+
+def test_a_calls_further_compiles_go_on_one_bar(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 31 ("no silent wait"): a public call that compiles several kernels names its first compile on a line,
+    then counts the following ones on one bar that names the kernel being compiled; the bar closes when the call
+    returns. (``CALFRAME_PROGRESS=1`` stands in for a terminal.)"""
+    import numba
+
+    from calframe import _kernel_cache, _progress, _runtime
+
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", "")  # beside the source (make test sets NUMBA_CACHE_DIR)
+    monkeypatch.setattr(_kernel_cache, "quiet", False)
+    monkeypatch.setenv("CALFRAME_PROGRESS", "1")
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    tag = _synth(tmp_path, "synth_bar")
+
+    @_runtime.entry
+    def three_types() -> list[float]:
+        return [tag(np.arange(1, 8).astype(dt)) for dt in ("int8", "int16", "float32")]
+
+    assert three_types() == [28_001.0, 28_002.0, 28_004.0]
+    err = capsys.readouterr().err
+    assert "  compiling tag for calframe.three_types\n" in err, err  # the first compile: its line
+    assert err.count("  compiling tag") == 1, err  # the others: on the bar
+    assert "compiling calframe kernels for calframe.three_types: " in err and "3 kernels" in err, err
+    assert getattr(_progress._compiles, "state", None) is None  # closed with the call
+    monkeypatch.setenv("CALFRAME_PROGRESS", "0")  # bars off: every compile on its own line, as before
+    again = _runtime.entry(lambda: [tag(np.arange(1, 8).astype(dt)) for dt in ("uint8", "uint16")])
+    again()
+    assert capsys.readouterr().err.count("  compiling tag for calframe.<lambda>") == 2
+
+
+LOCK_RUN = textwrap.dedent(
+    """
+    import json, sys, time
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import synth_kernels
+    time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes miss together
+    v = synth_kernels.tag(np.arange(1, 8, dtype=np.int64))
+    st = synth_kernels.tag.stats
+    print(json.dumps({"v": v, "hits": sum(st.cache_hits.values()), "misses": sum(st.cache_misses.values())}))
+    """
+)
+
+
+def test_processes_that_miss_one_variant_at_once_compile_it_once(tmp_path: Path) -> None:
+    """A variant missed by 3 processes at once is compiled by one of them; the others wait for its compile lock
+    and load what it saved (issue 31: pytest's workers and warm-up's processes compiled the same kernels twice)."""
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    start = str(time.time() + 8)  # after every process has imported numba
+    procs = [_start(LOCK_RUN, [str(tmp_path), start], tmp_path / "cache") for _ in range(3)]
+    got = [_finish(p) for p in procs]
+    x = np.arange(1, 8, dtype=np.int64)
+    assert [g["v"] for g, _ in got] == [float(x.sum()) * 1000.0 + 8] * 3  # numpy's figure
+    assert sorted(g["misses"] for g, _ in got) == [0, 0, 1], got
+    assert sorted(g["hits"] for g, _ in got) == [0, 1, 1], got
+
+
+def test_a_failed_compile_gives_its_lock_back(tmp_path: Path, monkeypatch) -> None:
+    """A compile that raises (a type numba cannot compile the kernel for) leaves no compile lock held, and the
+    next variant compiles and is saved as usual."""
+    import numba
+
+    from calframe import _kernel_cache
+
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", "")  # beside the source (make test sets NUMBA_CACHE_DIR)
+    (tmp_path / "synth_kernels.py").write_text(SYNTH)
+    tag = _synth(tmp_path, "synth_fails")
+    with pytest.raises(numba.core.errors.TypingError):
+        tag("not an array")
+    assert _kernel_cache._held == {}
+    x = np.arange(1, 8, dtype=np.int16)
+    assert tag(x) == float(x.sum()) * 1000.0 + 2 and _kernel_cache._held == {}
+    again = _synth(tmp_path, "synth_fails_again")
+    assert again(x) == float(x.sum()) * 1000.0 + 2 and sum(again.stats.cache_hits.values()) == 1  # saved: loaded

@@ -386,7 +386,9 @@ def test_supports():
     assert not LZ.streams(lf.collect(), R.ce("ece", "ece"))
     assert LZ.streams(lf, R.ce("ece", "ece", ci=0.95))  # drawn from the moments of its bins (calframe.moments)
     assert not LZ.streams(lf, R.ce("ece", "ece", ci=0.95, bootstrap="rows"))
-    assert not LZ.streams(lf, R.ce("ece", "ece", ci=0.95, binning="quantile"))
+    assert LZ.streams(lf, R.ce("ece", "ece", ci=0.95, binning="quantile"))  # its edges streamed, then held fixed
+    assert not LZ.streams(lf, R.ce("ece", "ece", ci=0.95, binning="quantile", bootstrap="rows"))
+    assert not LZ.streams(lf, R.ce("ece", "ece", ci=0.95, binning="sweep"))
     assert not LZ.streams(lf, R.ce("ece", "ece", lens="marginal"))
     assert not LZ.streams(lf, R.ce("ece", "ece", "probs"))  # List columns go the eager way
     assert not LZ.streams(lf, R.vece("vece", "vece", ["a", "b"]))

@@ -32,7 +32,7 @@ def test_the_matrix_is_the_route_of_each_default_call() -> None:
 @pytest.mark.parametrize(("options", "why"), [
     ({"binning": "sweep"}, "binning='sweep'"),
     ({"lens": "marginal"}, "the marginal lens"),
-    ({"ci": 0.9, "bootstrap": "rows"}, "ci= with bootstrap='rows' or on data-dependent bins"),
+    ({"ci": 0.9, "bootstrap": "rows"}, "ci= with bootstrap='rows'"),
 ])
 def test_a_parameter_the_engine_does_not_run_is_collected_or_refused_by_the_route(options, why) -> None:
     """The same parsed request: refused on DuckDB (the refusal names what), collected on a pyarrow Table and a

@@ -338,13 +338,12 @@ def _new_code(tab, k, s0, s1, reps, lo, m, i, out, t):
 
 
 @njit(cache=True)
-def _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, start, hi, out, reps, lo, m):
-    """Rows ``start:hi`` (of ``rows``, or themselves) into ``tab`` until it is an eighth full: (the next row,
-    the number of codes). A slot is a string's code + 1 (0: empty) and its hash (``hashes[i]``); a row
+def _hashed_fill(views, addrs, valid, hashes, tab, bits, start, hi, out, reps, lo, m):
+    """Rows ``start:hi`` into ``tab`` until it is an eighth full: (the next row, the number of codes). A slot is a string's code + 1 (0: empty) and its hash (``hashes[i]``); a row
     whose hash matches is compared with the code's first row (:func:`_same`)."""
     mask = (1 << bits) - 1
     for t in range(start, hi):
-        i = t if rows is None else rows[t]
+        i = t
         h = hashes[i]
         k = _home(h, bits)
         while True:
@@ -394,15 +393,15 @@ def _inline_home(w0, w1, bits):
 
 
 @njit(cache=True)
-def _inline_fill(views, valid, rows, tab, bits, start, hi, out, reps, lo, m):
-    """Rows ``start:hi`` (of ``rows``, or themselves) into ``tab`` until it is an eighth full: (the next row
+def _inline_fill(views, valid, tab, bits, start, hi, out, reps, lo, m):
+    """Rows ``start:hi`` into ``tab`` until it is an eighth full: (the next row
     (``hi``: all done; _LONG: a string of more than 12 bytes), the number of codes).
 
     A slot is two words: the row's words with its code + 1 in the spare length bits (0: empty), and the
     second word. The first probe is the common case and tested alone (one predictable branch per row)."""
     mask = (1 << bits) - 1
     for t in range(start, hi):
-        i = t if rows is None else rows[t]
+        i = t
         w0, w1, long = _inline_words(views, valid, i)
         if long:
             return _LONG, m
@@ -443,9 +442,9 @@ def _grow(old, bits, inline):
 
 
 @njit(cache=True)
-def _lookup(views, addrs, valid, hashes, rows, lo, hi, out, reps):
-    """Codes (0, 1, ... in order of first appearance) of ``rows[lo:hi]`` into ``out[lo:hi]`` and their first
-    rows into ``reps[lo:]``: returns the number of codes. ``rows`` None: the rows themselves. One
+def _lookup(views, addrs, valid, hashes, lo, hi, out, reps):
+    """Codes (0, 1, ... in order of first appearance) of rows ``lo:hi`` into ``out[lo:hi]`` and their first
+    rows into ``reps[lo:]``: returns the number of codes. One
     open-addressing table, doubled past an eighth full, filled with the table fixed inside the loop (a
     table reassigned inside it cost ~40% per row). ``hashes`` None: the inline path (:func:`_inline_fill`),
     which returns _LONG where a string is longer than 12 bytes; else :func:`_hashed_fill`."""
@@ -455,15 +454,22 @@ def _lookup(views, addrs, valid, hashes, rows, lo, hi, out, reps):
     t = lo
     while True:
         if hashes is None:
-            t, m = _inline_fill(views, valid, rows, tab, bits, t, hi, out, reps, lo, m)
+            t, m = _inline_fill(views, valid, tab, bits, t, hi, out, reps, lo, m)
         else:
-            t, m = _hashed_fill(views, addrs, valid, hashes, rows, tab, bits, t, hi, out, reps, lo, m)
+            t, m = _hashed_fill(views, addrs, valid, hashes, tab, bits, t, hi, out, reps, lo, m)
         if t == _LONG:
             return _LONG
         if t >= hi:
             return m
         bits += 1
         tab = _grow(tab, bits, hashes is None)
+
+
+def _readonly(a):
+    """``a`` as a read-only view: one compiled variant for Arrow's read-only buffers and computed arrays."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 def string_codes(views, addrs, valid, hashes, nchunks, codes):
@@ -479,6 +485,10 @@ def string_codes(views, addrs, valid, hashes, nchunks, codes):
     ``codes``: the int32 array of n values to fill, allocated by numpy, which asks the OS for huge pages for
     large arrays (numba's own np.empty does not: 40 MB of codes took 9.8K page faults, ~30 ms of system
     time per call at 1e7 rows, against ~600 for numpy's)."""
+    # fewer compiled variants (issue 31: the kernels below compiled up to 16 of them, ~2 s each): every input
+    # array is passed read-only (numba types read-only and writable arrays apart), and the chunks' first rows
+    # are numbered on their gathered views rather than through an index array of rows
+    views, addrs, valid, hashes = (None if a is None else _readonly(a) for a in (views, addrs, valid, hashes))
     n = views.shape[0] // 2
     step = (n + nchunks - 1) // nchunks
     reps = np.empty(n, dtype=np.int64)
@@ -490,10 +500,12 @@ def string_codes(views, addrs, valid, hashes, nchunks, codes):
     firsts = np.concatenate([reps[c * step : c * step + counts[c]] for c in range(nchunks)])
     merged = np.empty(firsts.shape[0], dtype=np.int32)
     g_reps = np.empty(firsts.shape[0], dtype=np.int64)
-    n_codes = _lookup(views, addrs, valid, hashes, firsts, 0, firsts.shape[0], merged, g_reps)
+    first_views = _readonly(views.reshape(-1, 2)[firsts].reshape(-1))  # long strings' bytes stay where they are
+    n_codes = _lookup(first_views, addrs, None if valid is None else _readonly(valid[firsts]),
+                      None if hashes is None else _readonly(hashes[firsts]), 0, firsts.shape[0], merged, g_reps)
     bases = np.concatenate([[0], np.cumsum(counts)[:-1]])
     run_chunks(_global_codes, (codes, merged, bases, step), n)
-    return codes, g_reps[:n_codes].copy()
+    return codes, firsts[g_reps[:n_codes]]
 
 
 @njit(cache=True, nogil=True)
@@ -505,7 +517,7 @@ def _chunk_codes(views, addrs, valid, hashes, step, codes, reps, counts, taken):
         c = take(taken)
         if c >= counts.shape[0]:
             break
-        counts[c] = _lookup(views, addrs, valid, hashes, None, c * step, min(n, (c + 1) * step), codes, reps)
+        counts[c] = _lookup(views, addrs, valid, hashes, c * step, min(n, (c + 1) * step), codes, reps)
 
 
 @njit(cache=True, nogil=True)

@@ -65,7 +65,7 @@ def moment_sums(req: R.Request, frame: Any) -> tuple | None:
     """``(sums, keys, counts, scale, moments)`` of ``req``'s bins computed where the rows are, for intervals
     drawn from the moments (:mod:`calframe.moments`): the ``moment_sums`` of the frame's engine where
     :func:`calframe.registry.route` runs the call there; None where the rows are in memory or needed."""
-    if req.ci is None or req.kind != "ce" or req.several or not M.native_ci(req):
+    if req.ci is None or req.kind != "ce" or req.several or not M.plan_ci(req):
         return None
     r = registry.route(req, frame, state="bin_sums")
     return r.engine.moment_sums(req, frame) if r.here else None

@@ -97,9 +97,12 @@ them is collected on a pyarrow Table and a LazyFrame and refused on the others, 
 Bootstrap intervals (`ci=`) of the CE family on uniform or explicit-edge bins of a scalar lens are drawn from the
 moments of the bins, computed where the rows are in the same pass as the figure (plus one bounded query for the
 rows of the cells of fewer than 32 rows; docs/statistics.md, "The bootstrap from moments"): native in the narwhals
-engine and on Dask (unweighted), streamed on a LazyFrame; so are the companions' (`brier`, `log_loss`,
-`accuracy`: the moments of their row values, split by top-1 correctness), on Dask too, weighted or not. Other
-intervals (data-dependent bins, `summary`, `bootstrap="rows"`) need the rows: they are collected on Dask, a
+engine and on Dask (unweighted), streamed on a LazyFrame. So are those on quantile and equal-mass bins (weighted
+too) in the narwhals engine and on a LazyFrame: the edges are found there first (exact order statistics), then held
+fixed under the draws, as in memory (the bootstrap conditional on the edges; its coverage: docs/statistics.md,
+"Quantile bins held fixed"); and the companions' (`brier`, `log_loss`, `accuracy`: the moments of their row
+values, split by top-1 correctness), on Dask too, weighted or not. Other intervals (quantile and equal-mass bins on
+Dask, the sweep, a variable's bins, `summary`, `bootstrap="rows"`) need the rows: they are collected on Dask, a
 LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
 (`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed

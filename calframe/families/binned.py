@@ -86,7 +86,9 @@ def ce(frame: Frame, prob: Columns = None, label: str | None = None, *, name: st
     float, or a frame with one row per group (``by``) or with ``ci`` bounds (and with ``binning="sweep"``, the
     chosen counts in ``n_bins``). A ``pl.LazyFrame`` input gives a
     ``pl.LazyFrame`` (spec section 8, "Lazy in, lazy out"): streamed when collected, one row (``n`` and the
-    figure) without ``by``; with ``ci``, the marginal lens or List probabilities the frame is collected first.
+    figure) without ``by``, ``ci`` drawn from the moments of its bins (quantile and equal-mass edges found in the
+    stream, then held fixed); with ``bootstrap="rows"``, the sweep, the marginal lens or List probabilities the
+    frame is collected first.
 
     Examples
     --------

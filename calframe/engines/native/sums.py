@@ -30,8 +30,9 @@ instead of two: measured ~7% of the query).
 
 Quantile / equal-mass edges are exact order statistics (histogram passes in the
 engine, then the few values of the cells holding the wanted ranks), never the
-engine's approximate quantile. Calls this engine does not run (``ci``, the
-marginal lens, several variables, Array / List probability columns, and the functions
+engine's approximate quantile; with ``ci=`` they are found once and held fixed under the draws from the
+moments of their bins, as in memory (:func:`calframe.moments.edges_ci`). Calls this engine does not run
+(``bootstrap="rows"``, the sweep, the marginal lens, several variables, Array / List probability columns, and the functions
 outside :data:`CAPABILITIES`) raise a ParameterError saying what it runs, except on
 a pyarrow Table, which is then handed to the eager engine as a Polars DataFrame
 (zero-copy) and the result given back as a pyarrow Table.
@@ -96,7 +97,8 @@ def refusal(kind: str, what: str) -> str:
     runs = ", ".join(functions_on(kind, "native"))
     return (f"{what} is not supported on {KINDS[kind]} (its engine runs {runs} with uniform, "
             f"explicit-edge, quantile and equal-mass bins, a scalar lens (top1, class:c) and one variable, and "
-            f"their ci= from the moments of uniform or explicit-edge bins (bootstrap='moments'); "
+            f"their ci= from the moments of those bins (bootstrap='moments'; quantile and equal-mass edges held "
+            f"fixed); "
             f"probabilities as one column or a list of class columns; gece with uniform bins, no ci and no row "
             f"selection). Compute it on a Polars frame instead, e.g. "
             f"pl.from_arrow(...) of the frame's rows, or a sample of them.")
@@ -393,6 +395,7 @@ class Run:
         if plan.array:
             raise Unsupported(f"{req.func}: " + refusal(eng.kind, "an Array probability column"))
         self.scale_table: pl.DataFrame | None = None
+        self.moment_cells: pl.DataFrame | None = None  # quantile / equal-mass bins' moments (data_binned)
         self.nw = nw
         #: the engine sums Int64 into a 128-bit integer (DuckDB's HUGEINT; not Ibis, which types the sum Int64)
         self.wide = eng.kind == "duckdb"
@@ -508,7 +511,7 @@ class Run:
         if moments:
             more, names = _moment_columns(plan, self.wide, nw.col(CONF), nw.col(WT), nw.col(EB))
             sums, summed, cell = sums + more, summed + names, cell + [ACC]
-            self.rows_of = lambda fetch: self.small_rows(rows, bin_, fetch)
+            self.rows_of = lambda fetch: self.small_rows(self.base(rows).with_columns(bin_.alias(BIN)), fetch)
         cols = [nw.col(c) for c in cell if c != BIN] + [bin_.alias(BIN), *sums]
         aggs = _aggs(plan, summed, self.wide)
         if categorical:
@@ -527,18 +530,17 @@ class Run:
             return LZ.exact_floats(point), cells
         return exact_sums(res, summed, self.wide)
 
-    def small_rows(self, rows: list[Any], bin_: Any, fetch: pl.DataFrame) -> tuple:
-        """The small cells' rows, (cell, w, w conf): one bounded query (``lazy._small_rows``)."""
+    def small_rows(self, rows: Any, fetch: pl.DataFrame) -> tuple:
+        """The small cells' rows, (cell, w, w conf), of ``rows`` (the kept rows with the plan's keys, ``BIN``,
+        ``ACC``, ``CONF`` and ``WT``): one bounded query (``lazy._small_rows``)."""
         nw, plan = self.nw, self.plan
         w = nw.col(WT) if plan.weight_col is not None else nw.lit(1.0)
         exprs, names = join_keys(plan, plan.keys)
-        picked = [nw.col(k) for k in plan.keys] + [bin_.alias(BIN), nw.col(ACC), w.alias(W),
+        picked = [nw.col(k) for k in plan.keys] + [nw.col(BIN), nw.col(ACC).cast(nw.Int64), w.alias(W),
                                                    (w * nw.col(CONF)).alias(SC)]
-        q = self.base(rows).select(picked).with_columns(exprs)
         table = polars_join_keys(fetch, plan.keys, names).drop(plan.keys).with_columns(
             pl.col(BIN).cast(pl.Int32), pl.col(ACC).cast(pl.Int64))
-        q = q.with_columns(nw.col(ACC).cast(nw.Int64)).join(self.eng.table(table), on=names + [BIN, ACC],
-                                                               how="inner")
+        q = rows.select(picked).with_columns(exprs).join(self.eng.table(table), on=names + [BIN, ACC], how="inner")
         got = collect_frame(q.select(nw.col(f"{COL_PREFIX}cell"), nw.col(W), nw.col(SC)))
         return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy().astype(np.float64), got[SC].to_numpy().astype(
             np.float64)
@@ -562,7 +564,9 @@ class Run:
 
     # quantile / equal-mass bins (lazy._data_binned_sums, in narwhals)
 
-    def data_binned(self) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, int, Bins]:
+    def data_binned(self, moments: bool = False) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray, int, Bins]:
+        """(sums, keys, counts, cell counts, bins) of quantile / equal-mass bins; ``moments``: the last pass per
+        (keys, bin, acc) with the second moments, its cells left in ``self.moment_cells`` (and ``self.rows_of``)."""
         nw, plan = self.nw, self.plan
         gk = plan.keys or [ONE]
         cols = self.row_columns()
@@ -650,11 +654,23 @@ class Run:
                                     nw.when(ok).then(nw.col(WT)), nw.col(EB))
         q = q.with_columns(bin_.cast(nw.Int32).alias(BIN), *sums)
         cell = gk + [BIN] + ([EB] if plan.weight_col is not None else [])
-        res = collect_frame(q.group_by(cell).agg(*_aggs(plan, summed, self.wide)))
+        names: list[str] = []
+        if moments:
+            more, names = _moment_columns(plan, self.wide, nw.when(ok).then(nw.col(CONF)), nw.col(WT), nw.col(EB))
+            q = q.with_columns(*more)
+        res = collect_frame(q.group_by(cell + ([ACC] if moments else [])).agg(
+            *_aggs(plan, summed + names, self.wide)))
         res = res.with_columns(pl.col(LEN).cast(pl.Int64))
         if plan.weight_col is None:
             res = res.with_columns(pl.col(SA).cast(pl.Float64))
-        res = exact_sums(res, summed, self.wide)
+        if moments:  # the point sums: the moments' cells added up over the label (exact integers)
+            big = _int128(res, summed + names, self.wide)
+            self.moment_cells = big
+            res = LZ.exact_floats(big.group_by(cell).agg(
+                pl.col(c).sum() for c in big.columns if c not in cell and c not in (ACC, *LZ.Q)))
+            self.rows_of = lambda fetch: self.small_rows(q, fetch)
+        else:
+            res = exact_sums(res, summed, self.wide)
         sums_, keys, counts = LZ.cell_sums(plan, res, groups, gk, n_bins)
         cnt = np.zeros((groups.height, n_bins))
         gi = _cell_groups(res, groups, gk)
@@ -726,9 +742,11 @@ def binned_sums(eng: Engine, req: Request, moments: bool = False
     r = Run(eng, req)
     plan = r.prepared()
     cells: tuple = ()
-    if plan.data_binned:
-        sums, keys, counts, cell_counts, bins = r.data_binned()
+    if plan.data_binned:  # with moments: the edges found once, then held fixed (moments.edges_ci)
+        sums, keys, counts, cell_counts, bins = r.data_binned(moments)
         cells = (cell_counts, bins)
+        if moments:
+            eng.moments = _moments(plan, r.moment_cells, r, bins.n_bins)
     else:
         res = r.main(moments)
         if moments:
@@ -743,11 +761,12 @@ def binned_sums(eng: Engine, req: Request, moments: bool = False
     return sums, keys, counts, LZ.group_scales(plan, keys), cells
 
 
-def _moments(plan: LZ.EnginePlan, cells: pl.DataFrame, r: Run) -> Any:
-    """The :class:`calframe.moments.Moments` of a moments pass's kept cells, the small cells' rows fetched."""
+def _moments(plan: LZ.EnginePlan, cells: pl.DataFrame, r: Run, n_bins: int | None = None) -> Any:
+    """The :class:`calframe.moments.Moments` of a moments pass's kept cells, the small cells' rows fetched
+    (``n_bins``: quantile / equal-mass bins, as many as their edges)."""
     from ... import moments as M
 
-    merged, fetch = LZ.cell_moments(plan, cells, LZ.int128_float)
+    merged, fetch = LZ.cell_moments(plan, cells, LZ.int128_float, n_bins)
     small = r.rows_of(fetch) if fetch is not None else M.NO_ROWS
     return M.from_cells(*merged, small, plan.weight_col is not None)
 

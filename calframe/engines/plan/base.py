@@ -16,7 +16,7 @@ from ..._columns import PROB_CANDIDATES, SUM_TOLERANCE, check_key_dtype, key_exp
 from ... import _errors as E
 from ..._errors import CalframeError, bad_param
 from ..._names import PREFIX, key_names
-from ...moments import native_ci
+from ...moments import plan_ci
 from ...request import Request
 from ...binning import Binning, edge_bins_expr, uniform_bin_expr, uniform_k0_expr
 from ..._kernels.codes import BUCKET_BITS, FIXED_BITS, MAX_BUCKET, WEIGHTED_BITS  # no numba
@@ -123,7 +123,7 @@ def outside(req: Any, state: str) -> str | None:
             return "a row selection"
         if req.several:
             return "several variables at once"
-        if req.ci is not None and not (req.kind == "ce" and native_ci(req)):
+        if req.ci is not None and not (req.kind == "ce" and plan_ci(req)):
             return "ci="
         return outside(req, "bin_sums" if req.kind == "ce" else "row_means")
     if state == "row_means":  # the companions, summary, row sums: their intervals from moments (companions)
@@ -140,15 +140,18 @@ def outside(req: Any, state: str) -> str | None:
         return "a row selection (where=, labels_in=, output_between=)" if req.selects else None
     if state not in ("bin_sums", "bin_table") or req.kind not in ("ce", "reliability"):
         return None
-    if req.ci is not None and not native_ci(req):
-        return "ci= with bootstrap='rows' or on data-dependent bins"
+    if req.ci is not None and not plan_ci(req):
+        if req.bootstrap == "rows":
+            return "ci= with bootstrap='rows'"
+        if req.variables and req.variable is not None:
+            return "ci= on a variable's bins"
     if req.sweep:
         return "binning='sweep'"
     if req.lens.kind == "marginal":
         return "the marginal lens"
     if req.variables and req.variable is None:
         return "several variables at once"
-    return None
+    return "ci=" if req.ci is not None and not plan_ci(req) else None
 
 
 def prob_shape(schema: Any, req: Any) -> str | None:

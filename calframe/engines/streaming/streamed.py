@@ -85,7 +85,6 @@ from ..._limits import check_cells
 from ...registry import Capabilities
 from ..eager import evaluate
 from ...request import Request
-from ...moments import native_ci as moment_ci
 from ...binning import check_variable
 # the plan (schema only), the queries' column names and the expressions the passes are built from
 from ..plan import base as P
@@ -247,10 +246,12 @@ def split_moments(plan: EnginePlan, res: pl.DataFrame) -> tuple[pl.DataFrame, pl
     return res.group_by(cell).agg(aggs), kept_cells(plan, res)
 
 
-def cell_moments(plan: EnginePlan, cells: pl.DataFrame, exact: Any) -> tuple[tuple, pl.DataFrame | None]:
+def cell_moments(plan: EnginePlan, cells: pl.DataFrame, exact: Any,
+                 n_bins: int | None = None) -> tuple[tuple, pl.DataFrame | None]:
     """The :func:`calframe.moments.from_cells` inputs of a moments pass's kept cells (Int128 sums; ``exact``: the
     engine's Int128 -> float conversion of a column at an exponent per row), and the keys of the small cells,
-    whose rows are then fetched (None: no cell is small)."""
+    whose rows are then fetched (None: no cell is small). ``n_bins``: the bins per group (default: the plan's;
+    quantile / equal-mass bins: as many as the edges found)."""
     from ... import moments as M
 
     g, _, n_groups = group_index(plan, cells)
@@ -264,7 +265,7 @@ def cell_moments(plan: EnginePlan, cells: pl.DataFrame, exact: Any) -> tuple[tup
         cols = [n, exact(cells, SC, first), exact(cells, Q[2], first)]
     merged, rows, small = M.merge_cells(g, cells[BIN].to_numpy().astype(np.int64),
                                         cells[ACC].fill_null(0).to_numpy().astype(np.int64), eb, n,
-                                        np.stack(cols, axis=1), plan.binning.bins, n_groups)
+                                        np.stack(cols, axis=1), n_bins or plan.binning.bins, n_groups)
     fetch = None
     if small.size:
         fetch = cells.select(plan.keys + [BIN, ACC])[rows[small]].with_columns(pl.Series(f"{COL_PREFIX}cell", small))
@@ -443,8 +444,10 @@ def sums_and_moments(lf: pl.LazyFrame, req: Request, moments: bool = False) -> t
     func = req.func
     plan = prepared(make_plan(lf, req), lf)
     m = None
-    if plan.data_binned:
-        out = _data_binned_sums(plan, lf)
+    if plan.data_binned:  # with moments: the edges found once, then held fixed (moments.edges_ci)
+        out = _data_binned_sums(plan, lf, moments)
+        if moments:
+            out, m = out
     else:
         conf, acc = lensed_exprs(plan)
         res = collect_frame(main_query(plan, lf, conf, acc, moments))
@@ -548,8 +551,11 @@ def assemble(plan: EnginePlan, res: pl.DataFrame, bin_codes: np.ndarray | None =
 
 # --------------------------------------------------------------------------- quantile / equal-mass bins
 
-def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, pl.DataFrame | None, np.ndarray]:
-    """Quantile / equal-mass bins per group, exact, in streaming passes (see the module docstring)."""
+def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame, moments: bool = False) -> Any:
+    """Quantile / equal-mass bins per group, exact, in streaming passes (see the module docstring): (sums, keys,
+    counts). ``moments``: ((sums, keys, counts), the :class:`calframe.moments.Moments` of the same bins), the
+    accumulate pass per (keys, bin, acc) with the second moments beside, plus one bounded query for the rows of
+    the small cells (the edges are the call's: the bootstrap conditional on them)."""
     conf, acc = lensed_exprs(plan)
     x = conf if plan.var_col is None else var_expr(plan)
     gk = plan.keys or [ONE]
@@ -619,8 +625,30 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame) -> tuple[np.ndarray, p
     q = rows_.join(etab.lazy(), on=gk, how="inner", nulls_equal=True).with_columns(bin_expr.alias(BIN))
     if weighted:
         q = q.with_columns(weight_bucket(pl.col(WT)).alias(EB))
-    q = q.group_by(gk + [BIN] + ([EB] if weighted else [])).agg(aggs)
-    return cell_sums(plan, exact_floats(collect_frame(q)), groups, gk, n_bins)
+    cell = gk + [BIN] + ([EB] if weighted else [])
+    if not moments:
+        return cell_sums(plan, exact_floats(collect_frame(q.group_by(cell).agg(aggs))), groups, gk, n_bins)
+    return _data_binned_moments(plan, q, cell, aggs, groups, gk, n_bins)
+
+
+def _data_binned_moments(plan: EnginePlan, q: pl.LazyFrame, cell: list[str], aggs: list[pl.Expr],
+                         groups: pl.DataFrame, gk: list[str], n_bins: int) -> tuple[tuple, Any]:
+    """The accumulate pass of quantile / equal-mass bins with the moments (``q``: the kept rows with their
+    ``BIN``; ``cell``: the point sums' cell): the point sums are the moments' cells added up over the label
+    (exact integers: the bits of the pass without moments), then the small cells' rows in one bounded query."""
+    from ... import moments as M
+
+    res = collect_frame(q.group_by(cell + [ACC]).agg(aggs + _moment_aggs(plan)))
+    point = res.group_by(cell).agg(pl.col(c).sum() for c in res.columns if c not in cell and c not in (ACC, *Q))
+    out = cell_sums(plan, exact_floats(point), groups, gk, n_bins)
+    merged, fetch = cell_moments(plan, res, int128_float, n_bins)
+    small = M.NO_ROWS
+    if fetch is not None:
+        w = pl.col(WT) if plan.weight_col is not None else pl.lit(1.0)
+        got = collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, ACC], how="inner", nulls_equal=True).select(
+            pl.col(f"{COL_PREFIX}cell"), w.alias(W), (w * pl.col(CONF)).alias(SC)))
+        small = (got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[SC].to_numpy())
+    return out, M.from_cells(*merged, small, plan.weight_col is not None)
 
 
 def cell_sums(plan: EnginePlan, cells: pl.DataFrame, groups: pl.DataFrame, gk: list[str],
