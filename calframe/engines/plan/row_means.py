@@ -430,7 +430,7 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, name: str) -> tuple[Val
                            pl.when(pl.col(BIN) == -2).then(0).otherwise(pl.col(LEN)).cast(pl.Int64).alias(OK))
     point, cells = LZ.split_moments(plan, NW.int128_sums(res, summed, wide))
     return companion_state(plan, r.checked(LZ.exact_floats(point)), cells, name,
-                           lambda fetch: r.small_rows(rows, nw.col(BIN), fetch))
+                           lambda fetch: r.small_rows(r.base(rows), fetch))  # (rows: BIN the marker)
 
 
 def moment_ready(req: Request, figures: dict | None) -> bool:
