@@ -44,3 +44,20 @@ def test_the_suite_runs_the_pages_on_the_warm_cache_with_compiling_forbidden() -
     warm = os.environ.get(test_readme.WARM_CACHE_ENV)
     if warm:
         assert any(Path(warm).rglob("*.nbi")), f"{warm} holds no kernel index"
+
+
+def test_warmup_processes_share_one_step_counter(tmp_path: Path) -> None:
+    """``warmup(jobs=n)``'s processes take the next step from one counter file (calframe._warmup._take): taken
+    from 8 threads at once, every step number is handed out exactly once; the slow steps it takes first are
+    steps that exist."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from calframe import _warmup
+
+    queue = tmp_path / "next-step"
+    queue.write_text("0", encoding="ascii")
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: _warmup._take(str(queue)), range(400)))
+    assert sorted(got) == list(range(400))
+    names = {name for name, _ in _warmup._binary_cases() + _warmup._multiclass_cases()}
+    assert set(_warmup.SLOW) <= names, set(_warmup.SLOW) - names
