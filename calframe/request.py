@@ -140,7 +140,7 @@ class Request:
     def weighted_ranks(self) -> bool:
         """Whether weights meet quantile / equal-mass bins computed from the data: edges of the rows repeated
         w_i times (:func:`calframe.binning.weighted_take`; on a LazyFrame and in the narwhals engine
-        :mod:`calframe.engines.plan.order_stats`), which the Dask engine does not compute."""
+        :mod:`calframe.engines.plan.order_stats`; on Dask :mod:`calframe.engines.partitions.order_stats`)."""
         b = self.binning
         return self.weights is not None and b is not None and b.edges is None and b.scheme in ("quantile",
                                                                                                "equal_mass")
@@ -373,8 +373,8 @@ def _checked_ci(func: str, o: dict[str, Any], req: Request) -> Request:
 
 def summary_parts(req: Request) -> dict[str, Request]:
     """The CE figures of a summary: ECE, MCE, RMSCE (plugin, uniform bins) and Kumar's debiased l2 CE (equal-mass
-    bins; with weights uniform, so that every engine computes it from sums: Dask does not compute weighted
-    equal-mass edges, ``Request.weighted_ranks``)."""
+    bins; with weights uniform bins, chosen when Dask did not compute weighted equal-mass edges,
+    ``Request.weighted_ranks``, which every engine computes now)."""
     debiased_bins = req.binning if req.weights is not None else make_binning(req.func, "equal_mass", req.binning.bins,
                                                                              "left")
     return {

@@ -339,10 +339,19 @@ def test_eager_errors(data):
         ddf.calib.ece(by="nope")
     with pytest.raises(calframe.ParameterError):
         ddf.calib.ece(bins=0)
-    with pytest.raises(calframe.ParameterError):
-        ddf.calib.ece(binning="quantile", weights="w")
     with pytest.raises(calframe.ParameterError, match="'ci' parameter"):
         ddf.calib.ece(ci=1.5)
+
+
+@pytest.mark.parametrize("binning", ["quantile", "equal_mass"])
+def test_weighted_data_dependent_edges(data, binning):
+    """Weights with quantile / equal-mass bins on the cluster: the edges of the rows repeated w_i times, eager's
+    (the edge passes run on a worker, through its client; tests/test_dask_weighted.py checks them bit for bit)."""
+    df, ddf = data
+    kw = {**BINARY, "weights": "w", "binning": binning}
+    _same(ddf.calib.ece(**kw, by="s"), calframe.ece(df, **kw, by="s"))
+    _same(ddf.calib.reliability(**kw, by="g", bins=6), calframe.reliability(df, **kw, by="g", bins=6))
+    _same(ddf.calib.vece("score", **kw), calframe.vece(df, "score", **kw))
 
 
 def test_constant_variable(data):
@@ -453,9 +462,10 @@ def test_ci_equals_eager_bounds(data, func, kw):
     df, ddf = data
     kw = dict(kw, ci=0.9, n_boot=40, seed=3)
     got, want = getattr(ddf.calib, func)(**kw).compute(), getattr(calframe, func)(df, **kw)
-    # the CE family on uniform bins draws from the partitions' moments (exact sums; eager's are float sums): to
-    # rounding (tests/test_dask_moments.py); the others collect the rows: eager's bits
-    pd.testing.assert_frame_equal(got, want, check_exact=func != "ece", rtol=1e-12)
+    # the CE family on uniform bins and the companions draw from the partitions' moments (exact sums; eager's are
+    # float sums): to rounding (tests/test_dask_moments.py, tests/test_dask_companions.py); the others collect the
+    # rows: eager's bits
+    pd.testing.assert_frame_equal(got, want, check_exact=func not in ("ece", "brier"), rtol=1e-12)
 
 
 @pytest.mark.parametrize("kw", [{"exclude": ["gn", "s"]}, {"variables": ["age", "score", "region"], "by": "s"},

@@ -4,7 +4,7 @@ The edges of a weighted frame are those of the frame with each row repeated w_i 
 for bit, checked against pandas.qcut (quantile) and uncertainty-calibration's get_equal_bins (equal_mass) run on
 the repeated values, code we did not write. The figures on those bins then equal the repeated frame's. The
 LazyFrame engine (streamed) and the narwhals engine (DuckDB, pyarrow, Ibis; Spark in tests/test_spark.py) find
-the same edges by histogram passes where the rows are; Dask refuses weights with these bins.
+the same edges by histogram passes where the rows are, and Dask on its partitions (tests/test_dask_weighted.py).
 """
 
 from __future__ import annotations
@@ -314,14 +314,14 @@ def test_streamed_weighted_edges_are_the_repeated_frames(frame, binning, bins, b
         lazy.COLLECT_BUDGET = old
 
 
-def test_dask_refuses():
-    """Dask's exact order statistics (engines/dask.py) do not take weights yet: refused, naming what runs."""
+def test_dask_computes_them():
+    """Dask finds the weighted edges on its partitions (engines/partitions/order_stats.py): eager Polars' figure
+    (tests/test_dask_weighted.py checks the edges bit for bit)."""
     df = _df()
     dd = pytest.importorskip("dask.dataframe")
     ddf = dd.from_pandas(df.to_pandas(), npartitions=2)
-    with pytest.raises(calframe.ParameterError, match="not supported on Dask"):
-        out = calframe.ece(ddf, weights="w", binning="equal_mass")
-        out.compute() if hasattr(out, "compute") else out
+    got = calframe.ece(ddf, weights="w", binning="equal_mass").compute()
+    assert abs(got - calframe.ece(df, weights="w", binning="equal_mass")) <= 1e-12
 
 
 def test_sweep_refuses_weights():

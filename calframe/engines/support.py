@@ -91,7 +91,7 @@ The states a function is computed from:
 {states}
 Native cells run the default call and the options each engine's module lists (for the narwhals engine: uniform,
 explicit-edge, quantile and equal-mass bins, weighted too, as on a LazyFrame (the edges of the rows repeated w_i
-times; Dask refuses weights with data-dependent bins), a scalar lens, one variable, class probabilities as columns;
+times; on Dask too, by its partitions' histograms), a scalar lens, one variable, class probabilities as columns;
 `gece`: uniform bins, every lens (top-k of at most 16 classes), no `ci`, no row selection); a call outside
 them is collected on a pyarrow Table and a LazyFrame and refused on the others, with a message naming what runs.
 Bootstrap intervals (`ci=`) of the CE family on uniform or explicit-edge bins of a scalar lens are drawn from the
@@ -101,11 +101,12 @@ engine and on Dask (unweighted), streamed on a LazyFrame. So are those on quanti
 too) in the narwhals engine and on a LazyFrame: the edges are found there first (exact order statistics), then held
 fixed under the draws, as in memory (the bootstrap conditional on the edges; its coverage: docs/statistics.md,
 "Quantile bins held fixed"); the companions' (`brier`, `log_loss`, `accuracy`: the moments of their row
-values, split by top-1 correctness), but on Dask; and `summary`'s, but on Dask: each of its figures drawn from the
-moments of its own state as in memory (one pass per binning, the debiased CE's equal-mass edges held fixed, and one
-per companion), and so are `disparity`'s on them (its default `ci=0.95`). Other intervals (quantile and
-equal-mass bins on Dask, the sweep, a variable's bins, the companions' and `summary`'s on Dask,
-`bootstrap="rows"`) need the rows: they are collected on Dask, a LazyFrame and a pyarrow Table. The refused
+values, split by top-1 correctness), on Dask too, weighted or not; and `summary`'s, in the narwhals engine and on a
+LazyFrame: each of its figures drawn from the moments of its own state as in memory (one pass per binning, the
+debiased CE's equal-mass edges held fixed, and one for the three companions), and so are `disparity`'s on the
+companions and `summary` there (its default `ci=0.95`). Other intervals (quantile and equal-mass bins on Dask, the
+sweep, a variable's bins, `summary`'s on Dask, `bootstrap="rows"`) need the rows: they are collected on Dask, a
+LazyFrame and a pyarrow Table. The refused
 states need the rows themselves: several variables ranked or smoothed (`variables`), a kernel around every row
 (`local`), resampling (`simulation`), fitting (`fit`); on those frames compute them on a Polars frame of the needed
 columns, or a sample. `monitor`'s windows (`windows`) are a time key of the figures' sums, computed in the frame's

@@ -4,8 +4,10 @@ lazy (a ``DaskResult``). The engine protocol (docs/design.md, "Recipe: add an en
 - ``CAPABILITIES``, ``supports``, ``refuse``, ``call``: :mod:`calframe.engines.partitions.client`'s (the route's answers, and
   the public functions' entry; Dask's passes decide which parameters they collect);
 - ``binned``, ``grid``, ``vector``, ``table``, ``moment_sums``: one per state, the passes of
-  :mod:`calframe.engines.partitions.client` (bin sums, row means, GECE's cells), :mod:`calframe.engines.partitions.moments` (the
-  bins' moments for ``ci=``) and :mod:`calframe.engines.partitions.grids` (the smooth ECE's grids);
+  :mod:`calframe.engines.partitions.client` (bin sums, row means, GECE's cells; weighted quantile / equal-mass edges:
+  :mod:`calframe.engines.partitions.order_stats`), :mod:`calframe.engines.partitions.moments` (the bins' moments for
+  ``ci=``), :mod:`calframe.engines.partitions.companions` (the companions' ``ci=``: the moments of their row values)
+  and :mod:`calframe.engines.partitions.grids` (the smooth ECE's grids);
 - ``collected``, ``needed``, ``apply``, ``DaskResult``: a call's needed columns computed into one pandas frame, a
   recalibrator applied per partition, the lazy result (the families' steps).
 """
@@ -19,6 +21,7 @@ from typing import Any
 from ...request import Request
 from . import grids as _grid_dask
 from . import client as D
+from . import companions as DC
 from . import moments as DM
 from .client import CAPABILITIES, DaskResult, apply, call, collected, needed, refuse, supports
 
@@ -36,9 +39,12 @@ def collect(frame: Any) -> Any:
 
 
 def binned(req: Request, frame: Any, figures: dict | None = None) -> Any:
-    """Bin sums or row means per partition; ``ci=`` from the moments of the partitions' bins where it can."""
+    """Bin sums or row means per partition; ``ci=`` from the moments of the partitions' bins (the CE family) or
+    of their row values (the companions) where it can."""
     if DM.runs(req):
         return DM.deferred(frame, req, D.needed(frame, req), lambda rows: DM.result(req, rows, figures))
+    if DC.runs(req, figures):  # a companion's ci= from the moments of its row values (partitions/companions.py)
+        return DC.deferred(frame, req, figures, D.needed(frame, req))
     return D.binned(req, frame, figures)
 
 

@@ -27,7 +27,8 @@ cumulative counts, and the values of only those cells gathered (a cell holding a
 gathering; a crowded cell is refined with the next 20 bits first). calframe's one edge rule
 (:func:`calframe.binning.edge_table`: every source and group in one call of its ``take``, then ``pack_edges``)
 builds the edges from the gathered order statistics, and a last pass bins with those edges (``assign_bins``) and
-accumulates. Results equal calframe's in-memory results up to float summation order (< 1e-12).
+accumulates. Results equal calframe's in-memory results up to float summation order (< 1e-12). With weights, the
+edges of the rows repeated w_i times: the shared plan's passes on the partitions (engines/partitions/order_stats.py).
 
 Every figure is a lazy :class:`DaskResult`: its graph holds the first pass, the finalize (and the later passes of
 exact edges) runs where Dask finalizes. ``summary``, uniform-bin ``gece`` and ``smece`` (its grids: _grid_dask.py)
@@ -71,6 +72,7 @@ from ..._limits import check_cells
 from ...binning import Bins, check_variable, edge_table, pack_edges, take_each, uniform_edges
 from ...metrics import check_weight_sums
 # the per-partition side (workers): the frames' internal columns, the shipped request, the partition functions
+from . import order_stats as OSW  # weighted edges
 from .workers import (BIN, CAT, CELL, CLS, CNT, DROP, ERR, EXP, FIG, FIRST, GATHER_COLS, HIST_AGG, HIST_COLS, N, PAR,
                       ROWS, SA, SC, SHIFT, SHIFTS, SUMS_AGG, SUMS_COLS, VAL, VMAX, VMIN, Spec, apply_partition,
                       check_plan, gather_partition, gece_partition, hist_partition, gece_value, key_tuples, keys_of,
@@ -227,6 +229,17 @@ class Runner:
             edges_plan[(f, c)] = [edges[offsets[g] : offsets[g + 1]] for g in range(groups.n)]
             bins[(f, c)] = Bins(None, n_bins, edges, offsets, spec.binning)
         return {"key_index": groups.index, "edges": edges_plan}, groups, bins
+
+    def weighted_edges(self, stats0: pd.DataFrame) -> tuple[dict, _Groups, dict[tuple[int, int], Bins]]:
+        """:meth:`exact_edges` with weights: the edges of the rows repeated w_i times (:mod:`.order_stats`)."""
+        stats, dropped = _split_markers(stats0)
+        if stats.empty:
+            _raise_empty(self.spec.func, dropped)
+        groups = _Groups.of(stats, self.spec)
+        sources = sorted({(int(f), int(c)) for f, c in zip(stats[FIG], stats[CLS])})
+        edges, bins = OSW.weighted_edges(self, self._compute, stats, groups.codes(stats, self.spec.by), groups,
+                                         _source_index(stats, sources), sources)
+        return {"key_index": groups.index, "edges": edges}, groups, bins
 
     def order_stats(self, hist: pd.DataFrame, groups: _Groups, sources: list, src: np.ndarray,
                     rank: np.ndarray) -> np.ndarray:
@@ -461,10 +474,14 @@ def _pass(ddf: Any, spec: Spec, gece: Any = None) -> tuple[Any, Callable[[pd.Dat
     if "dd" not in spec.modes:
         return runner.sums_lazy(None), lambda frame: merged_partitions(spec, runner.merged(frame), None, {})
 
-    def then(hist0: pd.DataFrame) -> Merged:
-        plan, groups, dd_bins = runner.exact_edges(runner.merged(hist0))
+    edges = runner.weighted_edges if spec.weights else runner.exact_edges
+
+    def then(first: pd.DataFrame) -> Merged:
+        plan, groups, dd_bins = edges(runner.merged(first))
         return merged_partitions(spec, runner.merged(runner._compute(runner.sums_lazy(plan))), groups, dd_bins)
 
+    if spec.weights:  # the weights' exact sums per bucket first (engines/partitions/order_stats.py)
+        return runner._lazy(OSW.stats_partition, OSW.STATS_COLS, OSW.STATS_AGG), then
     return runner.hist_lazy(0, None), then
 
 
@@ -667,8 +684,6 @@ def run(ddf: Any, req: Request, figures: dict | None = None, finish: Callable[..
     finish = finish or partial(F.shape, req, flavor="pandas")
     if req.ci is not None:
         return collected(req.func, ddf, dask_spec(ddf, req).needed, partial(eager_figures, req, figures))
-    if req.weighted_ranks:
-        raise ParameterError(E.weights_on_engine(req.func, "Dask DataFrames") + " (e.g. ddf.compute())", "weights")
     if req.sweep:
         raise ParameterError(
             f"The 'binning' parameter of {req.func}: 'sweep' is not available on Dask DataFrames (it sorts each "

@@ -230,7 +230,7 @@ def _variable(scored: Scored, spec: Spec, f: int) -> np.ndarray:
     return scored.extra[var]
 
 
-def _dd_sources(scored: Scored, spec: Spec) -> list[tuple[int, int, np.ndarray]]:
+def dd_sources(scored: Scored, spec: Spec) -> list[tuple[int, int, np.ndarray]]:
     """(figure, class, values) of every data-dependent binning: the lensed confidence or a numeric variable."""
     out = []
     for f, mode in enumerate(spec.modes):
@@ -297,7 +297,7 @@ def _hist_rows(pdf, spec, meta, level, parents) -> pd.DataFrame:
     if scored is None:
         return finish(out, meta)
     keys, tuples = local_keys(kept, scored, spec.by)
-    for f, c, values in _dd_sources(scored, spec):
+    for f, c, values in dd_sources(scored, spec):
         bits = _ordered_bits(values)
         groups = scored.group_codes
         values = np.asarray(values, dtype=np.float64)
@@ -330,7 +330,7 @@ def gather_partition(pdf, spec, meta, targets, partition_info=None) -> pd.DataFr
         return meta.copy()
     keys, tuples = local_keys(kept, scored, spec.by)
     out = []
-    for f, c, values in _dd_sources(scored, spec):
+    for f, c, values in dd_sources(scored, spec):
         per_shift = targets.get((f, c))
         if not per_shift:
             continue
@@ -359,6 +359,9 @@ def _dd_bins(values: np.ndarray, scored: Scored, tuples: list[tuple], spec: Spec
     edges = np.concatenate(segs)
     qcut = spec.binning.scheme == "quantile"
     ids = K.assign_bins(np.ascontiguousarray(values, dtype=np.float64), scored.groups, edges, offsets, qcut)
+    if qcut and spec.weights:  # as binning.bin_values: a row above its group's top edge (weight 0) in the last bin
+        last = np.maximum(np.diff(offsets) - 2, 0)
+        ids = np.minimum(ids, last[scored.group_codes]).astype(np.int32)
     width = max(len(s) for s in segs)
     return Bins(ids, max(width - 1, 1) if qcut else width, edges, offsets, spec.binning)
 

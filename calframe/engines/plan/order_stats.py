@@ -45,6 +45,23 @@ GRID_CELLS = 4096
 MAX_LEVELS = 8
 
 
+def cell_expr(x: pl.Expr, lo: str, sc: str, g: str) -> pl.Expr:
+    """A grid cell, monotone in x: clip(floor((x - lo) * sc), 0, g - 1)."""
+    return ((x - pl.col(lo)) * pl.col(sc)).floor().clip(0.0, pl.col(g).cast(pl.Float64) - 1.0).cast(pl.Int32)
+
+
+def cells_query(rows_: pl.LazyFrame, gk: list[str], path: list[str], grids: list[pl.DataFrame]) -> pl.LazyFrame:
+    """Rows (``gk``, ``X``, ...) with their cell at every level of ``grids`` (``order_statistics``' ``grids``:
+    inner joins keep only the rows in refined nodes), the cell of level L in ``COL_PREFIX cL`` (Int32)."""
+    q = rows_
+    for level, grid in enumerate(grids):
+        on = gk + path[:level]
+        lo_c, sc_c, g_c = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
+        q = q.join(grid.lazy(), on=on, how="inner", nulls_equal=True)
+        q = q.with_columns(cell_expr(pl.col(X), lo_c, sc_c, g_c).alias(f"{COL_PREFIX}c{level}")).drop(lo_c, sc_c, g_c)
+    return q
+
+
 def grid_size(cnt: np.ndarray, targets: np.ndarray, hist_cells: int) -> np.ndarray:
     """Cells per node: about sqrt(targets * rows) (histogram size ~ values collected), at most
     ``hist_cells`` over all nodes, 2..GRID_CELLS each.

@@ -39,7 +39,9 @@ from ..native import sums as NW
 from ..eager import SPAN, evaluate
 from .base import BIN, EB, LEN, OK, COL_PREFIX, W, WT, pairwise_sum
 
-__all__ = ["KINDS", "SPAN", "row_values", "run", "streamed", "values"]
+__all__ = ["KINDS", "SPAN", "companion_state", "lazy_states", "moment_query", "moment_ready", "moment_request",
+           "moment_result", "moment_state", "narwhals_states", "row_values", "run", "small_arrays", "streamed",
+           "values"]
 
 #: the requests computed here beside the CE family's (``Request.kind``): ``row_sums`` are the figures of several
 #: row values' sums (bias, spiegelhalter: calframe.row_sums), each value a function of the request's lens
@@ -148,7 +150,7 @@ def _narwhals_means(eng: NW.Engine, req: Request, names: tuple[str, ...]) -> Val
     """One pass in the user's engine: per (keys, bin marker[, weight bucket]) rows and the exact sums of the
     weight and of the weighted row values (``narwhals.Run.main``'s layout: a bad row in bin -2, a dropped one
     in bin -1)."""
-    r = NW.Run(eng, replace(req, kind="companion", lens=_lens_of(req)))
+    r = NW.Run(eng, moment_request(req))
     plan = r.prepared()
     nw, weighted, wide = r.nw, plan.weight_col is not None, r.wide
     ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
@@ -425,21 +427,27 @@ def _q(name: str) -> str:
 State = tuple[Values, Any, np.ndarray, Any]
 
 
-def _lazy_moment_means(lf: pl.LazyFrame, req: Request, names_: tuple[str, ...]) -> dict[str, State]:
-    """The companions' (``names_``) row means and the moments of their cells, streamed: one pass per (keys, top-1
-    correctness [, weight bucket]) with the exact sums of w and, per companion, of w v and w v^2 (v its row value
-    over its :data:`SPAN`, so in [0, 1]: ``lazy._moment_aggs``' layout), added up again exactly per group for the
-    figures (``lazy.split_moments``), and one bounded query for the rows of the cells under
-    :data:`calframe.moments.SMALL` rows (the same cells for every companion). Returns per companion (the values,
-    counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of its row values, the groups'
-    ``[sum w, sum w v, 0]`` table, the weights' scale)."""
-    plan = LZ.prepared(LZ.make_plan(lf, replace(req, kind="companion", lens=_lens_of(req))), lf)
+def moment_request(req: Request) -> Request:
+    """The request a companion's moments pass is planned with (its lens: :func:`_lens_of`)."""
+    return replace(req, kind="companion", lens=_lens_of(req))
+
+
+def moment_query(plan: LP.EnginePlan, lf: pl.LazyFrame, name: str | tuple[str, ...]
+                 ) -> tuple[pl.LazyFrame, list[str], list[pl.Expr], Callable[[pl.DataFrame], pl.LazyFrame]]:
+    """The moments pass of companion ``name`` on ``lf`` (``plan``: :func:`moment_request`'s, its weights' scale
+    set): (the rows' query, the cell keys (keys, ``BIN``, ``LZ.ACC``[, ``EB``]), the cells' aggregations, and
+    ``small(fetch)``: the query of the rows of the cells of ``fetch``, their cell, ``W`` and ``LZ.SC``). Several
+    companions (a tuple of names) in one pass: each one's sums :func:`_s` and :func:`_q` side by side (the cells,
+    and so the small ones, are the same for all), ``small`` giving each one's :func:`_s` per row."""
+    names_ = (name,) if isinstance(name, str) else name
+    s_of, q_of = ((lambda n: LZ.SC), (lambda n: LZ.Q[2])) if isinstance(name, str) else (_s, _q)
     weighted, keep = plan.weight_col is not None, LP.keep_expr(plan)
     values_ = _row_exprs(plan, pl, names_)
     split = LP.lensed_exprs(replace(plan, lens=L.Lens("top1")), pl)[1]
     marker = pl.lit(0, pl.Int32) if keep is None else pl.when(keep).then(0).otherwise(-1).cast(pl.Int32)
+    ok = LP.row_ok(plan)  # a bad row's correctness is 0 (a NaN label cannot be cast; the checks report the row)
     cols = LP.key_cols(plan) + [(values_[n] * (1.0 / _span(n))).alias(_v(n)) for n in names_] + [
-        split.fill_null(0).cast(pl.Int8).alias(LZ.ACC), LP.row_ok(plan).alias(OK), marker.alias(BIN)]
+        pl.when(ok).then(split).fill_null(0).cast(pl.Int8).alias(LZ.ACC), ok.alias(OK), marker.alias(BIN)]
     if weighted:
         cols.append(LP.weights_expr(plan).alias(WT))
     q = LP.with_scales(plan, lf).select(cols)
@@ -449,24 +457,41 @@ def _lazy_moment_means(lf: pl.LazyFrame, req: Request, names_: tuple[str, ...]) 
     aggs = [pl.len().alias(LEN), pl.col(OK).sum().alias(OK)]
     for n in names_:
         c = pl.col(_v(n))
-        aggs += [LZ.fixed_sum(w * c if weighted else c, bucket).alias(_s(n)),
-                 LZ.fixed_sum((w * c) * c if weighted else c * c, bucket).alias(_q(n))]
+        aggs += [LZ.fixed_sum(w * c if weighted else c, bucket).alias(s_of(n)),
+                 LZ.fixed_sum((w * c) * c if weighted else c * c, bucket).alias(q_of(n))]
     if weighted:
         aggs.append(LZ.fixed_sum(w, bucket).alias(W))
-    res = LZ.collect_frame(q.group_by(plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else [])).agg(aggs))
-    point, cells = LZ.split_moments(plan, res)
 
-    def rows_of(fetch: pl.DataFrame) -> pl.DataFrame:  # the small cells' rows: at most SMALL - 1 per cell
-        return LZ.collect_frame(q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True)
-                                .select(pl.col(f"{COL_PREFIX}cell"), w.alias(W),
-                                        *[(w * pl.col(_v(n))).alias(_s(n)) for n in names_]))
+    def small(fetch: pl.DataFrame) -> pl.LazyFrame:  # the small cells' rows: at most SMALL - 1 per cell
+        return q.join(fetch.lazy(), on=plan.keys + [BIN, LZ.ACC], how="inner", nulls_equal=True).select(
+            pl.col(f"{COL_PREFIX}cell"), w.alias(W), *[(w * pl.col(_v(n))).alias(s_of(n)) for n in names_])
 
-    return _companion_states(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, names_, rows_of)
+    return q, plan.keys + [BIN, LZ.ACC] + ([EB] if weighted else []), aggs, small
+
+
+def small_arrays(got: pl.DataFrame) -> tuple:
+    """The small cells' rows (:func:`moment_query`'s ``small``, collected) as :func:`companion_state` reads them."""
+    return got[f"{COL_PREFIX}cell"].to_numpy(), got[W].to_numpy(), got[LZ.SC].to_numpy()
+
+
+def _lazy_moment_means(lf: pl.LazyFrame, req: Request, names_: tuple[str, ...]) -> dict[str, State]:
+    """The companions' (``names_``) row means and the moments of their cells, streamed: one pass per (keys, top-1
+    correctness [, weight bucket]) with the exact sums of w and, per companion, of w v and w v^2 (v its row value
+    over its :data:`SPAN`, so in [0, 1]: ``lazy._moment_aggs``' layout; :func:`moment_query`), added up again
+    exactly per group for the figures (``lazy.split_moments``), and one bounded query for the rows of the cells
+    under :data:`calframe.moments.SMALL` rows (the same cells for every companion). Returns per companion (the
+    values, counts and keys of :func:`_means`, the :class:`calframe.moments.Moments` of its row values, the
+    groups' ``[sum w, sum w v, 0]`` table, the weights' scale)."""
+    plan = LZ.prepared(LZ.make_plan(lf, moment_request(req)), lf)
+    q, cell, aggs, small = moment_query(plan, lf, names_)
+    point, cells = LZ.split_moments(plan, LZ.collect_frame(q.group_by(cell).agg(aggs)))
+    return _companion_states(plan, LZ.checked(plan, lf, LZ.exact_floats(point)), cells, names_,
+                             lambda fetch: LZ.collect_frame(small(fetch)))
 
 
 def _companion_states(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, names_: tuple[str, ...],
                       rows_of: Callable[[pl.DataFrame], pl.DataFrame]) -> dict[str, State]:
-    """Each companion's :func:`_companion_state` from one moments pass (its columns :func:`_s`, :func:`_q`), the
+    """Each companion's :func:`companion_state` from one moments pass (its columns :func:`_s`, :func:`_q`), the
     small cells' rows fetched once (``rows_of(fetch)``: ``cell``, ``W`` and each :func:`_s` per row)."""
     fetched: list[pl.DataFrame] = []
 
@@ -479,12 +504,12 @@ def _companion_states(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFr
                 ).astype(np.float64)
         return get
 
-    return {n: _companion_state(plan, point.rename({_s(n): LZ.SC}), cells.rename({_s(n): LZ.SC, _q(n): LZ.Q[2]}),
+    return {n: companion_state(plan, point.rename({_s(n): LZ.SC}), cells.rename({_s(n): LZ.SC, _q(n): LZ.Q[2]}),
                                 n, small(n)) for n in names_}
 
 
-def _companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
-                     rows_of: Callable[[pl.DataFrame], tuple]) -> State:
+def companion_state(plan: LP.EnginePlan, point: pl.DataFrame, cells: pl.DataFrame, name: str,
+                    rows_of: Callable[[pl.DataFrame], tuple]) -> State:
     """A companion's values from its checked cells per group (``point``) and the moments of its cells per (group,
     correctness) (``cells``, Int128 sums of the value over its :data:`SPAN`), the small cells' rows from
     ``rows_of(fetch)`` ((cell, w, w v / span) per row): :func:`_lazy_moment_means`' return."""
@@ -510,7 +535,7 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, names_: tuple[str, ...]
     """:func:`_lazy_moment_means` in the narwhals engine (DuckDB, Spark, Ibis, pyarrow): the same cells and sums
     in one query of the user's engine (``narwhals.Run.main``'s layout), the small cells' rows in one more
     (``narwhals.Run.small_rows``' join, every companion's value)."""
-    r = NW.Run(eng, replace(req, kind="companion", lens=_lens_of(req), ci=None))
+    r = NW.Run(eng, replace(moment_request(req), ci=None))
     plan = r.prepared()
     nw, weighted, wide = r.nw, plan.weight_col is not None, r.wide
     ok, keep = NW.row_ok(plan), NW.keep_expr(plan)
@@ -550,6 +575,11 @@ def _narwhals_moment_means(eng: NW.Engine, req: Request, names_: tuple[str, ...]
         return NW.collect_frame(q.select(nw.col(f"{COL_PREFIX}cell"), nw.col(W), *[nw.col(_s(n)) for n in names_]))
 
     return _companion_states(plan, r.checked(LZ.exact_floats(point)), cells, names_, rows_of)
+
+
+def moment_ready(req: Request, figures: dict | None) -> bool:
+    """Whether a companion's ``ci=`` is drawn from the moments of its row values where the rows are."""
+    return req.kind == "companion" and _moment_ready(req, figures)
 
 
 def _moment_ready(req: Request, figures: dict | None) -> bool:

@@ -117,14 +117,17 @@ def collect_frame(q: pl.LazyFrame) -> pl.DataFrame:
 
 def _set_weight_scale(plan: EnginePlan, lf: pl.LazyFrame) -> None:
     """One aggregation: the largest kept weight of each group, read by :func:`~calframe.engines.plan.base.set_scales`."""
+    P.set_scales(plan, collect_frame(weight_tops(plan, lf)))
+
+
+def weight_tops(plan: EnginePlan, lf: pl.LazyFrame) -> pl.LazyFrame:
+    """The largest kept weight (``W``) of each group (the key columns ``plan.keys``; one row without them)."""
     w = raw_weights(plan)
     keep = keep_expr(plan)
     w = w if keep is None else w.filter(keep)
     if plan.by_cols:
-        tops = collect_frame(lf.group_by(key_cols(plan)).agg(w.max().alias(W)))
-    else:
-        tops = collect_frame(lf.select(w.max().alias(W)))
-    P.set_scales(plan, tops)
+        return lf.group_by(key_cols(plan)).agg(w.max().alias(W))
+    return lf.select(w.max().alias(W))
 
 
 def fixed_sum(x: pl.Expr, bucket: pl.Expr | None) -> pl.Expr:
@@ -548,11 +551,6 @@ def assemble(plan: EnginePlan, res: pl.DataFrame, bin_codes: np.ndarray | None =
 
 # --------------------------------------------------------------------------- quantile / equal-mass bins
 
-def _cell(x: pl.Expr, lo: str, sc: str, g: str) -> pl.Expr:
-    """A grid cell, monotone in x: clip(floor((x - lo) * sc), 0, g - 1)."""
-    return ((x - pl.col(lo)) * pl.col(sc)).floor().clip(0.0, pl.col(g).cast(pl.Float64) - 1.0).cast(pl.Int32)
-
-
 def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame, moments: bool = False) -> Any:
     """Quantile / equal-mass bins per group, exact, in streaming passes (see the module docstring): (sums, keys,
     counts). ``moments``: ((sums, keys, counts), the :class:`calframe.moments.Moments` of the same bins), the
@@ -599,12 +597,12 @@ def _data_binned_sums(plan: EnginePlan, lf: pl.LazyFrame, moments: bool = False)
 
     def hist(path: list[str], grids: list[pl.DataFrame], c_name: str) -> pl.DataFrame:
         cell = gk + path + [c_name] + ([EB] if weighted else [])
-        return collect_frame(_cells_query(edge_rows, gk, path, grids).group_by(cell).agg(
+        return collect_frame(OS.cells_query(edge_rows, gk, path, grids).group_by(cell).agg(
             pl.len().alias(CNT), pl.col(X).min().alias(MIN), pl.col(X).max().alias(MAX),
             *(exact_w if weighted else [])))
 
     def values(path: list[str], grids: list[pl.DataFrame], want: pl.DataFrame) -> pl.DataFrame:
-        q = _cells_query(edge_rows, gk, path, grids)
+        q = OS.cells_query(edge_rows, gk, path, grids)
         return collect_frame(q.join(want.lazy(), on=gk + path, how="inner", nulls_equal=True).select(
             NODE, X, *([RW] if weighted else [])))
 
@@ -675,17 +673,6 @@ def cell_sums(plan: EnginePlan, cells: pl.DataFrame, groups: pl.DataFrame, gk: l
 def order_statistics(*args: Any, **kwargs: Any) -> np.ndarray:
     """:func:`calframe.engines.plan.order_stats.order_statistics` with this engine's COLLECT_BUDGET and HIST_CELLS."""
     return OS.order_statistics(*args, budget=COLLECT_BUDGET, hist_cells=HIST_CELLS, **kwargs)
-
-
-def _cells_query(rows_: pl.LazyFrame, gk: list[str], path: list[str], grids: list[pl.DataFrame]) -> pl.LazyFrame:
-    """Rows with their cell at every level of ``grids`` (inner joins keep only the rows in refined nodes)."""
-    q = rows_
-    for level, grid in enumerate(grids):
-        on = gk + path[:level]
-        lo_c, sc_c, g_c = f"{COL_PREFIX}lo{level}", f"{COL_PREFIX}sc{level}", f"{COL_PREFIX}gn{level}"
-        q = q.join(grid.lazy(), on=on, how="inner", nulls_equal=True)
-        q = q.with_columns(_cell(pl.col(X), lo_c, sc_c, g_c).alias(f"{COL_PREFIX}c{level}")).drop(lo_c, sc_c, g_c)
-    return q
 
 
 # --------------------------------------------------------------------------- lazy out
