@@ -132,26 +132,35 @@ def _monitor(df: Any) -> None:
     monitor(timed.lazy(), "ts", every="1d", period="7d", bins=10)
 
 
+#: runs the commands given as JSON (argument lists) one after another in one process, as ``calframe ...`` would
+_RUN_COMMANDS = ("import json, sys\nfrom calframe.cli import main\n"
+                 "for args in json.loads(sys.argv[1]):\n"
+                 "    if main(args) != 0:\n"
+                 "        sys.exit(f'calframe {args[0]} failed')\n")
+
+
 def _commands(df: Any) -> None:
     """``calframe report`` (its figures and sections: smooth curve, CORP, windows) and ``fit`` / ``apply``, on
-    files in a temporary folder, each in a process of its own (the command as a user runs it)."""
+    files in a temporary folder, through the command line's entry in a process of their own (one for the four:
+    a process each cost a start and a load of every kernel each)."""
+    import json
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="calframe-warmup-") as tmp:
         scores, rec = f"{tmp}/scores.parquet", f"{tmp}/rec.calib"
         _timed(df).write_parquet(scores)
-        for args in (["report", scores, "--by", "region", "--vece", "age,device", "--n-boot", "20",
-                      "--out", f"{tmp}/report.html", "--json", f"{tmp}/figures.json"],
-                     ["report", scores, "--time-col", "ts", "--every", "1w", "--no-ci"],
-                     ["fit", scores, "--method", "tree", "--variable", "age", "-o", rec],
-                     ["apply", rec, scores, "-o", f"{tmp}/out"]):
-            out = subprocess.run([sys.executable, "-m", "calframe", *args, "--no-progress"], capture_output=True,
-                                 text=True, cwd=tmp)
-            if out.returncode != 0:
-                from ._errors import CalframeError
+        commands = [["report", scores, "--by", "region", "--vece", "age,device", "--n-boot", "20",
+                     "--out", f"{tmp}/report.html", "--json", f"{tmp}/figures.json"],
+                    ["report", scores, "--time-col", "ts", "--every", "1w", "--no-ci"],
+                    ["fit", scores, "--method", "tree", "--variable", "age", "-o", rec],
+                    ["apply", rec, scores, "-o", f"{tmp}/out"]]
+        argv = json.dumps([[*a, "--no-progress"] for a in commands])
+        out = subprocess.run([sys.executable, "-c", _RUN_COMMANDS, argv], capture_output=True, text=True, cwd=tmp)
+        if out.returncode != 0:
+            from ._errors import CalframeError
 
-                raise CalframeError(f"warmup: `calframe {' '.join(args[:1])}` failed:\n{out.stderr[-3000:]}")
+            raise CalframeError(f"warmup: the calframe commands failed:\n{out.stderr[-3000:]}")
 
 
 def _data_dependent() -> None:
@@ -315,11 +324,11 @@ def _mark_warm(*, multiclass: bool) -> None:
 #: the environment variable naming the step counter the processes of ``warmup(jobs=...)`` share
 QUEUE_ENV = "CALFRAME_WARMUP_QUEUE"
 
-#: the steps that take longest on a fresh cache (seconds, one process on the 2-core machine, ~1/4 of a loaded run's): the processes of
+#: the steps that take longest on a fresh cache (seconds, in `calframe warmup --jobs 2` on the quiet 2-core machine): the processes of
 #: ``warmup(jobs=...)`` take these first, so that no slow step is left for the end while a process idles
-SLOW = {"bootstrap intervals": 14.0, "lce, mlce on two features": 13.0, "ece binning=quantile": 11.0,
-        "vce_curve": 10.0, "the calframe command": 9.0, "vece_rank": 8.0, "ece class:1 labels Int64 by region": 8.0,
-        "vce_curve loess": 5.0, "lce, mlce": 4.5, "smooth ECE": 4.3, "gece adaptive": 4.0}
+SLOW = {"lce, mlce on two features": 22.0, "bootstrap intervals": 21.0, "the calframe command": 20.0,
+        "vce_curve": 11.0, "vce_curve loess": 9.0, "vece_rank": 7.0, "ece class:1 labels Int64 by region": 5.0,
+        "gece adaptive": 5.0, "ece binning=quantile": 3.0}
 
 
 def _take(path: str) -> int:
