@@ -63,18 +63,6 @@ CALLS = {
 }
 
 
-@pytest.mark.parametrize("kind", ["lazy", "duckdb", "pyarrow", "ibis"])
-@pytest.mark.parametrize("call", list(CALLS))
-def test_intervals_equal_eager_without_collecting(kind, call, request):
-    fn, kw = CALLS[call]
-    want = fn(DF, ci=0.9, n_boot=150, **kw)
-    request.getfixturevalue("no_rows")
-    got = fn(_native(kind, DF), ci=0.9, n_boot=150, **kw)
-    if kind == "lazy":
-        assert isinstance(got, pl.LazyFrame)
-    _same(_polars(got), want)
-
-
 def test_the_engines_give_the_same_bits():
     fn, kw = CALLS["ece by weighted"]
     outs = [_polars(fn(_native(k, DF), ci=0.9, n_boot=100, **kw)) for k in ("lazy", "duckdb", "pyarrow", "ibis")]
@@ -123,11 +111,12 @@ EDGE_CALLS = {
 
 
 @pytest.mark.parametrize("kind", ["lazy", "duckdb", "pyarrow", "ibis"])
-@pytest.mark.parametrize("call", list(EDGE_CALLS))
-def test_data_dependent_bins_draw_where_the_rows_are(kind, call, request):
-    """The same bounds as eager Polars (whose moments are float sums: to rounding, as on uniform bins), no row
-    brought into Python (the eager engine unreachable), and the engine's own bins: a LazyFrame stays lazy."""
-    fn, kw = EDGE_CALLS[call]
+@pytest.mark.parametrize("call", [*CALLS, *EDGE_CALLS])
+def test_intervals_equal_eager_without_collecting(kind, call, request):
+    """The same bounds as eager Polars (whose moments are float sums: to rounding), no row brought into Python
+    (the eager engine unreachable), a LazyFrame kept lazy; on uniform bins and on data-dependent ones, whose
+    edges the engine finds itself."""
+    fn, kw = {**CALLS, **EDGE_CALLS}[call]
     want = fn(DF, ci=0.9, n_boot=150, **kw)
     request.getfixturevalue("no_rows")
     got = fn(_native(kind, DF), ci=0.9, n_boot=150, **kw)
