@@ -27,6 +27,7 @@ from ...request import Request
 from ..plan import base as P
 from ..plan import row_means as RM
 from ..streaming import streamed as LZ
+from . import moments as DM
 
 __all__ = ["runs", "moment_means", "deferred"]
 
@@ -100,24 +101,11 @@ def moment_means(ddf: Any, req: Request, columns: list[str]) -> tuple | None:
         found = pl.concat([t for t in got if t.height] or got[:1], how="vertical_relaxed")
         keys = [c for c in found.columns if c != P.W]
         tops = found.group_by(keys).agg(pl.col(P.W).max()) if keys else found.select(pl.col(P.W).max())
-    cells = compute_now(*[dask.delayed(_cells)(p, mreq, columns, tops, name) for p in parts])
-    if not cells or any(c is None for c in cells):
+    merged = DM.merged_cells(compute_now(*[dask.delayed(_cells)(p, mreq, columns, tops, name) for p in parts]),
+                             mreq, tops)
+    if merged is None:
         return None
-    plan = LZ.make_plan(pl.DataFrame(schema=cells[0][1]).lazy(), mreq)
-    if tops is not None:
-        P.set_scales(plan, tops)
-    found = [c for c, _ in cells if c.height]
-    if not found:
-        return None
-    merged = pl.concat(found, how="vertical_relaxed")
-    keys = [c for c in merged.columns if c in plan.keys or c in (P.BIN, LZ.ACC, P.EB)]
-    res = merged.group_by(keys).agg(pl.col(c).sum() for c in merged.columns if c not in keys)
-    point, moment_cells = LZ.split_moments(plan, res)
-    point = LZ.exact_floats(point)
-    st = LZ.light_stats(plan, point)
-    if st["bad"]:
-        return None
-    LZ.run_checks(plan, st, None)  # (nothing read: the rows are good)
+    plan, point, moment_cells = merged
 
     def rows_of(fetch: pl.DataFrame) -> tuple:
         got = compute_now(*[dask.delayed(_small)(p, mreq, columns, tops, name, fetch) for p in parts])

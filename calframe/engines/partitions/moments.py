@@ -24,6 +24,7 @@ import polars as pl
 from ... import moments as M
 from ...frames.convert import from_pandas
 from ...request import Request
+from ..plan import base as P
 from ..streaming import streamed as LZ
 
 __all__ = ["runs", "moment_sums", "computed", "deferred", "result"]
@@ -58,30 +59,44 @@ def moment_sums(ddf: Any, req: Request, columns: list[str]) -> tuple | None:
     from .client import compute_now  # (on a distributed worker: through its client)
 
     parts = ddf[columns].to_delayed()
-    cells = compute_now(*[dask.delayed(_cells)(p, req, columns) for p in parts])
-    if any(c is None for c in cells) or not cells:
+    merged = merged_cells(compute_now(*[dask.delayed(_cells)(p, req, columns) for p in parts]), req)
+    if merged is None:
         return None
-    plan = LZ.make_plan(pl.DataFrame(schema=cells[0][1]).lazy(), req)
-    found = [c for c, _ in cells if c.height]
-    if not found:
-        return None
-    merged = pl.concat(found, how="vertical_relaxed")
-    keys = [c for c in merged.columns if c in plan.keys or c in (LZ.BIN, LZ.ACC)]
-    res = merged.group_by(keys).agg(*[pl.col(c).sum() for c in merged.columns if c not in keys])
-    res, moment_cells = LZ.split_moments(plan, res)
-    res = LZ.exact_floats(res)
-    st = LZ.light_stats(plan, res)
-    if st["bad"]:
-        return None
-    LZ.run_checks(plan, st, None)  # (nothing read: the rows are good)
+    plan, res, moment_cells = merged
     sums, keys_, counts = LZ.assemble(plan, res)
-    merged_cells, fetch = LZ.cell_moments(plan, moment_cells, LZ.int128_float)
+    cell_sums, fetch = LZ.cell_moments(plan, moment_cells, LZ.int128_float)
     small = M.NO_ROWS
     if fetch is not None:
         rows = compute_now(*[dask.delayed(_rows)(p, req, columns, fetch) for p in parts])
         small = tuple(_concat([r[i] for r in rows]) for i in range(3))  # type: ignore[assignment]
-    m = M.from_cells(*merged_cells, small, False)
+    m = M.from_cells(*cell_sums, small, False)
     return sums, keys_, counts, LZ.group_scales(plan, keys_), m
+
+
+def merged_cells(cells: list[tuple[pl.DataFrame, Any] | None], req: Request,
+                 tops: pl.DataFrame | None = None) -> tuple[Any, pl.DataFrame, pl.DataFrame] | None:
+    """The partitions' moments cells (``(cells, schema)`` each, None: a partition the pass cannot read) added up:
+    ``(plan, point sums as floats, moment cells)``, the input checked as the LazyFrame engine checks it; None when
+    the rows must be checked in memory (a partition not read, no rows, bad rows). ``tops``: the groups' largest
+    weights (the weighted companions' scale, :mod:`calframe.engines.partitions.companions`)."""
+    if not cells or any(c is None for c in cells):
+        return None
+    plan = LZ.make_plan(pl.DataFrame(schema=cells[0][1]).lazy(), req)
+    if tops is not None:
+        P.set_scales(plan, tops)
+    found = [c for c, _ in cells if c.height]
+    if not found:
+        return None
+    merged = pl.concat(found, how="vertical_relaxed")
+    keys = [c for c in merged.columns if c in plan.keys or c in (P.BIN, LZ.ACC, P.EB)]
+    res = merged.group_by(keys).agg(pl.col(c).sum() for c in merged.columns if c not in keys)
+    point, moment_cells = LZ.split_moments(plan, res)
+    point = LZ.exact_floats(point)
+    st = LZ.light_stats(plan, point)
+    if st["bad"]:
+        return None
+    LZ.run_checks(plan, st, None)  # (nothing read: the rows are good)
+    return plan, point, moment_cells
 
 
 def deferred(ddf: Any, req: Request, columns: list[str], rows: Any) -> Any:
