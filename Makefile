@@ -7,20 +7,27 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test java browser bench docs install clean
 
+# uv (installed into .venv by pip, from PyPI) installs the packages: the same versions pip picks, in about a third
+# of the time (34 s against 87 s for the test extras on 2 cores with no download cache).
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+$(BIN)/uv: | $(BIN)/python
+	@echo "installing uv into $(VENV) (pip install uv): it installs calframe's packages"
+	$(BIN)/python -m pip install --quiet uv
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/uv
+	$(UV) -e .
 	touch $@
 
-$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[plot]"
+$(VENV)/.installed-demo: pyproject.toml | $(BIN)/uv
+	$(UV) -e ".[plot]"
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[test,plot,dask,docs]"
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
+	$(UV) -e ".[test,plot,dask,docs]"
 	touch $@
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
@@ -29,8 +36,8 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[test,bench]"
 	touch $@
 
-$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[docs]"
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/uv
+	$(UV) -e ".[docs]"
 	touch $@
 
 install: $(VENV)/.installed
