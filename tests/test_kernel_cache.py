@@ -38,15 +38,21 @@ VARIANTS = [(lens, closed, lab, key) for lens in LENSES for lab in LABELS for ke
 
 RUN_VARIANTS = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, sys, time
     import polars as pl
     import calframe
 
     sys.path.insert(0, sys.argv[3])
     from test_kernel_cache import run_variants
 
+    def wait_for_go(go):  # all processes start together: say ready, then wait for the go file (or "0": none)
+        if go != "0":
+            open(go + "." + str(os.getpid()), "w").close()
+            while not os.path.exists(go):
+                time.sleep(0.002)
+
     variants = json.loads(sys.argv[1])
-    time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes start compiling together
+    wait_for_go(sys.argv[2])  # all processes start compiling together
     print(json.dumps(run_variants(variants)))
     """
 )
@@ -71,6 +77,16 @@ def _start(script: str, args: list[str], cache_dir: Path) -> subprocess.Popen:
     )
 
 
+def _go(go: Path, procs: list[subprocess.Popen]) -> None:
+    """Once every process has said it is ready (imports done, at ``wait_for_go``), let them all go at once."""
+    deadline = time.monotonic() + 600
+    while len(list(go.parent.glob(go.name + ".*"))) < len(procs):
+        assert all(p.poll() is None for p in procs), [p.communicate()[1][-3000:] for p in procs if p.poll() is not None]
+        assert time.monotonic() < deadline, "the processes never got ready"
+        time.sleep(0.005)
+    go.touch()
+
+
 def _finish(proc: subprocess.Popen) -> tuple[object, str]:
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
@@ -93,14 +109,15 @@ def run_variants(variants: list) -> list:
 def stressed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh cache directory that 4 processes compiled different variants into, all at once."""
     cache = tmp_path_factory.mktemp("stressed-cache")
-    procs, start = [], str(time.time() + 6.0)
+    procs, go = [], cache.parent / "go"
     for i in range(4):
         # process i takes the label dtype and key type (a signature of each lens's kernel) of its own: all four
         # write different signatures of both lenses' kernels into one index at once, and each signature is
         # compiled once (the closed side, an argument, costs no compile: both sides run in every process)
         mine = [v for v in VARIANTS if (LABELS.index(v[2]), KEYS.index(v[3])) == divmod(i, 2)]
         mine = mine[i % len(mine):] + mine[: i % len(mine)]  # each process starts at another variant
-        procs.append(_start(RUN_VARIANTS, [json.dumps(mine), start, HERE], cache))
+        procs.append(_start(RUN_VARIANTS, [json.dumps(mine), str(go), HERE], cache))
+    _go(go, procs)
     errs = [_finish(proc)[1] for proc in procs]
     # the compile notice names each kernel and the public function it is compiled for (issue 31, section 1)
     assert any("compiling binned_pass_" in err and "for calframe.ece" in err for err in errs), errs[0][-2000:]
@@ -174,11 +191,16 @@ SYNTH = textwrap.dedent(
 
 RUN_SYNTH = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, sys, time
     import numpy as np
     sys.path.insert(0, sys.argv[2])
     import synth_kernels
-    time.sleep(max(0.0, float(sys.argv[3]) - time.time()))  # all processes start compiling together
+    def wait_for_go(go):  # all processes start together: say ready, then wait for the go file (or "0": none)
+        if go != "0":
+            open(go + "." + str(os.getpid()), "w").close()
+            while not os.path.exists(go):
+                time.sleep(0.002)
+    wait_for_go(sys.argv[3])  # all processes start compiling together
     out = {}
     for dt in json.loads(sys.argv[1]):
         x = np.arange(1, 8).astype(dt)
@@ -205,8 +227,10 @@ def test_rounds_of_concurrent_compiles_of_one_kernel(tmp_path: Path, round_: int
     (src / "synth_kernels.py").write_text(SYNTH)
     cache = tmp_path / "cache"
     rng = np.random.default_rng(round_)
-    start = str(time.time() + 4.0)
-    procs = [_start(RUN_SYNTH, [json.dumps(list(rng.permutation(DTYPES))), str(src), start], cache) for _ in range(8)]
+    go = tmp_path / "go"
+    procs = [_start(RUN_SYNTH, [json.dumps(list(rng.permutation(DTYPES))), str(src), str(go)], cache)
+             for _ in range(8)]
+    _go(go, procs)
     for p in procs:
         _finish(p)
     got, err = _finish(_start(RUN_SYNTH, [json.dumps(DTYPES), str(src), "0"], cache))
@@ -362,11 +386,16 @@ def test_a_calls_further_compiles_go_on_one_bar(tmp_path: Path, monkeypatch, cap
 
 LOCK_RUN = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, sys, time
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import synth_kernels
-    time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes miss together
+    def wait_for_go(go):  # all processes start together: say ready, then wait for the go file (or "0": none)
+        if go != "0":
+            open(go + "." + str(os.getpid()), "w").close()
+            while not os.path.exists(go):
+                time.sleep(0.002)
+    wait_for_go(sys.argv[2])  # all processes miss together
     v = synth_kernels.tag(np.arange(1, 8, dtype=np.int64))
     st = synth_kernels.tag.stats
     print(json.dumps({"v": v, "hits": sum(st.cache_hits.values()), "misses": sum(st.cache_misses.values())}))
@@ -378,8 +407,9 @@ def test_processes_that_miss_one_variant_at_once_compile_it_once(tmp_path: Path)
     """A variant missed by 3 processes at once is compiled by one of them; the others wait for its compile lock
     and load what it saved (issue 31: pytest's workers and warm-up's processes compiled the same kernels twice)."""
     (tmp_path / "synth_kernels.py").write_text(SYNTH)
-    start = str(time.time() + 8)  # after every process has imported numba
-    procs = [_start(LOCK_RUN, [str(tmp_path), start], tmp_path / "cache") for _ in range(3)]
+    go = tmp_path / "go"  # once every process has imported numba
+    procs = [_start(LOCK_RUN, [str(tmp_path), str(go)], tmp_path / "cache") for _ in range(3)]
+    _go(go, procs)
     got = [_finish(p) for p in procs]
     x = np.arange(1, 8, dtype=np.int64)
     assert [g["v"] for g, _ in got] == [float(x.sum()) * 1000.0 + 8] * 3  # numpy's figure
