@@ -412,3 +412,40 @@ def not_a_recalibrator(func: str, got: Any) -> ColumnTypeError:
     return ColumnTypeError(
         f"{func}: expected a fitted recalibrator (from calframe.fit or calframe.load); got {type(got).__name__}."
     )
+
+
+# ----------------------------------------------------------------- errors as data
+
+
+def error_text(exc: CalframeError) -> str:
+    """``exc`` as JSON text (its class, arguments and JSON-able attributes): how a Dask partition hands its input
+    error to the client on a marker row, as data (nothing is ever unpickled; :func:`error_from_text`)."""
+    import json
+
+    attrs = {}
+    for name, value in vars(exc).items():
+        try:
+            attrs[name] = json.loads(json.dumps(value))
+        except (TypeError, ValueError):
+            continue
+    cls = type(exc)
+    return json.dumps({"class": f"{cls.__module__}:{cls.__qualname__}", "args": [str(a) for a in exc.args],
+                       "attrs": attrs})
+
+
+def error_from_text(text: str) -> CalframeError:
+    """The error :func:`error_text` wrote: a :class:`CalframeError` subclass of calframe's, with its arguments (a
+    list attribute comes back as a tuple)."""
+    import json
+
+    data = json.loads(text)
+    known: dict[str, type] = {}
+    todo: list[type] = [CalframeError]
+    while todo:
+        cls = todo.pop()
+        known[f"{cls.__module__}:{cls.__qualname__}"] = cls
+        todo.extend(cls.__subclasses__())
+    exc = known.get(data["class"], CalframeError)(*data["args"])
+    for name, value in data["attrs"].items():
+        setattr(exc, name, tuple(value) if isinstance(value, list) else value)
+    return exc

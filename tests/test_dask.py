@@ -4,7 +4,7 @@ The data is split into uneven partitions, one of them empty. Most tests compute 
 scheduler: the same partition passes in this process, without the round trips (this file took 107 s all on
 the cluster, 65 s so). The tests marked ``on_cluster`` compute on a tiny distributed LocalCluster (2 worker
 processes, 1 thread each): where a result is finalized on a worker, its later passes go through the worker's
-client, its warnings are forwarded and its errors pickled back.
+client, its warnings are forwarded and its errors sent back.
 """
 
 from __future__ import annotations

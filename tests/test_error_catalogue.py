@@ -258,3 +258,19 @@ def test_a_retyped_message_is_found(tmp_path: pathlib.Path) -> None:
     src = 'def f(func, c):\n    raise ValueError(f"{func}: variable {c!r} has a single distinct value; calibration along it")\n'
     found = [p for p in _catalogue_phrases() if any(p in t for t, _ in _string_pieces(ast.parse(src)))]
     assert found
+
+
+def test_a_partitions_error_travels_as_data_not_pickle():
+    """A Dask partition hands its input error to the client as JSON text: the same class, message and detail come
+    back, and no module of the package but the kernel cache (numba's own index format, checksummed) unpickles."""
+    from calframe.recalibrate._inputs import one_class_error
+
+    for exc in (one_class_error("fit", "top1", 1, 5), _errors.InvalidValueError("ece: 'prob' has 3 rows outside"),
+                _errors.ColumnNotFoundError("no column 'x'")):
+        back = _errors.error_from_text(_errors.error_text(exc))
+        assert type(back) is type(exc) and str(back) == str(exc)
+        assert getattr(back, "detail", None) == getattr(exc, "detail", None)
+    package = pathlib.Path(calframe.__file__).parent
+    loads = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                   if re.search(r"pickle\.loads?\(", p.read_text()))
+    assert loads == ["_kernel_cache.py"], loads

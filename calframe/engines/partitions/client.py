@@ -39,8 +39,6 @@ calibration (``lce``, ``mlce``, ``mlce_curve``).
 
 from __future__ import annotations
 
-import base64
-import pickle
 import warnings
 from collections.abc import Callable
 import inspect
@@ -67,7 +65,7 @@ from ...request import Request
 from ..._columns import LABEL_CANDIDATES, PROB_CANDIDATES, pick_default, check_group_weights, group_codes, resolve
 from ..._names import key_names
 from ... import _errors as E
-from ..._errors import EmptyInputError, ParameterError
+from ..._errors import EmptyInputError, ParameterError, error_from_text
 from ..._limits import check_cells
 from ...binning import Bins, check_variable, edge_table, pack_edges, take_each, uniform_edges
 from ...metrics import check_weight_sums
@@ -165,7 +163,7 @@ class Runner:
         failed = [e for e in err if isinstance(e, str) and e]
         if failed:
             _raise_totals(self.ddf, self.spec)
-            raise pickle.loads(base64.b64decode(failed[0]))
+            raise error_from_text(failed[0])
         return frame
 
     @staticmethod

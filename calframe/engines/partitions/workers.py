@@ -6,8 +6,6 @@ Nothing here imports Dask."""
 
 from __future__ import annotations
 
-import base64
-import pickle
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,7 +23,7 @@ from ... import row_sums as RS
 from ..._columns import Scored, resolve
 from ...frames.convert import select
 from ..._names import key_names
-from ..._errors import CalframeError, ColumnTypeError, list_lengths_differ
+from ..._errors import CalframeError, ColumnTypeError, error_text, list_lengths_differ
 from ..._imports import LazyModule
 from ..._limits import check_cells
 
@@ -39,8 +37,8 @@ ROWS, N, SC, SA, VMIN, VMAX, DROP = "__cf_rows", "__cf_n", "__cf_sc", "__cf_sa",
 #: the exponent e of the power of two 2^e a partition divided a group's weights by (a key of the merge, not summed)
 EXP = "__cf_exp"
 PAR, CELL, CNT, SHIFT, VAL = "__cf_par", "__cf_cell", "__cf_cnt", "__cf_shift", "__cf_val"
-#: a partition's input error (pickled, base64) on a marker row (fig = -2): the client raises it, counted over
-#: every partition (:meth:`dask.Runner.checked`)
+#: a partition's input error (JSON text, :func:`~calframe._errors.error_text`) on a marker row (fig = -2): the client
+#: raises it, counted over every partition (:meth:`dask.Runner.checked`)
 ERR = "__cf_err"
 
 _I8, _F8, _STR = np.dtype(np.int64), np.dtype(np.float64), pd.StringDtype()
@@ -278,7 +276,7 @@ def guarded_partition(rows: Any, pdf: pd.DataFrame, spec: Spec, meta: pd.DataFra
         if not len(pdf):
             raise
         keys = keys_of(pdf, spec.by, slice(0, 1)) if spec.by else None
-        return partition_frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -2, ERR: base64.b64encode(pickle.dumps(exc)).decode()})
+        return partition_frame(meta, keys, np.zeros(1, dtype=np.int64), {FIG: -2, ERR: error_text(exc)})
 
 
 def hist_partition(pdf, spec, meta, level, parents, partition_info=None) -> pd.DataFrame:
