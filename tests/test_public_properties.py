@@ -87,7 +87,7 @@ CALL_TIMEOUT = 60
 #: no shrinking: one example runs ~12 calls, and shrinking one failure took over 5 minutes on a loaded machine;
 #: the failure message carries a reproducer instead (and the generator favours frames of a few rows)
 PROPS = settings(
-    max_examples=20,
+    max_examples=12,
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],

@@ -100,10 +100,28 @@ def _with_script(page: Path, tmp: Path, script: str) -> Path:
     return out
 
 
-def test_headline_equals_the_api(chromium, report, tmp_path):
+#: measures the page once loaded (writes what it finds into the DOM): its width with every collapsible detail
+#: closed, then opened
+MEASURE = ("document.body.setAttribute('data-closed', document.documentElement.scrollWidth);"
+           "document.querySelectorAll('details').forEach(d => d.open = true);"
+           "document.body.setAttribute('data-open', document.documentElement.scrollWidth);"
+           "document.body.setAttribute('data-client', document.documentElement.clientWidth);"
+           "document.body.setAttribute('data-details', document.querySelectorAll('details').length);")
+
+
+@pytest.fixture(scope="module")
+def dom(chromium, report, tmp_path_factory) -> str:
+    """The page as Chromium renders it at 1280 px, measured (:data:`MEASURE`): one start of the browser serves the
+    three tests that read the DOM."""
+    page, _ = report
+    tmp = tmp_path_factory.mktemp("dom")
+    return _run(chromium, ["--window-size=1280,1000", "--dump-dom", _with_script(page, tmp, MEASURE).as_uri()],
+                tmp).stdout
+
+
+def test_headline_equals_the_api(report, dom):
     """The rendered headline, rebuilt here from calframe's API figures and the documented verdict rule."""
     page, df = report
-    dom = _run(chromium, ["--dump-dom", page.as_uri()], tmp_path).stdout
     m = re.search(r"<p class=\"headline\" id=\"headline\">(.*?)</p>", dom, re.S)
     assert m is not None, dom[:2000]
     shown = _text(m.group(1))
@@ -134,9 +152,8 @@ def test_headline_equals_the_api(chromium, report, tmp_path):
     assert shown == expected[0].upper() + expected[1:], (shown, expected)
 
 
-def test_tables_show_the_api_figures_worst_first(chromium, report, tmp_path):
+def test_tables_show_the_api_figures_worst_first(report, dom):
     page, df = report
-    dom = _run(chromium, ["--dump-dom", page.as_uri()], tmp_path).stdout
     text = _text(dom)
     per = calframe.summary(df, by="region", ci=0.95, n_boot=50, seed=0).sort("ece", descending=True)
     # the per-region table: one row per region, worst ECE first, "value [lo, hi]" in one cell
@@ -162,16 +179,8 @@ def test_tables_show_the_api_figures_worst_first(chromium, report, tmp_path):
     assert "top-1" not in text and "confidence" not in re.sub(r"confidence bands?", "", text.lower())
 
 
-def test_page_fits_1280_pixels(chromium, report, tmp_path):
+def test_page_fits_1280_pixels(dom):
     """No horizontal scroll at 1280 px, with every collapsible detail closed and opened."""
-    page, _ = report
-    measure = ("document.body.setAttribute('data-closed', document.documentElement.scrollWidth);"
-               "document.querySelectorAll('details').forEach(d => d.open = true);"
-               "document.body.setAttribute('data-open', document.documentElement.scrollWidth);"
-               "document.body.setAttribute('data-client', document.documentElement.clientWidth);"
-               "document.body.setAttribute('data-details', document.querySelectorAll('details').length);")
-    dom = _run(chromium, ["--window-size=1280,1000", "--dump-dom",
-                          _with_script(page, tmp_path, measure).as_uri()], tmp_path).stdout
     got = {k: int(v) for k, v in re.findall(r'data-(closed|open|client|details)="(\d+)"', dom)}
     assert set(got) == {"closed", "open", "client", "details"}, dom[:500]
     assert got["details"] >= 2 and 1200 <= got["client"] <= 1280
