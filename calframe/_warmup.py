@@ -214,7 +214,9 @@ def warmup(*, verbose: bool = False, multiclass: bool = True, jobs: int = 1, par
         processes that need the same kernel variant compile it once: ``calframe._kernel_cache``);
         ``calframe warmup`` uses one per core, at most 4.
     part
-        ``(i, n)``: run only steps ``i, i + n, ...`` (what each of ``jobs`` processes runs).
+        ``(i, n)``: this is process ``i`` of ``n`` started by ``jobs``: it takes the next step not yet taken from
+        the step counter the ``n`` processes share (``CALFRAME_WARMUP_QUEUE``), or, without that counter, runs
+        steps ``i, i + n, ...``.
     force
         Run every step even when the cache is marked warm (see :func:`is_warm`).
 
