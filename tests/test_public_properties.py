@@ -737,8 +737,10 @@ def _as_polars(value: Any) -> pl.DataFrame:
 
 
 def result_problems(got: Any, want: Any, flavour: str, input_columns: set[str], keys: set[str],
-                    func: str) -> list[str]:
-    """Differences between a flavour's result and the eager Polars result, and non-finite figures."""
+                    func: str, few: np.ndarray | None = None) -> list[str]:
+    """Differences between a flavour's result and the eager Polars result, and non-finite figures. ``few``: the
+    result's groups that may have no interval (NaN bounds), beside those of fewer than MIN_ROWS rows
+    (:func:`_light_groups`)."""
     problems = []
     pandas_like = flavour in PANDAS or flavour == "dask"
     if isinstance(want, float) and flavour == "polars[lazy]" and isinstance(got, pl.DataFrame):
@@ -785,6 +787,8 @@ def result_problems(got: Any, want: Any, flavour: str, input_columns: set[str], 
                 bad_rows &= want["leak"].is_null().to_numpy()
             if c.endswith(("_lo", "_hi")) and "n" in want.columns:  # a group of one row has no interval (NaN,
                 bad_rows &= want["n"].to_numpy() >= MIN_ROWS  # documented: calframe.figures.MIN_ROWS)
+                if few is not None:
+                    bad_rows &= ~few
             if bad_rows.any():
                 problems.append(f"column {c!r} has non-finite values {v[bad_rows][:3].tolist()} in "
                                 f"{int(bad_rows.sum())} rows")
@@ -865,6 +869,31 @@ def _unchanged(frame: pd.DataFrame, before: pd.DataFrame) -> bool:
     return True
 
 
+def _light_groups(want: Any, ref_frame: Any, params: dict, keys: set[str], func: str) -> np.ndarray | None:
+    """Weighted calls: the result's groups whose weights may sum below MIN_ROWS, which get no interval (weights
+    are frequency weights: a group counts the sum of its weights, docs/spec.md section 8). The sums here are over
+    all the group's rows, an upper bound of what the call keeps; where the call may keep fewer (nulls="drop",
+    gece's row selections) or the keys cannot be matched, every group may."""
+    w = params.get("weights")
+    if not isinstance(w, str) or not isinstance(want, pl.DataFrame) or not isinstance(ref_frame, pl.DataFrame):
+        return None
+    everyone = np.ones(want.height, dtype=bool)
+    if params.get("nulls") == "drop" or func == "gece" or w not in ref_frame.columns:
+        return everyone
+    try:
+        weights = pl.col(w).cast(pl.Float64).fill_null(0.0)
+        if not keys:
+            return np.full(want.height, ref_frame.select(weights.sum()).item() < MIN_ROWS)
+        sums = ref_frame.group_by(sorted(keys)).agg(weights.sum().alias("__judge_w"))
+        joined = want.select(sorted(keys)).with_row_index("__judge_i").join(
+            sums, on=sorted(keys), how="left", nulls_equal=True).sort("__judge_i")
+    except Exception:  # noqa: BLE001  (keys Polars cannot group or join as calframe does)
+        return everyone
+    if joined.height != want.height or joined["__judge_w"].null_count():
+        return everyone
+    return joined["__judge_w"].to_numpy() < MIN_ROWS
+
+
 def check(func: str, case: Case, params: dict, flavours: list[str] | None = None) -> list[str]:
     """Every problem of ``func(frame, **params)`` over the frame types, each with its reproducer."""
     problems = []
@@ -903,7 +932,8 @@ def check(func: str, case: Case, params: dict, flavours: list[str] | None = None
                 found.append(f"(eager Polars) raw {type(want.exc).__name__}: {want.exc}")
         else:
             value = same_columns(got.value) if isinstance(got.value, pd.DataFrame) else got.value
-            found += result_problems(value, want.value, flavour, input_columns, keys, func)
+            few = _light_groups(want.value, ref_frame, params, keys, func)
+            found += result_problems(value, want.value, flavour, input_columns, keys, func, few)
         found += [f"raw warning {w}" for w in got.raw_warnings]
         if before is not None and not _unchanged(frame, before):
             found.append("the caller's pandas frame was modified")
@@ -971,3 +1001,15 @@ def test_an_int_labelled_pass_through_column_is_not_judged_as_a_figure(func: str
                        "v": [1.0, 2.0, 3.0, 5.0]})
     case = Case(df, "prob", "label", 2, variables=["v"], numeric=["v"], int_label=7)
     assert not check(func, case, params, flavours=["pandas"])
+
+
+def test_the_judge_counts_weights_as_frequencies() -> None:
+    """A weighted group whose weights sum below MIN_ROWS may have no interval (NaN bounds); one whose weights sum
+    to MIN_ROWS or more, with as many rows, may not."""
+    ref = pl.DataFrame({"g": [1, 1, 2, 2], "w": [0.5, 0.5, 3.0, 1.0]})
+    want = pl.DataFrame({"g": [1, 2], "n": [2, 2], "ece": [0.1, 0.2], "ece_lo": [nan, nan], "ece_hi": [nan, nan]})
+    few = _light_groups(want, ref, {"weights": "w", "by": "g"}, {"g"}, "ece")
+    assert few is not None and few.tolist() == [True, False]
+    found = result_problems(want, want, "polars[eager]", set(), {"g"}, "ece", few)
+    assert len(found) == 2 and all("in 1 rows" in p for p in found), found  # group 2's lo and hi
+    assert _light_groups(want, ref, {"by": "g"}, {"g"}, "ece") is None  # unweighted: rows only
