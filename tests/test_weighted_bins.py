@@ -285,7 +285,7 @@ def test_engines_compute_weighted_edges_where_the_rows_are(monkeypatch, kind, bi
     assert spy.most < df.height // 2
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(weighted_frames(max_rows=60), st.sampled_from(["quantile", "equal_mass"]), st.integers(2, 8),
        st.sampled_from([10**9, 3]))
 def test_streamed_weighted_edges_are_the_repeated_frames(frame, binning, bins, budget):
