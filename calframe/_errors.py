@@ -425,9 +425,10 @@ def error_text(exc: CalframeError) -> str:
     attrs = {}
     for name, value in vars(exc).items():
         try:
-            attrs[name] = json.loads(json.dumps(value))
+            json.dumps(value)
         except (TypeError, ValueError):
             continue
+        attrs[name] = value
     cls = type(exc)
     return json.dumps({"class": f"{cls.__module__}:{cls.__qualname__}", "args": [str(a) for a in exc.args],
                        "attrs": attrs})

@@ -366,8 +366,9 @@ def test_eager_errors(data):
 
 @pytest.mark.parametrize("binning", [pytest.param("quantile", marks=on_cluster), "equal_mass"])
 def test_weighted_data_dependent_edges(data, binning):
-    """Weights with quantile / equal-mass bins (quantile on the cluster): the edges of the rows repeated w_i times, eager's
-    (the edge passes run on a worker, through its client; tests/test_dask_weighted.py checks them bit for bit)."""
+    """Weights with quantile / equal-mass bins (quantile on the cluster): the edges of the rows repeated w_i
+    times, eager's (the edge passes run on a worker, through its client; tests/test_dask_weighted.py checks them
+    bit for bit)."""
     df, ddf = data
     kw = {**BINARY, "weights": "w", "binning": binning}
     _same(ddf.calib.ece(**kw, by="s"), calframe.ece(df, **kw, by="s"))

@@ -97,10 +97,9 @@ def _check_table(got, want: pl.DataFrame) -> None:
                               "decimal refined-quantile"])
 def test_weighted_edges_are_eager_polars(monkeypatch, budget, binning, w):
     """Every figure of the CE family, VECE, the marginal lens and the reliability table, by group (ECE and the
-    table also without ``by``):
-    eager Polars' numbers; with a budget of 40 values the histograms refine before anything is gathered. Each
-    kind of weights with one binning, each binning with and without refinement (all 8 pairs took 70 s of the
-    suite; test_integer_weights_are_the_repeated_frame draws both binnings)."""
+    table also without ``by``): eager Polars' numbers; with a budget of 40 values the histograms refine before
+    anything is gathered. Each kind of weights with one binning, each binning with and without refinement (all
+    8 pairs took 70 s of the suite; test_integer_weights_are_the_repeated_frame draws both binnings)."""
     if budget is not None:
         monkeypatch.setattr(lazy, "COLLECT_BUDGET", budget)
     ddf = _ddf(DF)

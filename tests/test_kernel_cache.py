@@ -36,20 +36,27 @@ LABELS = ["Int8", "Int64"]
 KEYS = [None, "g_int"]
 VARIANTS = [(lens, closed, lab, key) for lens in LENSES for lab in LABELS for key in KEYS for closed in CLOSED]
 
-RUN_VARIANTS = textwrap.dedent(
+#: the scripts' start barrier: each process says it is ready (a file beside the go file), then waits for the go
+#: file (:func:`_go` creates it once every process is ready); "0": no barrier
+WAIT_FOR_GO = textwrap.dedent(
     """
-    import json, os, sys, time
+    import os, time
+    def wait_for_go(go):
+        if go != "0":
+            open(go + "." + str(os.getpid()), "w").close()
+            while not os.path.exists(go):
+                time.sleep(0.002)
+    """
+)
+
+RUN_VARIANTS = WAIT_FOR_GO + textwrap.dedent(
+    """
+    import json, sys
     import polars as pl
     import calframe
 
     sys.path.insert(0, sys.argv[3])
     from test_kernel_cache import run_variants
-
-    def wait_for_go(go):  # all processes start together: say ready, then wait for the go file (or "0": none)
-        if go != "0":
-            open(go + "." + str(os.getpid()), "w").close()
-            while not os.path.exists(go):
-                time.sleep(0.002)
 
     variants = json.loads(sys.argv[1])
     wait_for_go(sys.argv[2])  # all processes start compiling together
@@ -189,17 +196,12 @@ SYNTH = textwrap.dedent(
     '''
 )
 
-RUN_SYNTH = textwrap.dedent(
+RUN_SYNTH = WAIT_FOR_GO + textwrap.dedent(
     """
-    import json, os, sys, time
+    import json, sys
     import numpy as np
     sys.path.insert(0, sys.argv[2])
     import synth_kernels
-    def wait_for_go(go):  # all processes start together: say ready, then wait for the go file (or "0": none)
-        if go != "0":
-            open(go + "." + str(os.getpid()), "w").close()
-            while not os.path.exists(go):
-                time.sleep(0.002)
     wait_for_go(sys.argv[3])  # all processes start compiling together
     out = {}
     for dt in json.loads(sys.argv[1]):
@@ -384,17 +386,12 @@ def test_a_calls_further_compiles_go_on_one_bar(tmp_path: Path, monkeypatch, cap
     assert capsys.readouterr().err.count("  compiling tag for calframe.<lambda>") == 2
 
 
-LOCK_RUN = textwrap.dedent(
+LOCK_RUN = WAIT_FOR_GO + textwrap.dedent(
     """
-    import json, os, sys, time
+    import json, sys
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import synth_kernels
-    def wait_for_go(go):  # all processes start together: say ready, then wait for the go file (or "0": none)
-        if go != "0":
-            open(go + "." + str(os.getpid()), "w").close()
-            while not os.path.exists(go):
-                time.sleep(0.002)
     wait_for_go(sys.argv[2])  # all processes miss together
     v = synth_kernels.tag(np.arange(1, 8, dtype=np.int64))
     st = synth_kernels.tag.stats

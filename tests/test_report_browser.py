@@ -121,7 +121,7 @@ def dom(chromium, report, tmp_path_factory) -> str:
 
 def test_headline_equals_the_api(report, dom):
     """The rendered headline, rebuilt here from calframe's API figures and the documented verdict rule."""
-    page, df = report
+    _, df = report
     m = re.search(r"<p class=\"headline\" id=\"headline\">(.*?)</p>", dom, re.S)
     assert m is not None, dom[:2000]
     shown = _text(m.group(1))
@@ -153,7 +153,7 @@ def test_headline_equals_the_api(report, dom):
 
 
 def test_tables_show_the_api_figures_worst_first(report, dom):
-    page, df = report
+    _, df = report
     text = _text(dom)
     per = calframe.summary(df, by="region", ci=0.95, n_boot=50, seed=0).sort("ece", descending=True)
     # the per-region table: one row per region, worst ECE first, "value [lo, hi]" in one cell
